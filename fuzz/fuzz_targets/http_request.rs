@@ -1,0 +1,6 @@
+//! Arbitrary bytes through the request framing, whole and split at an arbitrary point: both
+//! must give the same head and the same de-chunked body.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| traceingest::http::request::fuzz_split_equivalence(data));

@@ -1,0 +1,265 @@
+//! API keys: their format, their SHA-256 hash, and the in-memory key set workers check against.
+//!
+//! A key is `prefix + 43 base62 characters` (256 bits of randomness). Only `sha256(key)` is
+//! stored. Workers authenticate with a hash and one lock-free lookup in the current `KeySet`,
+//! which the control thread replaces wholesale every refresh (`arc_swap`), so a request never
+//! waits on I/O or a lock, and a revocation reaches every worker within one refresh period.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use sha2::{Digest, Sha256};
+
+/// Random characters after the prefix: 43 base62 digits carry 256 bits.
+pub const KEY_RANDOM_LEN: usize = 43;
+/// Characters of a key kept for display (`keys list`, `keys revoke PREFIX`).
+pub const DISPLAY_PREFIX_LEN: usize = 12;
+
+const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// `sha256(key)`.
+pub type KeyHash = [u8; 32];
+
+/// Who a key belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub org_id: Arc<str>,
+    /// Empty when the key is not tied to a project.
+    pub project_id: Arc<str>,
+}
+
+/// Makes a new random key with the given prefix.
+pub fn generate_key(prefix: &str) -> Result<String, getrandom::Error> {
+    let mut key = String::with_capacity(prefix.len() + KEY_RANDOM_LEN);
+    key.push_str(prefix);
+    let mut pool = [0u8; 64];
+    let mut used = pool.len();
+    while key.len() < prefix.len() + KEY_RANDOM_LEN {
+        if used == pool.len() {
+            getrandom::fill(&mut pool)?;
+            used = 0;
+        }
+        let b = pool[used];
+        used += 1;
+        // Rejection sampling keeps every character equally likely: 248 = 4 * 62.
+        if b < 248 {
+            key.push(BASE62[(b % 62) as usize] as char);
+        }
+    }
+    Ok(key)
+}
+
+/// The hash stored for a key.
+pub fn hash_key(key: &[u8]) -> KeyHash {
+    Sha256::digest(key).into()
+}
+
+/// Lower-case hex of a hash, as stored in ClickHouse.
+pub fn hex(hash: &KeyHash) -> String {
+    let mut s = String::with_capacity(64);
+    for b in hash {
+        s.push(char::from(b"0123456789abcdef"[(b >> 4) as usize]));
+        s.push(char::from(b"0123456789abcdef"[(b & 15) as usize]));
+    }
+    s
+}
+
+/// Parses 64 hex digits.
+pub fn parse_hex(s: &str) -> Option<KeyHash> {
+    let bytes = s.as_bytes();
+    if bytes.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, pair) in bytes.chunks_exact(2).enumerate() {
+        let hi = (pair[0] as char).to_digit(16)?;
+        let lo = (pair[1] as char).to_digit(16)?;
+        out[i] = (hi * 16 + lo) as u8;
+    }
+    Some(out)
+}
+
+/// Whether `key` has the shape of one of our keys; anything else is refused without a lookup.
+pub fn well_formed(key: &[u8], prefix: &str) -> bool {
+    key.len() == prefix.len() + KEY_RANDOM_LEN
+        && key.starts_with(prefix.as_bytes())
+        && key[prefix.len()..].iter().all(u8::is_ascii_alphanumeric)
+}
+
+/// Extracts the key from the `Authorization` value (`Bearer <key>`, scheme case-insensitive)
+/// or else from `x-api-key`. `Authorization` wins when both are present, even if it is not a
+/// bearer credential (then there is no key).
+pub fn key_from_headers<'a>(
+    authorization: Option<&'a [u8]>,
+    x_api_key: Option<&'a [u8]>,
+) -> Option<&'a [u8]> {
+    if let Some(v) = authorization {
+        let v = trim(v);
+        if v.len() > 7 && v[..6].eq_ignore_ascii_case(b"bearer") && (v[6] == b' ' || v[6] == b'\t')
+        {
+            let key = trim(&v[7..]);
+            return (!key.is_empty()).then_some(key);
+        }
+        return None;
+    }
+    x_api_key.map(trim).filter(|k| !k.is_empty())
+}
+
+fn trim(v: &[u8]) -> &[u8] {
+    let start = v
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(v.len());
+    let end = v
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
+    &v[start..end]
+}
+
+/// The first 8 bytes of a SHA-256 digest are already a uniform hash.
+#[derive(Default)]
+pub struct DigestHasher(u64);
+
+impl Hasher for DigestHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for (i, b) in bytes.iter().take(8).enumerate() {
+            self.0 |= u64::from(*b) << (i * 8);
+        }
+    }
+}
+
+/// Active keys by hash.
+pub type KeySet = HashMap<KeyHash, Principal, BuildHasherDefault<DigestHasher>>;
+
+/// The current key set, shared by all workers and replaced by the refresher.
+pub struct KeyStore {
+    current: ArcSwap<KeySet>,
+    /// Unix milliseconds of the last successful refresh (for `/metrics` and `/ready`).
+    refreshed_at_ms: AtomicU64,
+    prefix: String,
+}
+
+/// Why a request is not authenticated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthError {
+    Missing,
+    Invalid,
+}
+
+impl KeyStore {
+    pub fn new(prefix: &str) -> KeyStore {
+        KeyStore {
+            current: ArcSwap::from_pointee(KeySet::default()),
+            refreshed_at_ms: AtomicU64::new(0),
+            prefix: prefix.to_string(),
+        }
+    }
+
+    /// Replaces the key set (called by the refresher).
+    pub fn replace(&self, keys: KeySet, now_ms: u64) {
+        self.current.store(Arc::new(keys));
+        self.refreshed_at_ms.store(now_ms, Ordering::Relaxed);
+    }
+
+    pub fn refreshed_at_ms(&self) -> u64 {
+        self.refreshed_at_ms.load(Ordering::Relaxed)
+    }
+
+    pub fn len(&self) -> usize {
+        self.current.load().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Authenticates a request from its two possible key headers. No I/O, no lock.
+    pub fn authenticate(
+        &self,
+        authorization: Option<&[u8]>,
+        x_api_key: Option<&[u8]>,
+    ) -> Result<Principal, AuthError> {
+        let key = key_from_headers(authorization, x_api_key).ok_or(AuthError::Missing)?;
+        if !well_formed(key, &self.prefix) {
+            return Err(AuthError::Invalid);
+        }
+        let hash = hash_key(key);
+        self.current
+            .load()
+            .get(&hash)
+            .cloned()
+            .ok_or(AuthError::Invalid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_keys_are_well_formed_and_distinct() {
+        let a = generate_key("ti_").unwrap();
+        let b = generate_key("ti_").unwrap();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 46);
+        assert!(well_formed(a.as_bytes(), "ti_"));
+        assert!(!well_formed(a.as_bytes(), "tk_"));
+        assert!(!well_formed(&a.as_bytes()[..45], "ti_"));
+        let mut bad = a.clone().into_bytes();
+        bad[10] = b'-';
+        assert!(!well_formed(&bad, "ti_"));
+    }
+
+    #[test]
+    fn header_precedence() {
+        let cases: &[(Option<&str>, Option<&str>, Option<&str>)] = &[
+            (Some("Bearer abc"), None, Some("abc")),
+            (Some("  bearer   abc  "), None, Some("abc")),
+            (Some("BEARER\tabc"), Some("xyz"), Some("abc")),
+            (None, Some(" xyz "), Some("xyz")),
+            (Some("Basic abc"), Some("xyz"), None),
+            (Some("Bearer "), None, None),
+            (None, Some(""), None),
+            (None, None, None),
+        ];
+        for (auth, x, want) in cases {
+            let got = key_from_headers(auth.map(str::as_bytes), x.map(str::as_bytes));
+            assert_eq!(got, want.map(str::as_bytes), "auth={auth:?} x={x:?}");
+        }
+    }
+
+    #[test]
+    fn lookup() {
+        let store = KeyStore::new("ti_");
+        let key = generate_key("ti_").unwrap();
+        let mut set = KeySet::default();
+        set.insert(
+            hash_key(key.as_bytes()),
+            Principal {
+                org_id: "org1".into(),
+                project_id: "".into(),
+            },
+        );
+        assert_eq!(
+            store.authenticate(None, Some(key.as_bytes())),
+            Err(AuthError::Invalid)
+        );
+        store.replace(set, 1);
+        let p = store.authenticate(None, Some(key.as_bytes())).unwrap();
+        assert_eq!(&*p.org_id, "org1");
+        assert_eq!(store.authenticate(None, None), Err(AuthError::Missing));
+        let other = generate_key("ti_").unwrap();
+        assert_eq!(
+            store.authenticate(None, Some(other.as_bytes())),
+            Err(AuthError::Invalid)
+        );
+        assert_eq!(parse_hex(&hex(&hash_key(b"x"))), Some(hash_key(b"x")));
+    }
+}

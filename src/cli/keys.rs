@@ -1,0 +1,154 @@
+//! `traceingest keys create|list|revoke`: API key management against the `api_keys` table.
+
+use clap::Subcommand;
+
+use crate::auth::{self, DISPLAY_PREFIX_LEN};
+use crate::config::StoreArgs;
+use crate::sink::clickhouse::{KeyRecord, Store};
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Create a key; prints it once, alone on one line of stdout. Only its hash is stored.
+    Create {
+        /// Organisation the key belongs to.
+        #[arg(long)]
+        org: String,
+        /// Project within the organisation, if the key is tied to one.
+        #[arg(long, default_value = "")]
+        project: String,
+        /// Every key starts with this.
+        #[arg(long, env = "INGEST_KEY_PREFIX", default_value = "ti_")]
+        prefix: String,
+    },
+    /// List keys: display prefix, organisation, project, created, state. Never keys or hashes.
+    List,
+    /// Revoke the key(s) with this display prefix (first 12 characters, as `list` shows).
+    Revoke { prefix: String },
+}
+
+/// Runs a keys command.
+pub async fn run(cmd: &KeysCommand, store_args: &StoreArgs) -> anyhow::Result<()> {
+    store_args.check().map_err(anyhow::Error::msg)?;
+    let store = Store::new(&store_args.clickhouse_url, &store_args.clickhouse_database)?;
+    store.migrate().await?;
+    match cmd {
+        KeysCommand::Create {
+            org,
+            project,
+            prefix,
+        } => {
+            check_id("--org", org, false)?;
+            check_id("--project", project, true)?;
+            let key = auth::generate_key(prefix)
+                .map_err(|e| anyhow::anyhow!("no randomness available: {e}"))?;
+            let record = KeyRecord {
+                key_hash: auth::hex(&auth::hash_key(key.as_bytes())),
+                display_prefix: key[..DISPLAY_PREFIX_LEN].to_string(),
+                org_id: org.clone(),
+                project_id: project.clone(),
+                created_at: now_s(),
+                revoked_at: None,
+            };
+            store.insert_key(&record).await?;
+            println!("{key}");
+            eprintln!(
+                "created key {}... for org {org}{}; it is shown only once",
+                record.display_prefix,
+                if project.is_empty() {
+                    String::new()
+                } else {
+                    format!(" project {project}")
+                }
+            );
+        }
+        KeysCommand::List => {
+            let keys = store.list_keys().await?;
+            println!(
+                "{:<14} {:<24} {:<24} {:<20} STATE",
+                "PREFIX", "ORG", "PROJECT", "CREATED"
+            );
+            for k in keys {
+                let state = if k.revoked_at.is_some() {
+                    "revoked"
+                } else {
+                    "active"
+                };
+                println!(
+                    "{:<14} {:<24} {:<24} {:<20} {state}",
+                    k.display_prefix,
+                    k.org_id,
+                    if k.project_id.is_empty() {
+                        "-"
+                    } else {
+                        &k.project_id
+                    },
+                    format_time(k.created_at)
+                );
+            }
+        }
+        KeysCommand::Revoke { prefix } => {
+            let n = store.revoke_key(prefix).await?;
+            if n == 0 {
+                anyhow::bail!("no active key has the display prefix {prefix:?}");
+            }
+            println!("revoked {n} key(s) with prefix {prefix}");
+        }
+    }
+    Ok(())
+}
+
+fn check_id(flag: &str, v: &str, may_be_empty: bool) -> anyhow::Result<()> {
+    if v.is_empty() && may_be_empty {
+        return Ok(());
+    }
+    if v.is_empty() || v.len() > 128 || v.chars().any(|c| c.is_control()) {
+        anyhow::bail!("{flag} must be 1 to 128 characters without control characters");
+    }
+    Ok(())
+}
+
+fn now_s() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as u32)
+}
+
+/// `YYYY-MM-DD HH:MM:SS` in UTC.
+pub fn format_time(epoch_s: u32) -> String {
+    let secs = i64::from(epoch_s);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 -> (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times() {
+        assert_eq!(format_time(0), "1970-01-01 00:00:00");
+        assert_eq!(format_time(1_700_000_000), "2023-11-14 22:13:20");
+        assert_eq!(format_time(951_782_400), "2000-02-29 00:00:00");
+    }
+}

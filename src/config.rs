@@ -1,0 +1,238 @@
+//! Flags and `INGEST_*` environment variables, resolved once at start into one checked `Config`.
+//!
+//! Two stages, as ripgrep does it: clap reads raw values (each flag also reads its environment
+//! variable), then `ServeArgs::resolve` checks them together and builds the `Config` every other
+//! part receives. Nothing reads the environment after start-up.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::http::request::Limits;
+
+/// Where ClickHouse is; shared by `serve` and every command that talks to it.
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    /// ClickHouse native-protocol URL.
+    #[arg(
+        long,
+        env = "INGEST_CLICKHOUSE_URL",
+        default_value = "tcp://127.0.0.1:9000"
+    )]
+    pub clickhouse_url: String,
+    /// ClickHouse database holding `spans` and `api_keys`.
+    #[arg(
+        long,
+        env = "INGEST_CLICKHOUSE_DATABASE",
+        default_value = "traceingest"
+    )]
+    pub clickhouse_database: String,
+}
+
+impl StoreArgs {
+    pub fn check(&self) -> Result<(), String> {
+        if !self.clickhouse_url.starts_with("tcp://") {
+            return Err(format!(
+                "INGEST_CLICKHOUSE_URL must be a native-protocol URL like tcp://127.0.0.1:9000, got {:?}",
+                self.clickhouse_url
+            ));
+        }
+        let db = &self.clickhouse_database;
+        if db.is_empty()
+            || !db.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            || db.as_bytes()[0].is_ascii_digit()
+        {
+            return Err(format!(
+                "INGEST_CLICKHOUSE_DATABASE must be letters, digits and '_' (not starting with a digit), got {db:?}"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Raw settings of `traceingest serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "INGEST_HOST", default_value = "0.0.0.0")]
+    pub host: IpAddr,
+    /// TCP port (0 picks a free one; the chosen address is printed on stdout).
+    #[arg(long, env = "INGEST_PORT", default_value_t = 4000)]
+    pub port: u16,
+    /// Worker threads, one per core by default.
+    #[arg(long, env = "INGEST_WORKERS")]
+    pub workers: Option<usize>,
+    /// Largest accepted request body in bytes (after de-chunking).
+    #[arg(long, env = "INGEST_MAX_BODY_BYTES", default_value_t = 10 * 1024 * 1024)]
+    pub max_body_bytes: u64,
+    /// Largest request line plus headers in bytes.
+    #[arg(long, env = "INGEST_MAX_HEADER_BYTES", default_value_t = 16 * 1024)]
+    pub max_header_bytes: usize,
+    /// Most header fields in one request.
+    #[arg(long, env = "INGEST_MAX_HEADERS", default_value_t = 64)]
+    pub max_headers: usize,
+    /// Flush to ClickHouse at least this often (milliseconds).
+    #[arg(long, env = "INGEST_FLUSH_INTERVAL_MS", default_value_t = 1000)]
+    pub flush_interval_ms: u64,
+    /// Flush as soon as this many rows are waiting.
+    #[arg(long, env = "INGEST_FLUSH_MAX_ROWS", default_value_t = 100_000)]
+    pub flush_max_rows: usize,
+    /// Rows the write buffer may hold before `/ingest` answers 503.
+    #[arg(long, env = "INGEST_BUFFER_MAX_ROWS", default_value_t = 1_000_000)]
+    pub buffer_max_rows: u64,
+    /// How long a stop may take to finish requests and flush (milliseconds).
+    #[arg(long, env = "INGEST_SHUTDOWN_TIMEOUT_MS", default_value_t = 10_000)]
+    pub shutdown_timeout_ms: u64,
+    /// Every API key starts with this.
+    #[arg(long, env = "INGEST_KEY_PREFIX", default_value = "ti_")]
+    pub key_prefix: String,
+    /// How often the key set is reloaded from ClickHouse (milliseconds, at most 1000).
+    #[arg(long, env = "INGEST_KEY_REFRESH_MS", default_value_t = 500)]
+    pub key_refresh_ms: u64,
+    /// Price overrides (own format, OpenRouter models JSON or LiteLLM JSON).
+    #[arg(long, env = "INGEST_PRICING_FILE")]
+    pub pricing_file: Option<PathBuf>,
+    /// A connection idle this long between requests is closed (milliseconds).
+    #[arg(long, env = "INGEST_IDLE_TIMEOUT_MS", default_value_t = 60_000)]
+    pub idle_timeout_ms: u64,
+    /// The whole header block must arrive within this time (milliseconds).
+    #[arg(long, env = "INGEST_HEADER_TIMEOUT_MS", default_value_t = 10_000)]
+    pub header_timeout_ms: u64,
+    /// Open connections per worker; past it new connections are closed at once.
+    #[arg(
+        long,
+        env = "INGEST_MAX_CONNECTIONS_PER_WORKER",
+        default_value_t = 10_000
+    )]
+    pub max_connections_per_worker: usize,
+    /// Force the legacy (epoll) driver even where io_uring works.
+    #[arg(long, env = "INGEST_FORCE_LEGACY_DRIVER", default_value_t = false)]
+    pub force_legacy_driver: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// The checked configuration of a running server.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub workers: usize,
+    pub limits: Limits,
+    pub flush_interval: Duration,
+    pub flush_max_rows: usize,
+    pub buffer_max_rows: u64,
+    pub shutdown_timeout: Duration,
+    pub key_prefix: String,
+    pub key_refresh: Duration,
+    pub pricing_file: Option<PathBuf>,
+    pub idle_timeout: Duration,
+    pub header_timeout: Duration,
+    pub max_connections_per_worker: usize,
+    pub force_legacy_driver: bool,
+    pub clickhouse_url: String,
+    pub clickhouse_database: String,
+}
+
+impl ServeArgs {
+    /// Checks every value and builds the `Config`; the error names the setting.
+    pub fn resolve(&self) -> Result<Config, String> {
+        self.store.check()?;
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let workers = self.workers.unwrap_or(cores);
+        if workers == 0 || workers > 1024 {
+            return Err(format!("INGEST_WORKERS must be 1..=1024, got {workers}"));
+        }
+        if self.max_body_bytes == 0 || self.max_body_bytes > 1 << 30 {
+            return Err(format!(
+                "INGEST_MAX_BODY_BYTES must be 1..=1073741824, got {}",
+                self.max_body_bytes
+            ));
+        }
+        if !(512..=1 << 20).contains(&self.max_header_bytes) {
+            return Err(format!(
+                "INGEST_MAX_HEADER_BYTES must be 512..=1048576, got {}",
+                self.max_header_bytes
+            ));
+        }
+        if !(4..=128).contains(&self.max_headers) {
+            return Err(format!(
+                "INGEST_MAX_HEADERS must be 4..=128, got {}",
+                self.max_headers
+            ));
+        }
+        if self.flush_interval_ms == 0 {
+            return Err("INGEST_FLUSH_INTERVAL_MS must be at least 1".into());
+        }
+        if self.flush_max_rows == 0 {
+            return Err("INGEST_FLUSH_MAX_ROWS must be at least 1".into());
+        }
+        if self.buffer_max_rows < self.flush_max_rows as u64 {
+            return Err(format!(
+                "INGEST_BUFFER_MAX_ROWS ({}) must be at least INGEST_FLUSH_MAX_ROWS ({})",
+                self.buffer_max_rows, self.flush_max_rows
+            ));
+        }
+        if self.key_prefix.is_empty()
+            || self.key_prefix.len() > 16
+            || !self
+                .key_prefix
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return Err(format!(
+                "INGEST_KEY_PREFIX must be 1 to 16 of [A-Za-z0-9_-], got {:?}",
+                self.key_prefix
+            ));
+        }
+        if !(10..=1000).contains(&self.key_refresh_ms) {
+            return Err(format!(
+                "INGEST_KEY_REFRESH_MS must be 10..=1000 (revocations must apply within 1 s), got {}",
+                self.key_refresh_ms
+            ));
+        }
+        if let Some(p) = &self.pricing_file {
+            if !p.is_file() {
+                return Err(format!(
+                    "INGEST_PRICING_FILE {} does not exist or is not a file",
+                    p.display()
+                ));
+            }
+        }
+        for (name, v) in [
+            ("INGEST_IDLE_TIMEOUT_MS", self.idle_timeout_ms),
+            ("INGEST_HEADER_TIMEOUT_MS", self.header_timeout_ms),
+            ("INGEST_SHUTDOWN_TIMEOUT_MS", self.shutdown_timeout_ms),
+        ] {
+            if v == 0 {
+                return Err(format!("{name} must be at least 1"));
+            }
+        }
+        if self.max_connections_per_worker == 0 {
+            return Err("INGEST_MAX_CONNECTIONS_PER_WORKER must be at least 1".into());
+        }
+        Ok(Config {
+            listen: SocketAddr::new(self.host, self.port),
+            workers,
+            limits: Limits {
+                max_head_bytes: self.max_header_bytes,
+                max_headers: self.max_headers,
+                max_body_bytes: self.max_body_bytes,
+            },
+            flush_interval: Duration::from_millis(self.flush_interval_ms),
+            flush_max_rows: self.flush_max_rows,
+            buffer_max_rows: self.buffer_max_rows,
+            shutdown_timeout: Duration::from_millis(self.shutdown_timeout_ms),
+            key_prefix: self.key_prefix.clone(),
+            key_refresh: Duration::from_millis(self.key_refresh_ms),
+            pricing_file: self.pricing_file.clone(),
+            idle_timeout: Duration::from_millis(self.idle_timeout_ms),
+            header_timeout: Duration::from_millis(self.header_timeout_ms),
+            max_connections_per_worker: self.max_connections_per_worker,
+            force_legacy_driver: self.force_legacy_driver,
+            clickhouse_url: self.store.clickhouse_url.clone(),
+            clickhouse_database: self.store.clickhouse_database.clone(),
+        })
+    }
+}

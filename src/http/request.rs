@@ -1,0 +1,773 @@
+//! HTTP/1.1 request framing: the head (via httparse), then `Content-Length` or chunked bodies.
+//!
+//! Sans-I/O: every function looks at bytes already read and says `Partial` (read more), a parsed
+//! value, or an `HttpError`. The connection owns the buffer and the socket; this file never sees
+//! either, which is what lets the fuzz target split input at arbitrary points.
+
+use std::ops::Range;
+
+/// Limits on what a client may send, from the configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Bytes of request line plus headers (`431` past it).
+    pub max_head_bytes: usize,
+    /// Header count (`431` past it).
+    pub max_headers: usize,
+    /// Body bytes after de-chunking (`413` past it).
+    pub max_body_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_head_bytes: 16 * 1024,
+            max_headers: 64,
+            max_body_bytes: 10 * 1024 * 1024,
+        }
+    }
+}
+
+/// The only routes the server knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    Ingest,
+    Health,
+    Ready,
+    Metrics,
+    NotFound,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Head,
+    Post,
+    Other,
+}
+
+/// How the body is delimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// No body (no `Content-Length`, no `Transfer-Encoding`).
+    None,
+    Length(u64),
+    Chunked,
+}
+
+/// A parsed request head. Header values the server needs are kept as byte ranges of the
+/// connection buffer (relative to the start of the head), so nothing is copied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    pub method: Method,
+    pub route: Route,
+    /// `0` for HTTP/1.0, `1` for HTTP/1.1.
+    pub minor_version: u8,
+    /// Bytes of the request line and headers including the blank line.
+    pub len: usize,
+    pub framing: Framing,
+    /// The client asked to keep the connection open (HTTP/1.1 default, `Connection: keep-alive`
+    /// on 1.0) and did not send `Connection: close`.
+    pub keep_alive: bool,
+    /// `Expect: 100-continue` was sent.
+    pub expect_continue: bool,
+    /// Value of `Authorization` (trimmed), if present.
+    pub authorization: Option<Range<usize>>,
+    /// Value of `x-api-key` (trimmed), if present.
+    pub x_api_key: Option<Range<usize>>,
+}
+
+/// Why a request cannot be served. Each maps to one status in `http/response.rs`; all of them
+/// close the connection, because the framing of what follows is no longer trustworthy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpError {
+    /// Malformed request line, header, chunk or conflicting framing: `400`.
+    BadRequest(&'static str),
+    /// Head over `max_head_bytes` or more than `max_headers` headers: `431`.
+    HeadTooLarge,
+    /// Body over `max_body_bytes`: `413`.
+    BodyTooLarge,
+    /// A transfer coding other than `chunked`: `501`.
+    UnsupportedTransferEncoding,
+    /// An HTTP version other than 1.0 or 1.1: `505`.
+    UnsupportedVersion,
+}
+
+/// Outcome of looking at the bytes read so far.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Parsed<T> {
+    Partial,
+    Complete(T),
+}
+
+/// Parses a request head from the start of `buf`.
+pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError> {
+    let mut storage = [httparse::EMPTY_HEADER; 128];
+    let max = limits.max_headers.min(storage.len());
+    let mut req = httparse::Request::new(&mut storage[..max]);
+    let status = match req.parse(buf) {
+        Ok(s) => s,
+        Err(httparse::Error::TooManyHeaders) => return Err(HttpError::HeadTooLarge),
+        Err(httparse::Error::Version) => return Err(version_error(buf)),
+        Err(e) => return Err(HttpError::BadRequest(bad_head_reason(e))),
+    };
+    let len = match status {
+        httparse::Status::Partial => {
+            return if buf.len() > limits.max_head_bytes {
+                Err(HttpError::HeadTooLarge)
+            } else {
+                Ok(Parsed::Partial)
+            };
+        }
+        httparse::Status::Complete(len) => len,
+    };
+    if len > limits.max_head_bytes {
+        return Err(HttpError::HeadTooLarge);
+    }
+    let minor_version = req.version.unwrap_or(1);
+    let method = match req.method.unwrap_or("") {
+        "GET" => Method::Get,
+        "HEAD" => Method::Head,
+        "POST" => Method::Post,
+        _ => Method::Other,
+    };
+    let route = route_of(req.path.unwrap_or(""));
+
+    let mut content_length: Option<u64> = None;
+    let mut chunked = false;
+    let mut saw_te = false;
+    let mut close = false;
+    let mut keep_alive_token = false;
+    let mut expect_continue = false;
+    let mut authorization = None;
+    let mut x_api_key = None;
+    let base = buf.as_ptr() as usize;
+    for h in req.headers.iter() {
+        let name = h.name.as_bytes();
+        let value = h.value;
+        if name.eq_ignore_ascii_case(b"content-length") {
+            let n = parse_content_length(value)?;
+            match content_length {
+                Some(prev) if prev != n => {
+                    return Err(HttpError::BadRequest("conflicting Content-Length headers"))
+                }
+                _ => content_length = Some(n),
+            }
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            if saw_te {
+                // Several Transfer-Encoding lines list several codings; only one `chunked`
+                // is supported, so a second line can only be a coding we do not implement.
+                return Err(HttpError::UnsupportedTransferEncoding);
+            }
+            saw_te = true;
+            if trim(value).eq_ignore_ascii_case(b"chunked") {
+                chunked = true;
+            } else {
+                return Err(HttpError::UnsupportedTransferEncoding);
+            }
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            for token in value.split(|&b| b == b',') {
+                let token = trim(token);
+                if token.eq_ignore_ascii_case(b"close") {
+                    close = true;
+                } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                    keep_alive_token = true;
+                }
+            }
+        } else if name.eq_ignore_ascii_case(b"expect") {
+            if trim(value).eq_ignore_ascii_case(b"100-continue") {
+                expect_continue = true;
+            } else {
+                return Err(HttpError::BadRequest("unsupported Expect header"));
+            }
+        } else if name.eq_ignore_ascii_case(b"authorization") {
+            authorization = Some(trimmed_range(value, base));
+        } else if name.eq_ignore_ascii_case(b"x-api-key") {
+            x_api_key = Some(trimmed_range(value, base));
+        }
+    }
+    if chunked && content_length.is_some() {
+        // RFC 9112 §6.3: a request with both is a smuggling attempt or a broken client.
+        return Err(HttpError::BadRequest(
+            "both Content-Length and Transfer-Encoding sent",
+        ));
+    }
+    if chunked && minor_version == 0 {
+        return Err(HttpError::BadRequest("chunked transfer coding in HTTP/1.0"));
+    }
+    let framing = match (chunked, content_length) {
+        (true, _) => Framing::Chunked,
+        (false, Some(n)) => Framing::Length(n),
+        (false, None) => Framing::None,
+    };
+    let keep_alive = !close && (minor_version == 1 || keep_alive_token);
+    Ok(Parsed::Complete(Head {
+        method,
+        route,
+        minor_version,
+        len,
+        framing,
+        keep_alive,
+        expect_continue,
+        authorization,
+        x_api_key,
+    }))
+}
+
+/// httparse says `Version` for any request line it cannot read to the end: only a well-formed
+/// `HTTP/d.d` other than 1.x is an unsupported version; anything else is a bad request.
+#[cold]
+fn version_error(buf: &[u8]) -> HttpError {
+    let line_end = buf
+        .iter()
+        .position(|&b| b == b'\r' || b == b'\n')
+        .unwrap_or(buf.len());
+    let line = &buf[..line_end];
+    let parts: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+    match parts.as_slice() {
+        [_, _, v]
+            if v.len() == 8
+                && v.starts_with(b"HTTP/")
+                && v[5].is_ascii_digit()
+                && v[6] == b'.'
+                && v[7].is_ascii_digit() =>
+        {
+            HttpError::UnsupportedVersion
+        }
+        _ => HttpError::BadRequest("invalid request line"),
+    }
+}
+
+#[cold]
+fn bad_head_reason(e: httparse::Error) -> &'static str {
+    match e {
+        httparse::Error::HeaderName => "invalid header name",
+        httparse::Error::HeaderValue => "invalid header value",
+        httparse::Error::NewLine => "invalid line ending",
+        httparse::Error::Status => "invalid status",
+        httparse::Error::Token => "invalid token in request line",
+        httparse::Error::TooManyHeaders => "too many headers",
+        httparse::Error::Version => "invalid HTTP version",
+    }
+}
+
+fn route_of(path: &str) -> Route {
+    // The query string does not select a route.
+    let path = path.split_once('?').map_or(path, |(p, _)| p);
+    match path {
+        "/ingest" => Route::Ingest,
+        "/health" => Route::Health,
+        "/ready" => Route::Ready,
+        "/metrics" => Route::Metrics,
+        _ => Route::NotFound,
+    }
+}
+
+/// `Content-Length = 1*DIGIT`; no sign, no spaces inside, no overflow.
+fn parse_content_length(value: &[u8]) -> Result<u64, HttpError> {
+    let v = trim(value);
+    if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
+        return Err(HttpError::BadRequest("invalid Content-Length"));
+    }
+    Ok(v.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0')))
+}
+
+fn trim(v: &[u8]) -> &[u8] {
+    let start = v.iter().position(|b| !matches!(b, b' ' | b'\t'));
+    let Some(start) = start else { return &[] };
+    let end = v
+        .iter()
+        .rposition(|b| !matches!(b, b' ' | b'\t'))
+        .unwrap_or(start);
+    &v[start..=end]
+}
+
+fn trimmed_range(value: &[u8], base: usize) -> Range<usize> {
+    let t = trim(value);
+    let start = if t.is_empty() {
+        value.as_ptr() as usize - base
+    } else {
+        t.as_ptr() as usize - base
+    };
+    start..start + t.len()
+}
+
+/// Incremental, in-place decoder of a chunked body.
+///
+/// The raw chunked bytes and the decoded body share one buffer region: chunk data is moved down
+/// over the chunk-size lines as it is decoded (`write <= read` always), so the decoded body ends
+/// up contiguous at the start of the region without a second buffer.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ChunkedDecoder {
+    /// Next raw byte to look at, relative to the body start.
+    read: usize,
+    /// End of the decoded body so far, relative to the body start.
+    write: usize,
+    /// Data bytes left in the current chunk.
+    remaining: u64,
+    state: ChunkState,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum ChunkState {
+    /// Expecting a chunk-size line.
+    #[default]
+    Size,
+    /// Inside chunk data (`remaining` bytes to go).
+    Data,
+    /// Expecting the CRLF after chunk data.
+    DataEnd,
+    /// After the last chunk: trailer fields, then an empty line.
+    Trailers,
+}
+
+/// Longest chunk-size line accepted, extensions included.
+const MAX_CHUNK_LINE: usize = 4096;
+/// Most bytes of trailer fields accepted (they are read and ignored).
+const MAX_TRAILERS: usize = 16 * 1024;
+
+/// A finished chunked body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkedBody {
+    /// Decoded body length (at the start of the region).
+    pub body_len: usize,
+    /// Raw bytes the chunked encoding took, trailers included.
+    pub raw_len: usize,
+}
+
+impl ChunkedDecoder {
+    /// Decodes as far as `region` (the bytes read so far after the head) allows.
+    pub fn advance(
+        &mut self,
+        region: &mut [u8],
+        max_body: u64,
+    ) -> Result<Parsed<ChunkedBody>, HttpError> {
+        loop {
+            match self.state {
+                ChunkState::Size => {
+                    let Some(line_end) = find_crlf(&region[self.read..], MAX_CHUNK_LINE)? else {
+                        return Ok(Parsed::Partial);
+                    };
+                    let line = &region[self.read..self.read + line_end];
+                    let size = parse_chunk_size(line)?;
+                    self.read += line_end + 2;
+                    if size == 0 {
+                        self.state = ChunkState::Trailers;
+                    } else {
+                        if (self.write as u64).saturating_add(size) > max_body {
+                            return Err(HttpError::BodyTooLarge);
+                        }
+                        self.remaining = size;
+                        self.state = ChunkState::Data;
+                    }
+                }
+                ChunkState::Data => {
+                    let available = region.len() - self.read;
+                    if available == 0 {
+                        return Ok(Parsed::Partial);
+                    }
+                    let n = (self.remaining.min(available as u64)) as usize;
+                    region.copy_within(self.read..self.read + n, self.write);
+                    self.read += n;
+                    self.write += n;
+                    self.remaining -= n as u64;
+                    if self.remaining == 0 {
+                        self.state = ChunkState::DataEnd;
+                    } else {
+                        return Ok(Parsed::Partial);
+                    }
+                }
+                ChunkState::DataEnd => {
+                    if region.len() - self.read < 2 {
+                        return Ok(Parsed::Partial);
+                    }
+                    if &region[self.read..self.read + 2] != b"\r\n" {
+                        return Err(HttpError::BadRequest("chunk data not followed by CRLF"));
+                    }
+                    self.read += 2;
+                    self.state = ChunkState::Size;
+                }
+                ChunkState::Trailers => {
+                    let limit = MAX_TRAILERS;
+                    let Some(line_end) = find_crlf(&region[self.read..], limit)? else {
+                        return Ok(Parsed::Partial);
+                    };
+                    let line = &region[self.read..self.read + line_end];
+                    if !line.is_empty() && !is_valid_trailer(line) {
+                        return Err(HttpError::BadRequest("malformed trailer field"));
+                    }
+                    self.read += line_end + 2;
+                    if line.is_empty() {
+                        return Ok(Parsed::Complete(ChunkedBody {
+                            body_len: self.write,
+                            raw_len: self.read,
+                        }));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Decoded bytes so far.
+    pub fn decoded_len(&self) -> usize {
+        self.write
+    }
+}
+
+/// Position of the first CRLF, `None` if not there yet; a bare LF or an overlong line is an
+/// error.
+fn find_crlf(bytes: &[u8], max_line: usize) -> Result<Option<usize>, HttpError> {
+    let window = &bytes[..bytes.len().min(max_line + 2)];
+    match window.iter().position(|&b| b == b'\n') {
+        Some(0) => Err(HttpError::BadRequest("bare LF in chunked body")),
+        Some(i) if window[i - 1] == b'\r' => {
+            if window[..i - 1].contains(&b'\r') {
+                Err(HttpError::BadRequest("bare CR in chunked body"))
+            } else {
+                Ok(Some(i - 1))
+            }
+        }
+        Some(_) => Err(HttpError::BadRequest("bare LF in chunked body")),
+        None if bytes.len() > max_line + 1 => Err(HttpError::BadRequest("chunk line too long")),
+        None => Ok(None),
+    }
+}
+
+/// `chunk-size [ chunk-ext ] `: hex digits, then optionally `;name[=value]` extensions, which
+/// are ignored but must be well formed tokens or quoted strings.
+fn parse_chunk_size(line: &[u8]) -> Result<u64, HttpError> {
+    let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+    if digits == 0 {
+        return Err(HttpError::BadRequest("invalid chunk size"));
+    }
+    // Leading zeros are allowed, but the value must fit in 64 bits.
+    let significant = line[..digits].iter().skip_while(|&&b| b == b'0').count();
+    if significant > 15 {
+        return Err(HttpError::BodyTooLarge);
+    }
+    let size = line[..digits].iter().fold(0u64, |n, &b| {
+        n * 16 + u64::from((b as char).to_digit(16).unwrap_or(0))
+    });
+    let rest = &line[digits..];
+    if !valid_chunk_ext(rest) {
+        return Err(HttpError::BadRequest("invalid chunk extension"));
+    }
+    Ok(size)
+}
+
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// `*( BWS ";" BWS ext-name [ BWS "=" BWS ( token / quoted-string ) ] )`
+fn valid_chunk_ext(mut s: &[u8]) -> bool {
+    let skip_ws = |s: &mut &[u8]| {
+        while let [b' ' | b'\t', rest @ ..] = *s {
+            *s = rest;
+        }
+    };
+    let take_token = |s: &mut &[u8]| -> bool {
+        let n = s.iter().take_while(|&&b| is_tchar(b)).count();
+        *s = &s[n..];
+        n > 0
+    };
+    loop {
+        skip_ws(&mut s);
+        if s.is_empty() {
+            return true;
+        }
+        if s[0] != b';' {
+            return false;
+        }
+        s = &s[1..];
+        skip_ws(&mut s);
+        if !take_token(&mut s) {
+            return false;
+        }
+        skip_ws(&mut s);
+        if let [b'=', rest @ ..] = s {
+            s = rest;
+            skip_ws(&mut s);
+            if let [b'"', rest @ ..] = s {
+                s = rest;
+                loop {
+                    match s {
+                        [b'"', rest @ ..] => {
+                            s = rest;
+                            break;
+                        }
+                        [b'\\', c, rest @ ..] if *c == b'\t' || *c >= 0x20 && *c != 0x7f => {
+                            s = rest
+                        }
+                        [c, rest @ ..] if *c == b'\t' || (*c >= 0x20 && *c != 0x7f) => s = rest,
+                        _ => return false,
+                    }
+                }
+            } else if !take_token(&mut s) {
+                return false;
+            }
+        }
+    }
+}
+
+/// `field-name ":" OWS field-value OWS` with a token name and visible or blank value bytes.
+fn is_valid_trailer(line: &[u8]) -> bool {
+    let Some(colon) = line.iter().position(|&b| b == b':') else {
+        return false;
+    };
+    colon > 0
+        && line[..colon].iter().all(|&b| is_tchar(b))
+        && line[colon + 1..]
+            .iter()
+            .all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f))
+}
+
+/// A whole request framed from bytes already read: the head, the decoded body, and how many
+/// bytes it took. What the connection does, minus the socket; used by the fuzz target.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Framed {
+    pub head: Head,
+    pub body: Vec<u8>,
+    pub consumed: usize,
+}
+
+/// Frames one request from `buf`, which is fed to the parser in pieces ending at each of
+/// `cuts` (then the whole), as a connection receiving those reads would.
+pub fn frame_in_pieces(
+    data: &[u8],
+    cuts: &[usize],
+    limits: &Limits,
+) -> Result<Parsed<Framed>, HttpError> {
+    let mut ends: Vec<usize> = cuts.iter().map(|&c| c.min(data.len())).collect();
+    ends.sort_unstable();
+    ends.push(data.len());
+    let mut buf: Vec<u8> = Vec::with_capacity(data.len());
+    let mut fed = 0;
+    let mut head: Option<Head> = None;
+    let mut chunked = ChunkedDecoder::default();
+    for end in ends {
+        if end < fed {
+            continue;
+        }
+        buf.extend_from_slice(&data[fed..end]);
+        fed = end;
+        if head.is_none() {
+            match parse_head(&buf, limits)? {
+                Parsed::Partial => continue,
+                Parsed::Complete(h) => head = Some(h),
+            }
+        }
+        let h = head.as_ref().expect("set above");
+        match h.framing {
+            Framing::None => {
+                return Ok(Parsed::Complete(Framed {
+                    head: h.clone(),
+                    body: Vec::new(),
+                    consumed: h.len,
+                }))
+            }
+            Framing::Length(n) => {
+                if n > limits.max_body_bytes {
+                    return Err(HttpError::BodyTooLarge);
+                }
+                let n = n as usize;
+                if buf.len() - h.len >= n {
+                    return Ok(Parsed::Complete(Framed {
+                        head: h.clone(),
+                        body: buf[h.len..h.len + n].to_vec(),
+                        consumed: h.len + n,
+                    }));
+                }
+            }
+            Framing::Chunked => {
+                if let Parsed::Complete(b) =
+                    chunked.advance(&mut buf[h.len..], limits.max_body_bytes)?
+                {
+                    return Ok(Parsed::Complete(Framed {
+                        head: h.clone(),
+                        body: buf[h.len..h.len + b.body_len].to_vec(),
+                        consumed: h.len + b.raw_len,
+                    }));
+                }
+            }
+        }
+    }
+    Ok(Parsed::Partial)
+}
+
+/// Fuzz property: framing `data` whole and split at points chosen by its first bytes gives the
+/// same result, and never panics.
+pub fn fuzz_split_equivalence(data: &[u8]) {
+    if data.len() < 2 {
+        return;
+    }
+    let (control, data) = data.split_at(2);
+    let limits = Limits {
+        max_head_bytes: 2048,
+        max_headers: 16,
+        max_body_bytes: 4096,
+    };
+    let whole = frame_in_pieces(data, &[], &limits);
+    let a = control[0] as usize * data.len() / 256;
+    let b = a + (control[1] as usize * (data.len() - a)) / 256;
+    let split = frame_in_pieces(data, &[a, b], &limits);
+    let bytewise: Vec<usize> = (1..data.len().min(300)).collect();
+    let tiny = frame_in_pieces(data, &bytewise, &limits);
+    assert_eq!(whole, split, "split at {a},{b} changed the result");
+    assert_eq!(whole, tiny, "byte-by-byte feeding changed the result");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(raw: &str) -> Result<Parsed<Head>, HttpError> {
+        parse_head(raw.as_bytes(), &Limits::default())
+    }
+
+    fn complete(raw: &str) -> Head {
+        match head(raw) {
+            Ok(Parsed::Complete(h)) => h,
+            other => panic!("expected a complete head for {raw:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn heads() {
+        let h = complete(
+            "POST /ingest HTTP/1.1\r\nHost: x\r\nContent-Length: 12\r\nx-api-key:  k1 \r\n\r\n",
+        );
+        assert_eq!(h.route, Route::Ingest);
+        assert_eq!(h.method, Method::Post);
+        assert_eq!(h.framing, Framing::Length(12));
+        assert!(h.keep_alive);
+        let raw =
+            "POST /ingest HTTP/1.1\r\nHost: x\r\nContent-Length: 12\r\nx-api-key:  k1 \r\n\r\n";
+        assert_eq!(&raw[h.x_api_key.unwrap()], "k1");
+
+        let h = complete("GET /health?x=1 HTTP/1.0\r\n\r\n");
+        assert_eq!(h.route, Route::Health);
+        assert!(!h.keep_alive);
+        let h = complete("GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+        assert!(h.keep_alive);
+        let h = complete("GET /x HTTP/1.1\r\nConnection: close\r\n\r\n");
+        assert!(!h.keep_alive);
+        assert_eq!(h.route, Route::NotFound);
+        let h = complete("POST /ingest HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n");
+        assert_eq!(h.framing, Framing::Chunked);
+        let h = complete("POST /ingest HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n");
+        assert_eq!(h.framing, Framing::Length(5));
+    }
+
+    #[test]
+    fn partial_heads() {
+        assert_eq!(head("POST /ingest HTTP/1.1\r\nHost"), Ok(Parsed::Partial));
+        assert_eq!(head(""), Ok(Parsed::Partial));
+    }
+
+    #[test]
+    fn bad_heads() {
+        let cases: &[(&str, HttpError)] = &[
+            (
+                "POST /ingest HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+                HttpError::BadRequest("both Content-Length and Transfer-Encoding sent"),
+            ),
+            (
+                "POST /ingest HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
+                HttpError::BadRequest("conflicting Content-Length headers"),
+            ),
+            (
+                "POST /ingest HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
+                HttpError::BadRequest("invalid Content-Length"),
+            ),
+            (
+                "POST /ingest HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n",
+                HttpError::BadRequest("invalid Content-Length"),
+            ),
+            (
+                "POST /ingest HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+                HttpError::UnsupportedTransferEncoding,
+            ),
+            (
+                "POST /ingest HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+                HttpError::UnsupportedTransferEncoding,
+            ),
+            ("GARBAGE\r\n\r\n", HttpError::BadRequest("invalid token in request line")),
+            ("GET / HTTP/2.0\r\n\r\n", HttpError::UnsupportedVersion),
+            ("NOT HTTP AT ALL\r\n\r\n", HttpError::BadRequest("invalid request line")),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(head(raw), Err(*want), "for {raw:?}");
+        }
+    }
+
+    #[test]
+    fn head_limits() {
+        let big = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(20_000));
+        assert_eq!(head(&big), Err(HttpError::HeadTooLarge));
+        let partial_big = format!("GET / HTTP/1.1\r\nX: {}", "a".repeat(20_000));
+        assert_eq!(head(&partial_big), Err(HttpError::HeadTooLarge));
+        let many: String = (0..100).map(|i| format!("X{i}: y\r\n")).collect();
+        let raw = format!("GET / HTTP/1.1\r\n{many}\r\n");
+        assert_eq!(head(&raw), Err(HttpError::HeadTooLarge));
+    }
+
+    /// Decodes `raw` fed in pieces of `step` bytes, as the connection would.
+    fn dechunk(raw: &[u8], step: usize, max: u64) -> Result<(Vec<u8>, usize), HttpError> {
+        let mut dec = ChunkedDecoder::default();
+        let mut region = Vec::new();
+        let mut fed = 0;
+        loop {
+            let next = (fed + step).min(raw.len());
+            region.extend_from_slice(&raw[fed..next]);
+            fed = next;
+            match dec.advance(&mut region, max)? {
+                Parsed::Complete(b) => return Ok((region[..b.body_len].to_vec(), b.raw_len)),
+                Parsed::Partial if fed == raw.len() => {
+                    return Err(HttpError::BadRequest("incomplete"))
+                }
+                Parsed::Partial => {}
+            }
+        }
+    }
+
+    #[test]
+    fn chunked_bodies_any_split() {
+        let raw =
+            b"5\r\nhello\r\n1;ext=1;q=\"a b\"\r\n \r\n06\r\nworld!\r\n0\r\nTrailer: x\r\n\r\nNEXT";
+        for step in 1..raw.len() {
+            let (body, used) = dechunk(raw, step, 1024).unwrap();
+            assert_eq!(body, b"hello world!");
+            assert_eq!(&raw[used..], b"NEXT");
+        }
+    }
+
+    #[test]
+    fn chunked_errors() {
+        let cases: &[(&[u8], HttpError)] = &[
+            (b"zz\r\n", HttpError::BadRequest("invalid chunk size")),
+            (
+                b"5\r\nhelloXX",
+                HttpError::BadRequest("chunk data not followed by CRLF"),
+            ),
+            (
+                b"5\nhello\r\n",
+                HttpError::BadRequest("bare LF in chunked body"),
+            ),
+            (b"5;=\r\n", HttpError::BadRequest("invalid chunk extension")),
+            (b"5 x\r\n", HttpError::BadRequest("invalid chunk extension")),
+            (b"ffffffffffffffffff\r\n", HttpError::BodyTooLarge),
+            (b"11\r\n", HttpError::BodyTooLarge),
+            (
+                b"0\r\nbad trailer\r\n\r\n",
+                HttpError::BadRequest("malformed trailer field"),
+            ),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(dechunk(raw, raw.len(), 16), Err(*want), "for {raw:?}");
+        }
+        // The cap counts decoded bytes over all chunks.
+        let raw = b"8\r\n12345678\r\n9\r\n123456789\r\n0\r\n\r\n";
+        assert_eq!(dechunk(raw, 3, 16), Err(HttpError::BodyTooLarge));
+        assert!(dechunk(raw, 3, 17).is_ok());
+    }
+}

@@ -1,0 +1,123 @@
+//! The `/ingest` pipeline: body bytes -> decoded, validated batch -> priced rows -> write buffer.
+//!
+//! Everything here is synchronous and does no I/O: a worker calls `Pipeline::ingest` with the
+//! body buffer its connection owns and gets back either the number of spans accepted or the
+//! refusal to answer with.
+
+pub mod decode;
+pub mod issue;
+pub mod rows;
+pub mod validate;
+pub mod wire;
+
+use std::sync::atomic::Ordering;
+
+use bumpalo::Bump;
+use crossbeam_channel::Sender;
+
+use crate::auth::Principal;
+use crate::http::response::Refusal;
+use crate::ingest::decode::{DecodeError, Decoder};
+use crate::pricing::Pricer;
+use crate::row::RowBatch;
+use crate::server::Shared;
+
+/// Per-worker state reused by every request the worker serves.
+pub struct Pipeline {
+    decoder: Decoder,
+    /// Holds the decoded batch of the request being served; reset after each request.
+    arena: Bump,
+    /// The worker's model-match cache.
+    pricer: Pricer,
+    /// This worker's end of the hand-off to the flush thread; dropping the last one tells the
+    /// flusher that intake is over.
+    sender: Sender<RowBatch>,
+}
+
+impl Pipeline {
+    pub fn new(sender: Sender<RowBatch>) -> Pipeline {
+        Pipeline {
+            decoder: Decoder::new(),
+            arena: Bump::with_capacity(1 << 20),
+            pricer: Pricer::new(),
+            sender,
+        }
+    }
+
+    /// Checks 4 to 8 of the contract's order (the caller did size, drain and key) and hands
+    /// the rows to the flush thread. Returns the number of spans accepted.
+    pub fn ingest(
+        &mut self,
+        shared: &Shared,
+        principal: &Principal,
+        body: &mut [u8],
+        now_ms: u64,
+    ) -> Result<usize, Refusal> {
+        let rows = self.decode_and_build(shared, principal, body, now_ms)?;
+        let n = rows.len() as u64;
+        // Reserve room in the write buffer; refuse rather than grow without bound.
+        let before = shared.buffered_rows.fetch_add(n, Ordering::AcqRel);
+        if before + n > shared.buffer_max_rows {
+            shared.buffered_rows.fetch_sub(n, Ordering::AcqRel);
+            return Err(Refusal::new(
+                503,
+                "buffer_full",
+                "the write buffer is full; retry shortly",
+            )
+            .retry_after(1));
+        }
+        if self.sender.send(rows).is_err() {
+            shared.buffered_rows.fetch_sub(n, Ordering::AcqRel);
+            return Err(Refusal::new(503, "draining", "the server is shutting down").closing());
+        }
+        Ok(n as usize)
+    }
+
+    /// Decodes, validates and prices a body into rows without handing them over.
+    pub fn decode_and_build(
+        &mut self,
+        shared: &Shared,
+        principal: &Principal,
+        body: &mut [u8],
+        now_ms: u64,
+    ) -> Result<RowBatch, Refusal> {
+        self.arena.reset();
+        let body_len = body.len();
+        let batch = match self.decoder.decode(body, &self.arena) {
+            Ok(b) => b,
+            Err(DecodeError::InvalidJson(msg)) => {
+                return Err(Refusal::new(400, "invalid_json", msg));
+            }
+            Err(DecodeError::Schema(issues)) => return Err(schema_refusal(issues)),
+        };
+        // One table for the whole batch, even if a reload lands meanwhile.
+        let table = shared.prices.current();
+        let mut rows = RowBatch::default();
+        rows::build(
+            &batch,
+            principal,
+            &table,
+            &mut self.pricer,
+            (now_ms / 1000) as u32,
+            body_len,
+            &mut rows,
+        )
+        .map_err(schema_refusal)?;
+        Ok(rows)
+    }
+}
+
+#[cold]
+fn schema_refusal(issues: Vec<validate::Issue>) -> Refusal {
+    let n = issues.len();
+    let mut r = Refusal::new(
+        400,
+        "validation_failed",
+        format!(
+            "the batch does not match the v1 schema ({n} issue{})",
+            if n == 1 { "" } else { "s" }
+        ),
+    );
+    r.issues = issues;
+    r
+}

@@ -1,0 +1,30 @@
+//! traceingest: the write path of a tracing and cost-tracking system for AI model calls.
+//!
+//! # Layout
+//!
+//! Modules in the order a span travels through them:
+//!
+//! - `config`: flags and `INGEST_*` variables -> one checked `Config`.
+//! - `server`: pinned monoio workers (`runtime`), one task per connection (`conn`).
+//! - `http`: request framing (`request`) and the one outcome -> answer mapping (`response`).
+//! - `auth`: API key format, SHA-256, the in-memory `KeyStore`.
+//! - `ingest`: decode the body in place (`decode`), the schema (`validate`), the borrowed
+//!   batch types (`wire`), priced rows (`rows`); `Pipeline` strings them together.
+//! - `pricing`: price table, model matching, exact money; pure, no I/O.
+//! - `row`: the owned `RowBatch` a worker hands to the flush thread.
+//! - `sink`: the flush thread (`flush`) and the only ClickHouse code (`clickhouse`).
+//! - `control`: the background thread that refreshes keys and reloads prices.
+//! - `metrics`: counters rendered for `/metrics`.
+//! - `cli`: `keys`, `migrate`, `price` commands.
+
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod control;
+pub mod http;
+pub mod ingest;
+pub mod metrics;
+pub mod pricing;
+pub mod row;
+pub mod server;
+pub mod sink;

@@ -1,0 +1,210 @@
+//! Start-up only: parse the command line, then run `serve` or one of the management commands.
+//!
+//! `serve`: config -> price table -> ClickHouse schema and keys -> flush thread -> control thread
+//! -> workers -> wait for a signal -> drain -> flush -> exit.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+
+use traceingest::auth::KeyStore;
+use traceingest::cli::keys::KeysCommand;
+use traceingest::cli::price::PriceArgs;
+use traceingest::config::{ServeArgs, StoreArgs};
+use traceingest::metrics::Metrics;
+use traceingest::pricing::SharedPrices;
+use traceingest::server::{runtime, Shared};
+use traceingest::sink::clickhouse::Store;
+use traceingest::sink::flush::{self, FlushConfig};
+use traceingest::{cli, control};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "traceingest",
+    version,
+    about = "Ingest AI model-call traces into ClickHouse"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the ingest server (the default command).
+    Serve(ServeArgs),
+    /// Create the database and tables if missing, then exit.
+    Migrate(StoreArgs),
+    /// Manage API keys.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Price a model call by hand, or list the price table.
+    Price(PriceArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    init_logging();
+    let command = match cli.command {
+        Some(c) => c,
+        None => match Cli::parse_from(["traceingest", "serve"]).command {
+            Some(c) => c,
+            None => unreachable!("serve parses"),
+        },
+    };
+    let result = match command {
+        Command::Serve(args) => serve(&args),
+        Command::Migrate(store) => block_on(async {
+            store.check().map_err(anyhow::Error::msg)?;
+            let s = Store::new(&store.clickhouse_url, &store.clickhouse_database)?;
+            s.migrate().await?;
+            println!("database {} is up to date", store.clickhouse_database);
+            Ok(())
+        }),
+        Command::Keys { command, store } => block_on(cli::keys::run(&command, &store)),
+        Command::Price(args) => cli::price::run(&args),
+    };
+    if let Err(e) = result {
+        eprintln!("traceingest: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("INGEST_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,clickhouse_rs=error"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}
+
+fn block_on<F: std::future::Future<Output = anyhow::Result<()>>>(f: F) -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start a runtime")?
+        .block_on(f)
+}
+
+/// Retries `migrate` while ClickHouse is starting, up to `patience`.
+async fn migrate_when_up(store: &Store, patience: Duration) -> anyhow::Result<()> {
+    let start = Instant::now();
+    loop {
+        match store.migrate().await {
+            Ok(()) => return Ok(()),
+            Err(e) if start.elapsed() < patience => {
+                tracing::warn!(error = %e, "ClickHouse not ready; retrying");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(e) => {
+                return Err(anyhow::Error::new(e).context("cannot create the schema in ClickHouse"))
+            }
+        }
+    }
+}
+
+fn serve(args: &ServeArgs) -> anyhow::Result<()> {
+    let config = args.resolve().map_err(anyhow::Error::msg)?;
+
+    let prices = Arc::new(SharedPrices::builtin());
+    if let Some(path) = &config.pricing_file {
+        prices
+            .reload_from(path)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+
+    let store = Store::new(&config.clickhouse_url, &config.clickhouse_database)?;
+    let keys = KeyStore::new(&config.key_prefix);
+    block_on(async {
+        migrate_when_up(&store, Duration::from_secs(30)).await?;
+        let n = control::refresh_keys(&store, &keys)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot load API keys: {e}"))?;
+        tracing::info!(keys = n, "key set loaded");
+        Ok(())
+    })?;
+
+    let (sender, receiver) = crossbeam_channel::unbounded();
+    let buffered_rows = Arc::new(AtomicU64::new(0));
+    let mut flush_config = FlushConfig::new(&config.clickhouse_url, &config.clickhouse_database);
+    flush_config.interval = config.flush_interval;
+    flush_config.max_rows = config.flush_max_rows;
+    flush_config.shutdown_timeout = config.shutdown_timeout;
+    let flush_stats = flush_config.stats.clone();
+    let flusher = flush::spawn(flush_config, receiver, buffered_rows.clone())
+        .context("cannot start the flush thread")?;
+
+    let (listeners, addr) = runtime::bind(config.listen, config.workers)
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
+    let shared = Arc::new(Shared {
+        keys,
+        prices,
+        draining: AtomicBool::new(false),
+        buffered_rows,
+        buffer_max_rows: config.buffer_max_rows,
+        flush_stats,
+        metrics: Metrics::default(),
+        config: config.clone(),
+    });
+
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
+        .context("cannot install signal handlers")?;
+    let reload_prices = Arc::new(AtomicBool::new(false));
+    let stop_control = Arc::new(AtomicBool::new(false));
+    let control = control::spawn(
+        store,
+        shared.clone(),
+        config.pricing_file.clone(),
+        config.key_refresh,
+        reload_prices.clone(),
+        stop_control.clone(),
+    )?;
+    let workers = runtime::spawn_workers(listeners, shared.clone(), sender)?;
+    println!("traceingest listening on http://{addr}");
+    tracing::info!(%addr, database = %config.clickhouse_database, "serving");
+
+    for signal in signals.forever() {
+        if signal == SIGHUP {
+            reload_prices.store(true, Ordering::Release);
+            continue;
+        }
+        break;
+    }
+    tracing::info!("stop requested: draining");
+    shared.draining.store(true, Ordering::Release);
+    let timeout = config.shutdown_timeout;
+    std::thread::Builder::new()
+        .name("stop-watchdog".into())
+        .spawn(move || {
+            std::thread::sleep(timeout + Duration::from_millis(500));
+            tracing::error!("shutdown deadline passed; exiting with rows possibly unwritten");
+            std::process::exit(2);
+        })?;
+    for w in workers {
+        let _ = w.join();
+    }
+    let report = flusher
+        .join()
+        .map_err(|_| anyhow::anyhow!("the flush thread panicked"))?;
+    stop_control.store(true, Ordering::Release);
+    let _ = control.join();
+    if report.rows_unwritten > 0 || report.rows_rejected > 0 {
+        anyhow::bail!(
+            "{} accepted rows could not be written to ClickHouse before the deadline and {} were refused by it",
+            report.rows_unwritten,
+            report.rows_rejected
+        );
+    }
+    tracing::info!(rows = report.rows_flushed, "all accepted rows written; bye");
+    Ok(())
+}

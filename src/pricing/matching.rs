@@ -1,0 +1,579 @@
+//! Model matching: turns a span's (provider, modelId) into the ordered list of table ids to try.
+//!
+//! Everything is lower-cased. A candidate is `prefix/name`, where the prefix is a vendor
+//! (`openai`, `anthropic`, `google`, `mistralai`, `x-ai`, `deepseek`, `meta-llama`, `amazon`,
+//! `cohere`, `perplexity`, ...) or a route (the provider itself, e.g. `azure/gpt-4o`, so a
+//! pricing file can price one provider's deployments apart). Order:
+//!
+//! 1. the modelId exactly as sent (`openai/gpt-4o`, or any alias in the table);
+//! 2. every (prefix, name) base exactly: the provider's route; the vendor of the provider's first
+//!    dot-segment (`openai.chat`, `azure` -> `openai`, `anthropic.messages`, `google-vertex`,
+//!    `vertex`, `gemini` -> `google`, `mistral` -> `mistralai`, `xai` -> `x-ai`, ...); the vendor
+//!    of a modelId already in `vendor/model` form (OpenRouter, LiteLLM `azure/...`, Google's
+//!    `models/...`, Vertex `publishers/...` paths); a Bedrock id parsed to creator and model
+//!    (`us.anthropic.claude-3-5-sonnet-20240620-v1:0` -> `anthropic/claude-3-5-sonnet-20240620`);
+//!    the vendor implied by the model name (`claude...` -> `anthropic`);
+//! 3. each base's name with trailing version markers removed one at a time (`@20240620`,
+//!    `:0`, `:beta`, `-2024-08-06`, `-20241022`, `-0125`, `-001`, `-05-06`, `-08-2024`,
+//!    `-latest`, `-preview`, `-exp`), then each of those with version dashes as dots
+//!    (`claude-3-5-sonnet` -> `claude-3.5-sonnet`, `grok-4-1` -> `grok-4.1`), Azure's `gpt-35`
+//!    as `gpt-3.5` and `llama3` as `llama-3`;
+//! 4. the same variants without a prefix (for bare aliases in a pricing file).
+//!
+//! This runs only on a match-cache miss, so it may allocate freely.
+
+/// What a provider string says about the vendor.
+#[derive(Clone, Copy)]
+enum ProviderKind {
+    Vendor(&'static str),
+    /// Amazon Bedrock: the model id names the creator.
+    Bedrock,
+    Unknown,
+}
+
+/// The candidate ids for (provider, modelId), best first, without duplicates.
+pub(crate) fn candidates(provider: Option<&str>, model_id: &str) -> Vec<String> {
+    let model = model_id.trim().to_lowercase();
+    let mut out = Vec::new();
+    if model.is_empty() {
+        return out;
+    }
+    push(&mut out, model.clone());
+
+    let provider = provider
+        .map(|p| p.trim().to_lowercase())
+        .unwrap_or_default();
+    let seg = provider.split('.').next().unwrap_or("");
+    let mut bases: Vec<(String, String)> = Vec::new();
+    if !seg.is_empty() {
+        bases.push((seg.to_string(), model.clone()));
+        let route = route_of(seg);
+        if route != seg {
+            bases.push((route.to_string(), model.clone()));
+        }
+    }
+    add_bases(provider_kind(seg), &model, &mut bases, 0);
+    let inferred: Vec<(String, String)> = bases
+        .iter()
+        .map(|(_, n)| n)
+        .chain(std::iter::once(&model))
+        .filter(|n| !n.contains('/'))
+        .filter_map(|n| infer_vendor(n).map(|v| (v.to_string(), n.clone())))
+        .collect();
+    bases.extend(inferred);
+
+    for (prefix, name) in &bases {
+        push(&mut out, format!("{prefix}/{name}"));
+    }
+    for (prefix, name) in &bases {
+        for v in variants(name).into_iter().skip(1) {
+            push(&mut out, format!("{prefix}/{v}"));
+        }
+    }
+    for v in variants(&model).into_iter().skip(1) {
+        push(&mut out, v);
+    }
+    out
+}
+
+/// Appends unless already present (lists are short).
+fn push(out: &mut Vec<String>, s: String) {
+    if !out.contains(&s) {
+        out.push(s);
+    }
+}
+
+/// Adds the (vendor, name) bases a modelId implies, given what the provider says.
+fn add_bases(kind: ProviderKind, model: &str, bases: &mut Vec<(String, String)>, depth: u32) {
+    if depth > 4 {
+        return;
+    }
+    if !model.contains('/') {
+        match kind {
+            ProviderKind::Vendor(v) => bases.push((v.to_string(), model.to_string())),
+            ProviderKind::Bedrock => bedrock_bases(model, bases),
+            ProviderKind::Unknown => {}
+        }
+        if looks_like_bedrock(model) {
+            bedrock_bases(model, bases);
+        }
+        return;
+    }
+    // Vertex resource name: projects/p/locations/l/publishers/google/models/gemini-2.5-pro
+    if let Some(i) = model.find("publishers/") {
+        if let Some((publisher, tail)) = model[i + "publishers/".len()..].split_once('/') {
+            let name = tail.strip_prefix("models/").unwrap_or(tail);
+            let vendor = vendor_alias(publisher).unwrap_or(publisher);
+            bases.push((vendor.to_string(), name.to_string()));
+        }
+        return;
+    }
+    // Bedrock ARN: arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-...
+    if model.starts_with("arn:") {
+        if let Some((_, last)) = model.rsplit_once('/') {
+            bedrock_bases(last, bases);
+        }
+        return;
+    }
+    let Some((pre, rest)) = model.split_once('/') else {
+        return;
+    };
+    if rest.is_empty() {
+        return;
+    }
+    match pre {
+        // Wrappers around an id: Google's `models/x`, `openrouter/vendor/x`.
+        "models" | "openrouter" | "litellm" => add_bases(kind, rest, bases, depth + 1),
+        p if is_bedrock(p) => bedrock_bases(rest.rsplit('/').next().unwrap_or(rest), bases),
+        p => match vendor_alias(p) {
+            Some(v) => {
+                bases.push((v.to_string(), rest.to_string()));
+                if rest.contains('/') {
+                    add_bases(ProviderKind::Unknown, rest, bases, depth + 1);
+                }
+            }
+            // Another host's prefix (`groq/`, `together_ai/`): look at what follows.
+            None => add_bases(ProviderKind::Unknown, rest, bases, depth + 1),
+        },
+    }
+}
+
+/// Parses a Bedrock model id (region prefix optional) into (vendor, model) bases: the model
+/// without the `:N` revision, then also without Bedrock's `-vN` suffix.
+fn bedrock_bases(id: &str, bases: &mut Vec<(String, String)>) {
+    let Some((a, b)) = id.split_once('.') else {
+        return;
+    };
+    let (creator, name) = if BEDROCK_REGIONS.contains(&a) {
+        match b.split_once('.') {
+            Some(x) => x,
+            None => return,
+        }
+    } else {
+        (a, b)
+    };
+    if creator.is_empty() || name.is_empty() {
+        return;
+    }
+    let name = match name.rsplit_once(':') {
+        Some((n, rev)) if rev.bytes().all(|c| c.is_ascii_digit()) => n,
+        _ => name,
+    };
+    let vendor = match creator {
+        "meta" => "meta-llama",
+        "mistral" => "mistralai",
+        c => vendor_alias(c).unwrap_or(c),
+    };
+    // Bedrock writes DeepSeek's models as `deepseek.r1`.
+    let name = if creator == "deepseek" && !name.starts_with("deepseek") {
+        format!("deepseek-{name}")
+    } else {
+        name.to_string()
+    };
+    let unversioned = strip_v_suffix(&name);
+    bases.push((vendor.to_string(), name));
+    if let Some(n) = unversioned {
+        bases.push((vendor.to_string(), n));
+    }
+}
+
+/// Bedrock's cross-region inference prefixes.
+const BEDROCK_REGIONS: &[&str] = &[
+    "us", "eu", "apac", "ap", "global", "us-gov", "jp", "au", "ca", "regional",
+];
+
+/// Model creators that appear as the first segment of Bedrock ids.
+const BEDROCK_CREATORS: &[&str] = &[
+    "anthropic",
+    "meta",
+    "amazon",
+    "cohere",
+    "mistral",
+    "ai21",
+    "deepseek",
+    "openai",
+    "qwen",
+    "google",
+    "writer",
+    "nvidia",
+    "minimax",
+    "moonshot",
+    "moonshotai",
+    "twelvelabs",
+    "stability",
+];
+
+/// True for ids such as `anthropic.claude-3-haiku-20240307-v1:0` or `us.meta.llama3-...`.
+fn looks_like_bedrock(model: &str) -> bool {
+    let Some((a, b)) = model.split_once('.') else {
+        return false;
+    };
+    if BEDROCK_REGIONS.contains(&a) {
+        return b
+            .split_once('.')
+            .is_some_and(|(c, _)| BEDROCK_CREATORS.contains(&c));
+    }
+    BEDROCK_CREATORS.contains(&a) && b.starts_with(|c: char| c.is_ascii_alphabetic())
+}
+
+/// `name` without a trailing `-v<digits>`, if it has one.
+fn strip_v_suffix(name: &str) -> Option<String> {
+    let (head, tail) = name.rsplit_once('-')?;
+    let digits = tail.strip_prefix('v')?;
+    (!head.is_empty() && !digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit()))
+        .then(|| head.to_string())
+}
+
+/// Vendor of a provider id or id prefix, as spelled by client SDKs, LiteLLM and OpenRouter.
+pub(crate) fn vendor_alias(seg: &str) -> Option<&'static str> {
+    Some(match seg {
+        "openai"
+        | "azure"
+        | "azure-openai"
+        | "azure_openai"
+        | "azureopenai"
+        | "text-completion-openai" => "openai",
+        "anthropic" | "claude" => "anthropic",
+        "google"
+        | "google-vertex"
+        | "vertex"
+        | "vertex_ai"
+        | "vertexai"
+        | "google-vertex-ai"
+        | "gemini"
+        | "google-ai"
+        | "google-genai"
+        | "google-generative-ai"
+        | "googleai"
+        | "vertex_ai-language-models" => "google",
+        "mistral" | "mistralai" | "mistral-ai" => "mistralai",
+        "xai" | "x-ai" | "grok" => "x-ai",
+        "deepseek" | "deepseek-ai" => "deepseek",
+        "meta" | "llama" | "meta-llama" | "meta_llama" => "meta-llama",
+        "cohere" | "cohere_chat" | "cohere-chat" => "cohere",
+        "amazon" | "nova" | "amazon-nova" => "amazon",
+        "perplexity" | "perplexityai" | "perplexity-ai" => "perplexity",
+        _ => return None,
+    })
+}
+
+/// Provider ids that mean Amazon Bedrock.
+pub(crate) fn is_bedrock(seg: &str) -> bool {
+    matches!(
+        seg,
+        "amazon-bedrock"
+            | "bedrock"
+            | "aws"
+            | "aws-bedrock"
+            | "aws_bedrock"
+            | "bedrock-converse"
+            | "bedrock_converse"
+    )
+}
+
+fn provider_kind(seg: &str) -> ProviderKind {
+    if is_bedrock(seg) {
+        ProviderKind::Bedrock
+    } else if let Some(v) = vendor_alias(seg) {
+        ProviderKind::Vendor(v)
+    } else {
+        ProviderKind::Unknown
+    }
+}
+
+/// LiteLLM's spelling of a provider, so `bedrock/...`, `vertex_ai/...` file entries match.
+fn route_of(seg: &str) -> &str {
+    match seg {
+        s if is_bedrock(s) => "bedrock",
+        "google-vertex" | "vertex" | "vertexai" | "google-vertex-ai" => "vertex_ai",
+        "azure-openai" | "azure_openai" | "azureopenai" => "azure",
+        "together" | "togetherai" | "together-ai" => "together_ai",
+        "fireworks" | "fireworks-ai" => "fireworks_ai",
+        s => s,
+    }
+}
+
+/// The vendor a model name implies, for providers that host other vendors' models.
+pub(crate) fn infer_vendor(name: &str) -> Option<&'static str> {
+    let starts = |prefixes: &[&str]| prefixes.iter().any(|p| name.starts_with(p));
+    let b = name.as_bytes();
+    if starts(&[
+        "gpt-",
+        "chatgpt",
+        "text-embedding-",
+        "davinci",
+        "babbage",
+        "codex-",
+    ]) || (b.len() >= 2 && b[0] == b'o' && b[1].is_ascii_digit())
+    {
+        Some("openai")
+    } else if starts(&["claude"]) {
+        Some("anthropic")
+    } else if starts(&["gemini", "gemma", "learnlm"]) {
+        Some("google")
+    } else if starts(&[
+        "mistral",
+        "mixtral",
+        "codestral",
+        "pixtral",
+        "ministral",
+        "magistral",
+        "devstral",
+        "voxtral",
+        "open-mistral",
+        "open-mixtral",
+    ]) {
+        Some("mistralai")
+    } else if starts(&["grok"]) {
+        Some("x-ai")
+    } else if starts(&["deepseek"]) {
+        Some("deepseek")
+    } else if starts(&["llama", "meta-llama"]) {
+        Some("meta-llama")
+    } else if starts(&["nova-", "titan-"]) {
+        Some("amazon")
+    } else if starts(&["command", "embed-english", "embed-multilingual", "embed-v"]) {
+        Some("cohere")
+    } else if starts(&["sonar"]) {
+        Some("perplexity")
+    } else {
+        None
+    }
+}
+
+/// `name`, then each form with one more version marker removed, then those forms normalised.
+fn variants(name: &str) -> Vec<String> {
+    let mut stages = vec![name.to_string()];
+    let mut cur = name.to_string();
+    if let Some(i) = cur.find('@') {
+        // Vertex AI's `claude-3-5-sonnet-v2@20241022`.
+        cur.truncate(i);
+        stages.push(cur.clone());
+        if let Some(s) = strip_v_suffix(&cur) {
+            cur = s;
+            stages.push(cur.clone());
+        }
+    }
+    while let Some(next) = strip_once(&cur) {
+        stages.push(next.clone());
+        cur = next;
+    }
+    let mut out = Vec::with_capacity(stages.len() * 2);
+    for s in &stages {
+        push(&mut out, s.clone());
+    }
+    for s in &stages {
+        push(&mut out, normalize(s));
+    }
+    out
+}
+
+/// Removes one trailing version marker, if there is one and something is left.
+fn strip_once(s: &str) -> Option<String> {
+    if let Some((head, tag)) = s.rsplit_once(':') {
+        let numeric = !tag.is_empty() && tag.bytes().all(|c| c.is_ascii_digit());
+        if !head.is_empty() && (numeric || tag == "beta" || tag == "latest") {
+            return Some(head.to_string());
+        }
+    }
+    let segs: Vec<&str> = s.split('-').collect();
+    let n = segs.len();
+    if n < 2 {
+        return None;
+    }
+    let digits = |x: &str, len: usize| x.len() == len && x.bytes().all(|c| c.is_ascii_digit());
+    let all_digits = |x: &str| !x.is_empty() && x.bytes().all(|c| c.is_ascii_digit());
+    let last = segs[n - 1];
+    let keep = if n >= 4 && digits(segs[n - 3], 4) && digits(segs[n - 2], 2) && digits(last, 2) {
+        n - 3 // -2024-08-06
+    } else if n >= 3 && digits(segs[n - 2], 2) && (digits(last, 4) || digits(last, 2)) {
+        n - 2 // -08-2024 (Cohere), -05-06 (Gemini previews)
+    } else if (all_digits(last) && (3..=8).contains(&last.len()))
+        || matches!(last, "latest" | "preview" | "exp" | "experimental")
+    {
+        n - 1 // -20241022, -0125, -2411, -001, -latest, -preview, -exp
+    } else {
+        return None;
+    };
+    (keep > 0).then(|| segs[..keep].join("-"))
+}
+
+/// Spelling fixes: Azure's `gpt-35` -> `gpt-3.5`, `llama3` -> `llama-3`, then version dashes
+/// between single digits as dots (`3-5-sonnet` -> `3.5-sonnet`, `4-1` -> `4.1`).
+fn normalize(s: &str) -> String {
+    let mut s = match s.strip_prefix("gpt-35") {
+        Some(rest) => format!("gpt-3.5{rest}"),
+        None => s.to_string(),
+    };
+    if let Some(rest) = s.strip_prefix("llama") {
+        if rest.starts_with(|c: char| c.is_ascii_digit()) {
+            s = format!("llama-{rest}");
+        }
+    }
+    dotted(&s)
+}
+
+/// Replaces `d-d` with `d.d` where both are single digits and the second ends the segment.
+fn dotted(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    for (i, &c) in b.iter().enumerate() {
+        let is_version_dash = c == b'-'
+            && i >= 1
+            && b[i - 1].is_ascii_digit()
+            && (i < 2 || !(b[i - 2].is_ascii_digit() || b[i - 2] == b'.'))
+            && b.get(i + 1).is_some_and(u8::is_ascii_digit)
+            && b.get(i + 2)
+                .is_none_or(|c| matches!(c, b'-' | b':' | b'@' | b'.'));
+        out.push(if is_version_dash { '.' } else { c as char });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::PriceTable;
+    use super::*;
+
+    /// One row: provider, modelId, the id it must price as (`None` = unknown model).
+    fn check(table: &PriceTable, provider: Option<&str>, model: &str, expect: Option<&str>) {
+        let got = table.find(provider, model).map(|m| m.id.as_str());
+        assert_eq!(
+            got,
+            expect,
+            "({provider:?}, {model:?}); candidates: {:?}",
+            candidates(provider, model)
+        );
+    }
+
+    #[test]
+    fn real_world_ids_match_the_builtin_table() {
+        let t = PriceTable::builtin();
+        let cases: &[(Option<&str>, &str, Option<&str>)] = &[
+            // OpenAI and Azure deployments
+            (Some("openai.chat"), "gpt-4o", Some("openai/gpt-4o")),
+            (Some("openai.responses"), "gpt-4o-2024-08-06", Some("openai/gpt-4o")),
+            (Some("openai"), "gpt-4o-2024-05-13", Some("openai/gpt-4o-2024-05-13")),
+            (Some("openai"), "gpt-4o-mini-2024-07-18", Some("openai/gpt-4o-mini")),
+            (Some("openai"), "o3-2025-04-16", Some("openai/o3")),
+            (Some("openai"), "gpt-5-2025-08-07", Some("openai/gpt-5")),
+            (Some("openai"), "GPT-4.1-Mini", Some("openai/gpt-4.1-mini")),
+            (Some("openai"), "gpt-4-0125-preview", Some("openai/gpt-4-turbo")),
+            (Some("openai"), "chatgpt-4o-latest", Some("openai/chatgpt-4o-latest")),
+            (Some("openai.embedding"), "text-embedding-3-small", Some("openai/text-embedding-3-small")),
+            (Some("azure"), "gpt-4o", Some("openai/gpt-4o")),
+            (Some("azure"), "gpt-4o-2024-08-06", Some("openai/gpt-4o")),
+            (Some("azure"), "gpt-35-turbo", Some("openai/gpt-3.5-turbo")),
+            (Some("azure.chat"), "gpt-35-turbo-0125", Some("openai/gpt-3.5-turbo")),
+            (Some("azure"), "my-prod-deployment", None),
+            // Anthropic native ids, aliases and dates
+            (Some("anthropic.messages"), "claude-sonnet-4-5-20250929", Some("anthropic/claude-sonnet-4.5")),
+            (Some("anthropic.messages"), "claude-sonnet-4-5", Some("anthropic/claude-sonnet-4.5")),
+            (Some("anthropic"), "claude-3-5-sonnet-20241022", Some("anthropic/claude-3.5-sonnet")),
+            (Some("anthropic"), "claude-3-7-sonnet-latest", Some("anthropic/claude-3.7-sonnet")),
+            (Some("anthropic"), "claude-3-5-haiku-latest", Some("anthropic/claude-3.5-haiku")),
+            (Some("anthropic"), "claude-opus-4-1-20250805", Some("anthropic/claude-opus-4.1")),
+            (Some("anthropic"), "claude-sonnet-4-20250514", Some("anthropic/claude-sonnet-4")),
+            (Some("anthropic"), "claude-opus-4-0", Some("anthropic/claude-opus-4")),
+            (Some("anthropic"), "claude-haiku-4-5-20251001", Some("anthropic/claude-haiku-4.5")),
+            (Some("anthropic"), "claude-3-haiku-20240307", Some("anthropic/claude-3-haiku")),
+            (None, "claude-opus-4-8", Some("anthropic/claude-opus-4.8")),
+            // Bedrock
+            (Some("amazon-bedrock"), "us.anthropic.claude-3-5-sonnet-20240620-v1:0", Some("anthropic/claude-3.5-sonnet")),
+            (Some("amazon-bedrock"), "anthropic.claude-3-haiku-20240307-v1:0", Some("anthropic/claude-3-haiku")),
+            (Some("bedrock"), "global.anthropic.claude-sonnet-4-5-20250929-v1:0", Some("anthropic/claude-sonnet-4.5")),
+            (Some("amazon-bedrock"), "meta.llama3-1-70b-instruct-v1:0", Some("meta-llama/llama-3.1-70b-instruct")),
+            (Some("amazon-bedrock"), "us.meta.llama3-3-70b-instruct-v1:0", Some("meta-llama/llama-3.3-70b-instruct")),
+            (Some("amazon-bedrock"), "meta.llama4-maverick-17b-instruct-v1:0", Some("meta-llama/llama-4-maverick")),
+            (Some("amazon-bedrock"), "amazon.nova-pro-v1:0", Some("amazon/nova-pro")),
+            (Some("amazon-bedrock"), "us.amazon.nova-micro-v1:0", Some("amazon/nova-micro")),
+            (Some("amazon-bedrock"), "amazon.titan-embed-text-v2:0", Some("amazon/titan-embed-text-v2")),
+            (Some("amazon-bedrock"), "cohere.command-r-plus-v1:0", Some("cohere/command-r-plus")),
+            (Some("amazon-bedrock"), "mistral.mistral-large-2402-v1:0", Some("mistralai/mistral-large")),
+            (Some("amazon-bedrock"), "deepseek.r1-v1:0", Some("deepseek/deepseek-reasoner")),
+            (None, "anthropic.claude-3-5-haiku-20241022-v1:0", Some("anthropic/claude-3.5-haiku")),
+            (
+                Some("amazon-bedrock"),
+                "arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-3-haiku-20240307-v1:0",
+                Some("anthropic/claude-3-haiku"),
+            ),
+            // Google Gemini and Vertex AI
+            (Some("google-vertex"), "gemini-2.5-pro-preview-05-06", Some("google/gemini-2.5-pro")),
+            (Some("google"), "gemini-2.5-flash", Some("google/gemini-2.5-flash")),
+            (Some("vertex"), "gemini-2.0-flash-001", Some("google/gemini-2.0-flash")),
+            (Some("gemini"), "models/gemini-2.5-flash-lite", Some("google/gemini-2.5-flash-lite")),
+            (Some("google"), "gemini-2.5-flash-lite-preview-06-17", Some("google/gemini-2.5-flash-lite")),
+            (Some("google"), "gemini-3-pro-preview", Some("google/gemini-3-pro-preview")),
+            (Some("google"), "gemini-1.5-pro-002", Some("google/gemini-1.5-pro")),
+            (Some("google-vertex"), "claude-3-5-sonnet-v2@20241022", Some("anthropic/claude-3.5-sonnet")),
+            (Some("vertex"), "claude-sonnet-4-5@20250929", Some("anthropic/claude-sonnet-4.5")),
+            (
+                Some("google-vertex"),
+                "projects/p1/locations/us-central1/publishers/google/models/gemini-2.5-pro",
+                Some("google/gemini-2.5-pro"),
+            ),
+            (Some("google"), "gemini-exp-1206", None),
+            // xAI
+            (Some("xai"), "grok-4", Some("x-ai/grok-4")),
+            (Some("xai"), "grok-4-0709", Some("x-ai/grok-4")),
+            (Some("xai"), "grok-4-1-fast-reasoning", Some("x-ai/grok-4.1-fast-reasoning")),
+            (Some("xai"), "grok-3-latest", Some("x-ai/grok-3")),
+            (Some("xai"), "grok-code-fast-1", Some("x-ai/grok-code-fast-1")),
+            // Mistral, DeepSeek, Cohere, Meta, Perplexity
+            (Some("mistral"), "mistral-large-latest", Some("mistralai/mistral-large-2512")),
+            (Some("mistral"), "mistral-large-2411", Some("mistralai/mistral-large")),
+            (Some("mistral"), "codestral-2508", Some("mistralai/codestral-2508")),
+            (Some("mistral"), "mistral-small-latest", Some("mistralai/mistral-small")),
+            (Some("deepseek"), "deepseek-chat", Some("deepseek/deepseek-chat")),
+            (Some("deepseek"), "deepseek-reasoner", Some("deepseek/deepseek-reasoner")),
+            (Some("cohere"), "command-a-03-2025", Some("cohere/command-a")),
+            (Some("cohere"), "command-r7b-12-2024", Some("cohere/command-r7b")),
+            (Some("groq"), "llama-3.3-70b-instruct", Some("meta-llama/llama-3.3-70b-instruct")),
+            (Some("perplexity"), "sonar-pro", Some("perplexity/sonar-pro")),
+            // OpenRouter ids
+            (Some("openrouter"), "anthropic/claude-3.5-sonnet", Some("anthropic/claude-3.5-sonnet")),
+            (Some("openrouter"), "anthropic/claude-3.5-sonnet:beta", Some("anthropic/claude-3.5-sonnet")),
+            (None, "openai/gpt-4o", Some("openai/gpt-4o")),
+            (None, "google/gemini-2.5-pro", Some("google/gemini-2.5-pro")),
+            (None, "x-ai/grok-4.1-fast", Some("x-ai/grok-4.1-fast-reasoning")),
+            (None, "amazon/nova-pro-v1", Some("amazon/nova-pro")),
+            (None, "mistralai/mistral-large-2411", Some("mistralai/mistral-large")),
+            (None, "meta-llama/llama-3.1-8b-instruct", Some("meta-llama/llama-3.1-8b-instruct")),
+            (None, "openrouter/anthropic/claude-sonnet-4.5", Some("anthropic/claude-sonnet-4.5")),
+            // Unknown
+            (None, "my-own-model", None),
+            (Some("openai"), "ft:gpt-4o:acme::abc123", None),
+            (None, "", None),
+            (None, "   ", None),
+        ];
+        for &(p, m, e) in cases {
+            check(&t, p, m, e);
+        }
+    }
+
+    #[test]
+    fn version_markers_and_dots() {
+        let cases = [
+            ("gpt-4o-2024-08-06", Some("gpt-4o")),
+            ("claude-3-5-sonnet-20241022", Some("claude-3-5-sonnet")),
+            (
+                "gemini-2.5-pro-preview-05-06",
+                Some("gemini-2.5-pro-preview"),
+            ),
+            ("command-r-plus-08-2024", Some("command-r-plus")),
+            ("anthropic.claude-v2:1", Some("anthropic.claude-v2")),
+            ("grok-beta", None),
+            ("gpt-4", None),
+            ("latest", None),
+        ];
+        for (s, e) in cases {
+            assert_eq!(strip_once(s).as_deref(), e, "{s}");
+        }
+        assert_eq!(dotted("claude-3-5-sonnet"), "claude-3.5-sonnet");
+        assert_eq!(dotted("llama-3-1-70b"), "llama-3.1-70b");
+        assert_eq!(dotted("llama-3-8b"), "llama-3-8b");
+        assert_eq!(dotted("claude-sonnet-4-5"), "claude-sonnet-4.5");
+        assert_eq!(dotted("qwen-2-72b"), "qwen-2-72b");
+        assert_eq!(normalize("llama3-2-1b-instruct"), "llama-3.2-1b-instruct");
+    }
+}

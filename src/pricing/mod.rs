@@ -1,0 +1,47 @@
+//! Pricing: turns a model call's (provider, modelId, usage) into nine exact cost columns.
+//!
+//! # Layout
+//!
+//! - `money.rs`: [`Price`] (exact decimal per unit), [`PriceError`], [`format_money`].
+//! - `table.rs`: [`PriceTable`], [`ModelPrice`], [`Rates`], [`Dimension`]; the cost arithmetic.
+//! - `builtin.rs`: the table shipped in the binary and its [`CHECKED`] date.
+//! - `matching.rs`: (provider, modelId) -> ordered candidate ids.
+//! - `pricer.rs`: [`Pricer`], the per-worker match cache; [`Priced`], what a row gets.
+//! - `file.rs`: pricing files (own format, OpenRouter, LiteLLM) -> overrides;
+//!   [`PricingFileError`]. The own format is documented there and in `docs/pricing-file.md`.
+//! - `json.rs`: a small JSON reader that keeps numbers as written.
+//! - `shared.rs`: [`SharedPrices`], the table in force, swapped whole on reload.
+//!
+//! **Invariant:** nothing on the request path ([`Pricer::price`]) does I/O, takes a lock, uses
+//! floating point, or allocates once a (provider, modelId) pair is cached. Only
+//! [`PriceTable::from_file`] and [`SharedPrices`]' reloads read files, on control threads.
+//!
+//! **Invariant:** money is integer. A price is `mantissa / 10^scale` USD per unit; a cost is
+//! rounded half-up once per dimension to 1e-10 USD ([`Money`](crate::row::Money)); the total is
+//! the sum of the priced dimensions; anything past `Decimal(18, 10)` is
+//! [`PriceError::Overflow`], never a wrapped or clamped value.
+//!
+//! Use: at start-up build a [`SharedPrices`] (built-in + optional file); each worker owns a
+//! [`Pricer`], takes `shared.current()` once per request and calls [`Pricer::price_span`] (or
+//! [`Pricer::price`]) per span.
+
+mod builtin;
+mod file;
+mod json;
+mod matching;
+mod money;
+mod pricer;
+mod shared;
+mod table;
+
+#[cfg(test)]
+mod tests;
+
+pub use builtin::CHECKED;
+pub use file::{parse as parse_pricing_file, FileFormat, PricingFileError};
+pub use money::{format_money, Price, PriceError, MAX_MONEY};
+pub use pricer::{CacheStats, Priced, Pricer};
+pub use shared::SharedPrices;
+pub use table::{
+    billable_counts, Breakdown, Dimension, LongContext, ModelPrice, PriceTable, Rates, Source,
+};

@@ -1,0 +1,587 @@
+//! Pricing tests driven through one `check(call, expect)` helper: each case names a call and
+//! the priced id, source and cost columns it must produce, with the arithmetic in a comment.
+
+use std::sync::OnceLock;
+
+use crate::ingest::wire::{Span, SpanType, Status, Usage};
+
+use super::*;
+
+/// Test-local prices in the project's own format, so the arithmetic cases do not change when
+/// the built-in table does. Merged over the built-in table, which the last cases use.
+const PRICES: &str = r#"{"models": [
+  {"id": "test/basic", "prompt": "0.000003", "completion": "0.000015",
+   "cache_read": "0.0000003", "cache_write": "0.00000375"},
+  {"id": "test/reasoner", "prompt": "0.000001", "completion": "0.000004",
+   "internal_reasoning": "0.000002"},
+  {"id": "test/units", "request": "0.005", "image": "0.001", "web_search": "0.01"},
+  {"id": "test/tiered", "aliases": ["tiered-alias"], "prompt": "0.000001", "completion": "0.000002",
+   "cache_read": "0.0000001", "request": "0.01",
+   "long_context": {"threshold": 200000, "prompt": "0.000002", "completion": "0.000003",
+                    "cache_read": "0.0000002"}},
+  {"id": "test/odd", "prompt": "0.000000000015", "completion": "0.00000000005",
+   "cache_read": "0.000000000049999"},
+  {"id": "test/huge", "prompt": "1", "completion": "100"},
+  {"id": "test/tiny", "prompt": "0.0000000001"},
+  {"id": "test/free"},
+  {"id": "test/zero", "prompt": "0"}
+]}"#;
+
+fn table() -> &'static PriceTable {
+    static T: OnceLock<PriceTable> = OnceLock::new();
+    T.get_or_init(|| PriceTable::with_overrides(PRICES, "test-prices.json").unwrap())
+}
+
+/// 2^53 - 1, the largest count the schema accepts.
+const MAX_COUNT: u64 = (1 << 53) - 1;
+
+/// One model call to price.
+#[derive(Clone, Copy)]
+struct Call {
+    provider: Option<&'static str>,
+    model: Option<&'static str>,
+    usage: Option<Usage>,
+}
+
+/// A call of `model` with an empty (all counts absent) usage object.
+fn call(model: &'static str) -> Call {
+    Call {
+        provider: None,
+        model: Some(model),
+        usage: Some(Usage::default()),
+    }
+}
+
+impl Call {
+    fn via(mut self, provider: &'static str) -> Self {
+        self.provider = Some(provider);
+        self
+    }
+    fn no_usage(mut self) -> Self {
+        self.usage = None;
+        self
+    }
+    fn set(mut self, f: impl FnOnce(&mut Usage)) -> Self {
+        f(self.usage.get_or_insert_with(Usage::default));
+        self
+    }
+    fn input(self, n: u64) -> Self {
+        self.set(|u| u.input_tokens = Some(n))
+    }
+    fn output(self, n: u64) -> Self {
+        self.set(|u| u.output_tokens = Some(n))
+    }
+    fn cached(self, n: u64) -> Self {
+        self.set(|u| u.cached_input_tokens = Some(n))
+    }
+    fn cache_write(self, n: u64) -> Self {
+        self.set(|u| u.cache_write_input_tokens = Some(n))
+    }
+    fn reasoning(self, n: u64) -> Self {
+        self.set(|u| u.reasoning_tokens = Some(n))
+    }
+    fn images(self, n: u64) -> Self {
+        self.set(|u| u.image_count = Some(n))
+    }
+    fn searches(self, n: u64) -> Self {
+        self.set(|u| u.web_search_count = Some(n))
+    }
+    fn requests(self, n: u64) -> Self {
+        self.set(|u| u.request_count = Some(n))
+    }
+    /// Every count present and zero.
+    fn zeros(self) -> Self {
+        self.set(|u| {
+            *u = Usage {
+                input_tokens: Some(0),
+                output_tokens: Some(0),
+                total_tokens: Some(0),
+                reasoning_tokens: Some(0),
+                cached_input_tokens: Some(0),
+                cache_write_input_tokens: Some(0),
+                image_count: Some(0),
+                web_search_count: Some(0),
+                request_count: Some(0),
+            }
+        })
+    }
+}
+
+/// Prices `c` and compares the result, written as `id (source) column=USD ...` with the
+/// non-null columns in table order, `unknown`, or `error: ...`.
+fn check(c: Call, expect: &str) {
+    let mut pricer = Pricer::new();
+    let got = pricer.price(table(), c.provider, c.model, c.usage.as_ref());
+    let text = match got {
+        Err(e) => format!("error: {e:?}"),
+        Ok(None) => "unknown".to_string(),
+        Ok(Some(p)) => {
+            let k = p.costs;
+            let mut s = format!("{} ({})", p.model_id, p.source);
+            for (name, v) in [
+                ("prompt", k.prompt),
+                ("completion", k.completion),
+                ("request", k.request),
+                ("image", k.image),
+                ("web_search", k.web_search),
+                ("internal_reasoning", k.internal_reasoning),
+                ("cache_read", k.cache_read),
+                ("cache_write", k.cache_write),
+                ("total", k.total),
+            ] {
+                if let Some(v) = v {
+                    s += &format!(" {name}={}", format_money(v));
+                }
+            }
+            s
+        }
+    };
+    assert_eq!(
+        text, expect,
+        "model {:?} via {:?} usage {:?}",
+        c.model, c.provider, c.usage
+    );
+}
+
+#[test]
+fn prompt_completion_and_cache() {
+    // 1000 x 3e-6 = 0.003; 500 x 15e-6 = 0.0075; total 0.0105.
+    check(
+        call("test/basic").input(1000).output(500),
+        "test/basic (file) prompt=0.0030000000 completion=0.0075000000 total=0.0105000000",
+    );
+    // prompt = 1000 - 800 = 200 x 3e-6 = 0.0006; cache read 800 x 3e-7 = 0.00024; total 0.00084.
+    check(
+        call("test/basic").input(1000).cached(800),
+        "test/basic (file) prompt=0.0006000000 cache_read=0.0002400000 total=0.0008400000",
+    );
+    // More cached than input: prompt max(0, 100 - 300) = 0 -> null; cache read 300 x 3e-7.
+    check(
+        call("test/basic").input(100).cached(300),
+        "test/basic (file) cache_read=0.0000900000 total=0.0000900000",
+    );
+    // Cached without input: prompt 0 -> null; 50 x 3e-7 = 0.000015.
+    check(
+        call("test/basic").cached(50),
+        "test/basic (file) cache_read=0.0000150000 total=0.0000150000",
+    );
+    // Cache write: 1000 x 3e-6 = 0.003; 2000 x 3.75e-6 = 0.0075; total 0.0105.
+    check(
+        call("test/basic").input(1000).cache_write(2000),
+        "test/basic (file) prompt=0.0030000000 cache_write=0.0075000000 total=0.0105000000",
+    );
+    // All four: 1000-600=400 x 3e-6 = 0.0012; 100 x 15e-6 = 0.0015; 600 x 3e-7 = 0.00018;
+    // 40 x 3.75e-6 = 0.00015; total 0.00303.
+    check(
+        call("test/basic").input(1000).cached(600).output(100).cache_write(40),
+        "test/basic (file) prompt=0.0012000000 completion=0.0015000000 cache_read=0.0001800000 cache_write=0.0001500000 total=0.0030300000",
+    );
+    // Case-insensitive id.
+    check(
+        call("TEST/Basic").output(1),
+        "test/basic (file) completion=0.0000150000 total=0.0000150000",
+    );
+}
+
+#[test]
+fn reasoning_with_and_without_a_reasoning_price() {
+    // No reasoning price: completion = all 1000 output tokens x 15e-6 = 0.015.
+    check(
+        call("test/basic").output(1000).reasoning(400),
+        "test/basic (file) completion=0.0150000000 total=0.0150000000",
+    );
+    // Reasoning price: completion (1000 - 400) x 4e-6 = 0.0024; reasoning 400 x 2e-6 = 0.0008.
+    check(
+        call("test/reasoner").output(1000).reasoning(400),
+        "test/reasoner (file) completion=0.0024000000 internal_reasoning=0.0008000000 total=0.0032000000",
+    );
+    // Reasoning above output: completion max(0, 100 - 300) = 0 -> null; 300 x 2e-6 = 0.0006.
+    check(
+        call("test/reasoner").output(100).reasoning(300),
+        "test/reasoner (file) internal_reasoning=0.0006000000 total=0.0006000000",
+    );
+    // Reasoning absent: completion 1000 x 4e-6 = 0.004; reasoning count 0 -> null.
+    check(
+        call("test/reasoner").output(1000),
+        "test/reasoner (file) completion=0.0040000000 total=0.0040000000",
+    );
+    // Reasoning without output: 50 x 2e-6 = 0.0001.
+    check(
+        call("test/reasoner").reasoning(50),
+        "test/reasoner (file) internal_reasoning=0.0001000000 total=0.0001000000",
+    );
+}
+
+#[test]
+fn requests_images_and_searches() {
+    // Absent usage: request count 1 x 0.005.
+    check(
+        call("test/units").no_usage(),
+        "test/units (file) request=0.0050000000 total=0.0050000000",
+    );
+    // Absent requestCount in a usage object: still 1.
+    check(
+        call("test/units").input(10),
+        "test/units (file) request=0.0050000000 total=0.0050000000",
+    );
+    // 3 x 0.005 = 0.015; 4 x 0.001 = 0.004; 2 x 0.01 = 0.02; total 0.039.
+    check(
+        call("test/units").requests(3).images(4).searches(2),
+        "test/units (file) request=0.0150000000 image=0.0040000000 web_search=0.0200000000 total=0.0390000000",
+    );
+    // requestCount 0: not billed; nothing else priced -> total 0.
+    check(
+        call("test/units").requests(0),
+        "test/units (file) total=0.0000000000",
+    );
+    // Images and searches on a model without those prices are not billed.
+    check(
+        call("test/basic").images(5).searches(3),
+        "test/basic (file) total=0.0000000000",
+    );
+}
+
+#[test]
+fn zero_and_absent_usage() {
+    // Known model, nothing to bill: total is 0, never null.
+    check(
+        call("test/basic").zeros(),
+        "test/basic (file) total=0.0000000000",
+    );
+    check(
+        call("test/basic").no_usage(),
+        "test/basic (file) total=0.0000000000",
+    );
+    check(call("test/basic"), "test/basic (file) total=0.0000000000");
+    // Every count zero, request included: the request price is not billed either.
+    check(
+        call("test/units").zeros(),
+        "test/units (file) total=0.0000000000",
+    );
+    // A model without any price.
+    check(
+        call("test/free").input(1000).output(1000),
+        "test/free (file) total=0.0000000000",
+    );
+    // An explicit zero price is billed at zero (the column is 0, not null) when counted...
+    check(
+        call("test/zero").input(1000),
+        "test/zero (file) prompt=0.0000000000 total=0.0000000000",
+    );
+    // ...and null when the count is 0.
+    check(
+        call("test/zero").input(0),
+        "test/zero (file) total=0.0000000000",
+    );
+}
+
+#[test]
+fn unknown_models() {
+    check(call("nope/nothing").input(1000), "unknown");
+    check(call("").input(1000), "unknown");
+    check(
+        Call {
+            provider: Some("openai"),
+            model: None,
+            usage: None,
+        },
+        "unknown",
+    );
+}
+
+#[test]
+fn long_context_tier() {
+    // Exactly at the threshold: base. 200000 x 1e-6 = 0.2; request 0.01; total 0.21.
+    check(
+        call("test/tiered").input(200_000),
+        "test/tiered (file) prompt=0.2000000000 request=0.0100000000 total=0.2100000000",
+    );
+    // One token above: tier for the whole call. 200001 x 2e-6 = 0.400002; request stays 0.01.
+    check(
+        call("test/tiered").input(200_001),
+        "test/tiered (file) prompt=0.4000020000 request=0.0100000000 total=0.4100020000",
+    );
+    // Input size counts cache writes: 150000 + 50000 = 200000 -> base; 150000 x 1e-6 = 0.15.
+    check(
+        call("test/tiered").input(150_000).cache_write(50_000),
+        "test/tiered (file) prompt=0.1500000000 request=0.0100000000 total=0.1600000000",
+    );
+    // 150000 + 50001 = 200001 -> tier; 150000 x 2e-6 = 0.3.
+    check(
+        call("test/tiered").input(150_000).cache_write(50_001),
+        "test/tiered (file) prompt=0.3000000000 request=0.0100000000 total=0.3100000000",
+    );
+    // Input includes the cached part: 200001 -> tier for every dimension.
+    // prompt 1 x 2e-6 = 0.000002; completion 10 x 3e-6 = 0.00003; cache 200000 x 2e-7 = 0.04;
+    // request 0.01; total 0.050032.
+    check(
+        call("test/tiered").input(200_001).cached(200_000).output(10),
+        "test/tiered (file) prompt=0.0000020000 completion=0.0000300000 request=0.0100000000 cache_read=0.0400000000 total=0.0500320000",
+    );
+    // Absent usage: base, request only.
+    check(
+        call("tiered-alias").no_usage(),
+        "test/tiered (file) request=0.0100000000 total=0.0100000000",
+    );
+}
+
+#[test]
+fn rounding_half_up_once_per_dimension() {
+    // 3 x 1.5e-11 = 4.5e-11 = 0.45 units -> 0 (priced and counted, so 0, not null).
+    check(
+        call("test/odd").input(3),
+        "test/odd (file) prompt=0.0000000000 total=0.0000000000",
+    );
+    // 4 x 1.5e-11 = 0.6 units -> 1.
+    check(
+        call("test/odd").input(4),
+        "test/odd (file) prompt=0.0000000001 total=0.0000000001",
+    );
+    // 1 x 5e-11 = 0.5 units: half rounds up -> 1.
+    check(
+        call("test/odd").output(1),
+        "test/odd (file) completion=0.0000000001 total=0.0000000001",
+    );
+    // 3 x 5e-11 = 1.5 units -> 2.
+    check(
+        call("test/odd").output(3),
+        "test/odd (file) completion=0.0000000002 total=0.0000000002",
+    );
+    // 10 x 4.9999e-11 = 4.9999 units -> 5; prompt 10 - 10 = 0 -> null.
+    check(
+        call("test/odd").input(10).cached(10),
+        "test/odd (file) cache_read=0.0000000005 total=0.0000000005",
+    );
+    // Rounded per dimension, then summed: prompt 3 x 0.15 = 0.45 -> 0, cache 3 x 0.49999 =
+    // 1.49997 -> 1; total 0 + 1 = 1 (the unrounded sum 1.94997 would round to 2).
+    check(
+        call("test/odd").input(6).cached(3),
+        "test/odd (file) prompt=0.0000000000 cache_read=0.0000000001 total=0.0000000001",
+    );
+}
+
+#[test]
+fn huge_counts_and_overflow() {
+    // 99999999 x 1 USD = 99999999 USD: fits Decimal(18, 10) (max 99999999.9999999999).
+    check(
+        call("test/huge").input(99_999_999),
+        "test/huge (file) prompt=99999999.0000000000 total=99999999.0000000000",
+    );
+    // 10^8 x 1 USD = 10^18 units: one past the maximum.
+    check(call("test/huge").input(100_000_000), "error: Overflow");
+    // Each dimension fits, the total does not: 99999999 + 1 x 100 = 100000099 USD.
+    check(
+        call("test/huge").input(99_999_999).output(1),
+        "error: Overflow",
+    );
+    // 2^53 - 1 tokens at 1 USD: no panic, overflow.
+    check(call("test/huge").input(MAX_COUNT), "error: Overflow");
+    // 2^53 - 1 x 3e-6 = 27021597764.222973 USD: overflow.
+    check(call("test/basic").input(MAX_COUNT), "error: Overflow");
+    // 2^53 - 1 x 1e-10 = 9007199254740991 units = 900719.9254740991 USD: fits.
+    check(
+        call("test/tiny").input(MAX_COUNT),
+        "test/tiny (file) prompt=900719.9254740991 total=900719.9254740991",
+    );
+    // 2^53 - 1 of everything on a model with small prices: reasoning 9007199254740991 x 2e-6
+    // overflows too.
+    check(
+        call("test/reasoner").reasoning(MAX_COUNT).output(MAX_COUNT),
+        "error: Overflow",
+    );
+    // Huge counts in dimensions without prices cost nothing.
+    check(
+        call("test/tiny")
+            .images(MAX_COUNT)
+            .searches(MAX_COUNT)
+            .requests(MAX_COUNT),
+        "test/tiny (file) total=0.0000000000",
+    );
+}
+
+#[test]
+fn builtin_models() {
+    // gpt-4o: (1000 - 200) x 2.5e-6 = 0.002; 100 x 10e-6 = 0.001; 200 x 1.25e-6 = 0.00025.
+    check(
+        call("gpt-4o-2024-08-06").via("azure").input(1000).cached(200).output(100),
+        "openai/gpt-4o (builtin) prompt=0.0020000000 completion=0.0010000000 cache_read=0.0002500000 total=0.0032500000",
+    );
+    // Claude Sonnet 4.5 at exactly 200k: base, 200000 x 3e-6 = 0.6; 1000 x 15e-6 = 0.015.
+    check(
+        call("claude-sonnet-4-5-20250929").via("anthropic.messages").input(200_000).output(1000),
+        "anthropic/claude-sonnet-4.5 (builtin) prompt=0.6000000000 completion=0.0150000000 total=0.6150000000",
+    );
+    // Above 200k: 250000 x 6e-6 = 1.5; 1000 x 22.5e-6 = 0.0225.
+    check(
+        call("claude-sonnet-4-5-20250929").via("anthropic.messages").input(250_000).output(1000),
+        "anthropic/claude-sonnet-4.5 (builtin) prompt=1.5000000000 completion=0.0225000000 total=1.5225000000",
+    );
+    // Haiku 4.5 with web search: 100 x 1e-6 = 0.0001; 10 x 5e-6 = 0.00005; 2 x 0.01 = 0.02.
+    check(
+        call("claude-haiku-4-5").via("anthropic").input(100).output(10).searches(2),
+        "anthropic/claude-haiku-4.5 (builtin) prompt=0.0001000000 completion=0.0000500000 web_search=0.0200000000 total=0.0201500000",
+    );
+    // Gemini 2.5 Pro above 200k: (300000 - 100000) x 2.5e-6 = 0.5; 2000 x 15e-6 = 0.03;
+    // 100000 x 0.25e-6 = 0.025; total 0.555.
+    check(
+        call("gemini-2.5-pro").via("google-vertex").input(300_000).cached(100_000).output(2000),
+        "google/gemini-2.5-pro (builtin) prompt=0.5000000000 completion=0.0300000000 cache_read=0.0250000000 total=0.5550000000",
+    );
+    // Perplexity's request fee with absent usage: 1 x 0.012.
+    check(
+        call("sonar").via("perplexity").no_usage(),
+        "perplexity/sonar (builtin) request=0.0120000000 total=0.0120000000",
+    );
+    // Embeddings: 1000000 x 0.02e-6 = 0.02.
+    check(
+        call("text-embedding-3-small")
+            .via("openai.embedding")
+            .input(1_000_000),
+        "openai/text-embedding-3-small (builtin) prompt=0.0200000000 total=0.0200000000",
+    );
+    // Bedrock Nova Micro: 1000 x 0.035e-6 = 0.000035; 1000 x 0.14e-6 = 0.00014.
+    check(
+        call("us.amazon.nova-micro-v1:0").via("amazon-bedrock").input(1000).output(1000),
+        "amazon/nova-micro (builtin) prompt=0.0000350000 completion=0.0001400000 total=0.0001750000",
+    );
+}
+
+/// A span of the given type calling gpt-4o.
+fn span(span_type: SpanType, usage: &Usage) -> Span<'static> {
+    Span {
+        span_id: "s1",
+        parent_span_id: None,
+        span_type,
+        name: "call",
+        start_time: 0,
+        end_time: 1,
+        status: Status::Ok,
+        error_message: None,
+        provider: Some("openai"),
+        model_id: Some("gpt-4o"),
+        usage: Some(*usage),
+        ttft_ms: None,
+        chunk_offsets: &[],
+        chunk_tokens: &[],
+        reasoning_offsets: &[],
+        reasoning_chunk_tokens: &[],
+        reasoning_duration_ms: None,
+        model_call_ms: None,
+        input: None,
+        output: None,
+        tool_catalog: None,
+        sources: None,
+        system_fingerprint: None,
+        safety_metadata: None,
+        rate_limit: None,
+        metadata: &[],
+        response_time_ms: None,
+        effective_output_tps: None,
+        effective_total_tps: None,
+        output_tps: None,
+        input_tps: None,
+        chunk_jitter: None,
+    }
+}
+
+#[test]
+fn only_llm_and_embedding_spans_are_priced() {
+    let usage = Usage {
+        input_tokens: Some(1000),
+        ..Usage::default()
+    };
+    let mut p = Pricer::new();
+    for (t, priced) in [
+        (SpanType::Llm, true),
+        (SpanType::Embedding, true),
+        (SpanType::Agent, false),
+        (SpanType::Tool, false),
+        (SpanType::Other, false),
+    ] {
+        let r = p.price_span(table(), &span(t, &usage)).unwrap();
+        assert_eq!(r.is_some(), priced, "{t:?}");
+    }
+}
+
+/// Counts allocations per thread, so tests running in parallel do not disturb each other.
+mod counting {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    thread_local! {
+        static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    pub struct Counting;
+
+    fn bump() {
+        // try_with: during thread teardown the counter may be gone; then just don't count.
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+    }
+
+    // SAFETY: every method forwards to the system allocator with the caller's arguments, so it
+    // upholds GlobalAlloc's contract exactly as System does; counting touches only a
+    // const-initialised thread-local Cell, which never allocates.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            bump();
+            // SAFETY: forwarded unchanged.
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            bump();
+            // SAFETY: forwarded unchanged.
+            unsafe { System.alloc_zeroed(layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            bump();
+            // SAFETY: forwarded unchanged.
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: forwarded unchanged.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+    }
+
+    #[global_allocator]
+    static GLOBAL: Counting = Counting;
+
+    /// Allocations made by this thread so far.
+    pub fn allocations() -> u64 {
+        ALLOCATIONS.with(Cell::get)
+    }
+}
+
+#[test]
+fn a_cached_match_prices_without_allocating() {
+    let shared = SharedPrices::builtin();
+    let t = shared.current();
+    let usage = Usage {
+        input_tokens: Some(1200),
+        output_tokens: Some(300),
+        cached_input_tokens: Some(200),
+        ..Usage::default()
+    };
+    let mut p = Pricer::new();
+    let calls = [
+        (Some("azure"), "gpt-4o-2024-08-06"),
+        (Some("anthropic.messages"), "claude-sonnet-4-5-20250929"),
+        (None, "not-a-model"),
+    ];
+    for (prov, model) in calls {
+        p.price(&t, prov, Some(model), Some(&usage)).unwrap();
+    }
+    let before = counting::allocations();
+    let mut total = 0;
+    for _ in 0..1000 {
+        for (prov, model) in calls {
+            if let Some(r) = p.price(&t, prov, Some(model), Some(&usage)).unwrap() {
+                total += r.costs.total.unwrap_or(0);
+            }
+        }
+    }
+    assert_eq!(counting::allocations() - before, 0);
+    assert!(total > 0);
+    assert_eq!(p.cache_stats().misses, 3);
+}

@@ -1,0 +1,39 @@
+//! The network side: pinned monoio workers (`runtime.rs`) serving connections (`conn.rs`), and
+//! the state every worker shares.
+
+pub mod conn;
+pub mod runtime;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::auth::KeyStore;
+use crate::config::Config;
+use crate::metrics::Metrics;
+use crate::pricing::SharedPrices;
+use crate::sink::flush::FlushStats;
+
+/// State shared by all workers. Everything in it is read lock-free on the request path.
+pub struct Shared {
+    pub config: Config,
+    pub keys: KeyStore,
+    pub prices: Arc<SharedPrices>,
+    /// Set once by the signal handler: from then on `/ingest` answers 503.
+    pub draining: AtomicBool,
+    /// Rows handed to the flush thread and not yet written (workers add, the flusher subtracts).
+    pub buffered_rows: Arc<AtomicU64>,
+    /// `buffered_rows` may not pass this.
+    pub buffer_max_rows: u64,
+    pub flush_stats: Arc<FlushStats>,
+    pub metrics: Metrics,
+}
+
+impl Shared {
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Acquire)
+    }
+
+    pub fn buffered(&self) -> u64 {
+        self.buffered_rows.load(Ordering::Relaxed)
+    }
+}

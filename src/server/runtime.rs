@@ -1,0 +1,167 @@
+//! Worker threads: one pinned monoio runtime per core, each with its own `SO_REUSEPORT` listener.
+//!
+//! The kernel spreads new connections over the listeners; a connection stays on the worker that
+//! accepted it. io_uring is used where the kernel allows it, else the legacy epoll driver, and
+//! the log says which. On drain a worker stops accepting, lets its connections finish (they see
+//! the drain flag), and drops its sender, which is how the flush thread learns intake is over.
+
+use std::cell::{Cell, RefCell};
+use std::io;
+use std::net::{SocketAddr, TcpListener as StdListener};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Sender;
+use monoio::net::TcpListener;
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::ingest::Pipeline;
+use crate::row::RowBatch;
+use crate::server::conn::{self, Worker};
+use crate::server::Shared;
+
+/// How often a worker looks at the drain flag.
+const DRAIN_POLL: Duration = Duration::from_millis(50);
+
+/// Binds `workers` listeners to one address with `SO_REUSEPORT`. With port 0 the first bind
+/// picks the port and the others join it. Returns the listeners and the bound address.
+pub fn bind(addr: SocketAddr, workers: usize) -> io::Result<(Vec<StdListener>, SocketAddr)> {
+    let mut listeners = Vec::with_capacity(workers);
+    let mut bound = addr;
+    for _ in 0..workers {
+        let socket = Socket::new(
+            Domain::for_address(bound),
+            Type::STREAM,
+            Some(Protocol::TCP),
+        )?;
+        socket.set_reuse_address(true)?;
+        socket.set_reuse_port(true)?;
+        socket.set_nonblocking(true)?;
+        socket.bind(&bound.into())?;
+        socket.listen(4096)?;
+        let std: StdListener = socket.into();
+        bound = std.local_addr()?;
+        listeners.push(std);
+    }
+    Ok((listeners, bound))
+}
+
+/// Which monoio driver a worker runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Driver {
+    IoUring,
+    Legacy,
+}
+
+impl Driver {
+    pub fn detect(force_legacy: bool) -> Driver {
+        if !force_legacy && monoio::utils::detect_uring() {
+            Driver::IoUring
+        } else {
+            Driver::Legacy
+        }
+    }
+}
+
+/// Starts one worker thread per listener. Each gets its own `Sender` to the flush thread.
+pub fn spawn_workers(
+    listeners: Vec<StdListener>,
+    shared: Arc<Shared>,
+    sender: Sender<RowBatch>,
+) -> io::Result<Vec<JoinHandle<()>>> {
+    let driver = Driver::detect(shared.config.force_legacy_driver);
+    tracing::info!(?driver, workers = listeners.len(), "starting workers");
+    let cores = core_affinity::get_core_ids().unwrap_or_default();
+    let mut handles = Vec::with_capacity(listeners.len());
+    for (i, listener) in listeners.into_iter().enumerate() {
+        let shared = shared.clone();
+        let sender = sender.clone();
+        let core = (!cores.is_empty()).then(|| cores[i % cores.len()]);
+        let handle = std::thread::Builder::new()
+            .name(format!("worker-{i}"))
+            .spawn(move || {
+                if let Some(core) = core {
+                    core_affinity::set_for_current(core);
+                }
+                let run = worker_main(listener, shared, sender);
+                let result = match driver {
+                    Driver::IoUring => monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
+                        .with_entries(1024)
+                        .enable_timer()
+                        .build()
+                        .map(|mut rt| rt.block_on(run)),
+                    Driver::Legacy => monoio::RuntimeBuilder::<monoio::LegacyDriver>::new()
+                        .enable_timer()
+                        .build()
+                        .map(|mut rt| rt.block_on(run)),
+                };
+                if let Err(e) = result {
+                    tracing::error!(worker = i, error = %e, "worker runtime failed to start");
+                }
+            })?;
+        handles.push(handle);
+    }
+    Ok(handles)
+}
+
+async fn worker_main(listener: StdListener, shared: Arc<Shared>, sender: Sender<RowBatch>) {
+    let listener = match TcpListener::from_std(listener) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot register listener");
+            return;
+        }
+    };
+    let worker = Rc::new(Worker {
+        pipeline: RefCell::new(Pipeline::new(sender)),
+        active: Cell::new(0),
+        shared,
+    });
+    let max_conns = worker.shared.config.max_connections_per_worker;
+    // An accept is never cancelled while serving (with io_uring a cancelled accept can lose a
+    // connection the kernel already took); only the drain ends the loop.
+    let drain = std::pin::pin!(wait_for_drain(worker.shared.clone()));
+    let mut drain = drain;
+    loop {
+        let accepted = monoio::select! {
+            r = listener.accept() => r,
+            _ = &mut drain => break,
+        };
+        match accepted {
+            Ok((stream, _peer)) => {
+                if worker.active.get() >= max_conns {
+                    // Over the cap: close at once rather than queue unbounded work.
+                    drop(stream);
+                    continue;
+                }
+                monoio::spawn(conn::serve(stream, worker.clone()));
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                // Out of descriptors and similar: back off instead of spinning.
+                monoio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+    drop(listener);
+    // Connections see the drain flag: idle ones close, busy ones finish their request.
+    let deadline = Instant::now() + worker.shared.config.shutdown_timeout;
+    while worker.active.get() > 0 && Instant::now() < deadline {
+        monoio::time::sleep(Duration::from_millis(10)).await;
+    }
+    if worker.active.get() > 0 {
+        tracing::warn!(
+            connections = worker.active.get(),
+            "shutdown deadline passed with connections still open"
+        );
+    }
+}
+
+/// Resolves once the server starts draining.
+async fn wait_for_drain(shared: Arc<Shared>) {
+    while !shared.is_draining() {
+        monoio::time::sleep(DRAIN_POLL).await;
+    }
+}

@@ -1,0 +1,1622 @@
+//! The only code that knows ClickHouse: schema and migration, span inserts, error classes, API keys.
+//!
+//! Everything here is async on tokio and is driven by the flush thread or the control thread, each
+//! from its own current-thread runtime. A [`Store`]'s pooled connections belong to the runtime
+//! that opened them, so every thread builds its own `Store`; `Store::new` does no I/O.
+//!
+//! Invariants:
+//! - The `spans` table is written in ONE native insert block per call, built straight from the
+//!   rows' batches: every string is copied exactly once, into the block.
+//! - The column list below is the single source of truth: the DDL, the migration check and the
+//!   insert block are all generated from it, so they cannot disagree.
+//! - Only types that ClickHouse 18.16 and current releases share: no DateTime64, Map,
+//!   LowCardinality, CODEC, TTL.
+//! - A failed operation's connection is dropped, never returned to the pool.
+
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use clickhouse_rs::errors::{codes, Error as ChError};
+use clickhouse_rs::types::{Block, Decimal};
+use clickhouse_rs::{ClientHandle, Options, Pool};
+
+use crate::row::{Row, RowBatch};
+
+/// Scale of every money column: `Decimal(18, 10)`, i.e. `Money` units of 1e-10 USD.
+const MONEY_SCALE: u8 = 10;
+
+// ---------------------------------------------------------------------------------------------
+// The `spans` columns: one list drives DDL, migration and the insert block.
+// ---------------------------------------------------------------------------------------------
+
+/// Rust buffer that collects one column of the insert block, per kind. Strings go in as
+/// `&[u8]`: the client crate copies those straight into the column's string pool, whereas its
+/// `Vec<&str>` conversion first allocates a `String` per value.
+macro_rules! buffer_type {
+    ($lt:lifetime, Text) => { Vec<&$lt [u8]> };
+    ($lt:lifetime, Label) => { Vec<&$lt [u8]> };
+    ($lt:lifetime, U64) => { Vec<u64> };
+    ($lt:lifetime, OptU64) => { Vec<Option<u64>> };
+    ($lt:lifetime, OptF64) => { Vec<Option<f64>> };
+    ($lt:lifetime, Money) => { Vec<Option<Decimal>> };
+    ($lt:lifetime, Time) => { Vec<DateTime<Tz>> };
+    ($lt:lifetime, OptTime) => { Vec<Option<DateTime<Tz>>> };
+    ($lt:lifetime, Ints) => { Vec<Vec<u64>> };
+    ($lt:lifetime, MetaKeys) => { Vec<Vec<&$lt str>> };
+    ($lt:lifetime, MetaValues) => { Vec<Vec<&$lt str>> };
+}
+
+/// How a `Row` field becomes a column.
+#[derive(Clone, Copy)]
+enum Kind {
+    /// A `Text` in the batch: `String`, empty = absent.
+    Text,
+    /// A `&'static str`: `String`.
+    Label,
+    U64,
+    OptU64,
+    OptF64,
+    /// `Option<Money>`: units of 1e-10 USD.
+    Money,
+    /// Epoch seconds.
+    Time,
+    OptTime,
+    /// A run of `RowBatch::ints`.
+    Ints,
+    /// The keys, or the values, of a run of `RowBatch::meta`.
+    MetaKeys,
+    MetaValues,
+}
+
+impl Kind {
+    const fn sql_type(self) -> &'static str {
+        match self {
+            Kind::Text | Kind::Label => "String",
+            Kind::U64 => "UInt64",
+            Kind::OptU64 => "Nullable(UInt64)",
+            Kind::OptF64 => "Nullable(Float64)",
+            Kind::Money => "Nullable(Decimal(18, 10))",
+            Kind::Time => "DateTime",
+            Kind::OptTime => "Nullable(DateTime)",
+            Kind::Ints => "Array(UInt64)",
+            Kind::MetaKeys | Kind::MetaValues => "Array(String)",
+        }
+    }
+}
+
+/// Appends one row's value to a column buffer; evaluates to the bytes it adds to the block.
+macro_rules! push_value {
+    (Text, $col:expr, $b:expr, $v:expr) => {{
+        let s = $b.str($v);
+        $col.push(s.as_bytes());
+        s.len() + 1
+    }};
+    (Label, $col:expr, $b:expr, $v:expr) => {{
+        let s: &'static str = $v;
+        $col.push(s.as_bytes());
+        s.len() + 1
+    }};
+    (U64, $col:expr, $b:expr, $v:expr) => {{
+        $col.push($v);
+        8
+    }};
+    (OptU64, $col:expr, $b:expr, $v:expr) => {{
+        $col.push($v);
+        9
+    }};
+    (OptF64, $col:expr, $b:expr, $v:expr) => {{
+        $col.push($v);
+        9
+    }};
+    (Money, $col:expr, $b:expr, $v:expr) => {{
+        $col.push($v.map(|units| Decimal::new(units, MONEY_SCALE)));
+        9
+    }};
+    (Time, $col:expr, $b:expr, $v:expr) => {{
+        $col.push(utc($v));
+        4
+    }};
+    (OptTime, $col:expr, $b:expr, $v:expr) => {{
+        $col.push($v.map(utc));
+        5
+    }};
+    (Ints, $col:expr, $b:expr, $v:expr) => {{
+        let ints = $b.ints($v);
+        $col.push(ints.to_vec());
+        8 + 8 * ints.len()
+    }};
+    (MetaKeys, $col:expr, $b:expr, $v:expr) => {{
+        let mut bytes = 8;
+        let pairs = $b.meta($v);
+        let mut keys = Vec::with_capacity(pairs.len());
+        for &(k, _) in pairs {
+            let s = $b.str(k);
+            bytes += s.len() + 1;
+            keys.push(s);
+        }
+        $col.push(keys);
+        bytes
+    }};
+    (MetaValues, $col:expr, $b:expr, $v:expr) => {{
+        let mut bytes = 8;
+        let pairs = $b.meta($v);
+        let mut values = Vec::with_capacity(pairs.len());
+        for &(_, v) in pairs {
+            let s = $b.str(v);
+            bytes += s.len() + 1;
+            values.push(s);
+        }
+        $col.push(values);
+        bytes
+    }};
+}
+
+/// Declares the `spans` columns in table order as `name: Kind(row.field.path)`.
+macro_rules! spans_columns {
+    ($($name:ident: $kind:ident($($field:ident).+)),* $(,)?) => {
+        /// `spans` columns in table order: (name, ClickHouse type).
+        pub const SPANS_COLUMNS: &[(&str, &str)] = &[$((stringify!($name), Kind::$kind.sql_type())),*];
+
+        /// One insert block under construction: a buffer per column, filled row by row.
+        struct SpanColumns<'a> {
+            $($name: buffer_type!('a, $kind),)*
+            /// Approximate size of the block's data on the wire, for the flush log line.
+            bytes: usize,
+        }
+
+        impl<'a> SpanColumns<'a> {
+            fn with_capacity(rows: usize) -> Self {
+                SpanColumns {
+                    $($name: Vec::with_capacity(rows),)*
+                    bytes: 0,
+                }
+            }
+
+            #[inline]
+            fn push(&mut self, b: &'a RowBatch, r: &Row) {
+                let mut bytes = 0;
+                $(bytes += push_value!($kind, self.$name, b, r.$($field).+);)*
+                self.bytes += bytes;
+            }
+
+            fn into_block(self) -> Block {
+                Block::new()$(.column(stringify!($name), self.$name))*
+            }
+        }
+    };
+}
+
+spans_columns! {
+    org_id: Text(org_id),
+    project_id: Text(project_id),
+    trace_id: Text(trace_id),
+    span_id: Text(span_id),
+    parent_span_id: Text(parent_span_id),
+    span_type: Label(span_type),
+    name: Text(name),
+    start_time_ms: U64(start_time_ms),
+    end_time_ms: U64(end_time_ms),
+    duration_ms: U64(duration_ms),
+    status: Label(status),
+    error_message: Text(error_message),
+    provider: Text(provider),
+    model_id: Text(model_id),
+    priced_model_id: Text(priced_model_id),
+    input_tokens: U64(input_tokens),
+    output_tokens: U64(output_tokens),
+    total_tokens: U64(total_tokens),
+    reasoning_tokens: U64(reasoning_tokens),
+    cached_input_tokens: U64(cached_input_tokens),
+    cache_write_input_tokens: U64(cache_write_input_tokens),
+    image_count: U64(image_count),
+    web_search_count: U64(web_search_count),
+    request_count: U64(request_count),
+    ttft_ms: OptF64(ttft_ms),
+    reasoning_duration_ms: OptU64(reasoning_duration_ms),
+    model_call_ms: OptU64(model_call_ms),
+    prompt_cost: Money(costs.prompt),
+    completion_cost: Money(costs.completion),
+    request_cost: Money(costs.request),
+    image_cost: Money(costs.image),
+    web_search_cost: Money(costs.web_search),
+    internal_reasoning_cost: Money(costs.internal_reasoning),
+    cache_read_cost: Money(costs.cache_read),
+    cache_write_cost: Money(costs.cache_write),
+    total_cost: Money(costs.total),
+    pricing_source: Label(pricing_source),
+    priced_at: OptTime(priced_at),
+    trace_name: Text(trace_name),
+    agent_name: Text(agent_name),
+    workflow_name: Text(workflow_name),
+    workflow_run_id: Text(workflow_run_id),
+    session_id: Text(session_id),
+    metadata_keys: MetaKeys(metadata),
+    metadata_values: MetaValues(metadata),
+    input: Text(input),
+    output: Text(output),
+    tool_catalog: Text(tool_catalog),
+    system_fingerprint: Text(system_fingerprint),
+    safety_metadata: Text(safety_metadata),
+    sources: Text(sources),
+    rate_limit_requests_limit: OptU64(rate_limit_requests_limit),
+    rate_limit_requests_remaining: OptU64(rate_limit_requests_remaining),
+    rate_limit_requests_reset_ms: OptU64(rate_limit_requests_reset_ms),
+    rate_limit_tokens_limit: OptU64(rate_limit_tokens_limit),
+    rate_limit_tokens_remaining: OptU64(rate_limit_tokens_remaining),
+    rate_limit_tokens_reset_ms: OptU64(rate_limit_tokens_reset_ms),
+    chunk_offsets: Ints(chunk_offsets),
+    chunk_tokens: Ints(chunk_tokens),
+    reasoning_offsets: Ints(reasoning_offsets),
+    reasoning_chunk_tokens: Ints(reasoning_chunk_tokens),
+    ingested_at: Time(ingested_at),
+    // Fields newer v1 clients send.
+    customer_id: Text(customer_id),
+    customer_name: Text(customer_name),
+    customer_image_url: Text(customer_image_url),
+    response_time_ms: OptU64(response_time_ms),
+    effective_output_tps: OptF64(effective_output_tps),
+    effective_total_tps: OptF64(effective_total_tps),
+    output_tps: OptF64(output_tps),
+    input_tps: OptF64(input_tps),
+    chunk_jitter_min: OptF64(chunk_jitter_min),
+    chunk_jitter_p10: OptF64(chunk_jitter_p10),
+    chunk_jitter_median: OptF64(chunk_jitter_median),
+    chunk_jitter_avg: OptF64(chunk_jitter_avg),
+    chunk_jitter_p90: OptF64(chunk_jitter_p90),
+    chunk_jitter_max: OptF64(chunk_jitter_max),
+}
+
+/// Engine of `spans`. ReplacingMergeTree keyed on (org, trace, start, span) makes a client's
+/// retry of the same batch collapse to one row per span; `ingested_at` picks the newest copy.
+/// The partition expression only uses functions 18.16 has.
+const SPANS_ENGINE: &str = "ENGINE = ReplacingMergeTree(ingested_at) \
+     PARTITION BY toYYYYMM(toDateTime(intDiv(start_time_ms, 1000))) \
+     ORDER BY (org_id, trace_id, start_time_ms, span_id)";
+
+/// `api_keys` columns in table order. Revoking inserts a new version of the row (higher
+/// `version`, `revoked_at` set); readers use `FINAL`. `version` is epoch microseconds, bumped
+/// past the previous version, so a revoke in the same second as the create still wins.
+pub const API_KEYS_COLUMNS: &[(&str, &str)] = &[
+    ("key_hash", "String"),
+    ("display_prefix", "String"),
+    ("org_id", "String"),
+    ("project_id", "String"),
+    ("created_at", "DateTime"),
+    ("revoked_at", "Nullable(DateTime)"),
+    ("updated_at", "DateTime"),
+    ("version", "UInt64"),
+];
+
+const API_KEYS_ENGINE: &str = "ENGINE = ReplacingMergeTree(version) ORDER BY key_hash";
+
+#[inline]
+fn utc(epoch_seconds: u32) -> DateTime<Tz> {
+    DateTime::<Utc>::from_timestamp(i64::from(epoch_seconds), 0)
+        .unwrap_or_default()
+        .with_timezone(&Tz::UTC)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------------
+
+/// What the flush thread should do with rows whose insert failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// Transient (network, timeouts, server overloaded): keep the rows, back off, retry.
+    Later,
+    /// The table or a column is missing: run `migrate`, then retry.
+    AfterMigrate,
+    /// Refused because of some rows' values: split the insert to isolate the bad rows.
+    Split,
+    /// Refused whatever the rows (schema mismatch, client-side error): retrying cannot succeed.
+    Never,
+}
+
+/// A failed span insert, classified from the ClickHouse server error code when there is one.
+#[derive(Debug, Clone)]
+pub struct InsertError {
+    pub retry: Retry,
+    /// ClickHouse server error code, when the server answered with an exception.
+    pub code: Option<u32>,
+    pub message: String,
+}
+
+impl InsertError {
+    #[cold]
+    fn from_clickhouse(err: &ChError) -> InsertError {
+        let (retry, code) = classify(err);
+        InsertError {
+            retry,
+            code,
+            message: err.to_string(),
+        }
+    }
+
+    /// An insert that did not finish before a caller's deadline.
+    #[cold]
+    pub fn timed_out() -> InsertError {
+        InsertError {
+            retry: Retry::Later,
+            code: None,
+            message: "insert did not finish before the deadline".to_string(),
+        }
+    }
+}
+
+impl fmt::Display for InsertError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for InsertError {}
+
+/// Any other storage failure: bad configuration, ClickHouse unreachable or refusing a query.
+#[derive(Debug, Clone)]
+pub struct StoreError {
+    /// ClickHouse server error code, when the server answered with an exception.
+    pub code: Option<u32>,
+    pub message: String,
+}
+
+impl StoreError {
+    #[cold]
+    fn new(message: impl Into<String>) -> StoreError {
+        StoreError {
+            code: None,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<ChError> for StoreError {
+    #[cold]
+    fn from(err: ChError) -> StoreError {
+        StoreError {
+            code: server_code(&err),
+            message: err.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+fn server_code(err: &ChError) -> Option<u32> {
+    match err {
+        ChError::Server(e) => Some(e.code),
+        _ => None,
+    }
+}
+
+/// Decides what to do after a failed insert.
+///
+/// Errors that are nobody's rows' fault keep the rows (the buffer fills up and ingest answers
+/// `503`, which is visible and loses nothing); only errors that name the data split the insert;
+/// only errors that no retry can cure give up. An unknown server code counts as transient.
+fn classify(err: &ChError) -> (Retry, Option<u32>) {
+    let e = match err {
+        // Network, protocol desync, timeouts: a fresh connection may well succeed.
+        ChError::Io(_) | ChError::Connection(_) | ChError::Driver(_) => {
+            return (Retry::Later, None)
+        }
+        // The client refused the block before sending it (its types do not cast to the
+        // table's), a bad URL, or a local misuse: the same block can never succeed.
+        ChError::FromSql(_) | ChError::Url(_) | ChError::Other(_) => return (Retry::Never, None),
+        ChError::Server(e) => e,
+    };
+    let retry = match e.code {
+        codes::UNKNOWN_TABLE | codes::UNKNOWN_DATABASE | codes::NO_SUCH_COLUMN_IN_TABLE => {
+            Retry::AfterMigrate
+        }
+        // Current releases refuse one block spanning more than `max_partitions_per_insert_block`
+        // months with the same code as "too many parts": smaller inserts do succeed.
+        codes::TOO_MANY_PARTS if e.message.contains("partitions for single INSERT") => Retry::Split,
+        codes::CANNOT_PARSE_TEXT
+        | codes::CANNOT_PARSE_INPUT_ASSERTION_FAILED
+        | codes::CANNOT_PARSE_DATE
+        | codes::CANNOT_PARSE_DATETIME
+        | codes::CANNOT_PARSE_NUMBER
+        | codes::ARGUMENT_OUT_OF_BOUND
+        | codes::CANNOT_CONVERT_TYPE
+        | codes::INCORRECT_DATA
+        | codes::TOO_LARGE_ARRAY_SIZE
+        | codes::TOO_LARGE_STRING_SIZE
+        | codes::SIZES_OF_ARRAYS_DOESNT_MATCH
+        | codes::VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE
+        | codes::DECIMAL_OVERFLOW
+        | FUNCTION_THROW_IF_VALUE_IS_NON_ZERO
+        | VIOLATED_CONSTRAINT => Retry::Split,
+        codes::UNSUPPORTED_METHOD
+        | codes::INCORRECT_NUMBER_OF_COLUMNS
+        | codes::THERE_IS_NO_COLUMN
+        | codes::NOT_FOUND_COLUMN_IN_BLOCK
+        | codes::NUMBER_OF_COLUMNS_DOESNT_MATCH
+        | codes::ILLEGAL_COLUMN
+        | codes::UNKNOWN_IDENTIFIER
+        | codes::NOT_IMPLEMENTED
+        | codes::LOGICAL_ERROR
+        | codes::UNKNOWN_TYPE
+        | codes::TYPE_MISMATCH
+        | codes::SYNTAX_ERROR
+        | codes::DUPLICATE_COLUMN
+        | ILLEGAL_TYPE_OF_ARGUMENT => Retry::Never,
+        // TIMEOUT_EXCEEDED, MEMORY_LIMIT_EXCEEDED, TOO_MANY_PARTS, NETWORK_ERROR, SOCKET_TIMEOUT,
+        // TOO_MANY_SIMULTANEOUS_QUERIES, TABLE_IS_READ_ONLY, NOT_ENOUGH_SPACE, authentication,
+        // keeper/replica trouble and anything unknown.
+        _ => Retry::Later,
+    };
+    (retry, Some(e.code))
+}
+
+/// Codes the client crate does not name.
+const ILLEGAL_TYPE_OF_ARGUMENT: u32 = 43;
+const FUNCTION_THROW_IF_VALUE_IS_NON_ZERO: u32 = 395;
+const VIOLATED_CONSTRAINT: u32 = 469;
+
+// ---------------------------------------------------------------------------------------------
+// Store
+// ---------------------------------------------------------------------------------------------
+
+/// Rows of one batch that go into an insert together: whole batches normally, parts of one
+/// while the flush thread is isolating a bad row.
+#[derive(Debug, Clone, Copy)]
+pub struct RowRun<'a> {
+    /// Owns the strings and side arrays the rows point into.
+    pub batch: &'a RowBatch,
+    /// A slice of `batch.rows`.
+    pub rows: &'a [Row],
+}
+
+/// What one successful insert wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Inserted {
+    pub rows: usize,
+    /// Approximate uncompressed size of the data sent.
+    pub bytes: usize,
+}
+
+/// An API key as stored: never the key itself, only its SHA-256.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRecord {
+    /// Lowercase hex SHA-256 of the whole key (64 characters).
+    pub key_hash: String,
+    /// First 12 characters of the key: what `list` shows and `revoke` takes.
+    pub display_prefix: String,
+    pub org_id: String,
+    /// Empty when the key is not tied to a project.
+    pub project_id: String,
+    /// Epoch seconds.
+    pub created_at: u32,
+    /// Epoch seconds; `None` while the key is active.
+    pub revoked_at: Option<u32>,
+}
+
+/// What the authenticator needs about one active key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActiveKey {
+    pub hash: [u8; 32],
+    pub org_id: String,
+    pub project_id: String,
+}
+
+/// A connection pool to one ClickHouse server plus the database the service owns.
+pub struct Store {
+    /// Connections are opened lazily by the first operation, on the caller's runtime.
+    pool: Pool,
+    /// The database name as given (validated: ASCII letters, digits, `_`).
+    database: String,
+    /// `` `db`.`spans` ``, ready for SQL.
+    spans_table: String,
+    /// `` `db`.`api_keys` ``, ready for SQL.
+    keys_table: String,
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store")
+            .field("database", &self.database)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Checks the URL (`tcp://[user[:password]@]host[:port]`, optional `?compression=lz4`) and
+    /// the database name. Does no I/O; connections open on first use.
+    pub fn new(url: &str, database: &str) -> Result<Store, StoreError> {
+        if database.is_empty()
+            || database.len() > 128
+            || !database
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'_')
+        {
+            return Err(StoreError::new(format!(
+                "ClickHouse database name {database:?} must be 1 to 128 ASCII letters, digits or _"
+            )));
+        }
+        let options = options_from_url(url)?;
+        Ok(Store {
+            pool: Pool::new(options),
+            database: database.to_string(),
+            spans_table: format!("`{database}`.`spans`"),
+            keys_table: format!("`{database}`.`api_keys`"),
+        })
+    }
+
+    pub fn database(&self) -> &str {
+        &self.database
+    }
+
+    async fn handle(&self) -> Result<ClientHandle, ChError> {
+        self.pool.get_handle().await
+    }
+
+    /// Health check: opens (or reuses) a connection and pings the server.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        let mut c = self.handle().await?;
+        c.ping().await?;
+        Ok(())
+    }
+
+    /// Creates the database and tables if missing, and adds columns a table created by an
+    /// older release lacks. Idempotent. Fails if an existing column has an unexpected type.
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        let mut c = self.handle().await?;
+        c.execute(format!("CREATE DATABASE IF NOT EXISTS `{}`", self.database))
+            .await?;
+        c.execute(create_table_sql(
+            &self.spans_table,
+            SPANS_COLUMNS,
+            SPANS_ENGINE,
+        ))
+        .await?;
+        c.execute(create_table_sql(
+            &self.keys_table,
+            API_KEYS_COLUMNS,
+            API_KEYS_ENGINE,
+        ))
+        .await?;
+        self.add_missing_columns(&mut c, "spans", SPANS_COLUMNS)
+            .await?;
+        self.add_missing_columns(&mut c, "api_keys", API_KEYS_COLUMNS)
+            .await?;
+        Ok(())
+    }
+
+    async fn add_missing_columns(
+        &self,
+        c: &mut ClientHandle,
+        table: &str,
+        expected: &[(&str, &str)],
+    ) -> Result<(), StoreError> {
+        let block = c
+            .query(format!(
+                "SELECT name, type FROM system.columns WHERE database = '{}' AND table = '{table}'",
+                self.database
+            ))
+            .fetch_all()
+            .await?;
+        let mut existing = Vec::with_capacity(block.row_count());
+        for row in block.rows() {
+            let name: String = row.get("name")?;
+            let ty: String = row.get("type")?;
+            existing.push((name, ty));
+        }
+        let mut previous: Option<&str> = None;
+        for &(name, ty) in expected {
+            match existing.iter().find(|(n, _)| n == name) {
+                Some((_, found)) if same_type(found, ty) => {}
+                Some((_, found)) => {
+                    return Err(StoreError::new(format!(
+                        "column {}.{table}.{name} has type {found}, expected {ty}; \
+                         fix the table by hand (the service never changes a column's type)",
+                        self.database
+                    )))
+                }
+                None => {
+                    let after = previous
+                        .map(|p| format!(" AFTER `{p}`"))
+                        .unwrap_or_default();
+                    c.execute(format!(
+                        "ALTER TABLE `{}`.`{table}` ADD COLUMN `{name}` {ty}{after}",
+                        self.database
+                    ))
+                    .await?;
+                    tracing::info!(
+                        database = %self.database,
+                        table,
+                        column = name,
+                        "added missing column"
+                    );
+                }
+            }
+            previous = Some(name);
+        }
+        Ok(())
+    }
+
+    /// Inserts every row of every batch in one insert.
+    pub async fn insert_spans(&self, batches: &[RowBatch]) -> Result<(), InsertError> {
+        let runs: Vec<RowRun<'_>> = batches
+            .iter()
+            .map(|batch| RowRun {
+                batch,
+                rows: &batch.rows,
+            })
+            .collect();
+        self.insert_runs(&runs).await.map(|_| ())
+    }
+
+    /// Inserts the given runs of rows in one insert block.
+    pub async fn insert_runs(&self, runs: &[RowRun<'_>]) -> Result<Inserted, InsertError> {
+        let rows: usize = runs.iter().map(|r| r.rows.len()).sum();
+        if rows == 0 {
+            return Ok(Inserted { rows: 0, bytes: 0 });
+        }
+        // Connect first: while ClickHouse is down, retries cost no block building.
+        let mut c = self
+            .handle()
+            .await
+            .map_err(|e| InsertError::from_clickhouse(&e))?;
+        let (block, bytes) = spans_block(runs, rows);
+        // On error the handle is dropped here and its connection discarded, not pooled.
+        c.insert(self.spans_table.as_str(), block)
+            .await
+            .map_err(|e| InsertError::from_clickhouse(&e))?;
+        Ok(Inserted { rows, bytes })
+    }
+
+    /// Stores a new key (or a new version of one).
+    pub async fn insert_key(&self, key: &KeyRecord) -> Result<(), StoreError> {
+        if decode_hash(&key.key_hash).is_none() {
+            return Err(StoreError::new("key hash must be 64 hex characters"));
+        }
+        if key.display_prefix.is_empty() || key.org_id.is_empty() {
+            return Err(StoreError::new(
+                "a key needs a display prefix and an org id",
+            ));
+        }
+        self.write_keys(&[(key.clone(), now_version())]).await
+    }
+
+    /// Every key, active or revoked, oldest first.
+    pub async fn list_keys(&self) -> Result<Vec<KeyRecord>, StoreError> {
+        let mut keys: Vec<KeyRecord> = self
+            .read_keys("")
+            .await?
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        keys.sort_by(|a, b| {
+            (a.created_at, &a.display_prefix).cmp(&(b.created_at, &b.display_prefix))
+        });
+        Ok(keys)
+    }
+
+    /// Revokes every active key with this display prefix; returns how many (0 if none).
+    pub async fn revoke_key(&self, display_prefix: &str) -> Result<usize, StoreError> {
+        // Filtering on `display_prefix` before FINAL is safe: all versions of a key share it.
+        let filter = format!(" WHERE display_prefix = {}", sql_string(display_prefix));
+        let now = now_seconds();
+        let revoked: Vec<(KeyRecord, u64)> = self
+            .read_keys(&filter)
+            .await?
+            .into_iter()
+            .filter(|(k, _)| k.revoked_at.is_none())
+            .map(|(mut k, version)| {
+                k.revoked_at = Some(now);
+                (k, now_version().max(version + 1))
+            })
+            .collect();
+        if !revoked.is_empty() {
+            self.write_keys(&revoked).await?;
+        }
+        Ok(revoked.len())
+    }
+
+    /// Hashes and owners of every key that is not revoked, for the in-memory key set.
+    /// A row whose hash is not 64 hex characters is skipped with a warning.
+    pub async fn load_active_keys(&self) -> Result<Vec<ActiveKey>, StoreError> {
+        let keys = self.read_keys("").await?;
+        let mut active = Vec::with_capacity(keys.len());
+        for (k, _) in keys {
+            if k.revoked_at.is_some() {
+                continue;
+            }
+            match decode_hash(&k.key_hash) {
+                Some(hash) => active.push(ActiveKey {
+                    hash,
+                    org_id: k.org_id,
+                    project_id: k.project_id,
+                }),
+                None => tracing::warn!(
+                    display_prefix = %k.display_prefix,
+                    "skipping API key with a malformed hash"
+                ),
+            }
+        }
+        Ok(active)
+    }
+
+    /// Latest version of each key (FINAL), with that version. The revoked filter is applied by
+    /// the caller, after FINAL: old servers may move a WHERE on a non-key column before it.
+    async fn read_keys(&self, filter: &str) -> Result<Vec<(KeyRecord, u64)>, StoreError> {
+        let mut c = self.handle().await?;
+        let block = c
+            .query(format!(
+                "SELECT key_hash, display_prefix, org_id, project_id, \
+                 toUInt32(created_at) AS created, toUInt32(revoked_at) AS revoked, version \
+                 FROM {} FINAL{filter}",
+                self.keys_table
+            ))
+            .fetch_all()
+            .await?;
+        let mut keys = Vec::with_capacity(block.row_count());
+        for row in block.rows() {
+            let key = KeyRecord {
+                key_hash: row.get("key_hash")?,
+                display_prefix: row.get("display_prefix")?,
+                org_id: row.get("org_id")?,
+                project_id: row.get("project_id")?,
+                created_at: row.get("created")?,
+                revoked_at: row.get("revoked")?,
+            };
+            keys.push((key, row.get("version")?));
+        }
+        Ok(keys)
+    }
+
+    async fn write_keys(&self, keys: &[(KeyRecord, u64)]) -> Result<(), StoreError> {
+        let now = utc(now_seconds());
+        let strings =
+            |f: fn(&KeyRecord) -> &str| -> Vec<&str> { keys.iter().map(|(k, _)| f(k)).collect() };
+        let block = Block::new()
+            .column("key_hash", strings(|k| &k.key_hash))
+            .column("display_prefix", strings(|k| &k.display_prefix))
+            .column("org_id", strings(|k| &k.org_id))
+            .column("project_id", strings(|k| &k.project_id))
+            .column(
+                "created_at",
+                keys.iter()
+                    .map(|(k, _)| utc(k.created_at))
+                    .collect::<Vec<_>>(),
+            )
+            .column(
+                "revoked_at",
+                keys.iter()
+                    .map(|(k, _)| k.revoked_at.map(utc))
+                    .collect::<Vec<_>>(),
+            )
+            .column("updated_at", vec![now; keys.len()])
+            .column(
+                "version",
+                keys.iter().map(|&(_, v)| v).collect::<Vec<u64>>(),
+            );
+        let mut c = self.handle().await?;
+        c.insert(self.keys_table.as_str(), block).await?;
+        Ok(())
+    }
+}
+
+/// Builds the insert block: one pass over the rows, each value pushed into its column buffer.
+fn spans_block(runs: &[RowRun<'_>], rows: usize) -> (Block, usize) {
+    let mut columns = SpanColumns::with_capacity(rows);
+    for run in runs {
+        for row in run.rows {
+            columns.push(run.batch, row);
+        }
+    }
+    let bytes = columns.bytes;
+    (columns.into_block(), bytes)
+}
+
+fn create_table_sql(table: &str, columns: &[(&str, &str)], engine: &str) -> String {
+    let mut sql = format!("CREATE TABLE IF NOT EXISTS {table} (");
+    for (i, (name, ty)) in columns.iter().enumerate() {
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push('`');
+        sql.push_str(name);
+        sql.push_str("` ");
+        sql.push_str(ty);
+    }
+    sql.push_str(") ");
+    sql.push_str(engine);
+    sql
+}
+
+/// Type names as `system.columns` spells them may differ in spacing between releases.
+fn same_type(found: &str, expected: &str) -> bool {
+    found
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .eq(expected.chars().filter(|c| !c.is_whitespace()))
+}
+
+/// Client options. Server settings, if ever needed, go through `Options::with_setting`: as URL
+/// parameters they corrupt the protocol with 18.16.
+fn options_from_url(url: &str) -> Result<Options, StoreError> {
+    let bad = |why: &str| StoreError::new(format!("ClickHouse URL {url:?}: {why}"));
+    let parsed = url::Url::parse(url).map_err(|e| bad(&e.to_string()))?;
+    if parsed.scheme() != "tcp" {
+        return Err(bad(
+            "scheme must be tcp:// (the native protocol, port 9000)",
+        ));
+    }
+    let host = parsed.host_str().ok_or_else(|| bad("no host"))?;
+    if !matches!(parsed.path(), "" | "/") {
+        return Err(bad(
+            "no path allowed; the database is configured separately",
+        ));
+    }
+    let port = parsed.port().unwrap_or(9000);
+    let addr = url::Url::parse(&format!("tcp://{host}:{port}")).map_err(|e| bad(&e.to_string()))?;
+    let mut options = Options::new(addr)
+        // One flush or control thread uses a Store at a time: one idle connection is enough.
+        .pool_min(1)
+        .pool_max(4)
+        // A stale pooled connection is found by the ping and replaced once; anything longer is
+        // the flush thread's backoff, which keeps accepting rows meanwhile.
+        .ping_before_query(true)
+        .send_retries(1)
+        .retry_timeout(Duration::from_millis(100))
+        .ping_timeout(Duration::from_secs(2))
+        .connection_timeout(Duration::from_secs(2))
+        .query_timeout(Duration::from_secs(30))
+        .insert_timeout(Some(Duration::from_secs(60)))
+        .execute_timeout(Some(Duration::from_secs(60)));
+    if !parsed.username().is_empty() {
+        options = options.username(&percent_decode(parsed.username()));
+    }
+    if let Some(password) = parsed.password() {
+        options = options.password(&percent_decode(password));
+    }
+    for (key, value) in parsed.query_pairs() {
+        match (&*key, &*value) {
+            ("compression", "lz4") => options = options.with_compression(),
+            ("compression", "none") => {}
+            _ => return Err(bad(&format!("unsupported parameter {key}={value}"))),
+        }
+    }
+    Ok(options)
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A ClickHouse string literal.
+fn sql_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for c in s.chars() {
+        if c == '\\' || c == '\'' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('\'');
+    out
+}
+
+fn decode_hash(hex: &str) -> Option<[u8; 32]> {
+    let bytes = hex.as_bytes();
+    if bytes.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, pair) in bytes.chunks_exact(2).enumerate() {
+        let h = (pair[0] as char).to_digit(16)?;
+        let l = (pair[1] as char).to_digit(16)?;
+        out[i] = (h * 16 + l) as u8;
+    }
+    Some(out)
+}
+
+fn now_seconds() -> u32 {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    u32::try_from(secs).unwrap_or(u32::MAX)
+}
+
+fn now_version() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    //! A real ClickHouse for tests: a throwaway database per test and a raw HTTP reader.
+
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+
+    use crate::row::{CostColumns, Row, RowBatch, Run};
+
+    pub const NATIVE_URL: &str = "tcp://127.0.0.1:9000";
+    const HTTP_ADDR: &str = "127.0.0.1:8123";
+
+    /// True when the tests must skip ClickHouse (env `TI_SKIP_CLICKHOUSE`); says so.
+    pub fn skip() -> bool {
+        if std::env::var_os("TI_SKIP_CLICKHOUSE").is_some() {
+            eprintln!("TI_SKIP_CLICKHOUSE is set: skipping a test that needs ClickHouse");
+            return true;
+        }
+        false
+    }
+
+    /// Runs one query over HTTP; panics on failure. Returns the response body.
+    pub fn http_query(sql: &str) -> String {
+        let mut s = TcpStream::connect(HTTP_ADDR)
+            .unwrap_or_else(|e| panic!("ClickHouse HTTP at {HTTP_ADDR} unreachable: {e}"));
+        let head = format!(
+            "POST / HTTP/1.0\r\nHost: {HTTP_ADDR}\r\nContent-Length: {}\r\n\r\n",
+            sql.len()
+        );
+        s.write_all(head.as_bytes()).unwrap();
+        s.write_all(sql.as_bytes()).unwrap();
+        let mut response = Vec::new();
+        s.read_to_end(&mut response).unwrap();
+        let response = String::from_utf8(response).expect("UTF-8 response");
+        let (head, body) = response.split_once("\r\n\r\n").expect("HTTP response");
+        assert!(
+            head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
+            "query {sql:?} failed: {head}\n{body}"
+        );
+        body.to_string()
+    }
+
+    /// Rows of a `FORMAT JSONEachRow` query.
+    pub fn json_rows(sql: &str) -> Vec<serde_json::Value> {
+        http_query(&format!("{sql} FORMAT JSONEachRow"))
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("JSON row"))
+            .collect()
+    }
+
+    pub fn count(sql: &str) -> u64 {
+        http_query(sql).trim().parse().expect("a count")
+    }
+
+    /// A database name unique to this test and process, dropped (with its tables) on drop.
+    pub struct TestDb(pub String);
+
+    impl TestDb {
+        pub fn new(test: &str) -> TestDb {
+            let name = format!("ti_sink_test_{test}_{}", std::process::id());
+            http_query(&format!("DROP DATABASE IF EXISTS `{name}`"));
+            TestDb(name)
+        }
+    }
+
+    impl Drop for TestDb {
+        fn drop(&mut self) {
+            let _ = std::panic::catch_unwind(|| {
+                http_query(&format!("DROP DATABASE IF EXISTS `{}`", self.0))
+            });
+        }
+    }
+
+    /// Appends a row with every column set (`full`) or every optional column absent.
+    pub fn push_row(b: &mut RowBatch, org: &str, trace: &str, span: &str, start: u64, full: bool) {
+        let t = |b: &mut RowBatch, s: &str| b.push_str(s);
+        let mut row = Row {
+            org_id: t(b, org),
+            project_id: t(b, "proj-é"),
+            trace_id: t(b, trace),
+            span_id: t(b, span),
+            span_type: "llm",
+            name: t(b, "chat 🚀 ünïcödé"),
+            start_time_ms: start,
+            end_time_ms: start + 1500,
+            duration_ms: 1500,
+            status: "ok",
+            ingested_at: 1_700_000_100,
+            ..Row::default()
+        };
+        if full {
+            row.parent_span_id = t(b, "parent-1");
+            row.status = "error";
+            row.error_message = t(b, "boom \"quoted\" \\ back\nslash\ttab \u{0} nul");
+            row.provider = t(b, "openai.chat");
+            row.model_id = t(b, "gpt-4o-2024-08-06");
+            row.priced_model_id = t(b, "openai/gpt-4o");
+            row.input_tokens = 1000;
+            row.output_tokens = 200;
+            row.total_tokens = 1200;
+            row.reasoning_tokens = 50;
+            row.cached_input_tokens = 300;
+            row.cache_write_input_tokens = 7;
+            row.image_count = 2;
+            row.web_search_count = 3;
+            row.request_count = 1;
+            row.ttft_ms = Some(123.5);
+            row.reasoning_duration_ms = Some(400);
+            row.model_call_ms = Some(1400);
+            row.costs = CostColumns {
+                prompt: Some(12345),
+                completion: Some(1),
+                request: Some(10_000_000_000),
+                image: Some(0),
+                web_search: Some(999_999_999_999_999_999),
+                internal_reasoning: None,
+                cache_read: Some(250),
+                cache_write: Some(3),
+                total: Some(10_000_012_599),
+            };
+            row.pricing_source = "builtin";
+            row.priced_at = Some(1_700_000_050);
+            row.trace_name = t(b, "trace ✓");
+            row.agent_name = t(b, "agent 😀");
+            row.workflow_name = t(b, "wf");
+            row.workflow_run_id = t(b, "run-1");
+            row.session_id = t(b, "sess-1");
+            let meta_start = b.meta.len() as u32;
+            for (k, v) in [("env", "prod"), ("ключ", "значение 🎉"), ("empty", "")] {
+                let (k, v) = (t(b, k), t(b, v));
+                b.meta.push((k, v));
+            }
+            row.metadata = Run {
+                start: meta_start,
+                len: 3,
+            };
+            row.input = t(b, "input: 你好 🌍");
+            row.output = t(b, "output");
+            row.tool_catalog = t(b, "[{\"name\":\"search\"}]");
+            row.system_fingerprint = t(b, "fp_123");
+            row.safety_metadata = t(b, "{}");
+            row.sources = t(b, "https://example.com");
+            row.rate_limit_requests_limit = Some(500);
+            row.rate_limit_requests_remaining = Some(499);
+            row.rate_limit_requests_reset_ms = Some(60_000);
+            row.rate_limit_tokens_limit = Some(u64::MAX);
+            row.rate_limit_tokens_remaining = Some(0);
+            row.rate_limit_tokens_reset_ms = Some(1);
+            row.chunk_offsets = b.push_ints(&[0, 10, 20]);
+            row.chunk_tokens = b.push_ints(&[5, 6, 7]);
+            row.reasoning_offsets = b.push_ints(&[1]);
+            row.reasoning_chunk_tokens = b.push_ints(&[u64::MAX]);
+            row.customer_id = t(b, "cust-1");
+            row.customer_name = t(b, "Ćustomer");
+            row.customer_image_url = t(b, "https://example.com/a.png");
+            row.response_time_ms = Some(1600);
+            row.effective_output_tps = Some(133.25);
+            row.effective_total_tps = Some(800.5);
+            row.output_tps = Some(142.75);
+            row.input_tps = Some(0.0);
+            row.chunk_jitter_min = Some(0.5);
+            row.chunk_jitter_p10 = Some(1.0);
+            row.chunk_jitter_median = Some(2.25);
+            row.chunk_jitter_avg = Some(2.5);
+            row.chunk_jitter_p90 = Some(4.0);
+            row.chunk_jitter_max = Some(9.75);
+        }
+        b.rows.push(row);
+    }
+
+    /// `spans` rows of `org`, alternating full and sparse rows.
+    pub fn batch(org: &str, trace: &str, spans: usize, start: u64) -> RowBatch {
+        let mut b = RowBatch::default();
+        for i in 0..spans {
+            push_row(
+                &mut b,
+                org,
+                trace,
+                &format!("span-{i}"),
+                start + i as u64,
+                i % 2 == 0,
+            );
+        }
+        b
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::*;
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    /// The column list exactly as the storage contract orders it.
+    #[test]
+    fn spans_columns_are_in_contract_order() {
+        let expected = "org_id, project_id, trace_id, span_id, parent_span_id, span_type, name, \
+            start_time_ms, end_time_ms, duration_ms, status, error_message, provider, model_id, \
+            priced_model_id, input_tokens, output_tokens, total_tokens, reasoning_tokens, \
+            cached_input_tokens, cache_write_input_tokens, image_count, web_search_count, \
+            request_count, ttft_ms, reasoning_duration_ms, model_call_ms, prompt_cost, \
+            completion_cost, request_cost, image_cost, web_search_cost, internal_reasoning_cost, \
+            cache_read_cost, cache_write_cost, total_cost, pricing_source, priced_at, trace_name, \
+            agent_name, workflow_name, workflow_run_id, session_id, metadata_keys, \
+            metadata_values, input, output, tool_catalog, system_fingerprint, safety_metadata, \
+            sources, rate_limit_requests_limit, rate_limit_requests_remaining, \
+            rate_limit_requests_reset_ms, rate_limit_tokens_limit, rate_limit_tokens_remaining, \
+            rate_limit_tokens_reset_ms, chunk_offsets, chunk_tokens, reasoning_offsets, \
+            reasoning_chunk_tokens, ingested_at, customer_id, customer_name, customer_image_url, \
+            response_time_ms, effective_output_tps, effective_total_tps, output_tps, input_tps, \
+            chunk_jitter_min, chunk_jitter_p10, chunk_jitter_median, chunk_jitter_avg, \
+            chunk_jitter_p90, chunk_jitter_max";
+        let names: Vec<&str> = SPANS_COLUMNS.iter().map(|c| c.0).collect();
+        let expected: Vec<&str> = expected.split(", ").collect();
+        assert_eq!(names, expected);
+    }
+
+    #[test]
+    fn error_classes() {
+        let server = |code: u32, message: &str| {
+            ChError::Server(clickhouse_rs::errors::ServerError {
+                code,
+                name: String::new(),
+                message: message.to_string(),
+                stack_trace: String::new(),
+            })
+        };
+        let io = ChError::Io(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        let cases = [
+            (io, Retry::Later),
+            (server(252, "Too many parts (300)"), Retry::Later),
+            (
+                server(
+                    252,
+                    "Too many partitions for single INSERT block (more than 100)",
+                ),
+                Retry::Split,
+            ),
+            (server(241, "Memory limit exceeded"), Retry::Later),
+            (server(159, "Timeout exceeded"), Retry::Later),
+            (server(60, "Table x doesn't exist"), Retry::AfterMigrate),
+            (server(16, "No such column"), Retry::AfterMigrate),
+            (server(53, "Type mismatch"), Retry::Never),
+            (server(395, "throwIf"), Retry::Split),
+            (server(117, "Incorrect data"), Retry::Split),
+            (server(100_000, "unknown"), Retry::Later),
+            (ChError::Other("x".into()), Retry::Never),
+        ];
+        for (err, expected) in cases {
+            assert_eq!(InsertError::from_clickhouse(&err).retry, expected, "{err}");
+        }
+    }
+
+    #[test]
+    fn urls_and_names() {
+        assert!(Store::new("tcp://127.0.0.1:9000", "ok_db_1").is_ok());
+        assert!(Store::new("tcp://u:p%40ss@h?compression=lz4", "x").is_ok());
+        for (url, db) in [
+            ("http://127.0.0.1:8123", "x"),
+            ("tcp://h/db", "x"),
+            ("tcp://h?database=y", "x"),
+            ("tcp://h", "bad-name"),
+            ("tcp://h", ""),
+            ("tcp://h", "a`b"),
+        ] {
+            assert!(Store::new(url, db).is_err(), "{url} {db}");
+        }
+        assert_eq!(percent_decode("p%40ss%zz"), "p@ss%zz");
+        assert_eq!(sql_string("a'b\\c"), "'a\\'b\\\\c'");
+        assert_eq!(decode_hash(&"ab".repeat(32)), Some([0xab; 32]));
+        assert_eq!(decode_hash(&"AB".repeat(32)), Some([0xab; 32]));
+        assert_eq!(decode_hash(&"zz".repeat(32)), None);
+        assert_eq!(decode_hash("ab"), None);
+    }
+
+    #[test]
+    fn migrate_twice_then_insert_and_read_back_every_column() {
+        if skip() {
+            return;
+        }
+        let db = TestDb::new("roundtrip");
+        let store = Store::new(NATIVE_URL, &db.0).unwrap();
+        let rt = rt();
+        rt.block_on(store.ping())
+            .expect("ClickHouse on 127.0.0.1:9000");
+        rt.block_on(store.migrate()).unwrap();
+        rt.block_on(store.migrate()).unwrap();
+
+        let columns = json_rows(&format!(
+            "SELECT name, type FROM system.columns WHERE database = '{}' AND table = 'spans'",
+            db.0
+        ));
+        let found: Vec<(String, String)> = columns
+            .iter()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap().to_string(),
+                    c["type"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        let expected: Vec<(String, String)> = SPANS_COLUMNS
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect();
+        assert_eq!(found, expected);
+
+        let first = batch("org-1", "trace-🚀", 2, 1_700_000_000_000);
+        let second = batch("org-2", "trace-2", 1, 1_700_000_000_500);
+        rt.block_on(store.insert_spans(&[first, second])).unwrap();
+
+        let rows = json_rows(&format!(
+            "SELECT *, toString(prompt_cost) AS prompt_s, toString(completion_cost) AS completion_s, \
+             toString(request_cost) AS request_s, toString(image_cost) AS image_s, \
+             toString(web_search_cost) AS web_search_s, \
+             toString(internal_reasoning_cost) AS internal_reasoning_s, \
+             toString(cache_read_cost) AS cache_read_s, toString(cache_write_cost) AS cache_write_s, \
+             toString(total_cost) AS total_s, toUInt32(priced_at) AS priced_at_s, \
+             toUInt32(ingested_at) AS ingested_at_s \
+             FROM `{}`.spans ORDER BY org_id, span_id",
+            db.0
+        ));
+        assert_eq!(rows.len(), 3);
+        check_full_row(&rows[0], "org-1", "trace-🚀", "span-0", 1_700_000_000_000);
+        check_sparse_row(&rows[1], "org-1", "trace-🚀", "span-1", 1_700_000_000_001);
+        check_full_row(&rows[2], "org-2", "trace-2", "span-0", 1_700_000_000_500);
+    }
+
+    fn u64_of(v: &Value) -> u64 {
+        match v {
+            Value::String(s) => s.parse().unwrap(),
+            Value::Number(n) => n.as_u64().unwrap(),
+            other => panic!("not a UInt64: {other}"),
+        }
+    }
+
+    fn check(row: &Value, expected: &[(&str, Value)]) {
+        for (column, want) in expected {
+            let got = &row[*column];
+            let same = match (got, want) {
+                (Value::String(_), Value::Number(_)) => u64_of(got) == want.as_u64().unwrap(),
+                (Value::Array(g), Value::Array(w)) if w.iter().all(Value::is_u64) => g
+                    .iter()
+                    .map(u64_of)
+                    .eq(w.iter().map(|x| x.as_u64().unwrap())),
+                (Value::Number(g), Value::Number(w)) => g.as_f64() == w.as_f64(),
+                _ => got == want,
+            };
+            assert!(same, "column {column}: got {got}, want {want}");
+        }
+    }
+
+    fn check_common(row: &Value, org: &str, trace: &str, span: &str, start: u64) {
+        check(
+            row,
+            &[
+                ("org_id", json!(org)),
+                ("project_id", json!("proj-é")),
+                ("trace_id", json!(trace)),
+                ("span_id", json!(span)),
+                ("span_type", json!("llm")),
+                ("name", json!("chat 🚀 ünïcödé")),
+                ("start_time_ms", json!(start)),
+                ("end_time_ms", json!(start + 1500)),
+                ("duration_ms", json!(1500)),
+                ("ingested_at_s", json!(1_700_000_100)),
+            ],
+        );
+    }
+
+    fn check_full_row(row: &Value, org: &str, trace: &str, span: &str, start: u64) {
+        check_common(row, org, trace, span, start);
+        check(
+            row,
+            &[
+                ("parent_span_id", json!("parent-1")),
+                ("status", json!("error")),
+                (
+                    "error_message",
+                    json!("boom \"quoted\" \\ back\nslash\ttab \u{0} nul"),
+                ),
+                ("provider", json!("openai.chat")),
+                ("model_id", json!("gpt-4o-2024-08-06")),
+                ("priced_model_id", json!("openai/gpt-4o")),
+                ("input_tokens", json!(1000)),
+                ("output_tokens", json!(200)),
+                ("total_tokens", json!(1200)),
+                ("reasoning_tokens", json!(50)),
+                ("cached_input_tokens", json!(300)),
+                ("cache_write_input_tokens", json!(7)),
+                ("image_count", json!(2)),
+                ("web_search_count", json!(3)),
+                ("request_count", json!(1)),
+                ("ttft_ms", json!(123.5)),
+                ("reasoning_duration_ms", json!(400)),
+                ("model_call_ms", json!(1400)),
+                ("prompt_s", json!("0.0000012345")),
+                ("completion_s", json!("0.0000000001")),
+                ("request_s", json!("1.0000000000")),
+                ("image_s", json!("0.0000000000")),
+                ("web_search_s", json!("99999999.9999999999")),
+                ("internal_reasoning_s", Value::Null),
+                ("cache_read_s", json!("0.0000000250")),
+                ("cache_write_s", json!("0.0000000003")),
+                ("total_s", json!("1.0000012599")),
+                ("pricing_source", json!("builtin")),
+                ("priced_at_s", json!(1_700_000_050)),
+                ("trace_name", json!("trace ✓")),
+                ("agent_name", json!("agent 😀")),
+                ("workflow_name", json!("wf")),
+                ("workflow_run_id", json!("run-1")),
+                ("session_id", json!("sess-1")),
+                ("metadata_keys", json!(["env", "ключ", "empty"])),
+                ("metadata_values", json!(["prod", "значение 🎉", ""])),
+                ("input", json!("input: 你好 🌍")),
+                ("output", json!("output")),
+                ("tool_catalog", json!("[{\"name\":\"search\"}]")),
+                ("system_fingerprint", json!("fp_123")),
+                ("safety_metadata", json!("{}")),
+                ("sources", json!("https://example.com")),
+                ("rate_limit_requests_limit", json!(500)),
+                ("rate_limit_requests_remaining", json!(499)),
+                ("rate_limit_requests_reset_ms", json!(60_000)),
+                ("rate_limit_tokens_limit", json!(u64::MAX)),
+                ("rate_limit_tokens_remaining", json!(0)),
+                ("rate_limit_tokens_reset_ms", json!(1)),
+                ("chunk_offsets", json!([0, 10, 20])),
+                ("chunk_tokens", json!([5, 6, 7])),
+                ("reasoning_offsets", json!([1])),
+                ("reasoning_chunk_tokens", json!([u64::MAX])),
+                ("customer_id", json!("cust-1")),
+                ("customer_name", json!("Ćustomer")),
+                ("customer_image_url", json!("https://example.com/a.png")),
+                ("response_time_ms", json!(1600)),
+                ("effective_output_tps", json!(133.25)),
+                ("effective_total_tps", json!(800.5)),
+                ("output_tps", json!(142.75)),
+                ("input_tps", json!(0.0)),
+                ("chunk_jitter_min", json!(0.5)),
+                ("chunk_jitter_p10", json!(1.0)),
+                ("chunk_jitter_median", json!(2.25)),
+                ("chunk_jitter_avg", json!(2.5)),
+                ("chunk_jitter_p90", json!(4.0)),
+                ("chunk_jitter_max", json!(9.75)),
+            ],
+        );
+    }
+
+    fn check_sparse_row(row: &Value, org: &str, trace: &str, span: &str, start: u64) {
+        check_common(row, org, trace, span, start);
+        let mut expected: Vec<(&str, Value)> = vec![
+            ("status", json!("ok")),
+            ("pricing_source", json!("")),
+            ("metadata_keys", json!([])),
+            ("metadata_values", json!([])),
+            ("chunk_offsets", json!([])),
+            ("chunk_tokens", json!([])),
+            ("reasoning_offsets", json!([])),
+            ("reasoning_chunk_tokens", json!([])),
+            ("priced_at_s", Value::Null),
+        ];
+        for (name, ty) in SPANS_COLUMNS {
+            if ty.starts_with("Nullable") {
+                expected.push((name, Value::Null));
+            } else if *ty == "UInt64" && !name.contains("time_ms") && *name != "duration_ms" {
+                expected.push((name, json!(0)));
+            } else if *ty == "String"
+                && !matches!(
+                    *name,
+                    "org_id"
+                        | "project_id"
+                        | "trace_id"
+                        | "span_id"
+                        | "name"
+                        | "span_type"
+                        | "status"
+                        | "pricing_source"
+                )
+            {
+                expected.push((name, json!("")));
+            }
+        }
+        check(row, &expected);
+    }
+
+    #[test]
+    fn same_batch_twice_deduplicates() {
+        if skip() {
+            return;
+        }
+        let db = TestDb::new("dedupe");
+        let store = Store::new(NATIVE_URL, &db.0).unwrap();
+        let rt = rt();
+        rt.block_on(store.migrate()).unwrap();
+        let b = batch("org-d", "trace-d", 5, 1_700_000_000_000);
+        rt.block_on(store.insert_spans(std::slice::from_ref(&b)))
+            .unwrap();
+        rt.block_on(store.insert_spans(std::slice::from_ref(&b)))
+            .unwrap();
+        assert_eq!(
+            count(&format!("SELECT count() FROM `{}`.spans FINAL", db.0)),
+            5
+        );
+        assert_eq!(
+            count(&format!(
+                "SELECT uniqExact(org_id, trace_id, span_id) FROM `{}`.spans",
+                db.0
+            )),
+            5
+        );
+    }
+
+    #[test]
+    fn adds_columns_a_table_from_an_older_release_lacks() {
+        if skip() {
+            return;
+        }
+        let db = TestDb::new("evolve");
+        http_query(&format!("CREATE DATABASE `{}`", db.0));
+        let old: Vec<(&str, &str)> = SPANS_COLUMNS
+            .iter()
+            .copied()
+            .take_while(|(n, _)| *n != "customer_id")
+            .collect();
+        http_query(&create_table_sql(
+            &format!("`{}`.spans", db.0),
+            &old,
+            SPANS_ENGINE,
+        ));
+        let store = Store::new(NATIVE_URL, &db.0).unwrap();
+        let rt = rt();
+        rt.block_on(store.migrate()).unwrap();
+        let b = batch("org-e", "trace-e", 2, 1_700_000_000_000);
+        rt.block_on(store.insert_spans(&[b])).unwrap();
+        let names: Vec<String> = json_rows(&format!(
+            "SELECT name FROM system.columns WHERE database = '{}' AND table = 'spans'",
+            db.0
+        ))
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect();
+        assert_eq!(names, SPANS_COLUMNS.iter().map(|c| c.0).collect::<Vec<_>>());
+
+        // A column with another type is refused, not silently kept.
+        http_query(&format!(
+            "ALTER TABLE `{}`.api_keys MODIFY COLUMN project_id Nullable(String)",
+            db.0
+        ));
+        let err = rt.block_on(store.migrate()).unwrap_err();
+        assert!(err.message.contains("project_id"), "{err}");
+    }
+
+    #[test]
+    fn insert_into_a_missing_table_asks_for_migrate() {
+        if skip() {
+            return;
+        }
+        let db = TestDb::new("missing");
+        let store = Store::new(NATIVE_URL, &db.0).unwrap();
+        let rt = rt();
+        let err = rt
+            .block_on(store.insert_spans(&[batch("o", "t", 1, 0)]))
+            .unwrap_err();
+        assert_eq!(err.retry, Retry::AfterMigrate, "{err}");
+        let unreachable = Store::new("tcp://127.0.0.1:1", &db.0).unwrap();
+        let err = rt
+            .block_on(unreachable.insert_spans(&[batch("o", "t", 1, 0)]))
+            .unwrap_err();
+        assert_eq!(err.retry, Retry::Later, "{err}");
+    }
+
+    #[test]
+    fn keys_insert_list_revoke_load() {
+        if skip() {
+            return;
+        }
+        let db = TestDb::new("keys");
+        let store = Store::new(NATIVE_URL, &db.0).unwrap();
+        let rt = rt();
+        rt.block_on(store.migrate()).unwrap();
+        let key = |hash: &str, prefix: &str, org: &str, project: &str, created: u32| KeyRecord {
+            key_hash: hash.repeat(32),
+            display_prefix: prefix.to_string(),
+            org_id: org.to_string(),
+            project_id: project.to_string(),
+            created_at: created,
+            revoked_at: None,
+        };
+        let a = key("0a", "ti_aaaaaaaaa", "org-a", "", 1_700_000_000);
+        let b = key("1b", "ti_bbbbbbbbb", "org-b", "proj-b", 1_700_000_001);
+        let c = key("2c", "ti_o'quote\\", "org-c", "", 1_700_000_002);
+        for k in [&a, &b, &c] {
+            rt.block_on(store.insert_key(k)).unwrap();
+        }
+        assert!(rt
+            .block_on(store.insert_key(&key("zz", "ti_x", "o", "", 0)))
+            .is_err());
+        assert_eq!(
+            rt.block_on(store.list_keys()).unwrap(),
+            vec![a.clone(), b.clone(), c.clone()]
+        );
+
+        assert_eq!(rt.block_on(store.revoke_key("ti_bbbbbbbbb")).unwrap(), 1);
+        assert_eq!(rt.block_on(store.revoke_key("ti_bbbbbbbbb")).unwrap(), 0);
+        assert_eq!(rt.block_on(store.revoke_key("ti_nothing__")).unwrap(), 0);
+        assert_eq!(rt.block_on(store.revoke_key("ti_o'quote\\")).unwrap(), 1);
+
+        let listed = rt.block_on(store.list_keys()).unwrap();
+        assert_eq!(listed.len(), 3);
+        assert_eq!(listed[0], a);
+        assert!(listed[1].revoked_at.is_some() && listed[2].revoked_at.is_some());
+        assert_eq!(
+            rt.block_on(store.load_active_keys()).unwrap(),
+            vec![ActiveKey {
+                hash: [0x0a; 32],
+                org_id: "org-a".into(),
+                project_id: String::new(),
+            }]
+        );
+    }
+
+    /// Insert throughput of the block path; run with `--ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn insert_rate() {
+        let db = TestDb::new("rate");
+        let store = Store::new(NATIVE_URL, &db.0).unwrap();
+        let rt = rt();
+        rt.block_on(store.migrate()).unwrap();
+        let batches: Vec<RowBatch> = (0..100)
+            .map(|i| batch("org-r", &format!("trace-{i}"), 500, 1_700_000_000_000))
+            .collect();
+        let rows: usize = batches.iter().map(RowBatch::len).sum();
+        let runs: Vec<RowRun<'_>> = batches
+            .iter()
+            .map(|b| RowRun {
+                batch: b,
+                rows: &b.rows,
+            })
+            .collect();
+        let t0 = std::time::Instant::now();
+        let mut columns = SpanColumns::with_capacity(rows);
+        for run in &runs {
+            for row in run.rows {
+                columns.push(run.batch, row);
+            }
+        }
+        let gather = t0.elapsed();
+        let _block = columns.into_block();
+        let build = t0.elapsed();
+        let t1 = std::time::Instant::now();
+        rt.block_on(store.insert_runs(&runs)).unwrap();
+        let total = t1.elapsed();
+        let rate = |d: std::time::Duration| rows as f64 / d.as_secs_f64();
+        eprintln!(
+            "{rows} rows: gather {gather:?}, block {build:?} ({:.0} rows/s), \
+             block+insert {total:?} ({:.0} rows/s)",
+            rate(build),
+            rate(total)
+        );
+    }
+}

@@ -1,0 +1,11 @@
+//! Integration tests: the real server binary, real HTTP over TCP, rows read back from a real
+//! ClickHouse (which must be running on 127.0.0.1:9000/8123; `.ci/run` starts it).
+
+#![recursion_limit = "512"]
+
+mod support;
+
+mod connections;
+mod contract;
+mod shutdown;
+mod storage;

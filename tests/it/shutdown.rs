@@ -1,0 +1,62 @@
+//! SIGTERM under load: every span answered 202 is in ClickHouse after the process exits.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::support::*;
+
+#[test]
+fn sigterm_under_load_loses_nothing_accepted() {
+    // A long flush interval: the accepted rows are still buffered when the signal arrives.
+    let mut server = Server::start_with(&[("INGEST_FLUSH_INTERVAL_MS", "60000")]);
+    let key = server.ready_key("org-term");
+    let accepted = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let senders: Vec<_> = (0..8)
+        .map(|t| {
+            let (addr, key, accepted, stop) =
+                (server.addr, key.clone(), accepted.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut i = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let mut c = match std::net::TcpStream::connect(addr) {
+                        Ok(s) => Client::from_stream(s),
+                        Err(_) => return,
+                    };
+                    for _ in 0..20 {
+                        // The server closes connections as it drains: that ends this sender.
+                        if !c.try_send(&ingest_request(&key, &batch(&format!("term{t}-{i}"), 1, 4)))
+                        {
+                            return;
+                        }
+                        i += 1;
+                        match c.try_read_response() {
+                            Some(r) if r.status == 202 => {
+                                accepted.fetch_add(4, Ordering::Relaxed);
+                            }
+                            Some(r) if r.status == 503 => return,
+                            Some(r) => panic!("unexpected status {}", r.status),
+                            None => break,
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(700));
+    server.signal(SIGTERM);
+    let code = server.wait_exit(Duration::from_secs(15));
+    stop.store(true, Ordering::Relaxed);
+    for s in senders {
+        s.join().unwrap();
+    }
+    assert_eq!(code, 0, "clean exit after the final flush");
+    let accepted = accepted.load(Ordering::Relaxed);
+    assert!(accepted > 0, "the load produced accepted spans");
+    assert_eq!(
+        server.raw_count(),
+        accepted,
+        "every span answered 202 is stored, once"
+    );
+}

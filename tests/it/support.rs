@@ -1,0 +1,409 @@
+//! One helper to start the real server on a free port with its own database, a raw HTTP
+//! client, and a ClickHouse reader over its HTTP interface.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_traceingest");
+const CH_HTTP: &str = "127.0.0.1:8123";
+
+static NEXT_DB: AtomicUsize = AtomicUsize::new(0);
+
+/// A running server with its own database. Killed and its database dropped on drop.
+pub struct Server {
+    pub child: Option<Child>,
+    pub addr: SocketAddr,
+    pub database: String,
+    env: Vec<(String, String)>,
+}
+
+impl Server {
+    pub fn start() -> Server {
+        Server::start_with(&[])
+    }
+
+    /// Starts `traceingest serve` with extra `INGEST_*` settings.
+    pub fn start_with(env: &[(&str, &str)]) -> Server {
+        let database = format!(
+            "ti_it_{}_{}",
+            std::process::id(),
+            NEXT_DB.fetch_add(1, Ordering::Relaxed)
+        );
+        ch_exec(&format!("DROP DATABASE IF EXISTS {database}"));
+        let mut env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        env.push(("INGEST_CLICKHOUSE_DATABASE".into(), database.clone()));
+        let mut server = Server {
+            child: None,
+            addr: "127.0.0.1:0".parse().unwrap(),
+            database,
+            env,
+        };
+        server.spawn();
+        server
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args);
+        cmd.env("INGEST_HOST", "127.0.0.1")
+            .env("INGEST_PORT", "0")
+            .env("INGEST_FLUSH_INTERVAL_MS", "100")
+            .env("INGEST_WORKERS", "2")
+            .env("INGEST_LOG", "warn");
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    /// (Re)starts the process and waits for its "listening on" line.
+    pub fn spawn(&mut self) {
+        let mut child = self
+            .command(&["serve"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start traceingest");
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let line = lines
+            .next()
+            .expect("server exited before listening")
+            .expect("read server stdout");
+        let url = line
+            .strip_prefix("traceingest listening on http://")
+            .unwrap_or_else(|| panic!("unexpected first line: {line}"));
+        self.addr = url.parse().unwrap();
+        // Keep draining stdout so the server never blocks on it.
+        std::thread::spawn(move || for _ in lines {});
+        self.child = Some(child);
+    }
+
+    /// Runs a management command of the same binary against this server's database.
+    pub fn cli(&self, args: &[&str]) -> std::process::Output {
+        self.command(args).output().expect("run traceingest")
+    }
+
+    /// Creates a key for `org` and returns it.
+    pub fn create_key(&self, org: &str) -> String {
+        let out = self.cli(&["keys", "create", "--org", org]);
+        assert!(
+            out.status.success(),
+            "keys create failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(
+            lines.len(),
+            1,
+            "the key must be alone on stdout: {stdout:?}"
+        );
+        lines[0].to_string()
+    }
+
+    /// Creates a key and waits until the server accepts it (key refresh is periodic).
+    pub fn ready_key(&self, org: &str) -> String {
+        let key = self.create_key(org);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let r = self.post_ingest(&key, br#"{}"#);
+            if r.status != 401 {
+                return key;
+            }
+            assert!(Instant::now() < deadline, "key never became active");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn connect(&self) -> Client {
+        Client::connect(self.addr)
+    }
+
+    /// One request on a new connection.
+    pub fn post_ingest(&self, key: &str, body: &[u8]) -> Response {
+        let mut c = self.connect();
+        c.send(&ingest_request(key, body));
+        c.read_response()
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().unwrap().id() as i32
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on the pid of our own child process.
+        unsafe {
+            libc::kill(self.pid(), sig);
+        }
+    }
+
+    /// Waits for the process to exit and returns its exit code.
+    pub fn wait_exit(&mut self, within: Duration) -> i32 {
+        let deadline = Instant::now() + within;
+        let child = self.child.as_mut().unwrap();
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                self.child = None;
+                return status.code().unwrap_or(-1);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "server did not exit in {within:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Rows of `spans` (deduplicated with FINAL) for a query suffix like `WHERE ...`.
+    pub fn rows(&self, columns: &str, rest: &str) -> Vec<Value> {
+        ch_json(&format!(
+            "SELECT {columns} FROM {}.spans FINAL {rest} FORMAT JSONEachRow",
+            self.database
+        ))
+    }
+
+    /// Rows after deduplication (`FINAL`).
+    pub fn count(&self) -> u64 {
+        self.count_query("FINAL")
+    }
+
+    /// Rows as stored, duplicates included.
+    pub fn raw_count(&self) -> u64 {
+        self.count_query("")
+    }
+
+    fn count_query(&self, modifier: &str) -> u64 {
+        let v = ch_json(&format!(
+            "SELECT count() AS n FROM {}.spans {modifier} FORMAT JSONEachRow",
+            self.database
+        ));
+        v[0]["n"]
+            .as_str()
+            .map(|s| s.parse().unwrap())
+            .or(v[0]["n"].as_u64())
+            .unwrap()
+    }
+
+    /// Waits until `spans` holds `n` rows (flushes are periodic).
+    pub fn wait_rows(&self, n: u64) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let have = self.count();
+            if have == n {
+                return;
+            }
+            assert!(have < n, "more rows than expected: {have} > {n}");
+            assert!(Instant::now() < deadline, "only {have} of {n} rows arrived");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+pub use libc::SIGTERM;
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        ch_exec(&format!("DROP DATABASE IF EXISTS {}", self.database));
+    }
+}
+
+/// A raw HTTP/1.1 request to `/ingest`.
+pub fn ingest_request(key: &str, body: &[u8]) -> Vec<u8> {
+    let mut r = format!(
+        "POST /ingest HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nAuthorization: Bearer {key}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    r.extend_from_slice(body);
+    r
+}
+
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "body is not JSON ({e}): {:?}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+    pub fn code(&self) -> String {
+        self.json()["code"].as_str().unwrap_or("").to_string()
+    }
+}
+
+/// A raw TCP client that reads HTTP/1.1 responses with Content-Length.
+pub struct Client {
+    pub stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Client {
+    pub fn connect(addr: SocketAddr) -> Client {
+        Client::from_stream(TcpStream::connect(addr).expect("connect"))
+    }
+
+    pub fn from_stream(stream: TcpStream) -> Client {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        Client {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    pub fn send(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).expect("send");
+    }
+
+    /// Sends, reporting whether the server still took the bytes.
+    pub fn try_send(&mut self, bytes: &[u8]) -> bool {
+        self.stream.write_all(bytes).is_ok()
+    }
+
+    /// Reads one response; panics if the connection closes first.
+    pub fn read_response(&mut self) -> Response {
+        self.try_read_response()
+            .expect("connection closed before a response")
+    }
+
+    pub fn try_read_response(&mut self) -> Option<Response> {
+        loop {
+            if let Some(end) = find(&self.buf, b"\r\n\r\n") {
+                let head = String::from_utf8(self.buf[..end].to_vec()).unwrap();
+                let mut lines = head.split("\r\n");
+                let status_line = lines.next().unwrap();
+                let status: u16 = status_line.split(' ').nth(1).unwrap().parse().unwrap();
+                let headers: Vec<(String, String)> = lines
+                    .map(|l| {
+                        let (k, v) = l.split_once(':').unwrap();
+                        (k.trim().to_string(), v.trim().to_string())
+                    })
+                    .collect();
+                let len: usize = headers
+                    .iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+                    .map_or(0, |(_, v)| v.parse().unwrap());
+                if status == 100 {
+                    self.buf.drain(..end + 4);
+                    continue;
+                }
+                while self.buf.len() < end + 4 + len {
+                    if !self.fill() {
+                        return None;
+                    }
+                }
+                let body = self.buf[end + 4..end + 4 + len].to_vec();
+                self.buf.drain(..end + 4 + len);
+                return Some(Response {
+                    status,
+                    headers,
+                    body,
+                });
+            }
+            if !self.fill() {
+                return None;
+            }
+        }
+    }
+
+    fn fill(&mut self) -> bool {
+        let mut chunk = [0u8; 65536];
+        match self.stream.read(&mut chunk) {
+            Ok(0) | Err(_) => false,
+            Ok(n) => {
+                self.buf.extend_from_slice(&chunk[..n]);
+                true
+            }
+        }
+    }
+
+    /// True when the server closed the connection (EOF) with nothing more to read.
+    pub fn is_closed(&mut self) -> bool {
+        self.buf.is_empty() && !self.fill()
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Runs a statement through ClickHouse's HTTP interface; panics on failure.
+pub fn ch_exec(sql: &str) -> String {
+    let mut s = TcpStream::connect(CH_HTTP)
+        .expect("ClickHouse HTTP on 127.0.0.1:8123 (run .ci/run or scripts/clickhouse.sh)");
+    let req = format!(
+        "POST / HTTP/1.0\r\nHost: ch\r\nContent-Length: {}\r\n\r\n{sql}",
+        sql.len()
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    assert!(
+        head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
+        "ClickHouse refused {sql:?}: {body}"
+    );
+    body.to_string()
+}
+
+/// Runs a `FORMAT JSONEachRow` query and parses each line.
+pub fn ch_json(sql: &str) -> Vec<Value> {
+    ch_exec(sql)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A valid batch of `traces` traces with `spans` llm spans each; ids are unique per `tag`.
+pub fn batch(tag: &str, traces: usize, spans: usize) -> Vec<u8> {
+    let traces: Vec<Value> = (0..traces)
+        .map(|t| {
+            let spans: Vec<Value> = (0..spans)
+                .map(|s| {
+                    serde_json::json!({
+                        "spanId": format!("{tag}-s{t}-{s}"),
+                        "spanType": "llm",
+                        "name": "chat",
+                        "startTime": 1_700_000_000_000u64 + s as u64,
+                        "endTime": 1_700_000_000_500u64 + s as u64,
+                        "provider": "openai.chat",
+                        "modelId": "gpt-4o",
+                        "usage": {"inputTokens": 1000, "outputTokens": 200}
+                    })
+                })
+                .collect();
+            serde_json::json!({"traceId": format!("{tag}-t{t}"), "traceName": "run", "spans": spans})
+        })
+        .collect();
+    serde_json::to_vec(&serde_json::json!({"version": "v1", "traces": traces})).unwrap()
+}
