@@ -79,9 +79,22 @@ pub struct ServeArgs {
     /// Flush as soon as this many rows are waiting.
     #[arg(long, env = "INGEST_FLUSH_MAX_ROWS", default_value_t = 100_000)]
     pub flush_max_rows: usize,
-    /// Rows the write buffer may hold before `/ingest` answers 503.
+    /// Rows the write buffer may hold in memory before `/ingest` answers 503.
     #[arg(long, env = "INGEST_BUFFER_MAX_ROWS", default_value_t = 1_000_000)]
     pub buffer_max_rows: u64,
+    /// Heap bytes the write buffer may hold in memory; past three quarters, batches go to the
+    /// spool on disk.
+    #[arg(long, env = "INGEST_BUFFER_MAX_BYTES", default_value_t = 256 * 1024 * 1024)]
+    pub buffer_max_bytes: u64,
+    /// Bytes the spool on disk may hold; with memory and spool full, `/ingest` answers 503.
+    #[arg(long, env = "INGEST_SPOOL_MAX_BYTES", default_value_t = 1024 * 1024 * 1024)]
+    pub spool_max_bytes: u64,
+    /// Directory for the spool (and write-ahead log) and the dead-letter file.
+    #[arg(long, env = "INGEST_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+    /// `buffer`: 202 once in memory; `wal`: 202 once on disk (fsync).
+    #[arg(long, env = "INGEST_DURABILITY", default_value = "buffer")]
+    pub durability: String,
     /// How long a stop may take to finish requests and flush (milliseconds).
     #[arg(long, env = "INGEST_SHUTDOWN_TIMEOUT_MS", default_value_t = 10_000)]
     pub shutdown_timeout_ms: u64,
@@ -114,6 +127,17 @@ pub struct ServeArgs {
     pub store: StoreArgs,
 }
 
+/// When `/ingest` answers `202` (`INGEST_DURABILITY`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Once the rows are in the memory buffer: a crash loses what was not yet flushed or
+    /// spooled.
+    Buffer,
+    /// Once the rows are in the write-ahead log on disk (fsynced): a crash loses nothing
+    /// answered `202`.
+    Wal,
+}
+
 /// The checked configuration of a running server.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -123,6 +147,10 @@ pub struct Config {
     pub flush_interval: Duration,
     pub flush_max_rows: usize,
     pub buffer_max_rows: u64,
+    pub buffer_max_bytes: u64,
+    pub spool_max_bytes: u64,
+    pub data_dir: PathBuf,
+    pub durability: Durability,
     pub shutdown_timeout: Duration,
     pub key_prefix: String,
     pub key_refresh: Duration,
@@ -174,6 +202,37 @@ impl ServeArgs {
                 self.buffer_max_rows, self.flush_max_rows
             ));
         }
+        const MIN_BYTES: u64 = 64 * 1024;
+        if self.buffer_max_bytes < MIN_BYTES {
+            return Err(format!(
+                "INGEST_BUFFER_MAX_BYTES must be at least {MIN_BYTES} (64 KiB), got {}",
+                self.buffer_max_bytes
+            ));
+        }
+        if self.spool_max_bytes < MIN_BYTES {
+            return Err(format!(
+                "INGEST_SPOOL_MAX_BYTES must be at least {MIN_BYTES} (64 KiB), got {}",
+                self.spool_max_bytes
+            ));
+        }
+        if self.data_dir.as_os_str().is_empty() {
+            return Err("INGEST_DATA_DIR must name a directory (it is created if missing)".into());
+        }
+        if self.data_dir.exists() && !self.data_dir.is_dir() {
+            return Err(format!(
+                "INGEST_DATA_DIR {} exists and is not a directory",
+                self.data_dir.display()
+            ));
+        }
+        let durability = match self.durability.as_str() {
+            "buffer" => Durability::Buffer,
+            "wal" => Durability::Wal,
+            other => {
+                return Err(format!(
+                    "INGEST_DURABILITY must be \"buffer\" (202 once in memory) or \"wal\" (202 once fsynced to disk), got {other:?}"
+                ))
+            }
+        };
         if self.key_prefix.is_empty()
             || self.key_prefix.len() > 16
             || !self
@@ -223,6 +282,10 @@ impl ServeArgs {
             flush_interval: Duration::from_millis(self.flush_interval_ms),
             flush_max_rows: self.flush_max_rows,
             buffer_max_rows: self.buffer_max_rows,
+            buffer_max_bytes: self.buffer_max_bytes,
+            spool_max_bytes: self.spool_max_bytes,
+            data_dir: self.data_dir.clone(),
+            durability,
             shutdown_timeout: Duration::from_millis(self.shutdown_timeout_ms),
             key_prefix: self.key_prefix.clone(),
             key_refresh: Duration::from_millis(self.key_refresh_ms),
@@ -234,5 +297,80 @@ impl ServeArgs {
             clickhouse_url: self.store.clickhouse_url.clone(),
             clickhouse_database: self.store.clickhouse_database.clone(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn resolve(args: &[&str]) -> Result<Config, String> {
+        let mut argv = vec!["traceingest"];
+        argv.extend_from_slice(args);
+        Cli::try_parse_from(argv)
+            .map_err(|e| e.to_string())?
+            .serve
+            .resolve()
+    }
+
+    /// The durability settings: defaults, good values, and the message each bad value gets.
+    #[test]
+    fn durability_settings() {
+        let c = resolve(&[]).unwrap();
+        assert_eq!(c.durability, Durability::Buffer);
+        assert_eq!(c.data_dir, PathBuf::from("data"));
+        assert_eq!(c.buffer_max_bytes, 256 << 20);
+        assert_eq!(c.spool_max_bytes, 1 << 30);
+        let c = resolve(&[
+            "--durability",
+            "wal",
+            "--data-dir",
+            "/tmp/x",
+            "--buffer-max-bytes",
+            "65536",
+            "--spool-max-bytes",
+            "65536",
+        ])
+        .unwrap();
+        assert_eq!(
+            (
+                c.durability,
+                c.data_dir,
+                c.buffer_max_bytes,
+                c.spool_max_bytes
+            ),
+            (Durability::Wal, PathBuf::from("/tmp/x"), 65536, 65536)
+        );
+        // (arguments, words the error must contain)
+        let file = std::env::temp_dir().join(format!("ti-config-{}", std::process::id()));
+        std::fs::write(&file, b"").unwrap();
+        let file_arg = file.display().to_string();
+        let cases: [(&[&str], &str); 4] = [
+            (
+                &["--durability", "fsync"],
+                "INGEST_DURABILITY must be \"buffer\"",
+            ),
+            (
+                &["--buffer-max-bytes", "1000"],
+                "INGEST_BUFFER_MAX_BYTES must be at least",
+            ),
+            (
+                &["--spool-max-bytes", "0"],
+                "INGEST_SPOOL_MAX_BYTES must be at least",
+            ),
+            (&["--data-dir", &file_arg], "is not a directory"),
+        ];
+        for (args, want) in cases {
+            let e = resolve(args).unwrap_err();
+            assert!(e.contains(want), "{args:?}: {e}");
+        }
+        let _ = std::fs::remove_file(&file);
     }
 }

@@ -9,10 +9,13 @@
 //! - `http`: request framing (`request`) and the one outcome -> answer mapping (`response`).
 //! - `auth`: API key format, SHA-256, the in-memory `KeyStore`.
 //! - `ingest`: decode the body in place (`decode`), the schema (`validate`), the borrowed
-//!   batch types (`wire`), priced rows (`rows`); `Pipeline` strings them together.
+//!   batch types (`wire`), priced rows (`rows`), the hand-off to storage (`handoff`);
+//!   `Pipeline` strings them together.
 //! - `pricing`: price table, model matching, exact money; pure, no I/O.
 //! - `row`: the owned `RowBatch` a worker hands to the flush thread.
-//! - `sink`: the flush thread (`flush`) and the only ClickHouse code (`clickhouse`).
+//! - `sink`: the flush thread (`flush`), the spool on disk (`spool`, `segment`, `codec`), the
+//!   write-ahead thread (`wal`), the dead-letter file (`deadletter`) and the only ClickHouse
+//!   code (`clickhouse`).
 //! - `control`: the background thread that refreshes keys and reloads prices.
 //! - `metrics`: counters rendered for `/metrics`.
 //! - `cli`: `keys`, `migrate`, `price` commands.

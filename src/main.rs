@@ -1,7 +1,8 @@
 //! Start-up only: parse the command line, then run `serve` or one of the management commands.
 //!
-//! `serve`: config -> price table -> ClickHouse schema and keys -> flush thread -> control thread
-//! -> workers -> wait for a signal -> drain -> flush -> exit.
+//! `serve`: config -> price table -> data directory (lock, spool recovery) -> ClickHouse schema
+//! and keys -> flush thread (and write-ahead thread) -> control thread -> workers -> wait for a
+//! signal -> drain -> flush or spool -> exit.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -14,12 +15,17 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use traceingest::auth::KeyStore;
 use traceingest::cli::keys::KeysCommand;
 use traceingest::cli::price::PriceArgs;
+use traceingest::config::Durability;
 use traceingest::config::{ServeArgs, StoreArgs};
+use traceingest::ingest::handoff::Handoff;
 use traceingest::metrics::Metrics;
 use traceingest::pricing::SharedPrices;
 use traceingest::server::{runtime, Shared};
 use traceingest::sink::clickhouse::Store;
-use traceingest::sink::flush::{self, FlushConfig};
+use traceingest::sink::flush::{self, FlushConfig, FlushStats, Input};
+use traceingest::sink::segment::Writer;
+use traceingest::sink::spool::{self, Spool, SpoolConfig};
+use traceingest::sink::wal;
 use traceingest::{cli, control};
 
 #[derive(Debug, Parser)]
@@ -123,6 +129,15 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
 
+    // The data directory first: a second server on it, or a disk problem, stops start-up
+    // before anything is accepted; what a previous run spooled is found here.
+    let _data_lock = spool::lock_data_dir(&config.data_dir)
+        .with_context(|| format!("cannot use INGEST_DATA_DIR {}", config.data_dir.display()))?;
+    let flush_stats = Arc::new(FlushStats::default());
+    let spool_config = SpoolConfig::new(config.data_dir.join("spool"), config.spool_max_bytes);
+    let mut spool = Spool::open(spool_config.clone(), flush_stats.clone())
+        .with_context(|| format!("cannot open the spool in {}", spool_config.dir.display()))?;
+
     let store = Store::new(&config.clickhouse_url, &config.clickhouse_database)?;
     let keys = KeyStore::new(&config.key_prefix);
     block_on(async {
@@ -134,14 +149,36 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         Ok(())
     })?;
 
-    let (sender, receiver) = crossbeam_channel::unbounded();
     let buffered_rows = Arc::new(AtomicU64::new(0));
     let mut flush_config = FlushConfig::new(&config.clickhouse_url, &config.clickhouse_database);
     flush_config.interval = config.flush_interval;
     flush_config.max_rows = config.flush_max_rows;
     flush_config.shutdown_timeout = config.shutdown_timeout;
-    let flush_stats = flush_config.stats.clone();
-    let flusher = flush::spawn(flush_config, receiver, buffered_rows.clone())
+    flush_config.buffer_max_rows = config.buffer_max_rows;
+    flush_config.buffer_max_bytes = config.buffer_max_bytes;
+    flush_config.dead_letter_dir = config.data_dir.join("deadletter");
+    flush_config.stats = flush_stats.clone();
+    // buffer: workers -> flush thread. wal: workers -> write-ahead thread -> flush thread.
+    let (sender, input, wal) = match config.durability {
+        Durability::Buffer => {
+            let (tx, rx) = crossbeam_channel::unbounded();
+            (Handoff::Buffer(tx), Input::Buffer(rx), None)
+        }
+        Durability::Wal => {
+            let writer = Writer::create(&spool_config.dir, spool.take_next_id())
+                .context("cannot create a write-ahead segment")?;
+            flush_stats
+                .spool_bytes
+                .fetch_add(writer.len(), Ordering::Relaxed);
+            flush_stats.spool_segments.fetch_add(1, Ordering::Relaxed);
+            let (tx, rx) = crossbeam_channel::unbounded();
+            let (logged_tx, logged_rx) = crossbeam_channel::unbounded();
+            let wal = wal::spawn(spool_config, writer, flush_stats.clone(), rx, logged_tx)
+                .context("cannot start the write-ahead thread")?;
+            (Handoff::Wal(tx), Input::Logged(logged_rx), Some(wal))
+        }
+    };
+    let flusher = flush::spawn(flush_config, input, spool, buffered_rows.clone())
         .context("cannot start the flush thread")?;
 
     let (listeners, addr) = runtime::bind(config.listen, config.workers)
@@ -193,18 +230,32 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     for w in workers {
         let _ = w.join();
     }
+    if let Some(wal) = wal {
+        wal.join()
+            .map_err(|_| anyhow::anyhow!("the write-ahead thread panicked"))?;
+    }
     let report = flusher
         .join()
         .map_err(|_| anyhow::anyhow!("the flush thread panicked"))?;
     stop_control.store(true, Ordering::Release);
     let _ = control.join();
-    if report.rows_unwritten > 0 || report.rows_rejected > 0 {
+    if report.rows_lost > 0 {
         anyhow::bail!(
-            "{} accepted rows could not be written to ClickHouse before the deadline and {} were refused by it",
-            report.rows_unwritten,
-            report.rows_rejected
+            "{} accepted rows could be kept neither in ClickHouse nor in the spool nor in the dead-letter file (see the errors above)",
+            report.rows_lost
         );
     }
-    tracing::info!(rows = report.rows_flushed, "all accepted rows written; bye");
+    if report.rows_rejected > 0 {
+        tracing::warn!(
+            rows = report.rows_rejected,
+            path = %config.data_dir.join("deadletter").display(),
+            "rows ClickHouse refused are in the dead-letter file"
+        );
+    }
+    tracing::info!(
+        rows = report.rows_flushed,
+        spooled = report.rows_spooled,
+        "every accepted row is written or spooled; bye"
+    );
     Ok(())
 }

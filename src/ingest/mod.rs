@@ -1,23 +1,22 @@
 //! The `/ingest` pipeline: body bytes -> decoded, validated batch -> priced rows -> write buffer.
 //!
 //! Everything here is synchronous and does no I/O: a worker calls `Pipeline::ingest` with the
-//! body buffer its connection owns and gets back either the number of spans accepted or the
-//! refusal to answer with.
+//! body buffer its connection owns and gets back either the rows handed over (`Handed`, to
+//! await in write-ahead mode) or the refusal to answer with.
 
 pub mod decode;
+pub mod handoff;
 pub mod issue;
 pub mod rows;
 pub mod validate;
 pub mod wire;
 
-use std::sync::atomic::Ordering;
-
 use bumpalo::Bump;
-use crossbeam_channel::Sender;
 
 use crate::auth::Principal;
 use crate::http::response::Refusal;
 use crate::ingest::decode::{DecodeError, Decoder};
+use crate::ingest::handoff::{Handed, Handoff};
 use crate::pricing::Pricer;
 use crate::row::RowBatch;
 use crate::server::Shared;
@@ -29,48 +28,34 @@ pub struct Pipeline {
     arena: Bump,
     /// The worker's model-match cache.
     pricer: Pricer,
-    /// This worker's end of the hand-off to the flush thread; dropping the last one tells the
-    /// flusher that intake is over.
-    sender: Sender<RowBatch>,
+    /// This worker's end of the hand-off to the flush (or write-ahead) thread; dropping the
+    /// last one tells the storage side that intake is over.
+    handoff: Handoff,
 }
 
 impl Pipeline {
-    pub fn new(sender: Sender<RowBatch>) -> Pipeline {
+    pub fn new(handoff: Handoff) -> Pipeline {
         Pipeline {
             decoder: Decoder::new(),
             arena: Bump::with_capacity(1 << 20),
             pricer: Pricer::new(),
-            sender,
+            handoff,
         }
     }
 
     /// Checks 4 to 8 of the contract's order (the caller did size, drain and key) and hands
-    /// the rows to the flush thread. Returns the number of spans accepted.
+    /// the rows over. The caller answers `202` with the spans `Handed::settle` returns (at
+    /// once in `buffer` mode, after the fsync in `wal` mode).
     pub fn ingest(
         &mut self,
         shared: &Shared,
         principal: &Principal,
         body: &mut [u8],
         now_ms: u64,
-    ) -> Result<usize, Refusal> {
+    ) -> Result<Handed, Refusal> {
         let rows = self.decode_and_build(shared, principal, body, now_ms)?;
-        let n = rows.len() as u64;
-        // Reserve room in the write buffer; refuse rather than grow without bound.
-        let before = shared.buffered_rows.fetch_add(n, Ordering::AcqRel);
-        if before + n > shared.buffer_max_rows {
-            shared.buffered_rows.fetch_sub(n, Ordering::AcqRel);
-            return Err(Refusal::new(
-                503,
-                "buffer_full",
-                "the write buffer is full; retry shortly",
-            )
-            .retry_after(1));
-        }
-        if self.sender.send(rows).is_err() {
-            shared.buffered_rows.fetch_sub(n, Ordering::AcqRel);
-            return Err(Refusal::new(503, "draining", "the server is shutting down").closing());
-        }
-        Ok(n as usize)
+        // Reserves room in the write buffer; refuses rather than grow without bound.
+        self.handoff.send(shared, rows)
     }
 
     /// Decodes, validates and prices a body into rows without handing them over.

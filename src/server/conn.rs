@@ -264,6 +264,11 @@ impl Conn {
             pipeline.ingest(shared, &principal, bytes, now_ms)
         };
         self.consume(head.len + body.raw);
+        // In write-ahead mode this waits (without blocking the worker) for the fsync.
+        let result = match result {
+            Ok(handed) => handed.settle(shared).await,
+            Err(r) => Err(r),
+        };
         let outcome = match result {
             Ok(spans) => {
                 shared
@@ -469,6 +474,12 @@ fn health(shared: &Shared) -> Outcome {
 fn ready(shared: &Shared) -> Outcome {
     if shared.is_draining() {
         Outcome::Refused(Refusal::new(503, "not_ready", "draining for shutdown"))
+    } else if shared.is_buffer_full() {
+        Outcome::Refused(Refusal::new(
+            503,
+            "buffer_full",
+            "memory buffer and spool are full; batches are refused until ClickHouse takes rows",
+        ))
     } else {
         Outcome::Ok {
             content_type: "application/json",

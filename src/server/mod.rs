@@ -20,9 +20,11 @@ pub struct Shared {
     pub prices: Arc<SharedPrices>,
     /// Set once by the signal handler: from then on `/ingest` answers 503.
     pub draining: AtomicBool,
-    /// Rows handed to the flush thread and not yet written (workers add, the flusher subtracts).
+    /// Rows accepted and held in memory (workers add, the flush thread subtracts once they are
+    /// written, dead-lettered or moved to the spool).
     pub buffered_rows: Arc<AtomicU64>,
-    /// `buffered_rows` may not pass this.
+    /// `buffered_rows` may not pass this (`INGEST_BUFFER_MAX_ROWS`); the heap bytes of the
+    /// batches in memory (`flush_stats.buffered_bytes`) may not pass `config.buffer_max_bytes`.
     pub buffer_max_rows: u64,
     pub flush_stats: Arc<FlushStats>,
     pub metrics: Metrics,
@@ -33,7 +35,14 @@ impl Shared {
         self.draining.load(Ordering::Acquire)
     }
 
+    /// Rows accepted and not yet written: in memory and in the spool.
     pub fn buffered(&self) -> u64 {
         self.buffered_rows.load(Ordering::Relaxed)
+            + self.flush_stats.spool_rows.load(Ordering::Relaxed)
+    }
+
+    /// Memory and spool are both full: `/ingest` refuses batches and `/ready` is false.
+    pub fn is_buffer_full(&self) -> bool {
+        self.flush_stats.full.load(Ordering::Relaxed)
     }
 }

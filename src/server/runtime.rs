@@ -13,12 +13,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::Sender;
 use monoio::net::TcpListener;
 use socket2::{Domain, Protocol, Socket, Type};
 
+use crate::ingest::handoff::Handoff;
 use crate::ingest::Pipeline;
-use crate::row::RowBatch;
 use crate::server::conn::{self, Worker};
 use crate::server::Shared;
 
@@ -65,11 +64,11 @@ impl Driver {
     }
 }
 
-/// Starts one worker thread per listener. Each gets its own `Sender` to the flush thread.
+/// Starts one worker thread per listener. Each gets its own `Handoff` to the storage side.
 pub fn spawn_workers(
     listeners: Vec<StdListener>,
     shared: Arc<Shared>,
-    sender: Sender<RowBatch>,
+    sender: Handoff,
 ) -> io::Result<Vec<JoinHandle<()>>> {
     let driver = Driver::detect(shared.config.force_legacy_driver);
     tracing::info!(?driver, workers = listeners.len(), "starting workers");
@@ -106,7 +105,7 @@ pub fn spawn_workers(
     Ok(handles)
 }
 
-async fn worker_main(listener: StdListener, shared: Arc<Shared>, sender: Sender<RowBatch>) {
+async fn worker_main(listener: StdListener, shared: Arc<Shared>, sender: Handoff) {
     let listener = match TcpListener::from_std(listener) {
         Ok(l) => l,
         Err(e) => {

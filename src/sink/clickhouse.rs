@@ -153,6 +153,54 @@ macro_rules! push_value {
     }};
 }
 
+/// One value of a row as JSON, for the dead-letter file: strings as strings, money as an exact
+/// decimal string, times as epoch seconds, absent values as `null`.
+macro_rules! json_value {
+    (Text, $b:expr, $v:expr) => {
+        serde_json::Value::from($b.str($v))
+    };
+    (Label, $b:expr, $v:expr) => {
+        serde_json::Value::from($v)
+    };
+    (U64, $b:expr, $v:expr) => {
+        serde_json::Value::from($v)
+    };
+    (OptU64, $b:expr, $v:expr) => {
+        serde_json::Value::from($v)
+    };
+    (OptF64, $b:expr, $v:expr) => {
+        serde_json::Value::from($v)
+    };
+    (Money, $b:expr, $v:expr) => {
+        serde_json::Value::from($v.map(crate::pricing::format_money))
+    };
+    (Time, $b:expr, $v:expr) => {
+        serde_json::Value::from($v)
+    };
+    (OptTime, $b:expr, $v:expr) => {
+        serde_json::Value::from($v)
+    };
+    (Ints, $b:expr, $v:expr) => {
+        serde_json::Value::from($b.ints($v).to_vec())
+    };
+    (MetaKeys, $b:expr, $v:expr) => {
+        serde_json::Value::from(
+            $b.meta($v)
+                .iter()
+                .map(|&(k, _)| $b.str(k))
+                .collect::<Vec<&str>>(),
+        )
+    };
+    (MetaValues, $b:expr, $v:expr) => {
+        serde_json::Value::from(
+            $b.meta($v)
+                .iter()
+                .map(|&(_, v)| $b.str(v))
+                .collect::<Vec<&str>>(),
+        )
+    };
+}
+
 /// Declares the `spans` columns in table order as `name: Kind(row.field.path)`.
 macro_rules! spans_columns {
     ($($name:ident: $kind:ident($($field:ident).+)),* $(,)?) => {
@@ -184,6 +232,14 @@ macro_rules! spans_columns {
             fn into_block(self) -> Block {
                 Block::new()$(.column(stringify!($name), self.$name))*
             }
+        }
+
+        /// A row as a JSON object with one key per `spans` column: what the
+        /// dead-letter file keeps of a row ClickHouse refused.
+        pub fn row_json(b: &RowBatch, r: &Row) -> serde_json::Map<String, serde_json::Value> {
+            let mut m = serde_json::Map::with_capacity(SPANS_COLUMNS.len());
+            $(m.insert(stringify!($name).to_string(), json_value!($kind, b, r.$($field).+));)*
+            m
         }
     };
 }
@@ -313,6 +369,10 @@ pub enum Retry {
     Split,
     /// Refused whatever the rows (schema mismatch, client-side error): retrying cannot succeed.
     Never,
+    /// The server refused with a code this build does not know: retried like `Later`, but only
+    /// a few times on the same rows (the flush thread's cap), then split like `Split`, so an
+    /// unknown data error ends in the dead-letter file instead of being retried forever.
+    Unknown,
 }
 
 /// A failed span insert, classified from the ClickHouse server error code when there is one.
@@ -399,9 +459,10 @@ fn server_code(err: &ChError) -> Option<u32> {
 
 /// Decides what to do after a failed insert.
 ///
-/// Errors that are nobody's rows' fault keep the rows (the buffer fills up and ingest answers
-/// `503`, which is visible and loses nothing); only errors that name the data split the insert;
-/// only errors that no retry can cure give up. An unknown server code counts as transient.
+/// Errors that are nobody's rows' fault keep the rows (they wait in memory, then in the spool,
+/// and past both ingest answers `503`, which is visible and loses nothing); only errors that name
+/// the data split the insert; only errors that no retry can cure give up (to the dead-letter
+/// file). An unknown server code is `Unknown`: retried a few times, then split.
 fn classify(err: &ChError) -> (Retry, Option<u32>) {
     let e = match err {
         // Network, protocol desync, timeouts: a fresh connection may well succeed.
@@ -449,10 +510,34 @@ fn classify(err: &ChError) -> (Retry, Option<u32>) {
         | codes::SYNTAX_ERROR
         | codes::DUPLICATE_COLUMN
         | ILLEGAL_TYPE_OF_ARGUMENT => Retry::Never,
-        // TIMEOUT_EXCEEDED, MEMORY_LIMIT_EXCEEDED, TOO_MANY_PARTS, NETWORK_ERROR, SOCKET_TIMEOUT,
-        // TOO_MANY_SIMULTANEOUS_QUERIES, TABLE_IS_READ_ONLY, NOT_ENOUGH_SPACE, authentication,
-        // keeper/replica trouble and anything unknown.
-        _ => Retry::Later,
+        // The server is busy, short of something, or unreachable behind it: nobody's rows'
+        // fault, so these are retried for as long as it takes (the rows wait in the spool).
+        codes::TIMEOUT_EXCEEDED
+        | codes::TOO_SLOW
+        | codes::READONLY
+        | codes::CANNOT_ALLOCATE_MEMORY
+        | codes::UNKNOWN_USER
+        | codes::WRONG_PASSWORD
+        | codes::REQUIRED_PASSWORD
+        | codes::TOO_MANY_SIMULTANEOUS_QUERIES
+        | codes::NO_FREE_CONNECTION
+        | codes::SOCKET_TIMEOUT
+        | codes::NETWORK_ERROR
+        | codes::TABLE_IS_DROPPED
+        | codes::ABORTED
+        | codes::MEMORY_LIMIT_EXCEEDED
+        | codes::TABLE_IS_READ_ONLY
+        | codes::NOT_ENOUGH_SPACE
+        | codes::TOO_MANY_PARTS
+        | codes::ALL_CONNECTION_TRIES_FAILED
+        | codes::REPLICA_IS_NOT_IN_QUORUM
+        | codes::ALL_REPLICAS_ARE_STALE
+        | codes::QUERY_WAS_CANCELLED
+        | codes::ALL_REPLICAS_LOST
+        | codes::KEEPER_EXCEPTION
+        | AUTHENTICATION_FAILED => Retry::Later,
+        // Anything else: maybe transient, maybe the data; retried a few times, then split.
+        _ => Retry::Unknown,
     };
     (retry, Some(e.code))
 }
@@ -461,6 +546,7 @@ fn classify(err: &ChError) -> (Retry, Option<u32>) {
 const ILLEGAL_TYPE_OF_ARGUMENT: u32 = 43;
 const FUNCTION_THROW_IF_VALUE_IS_NON_ZERO: u32 = 395;
 const VIOLATED_CONSTRAINT: u32 = 469;
+const AUTHENTICATION_FAILED: u32 = 516;
 
 // ---------------------------------------------------------------------------------------------
 // Store
@@ -1203,7 +1289,9 @@ mod tests {
             (server(53, "Type mismatch"), Retry::Never),
             (server(395, "throwIf"), Retry::Split),
             (server(117, "Incorrect data"), Retry::Split),
-            (server(100_000, "unknown"), Retry::Later),
+            (server(100_000, "unknown"), Retry::Unknown),
+            (server(210, "Network error"), Retry::Later),
+            (server(516, "Authentication failed"), Retry::Later),
             (ChError::Other("x".into()), Retry::Never),
         ];
         for (err, expected) in cases {

@@ -1,35 +1,62 @@
-//! The flush thread: buffers the `RowBatch`es workers send and writes them to ClickHouse in batched inserts.
+//! The flush thread: buffers accepted batches in bounded memory, spools the excess to disk, and writes them to ClickHouse in batched inserts.
 //!
-//! One named thread (`flush`) with its own current-thread tokio runtime. The thread blocks on the
-//! crossbeam channel with a deadline (`recv_deadline`), never inside the runtime, and enters the
-//! runtime only for the duration of one insert (`block_on`). So:
+//! One named thread (`flush`) with its own current-thread tokio runtime. Batches arrive on a
+//! crossbeam channel, from the workers (`buffer` mode) or from the write-ahead thread (`wal`
+//! mode, already on disk). The thread blocks on the channel with a deadline (`recv_deadline`)
+//! between inserts, and while an insert or migration runs it keeps taking batches off the
+//! channel every `INTAKE_POLL` (`drive`), so a slow ClickHouse never stalls intake. So:
 //!
 //! - an insert starts when `max_rows` rows are waiting or `interval` has passed since the oldest
 //!   waiting row arrived, whichever comes first; every flush writes everything waiting, in
 //!   inserts of at most `max_rows` rows (a batch is never cut in normal operation);
-//! - while a failed insert waits for its retry (capped exponential backoff with jitter), the
-//!   thread keeps receiving, so accepted rows pile up here rather than in the workers; workers
-//!   bound the total with `buffered_rows`, which this thread decrements once rows are written
-//!   or given up;
-//! - a refused insert is bisected until the rows ClickHouse refuses are isolated; those are
-//!   logged with their (org, trace, span) ids at error level and counted. Nothing is dropped
-//!   silently. (A later issue adds a dead-letter file for them; that is where they will go.)
-//! - when every sender is gone the thread writes what is left, retrying until
-//!   `shutdown_timeout`, then reports what it could not write.
+//! - memory is bounded: workers reserve each batch's rows and heap bytes against
+//!   `INGEST_BUFFER_MAX_ROWS`/`INGEST_BUFFER_MAX_BYTES` (`ingest::handoff`); past the bound
+//!   less room for the largest batch seen (`State::room`), this thread moves the newest batches
+//!   to the spool (`spool.rs`) until memory is under half of that, and while anything waits on
+//!   disk new batches go behind it. When ClickHouse
+//!   answers, the spool is read back oldest first. Whatever the outage, memory stays under the
+//!   bound and the spool under `INGEST_SPOOL_MAX_BYTES`; past both, ingest answers `503`;
+//! - a failed insert is classified from ClickHouse's error code (`clickhouse::Retry`):
+//!   transient errors keep the rows and retry with capped exponential backoff and jitter, for
+//!   as long as it takes; an unknown error is retried `max_unknown_attempts` times and a
+//!   missing table `MAX_MIGRATE_ATTEMPTS` times (migrating in between), then treated as a data
+//!   error: the insert is bisected until the refused rows are isolated, and those go to the
+//!   dead-letter file (`deadletter.rs`) with the error. Nothing is retried forever on the same
+//!   rows unless ClickHouse is unreachable or overloaded, and nothing is dropped silently;
+//! - a batch is *confirmed* (its spool record acked, then deleted) once all its rows are
+//!   inserted or dead-lettered;
+//! - when every sender is gone the thread inserts what memory holds while ClickHouse answers,
+//!   for at most half of `shutdown_timeout`, then spools the rest (exceeding the spool's bound
+//!   if it must: those rows were accepted) and fsyncs. Rows are lost only if the disk fails.
+//!
+//! Exactly once in the table: a replayed or retried row is byte for byte the row of the first
+//! attempt (its `ingested_at` was fixed when it was accepted), and `spans` is a
+//! `ReplacingMergeTree` keyed on (org, trace, start, span), so `SELECT ... FINAL` shows one row
+//! however often a crash made it be inserted.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
+use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 
 use super::clickhouse::{InsertError, Inserted, Retry, RowRun, Store, StoreError};
+use super::deadletter::DeadLetters;
+use super::spool::{Spool, SpoolError};
+use super::wal::Logged;
 use crate::row::RowBatch;
+
+/// While an insert runs, how often the thread takes new batches off the channel.
+const INTAKE_POLL: Duration = Duration::from_millis(5);
+/// Migrate-then-retry cycles on the same rows before they are treated as refused.
+const MAX_MIGRATE_ATTEMPTS: u32 = 3;
 
 /// Everything the flush thread needs, built once at start-up.
 #[derive(Clone)]
@@ -42,19 +69,28 @@ pub struct FlushConfig {
     pub interval: Duration,
     /// Rows waiting that trigger a flush at once, and the largest insert (`INGEST_FLUSH_MAX_ROWS`).
     pub max_rows: usize,
-    /// After the channel closes, how long to keep retrying before giving up on what is left.
+    /// After the channel closes, how long the thread may take: half inserting, then spooling.
     pub shutdown_timeout: Duration,
     /// First retry delay after a transient failure.
     pub retry_min: Duration,
     /// Cap of the exponential retry delay.
     pub retry_max: Duration,
+    /// Rows memory may hold (`INGEST_BUFFER_MAX_ROWS`); workers enforce it, this thread spools
+    /// before it is reached.
+    pub buffer_max_rows: u64,
+    /// Heap bytes memory may hold (`INGEST_BUFFER_MAX_BYTES`); same rule.
+    pub buffer_max_bytes: u64,
+    /// Insert attempts on the same rows refused with an unknown error code before splitting.
+    pub max_unknown_attempts: u32,
+    /// Where refused rows go (`INGEST_DATA_DIR/deadletter`).
+    pub dead_letter_dir: PathBuf,
     /// Counters for the metrics endpoint; the caller keeps a clone.
     pub stats: Arc<FlushStats>,
 }
 
 impl FlushConfig {
     /// The defaults of the contract: flush every second or at 10 000 rows, retry 100 ms .. 5 s,
-    /// 10 s to drain at shutdown.
+    /// 10 s to drain at shutdown, 256 MiB / 1 M rows of memory.
     pub fn new(url: impl Into<String>, database: impl Into<String>) -> FlushConfig {
         FlushConfig {
             url: url.into(),
@@ -64,6 +100,10 @@ impl FlushConfig {
             shutdown_timeout: Duration::from_secs(10),
             retry_min: Duration::from_millis(100),
             retry_max: Duration::from_secs(5),
+            buffer_max_rows: 1_000_000,
+            buffer_max_bytes: 256 << 20,
+            max_unknown_attempts: 8,
+            dead_letter_dir: PathBuf::from("data/deadletter"),
             stats: Arc::default(),
         }
     }
@@ -87,11 +127,15 @@ impl fmt::Debug for FlushConfig {
             .field("shutdown_timeout", &self.shutdown_timeout)
             .field("retry_min", &self.retry_min)
             .field("retry_max", &self.retry_max)
+            .field("buffer_max_rows", &self.buffer_max_rows)
+            .field("buffer_max_bytes", &self.buffer_max_bytes)
+            .field("dead_letter_dir", &self.dead_letter_dir)
             .finish_non_exhaustive()
     }
 }
 
-/// Counters a metrics endpoint reads while the thread runs.
+/// Counters and gauges a metrics endpoint reads while the thread runs. Plain atomics, so any
+/// renderer can read them.
 #[derive(Debug, Default)]
 pub struct FlushStats {
     /// Successful inserts.
@@ -99,83 +143,242 @@ pub struct FlushStats {
     pub rows_flushed: AtomicU64,
     /// Failed insert attempts (each retry counts).
     pub flush_errors: AtomicU64,
+    /// Inserts scheduled again after a failure (backoff waits).
+    pub retries: AtomicU64,
     /// Duration of the last successful insert, ms.
     pub last_flush_ms: AtomicU64,
     /// When the last successful insert finished, epoch ms (0 = never).
     pub last_flush_at_ms: AtomicU64,
-    /// Rows ClickHouse refused for good (logged with their ids).
+    /// Rows ClickHouse refused for good (written to the dead-letter file).
     pub rows_rejected: AtomicU64,
+    /// Rows that could be kept nowhere (dead-letter or spool write failed, or a spool record
+    /// no longer decodes); each is logged at error level.
+    pub rows_lost: AtomicU64,
+    /// Heap bytes of accepted batches held in memory (workers add, this thread subtracts).
+    pub buffered_bytes: AtomicU64,
+    /// The largest batch (heap bytes, rows) a worker has tried to hand over: this thread keeps
+    /// room for one more of it.
+    pub largest_batch_bytes: AtomicU64,
+    pub largest_batch_rows: AtomicU64,
+    /// Bytes of spool segment files on disk.
+    pub spool_bytes: AtomicU64,
+    /// Spool segment files on disk.
+    pub spool_segments: AtomicU64,
+    /// Rows waiting only on disk (not in memory).
+    pub spool_rows: AtomicU64,
+    /// Creation time (epoch ms) of the oldest segment holding unconfirmed rows; 0 = none.
+    pub spool_oldest_ms: AtomicU64,
+    /// Rows moved from memory to the spool.
+    pub rows_spooled: AtomicU64,
+    /// Rows read back from the spool.
+    pub rows_replayed: AtomicU64,
+    /// Spool records that could not be read back (torn or corrupt).
+    pub spool_bad_records: AtomicU64,
+    /// Write-ahead mode: batches made durable, and the fsyncs that did it (group commit makes
+    /// `wal_syncs` smaller under concurrency).
+    pub wal_batches: AtomicU64,
+    pub wal_syncs: AtomicU64,
+    /// Memory and spool are both full: new batches are refused (`/ready` is false). Set by
+    /// whoever appends to the spool when it is refused for lack of room; cleared when room
+    /// is made.
+    pub full: AtomicBool,
 }
 
 impl FlushStats {
     /// Appends the counters in Prometheus text format, with the rows still waiting.
     pub fn render(&self, out: &mut String, buffered_rows: u64) {
         use std::fmt::Write as _;
-        let load = |a: &AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let oldest = load(&self.spool_oldest_ms);
+        let oldest_age = if oldest == 0 {
+            0.0
+        } else {
+            now_ms().saturating_sub(oldest) as f64 / 1000.0
+        };
+        let c = "counter";
+        let g = "gauge";
         for (name, kind, help, v) in [
             (
                 "traceingest_flush_batches_total",
-                "counter",
+                c,
                 "Successful inserts into ClickHouse.",
-                load(&self.batches_flushed),
+                load(&self.batches_flushed) as f64,
             ),
             (
                 "traceingest_flush_rows_total",
-                "counter",
+                c,
                 "Rows written to ClickHouse.",
-                load(&self.rows_flushed),
+                load(&self.rows_flushed) as f64,
             ),
             (
                 "traceingest_flush_errors_total",
-                "counter",
+                c,
                 "Failed insert attempts.",
-                load(&self.flush_errors),
+                load(&self.flush_errors) as f64,
+            ),
+            (
+                "traceingest_flush_retries_total",
+                c,
+                "Inserts scheduled again after a failure.",
+                load(&self.retries) as f64,
             ),
             (
                 "traceingest_flush_rejected_rows_total",
-                "counter",
-                "Rows ClickHouse refused for good.",
-                load(&self.rows_rejected),
+                c,
+                "Rows ClickHouse refused for good, written to the dead-letter file.",
+                load(&self.rows_rejected) as f64,
+            ),
+            (
+                "traceingest_lost_rows_total",
+                c,
+                "Accepted rows that could be kept nowhere (disk failures); logged.",
+                load(&self.rows_lost) as f64,
             ),
             (
                 "traceingest_flush_last_duration_seconds",
-                "gauge",
+                g,
                 "Duration of the last insert.",
-                0,
+                load(&self.last_flush_ms) as f64 / 1000.0,
             ),
             (
                 "traceingest_buffered_rows",
-                "gauge",
-                "Rows accepted and not yet written.",
-                buffered_rows,
+                g,
+                "Rows accepted and not yet written (memory and spool).",
+                buffered_rows as f64,
+            ),
+            (
+                "traceingest_buffered_bytes",
+                g,
+                "Heap bytes of accepted batches held in memory.",
+                load(&self.buffered_bytes) as f64,
+            ),
+            (
+                "traceingest_spool_bytes",
+                g,
+                "Bytes of spool segment files on disk.",
+                load(&self.spool_bytes) as f64,
+            ),
+            (
+                "traceingest_spool_segments",
+                g,
+                "Spool segment files on disk.",
+                load(&self.spool_segments) as f64,
+            ),
+            (
+                "traceingest_spool_rows",
+                g,
+                "Rows waiting only in the spool.",
+                load(&self.spool_rows) as f64,
+            ),
+            (
+                "traceingest_spool_oldest_age_seconds",
+                g,
+                "Age of the oldest spool segment holding unwritten rows (0 when none).",
+                oldest_age,
+            ),
+            (
+                "traceingest_spooled_rows_total",
+                c,
+                "Rows moved from memory to the spool.",
+                load(&self.rows_spooled) as f64,
+            ),
+            (
+                "traceingest_replayed_rows_total",
+                c,
+                "Rows read back from the spool.",
+                load(&self.rows_replayed) as f64,
+            ),
+            (
+                "traceingest_spool_bad_records_total",
+                c,
+                "Spool records that could not be read back.",
+                load(&self.spool_bad_records) as f64,
+            ),
+            (
+                "traceingest_wal_batches_total",
+                c,
+                "Batches made durable by the write-ahead log.",
+                load(&self.wal_batches) as f64,
+            ),
+            (
+                "traceingest_wal_syncs_total",
+                c,
+                "Write-ahead fsyncs (one per group of batches).",
+                load(&self.wal_syncs) as f64,
+            ),
+            (
+                "traceingest_buffer_full",
+                g,
+                "1 while memory and spool are both full and batches are refused.",
+                f64::from(u8::from(self.full.load(Ordering::Relaxed))),
             ),
         ] {
             let _ = writeln!(out, "# HELP {name} {help}");
             let _ = writeln!(out, "# TYPE {name} {kind}");
-            if name == "traceingest_flush_last_duration_seconds" {
-                let _ = writeln!(out, "{name} {}", load(&self.last_flush_ms) as f64 / 1000.0);
-            } else {
-                let _ = writeln!(out, "{name} {v}");
-            }
+            let _ = writeln!(out, "{name} {v}");
         }
     }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// What the thread did, returned when it ends.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FlushReport {
     pub rows_flushed: u64,
-    /// Rows ClickHouse refused for good; each was logged with its ids at error level.
+    /// Rows ClickHouse refused for good; each is in the dead-letter file.
     pub rows_rejected: u64,
-    /// Rows still buffered when the shutdown deadline passed (logged at error level).
-    pub rows_unwritten: u64,
+    /// Rows left in the spool for the next start.
+    pub rows_spooled: u64,
+    /// Rows kept nowhere (a disk failure); each was logged at error level.
+    pub rows_lost: u64,
+}
+
+/// Where batches come from.
+pub enum Input {
+    /// `buffer` mode: straight from the workers.
+    Buffer(Receiver<RowBatch>),
+    /// `wal` mode: from the write-ahead thread, each already durable in the spool.
+    Logged(Receiver<Logged>),
+}
+
+enum Incoming {
+    Batch(RowBatch),
+    Logged(Logged),
+}
+
+impl Input {
+    fn recv_deadline(&self, at: Option<Instant>) -> Result<Incoming, RecvTimeoutError> {
+        fn wait<T>(rx: &Receiver<T>, at: Option<Instant>) -> Result<T, RecvTimeoutError> {
+            match at {
+                Some(at) => rx.recv_deadline(at),
+                None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            }
+        }
+        match self {
+            Input::Buffer(rx) => wait(rx, at).map(Incoming::Batch),
+            Input::Logged(rx) => wait(rx, at).map(Incoming::Logged),
+        }
+    }
+
+    fn try_recv(&self) -> Result<Incoming, TryRecvError> {
+        match self {
+            Input::Buffer(rx) => rx.try_recv().map(Incoming::Batch),
+            Input::Logged(rx) => rx.try_recv().map(Incoming::Logged),
+        }
+    }
 }
 
 /// Starts the flush thread. Fails only on a bad URL or database name, or if the runtime cannot
 /// be built: nothing is received before the store and runtime exist.
 pub fn spawn(
     cfg: FlushConfig,
-    rx: Receiver<RowBatch>,
+    input: Input,
+    spool: Spool,
     buffered_rows: Arc<AtomicU64>,
 ) -> Result<JoinHandle<FlushReport>, StoreError> {
     let store = Store::new(&cfg.url, &cfg.database)?;
@@ -188,7 +391,7 @@ pub fn spawn(
         })?;
     let handle = std::thread::Builder::new()
         .name("flush".into())
-        .spawn(move || Flusher::new(cfg, store, rt, buffered_rows).run(rx))
+        .spawn(move || Flusher::new(cfg, store, rt, input, spool, buffered_rows).run())
         .map_err(|e| StoreError {
             code: None,
             message: format!("cannot start the flush thread: {e}"),
@@ -196,11 +399,25 @@ pub fn spawn(
     Ok(handle)
 }
 
-/// Rows of one batch waiting in the buffer.
+/// One accepted batch held in memory.
+struct Entry {
+    batch: RowBatch,
+    /// Where the batch is in the spool, when it is there too (read back, or `wal` mode).
+    pos: Option<super::segment::RecordPos>,
+    /// `batch.heap_bytes()`, counted in `FlushStats::buffered_bytes` while the entry lives.
+    bytes: u64,
+    /// Rows neither inserted nor dead-lettered yet; at 0 the batch is confirmed.
+    left: Cell<usize>,
+    /// Some rows could not be dead-lettered: do not confirm the record, so a restart tries
+    /// them again.
+    keep_record: Cell<bool>,
+}
+
+/// Rows of one entry waiting in the buffer.
 struct Piece {
     /// Shared by the pieces of a batch being bisected; dropped with its last piece.
-    batch: Rc<RowBatch>,
-    /// Range of `batch.rows` this piece covers.
+    entry: Rc<Entry>,
+    /// Range of `entry.batch.rows` this piece covers.
     start: usize,
     end: usize,
     /// When the batch arrived: the flush interval runs from the oldest waiting row.
@@ -215,23 +432,39 @@ impl Piece {
         self.end - self.start
     }
 
-    fn run(&self) -> RowRun<'_> {
-        RowRun {
-            batch: &self.batch,
-            rows: &self.batch.rows[self.start..self.end],
-        }
+    /// A whole batch, not part of a bisection: may move to the spool.
+    fn is_whole(&self) -> bool {
+        self.start == 0
+            && self.end == self.entry.batch.len()
+            && self.cap == usize::MAX
+            && Rc::strong_count(&self.entry) == 1
     }
 }
 
 struct Flusher {
-    cfg: FlushConfig,
     store: Store,
     /// Entered only for one insert or migration at a time.
     rt: tokio::runtime::Runtime,
+    st: State,
+}
+
+/// Everything but the store and runtime, so that an insert borrowing the store can run while
+/// intake mutates this.
+struct State {
+    cfg: FlushConfig,
+    input: Input,
+    /// Every sender is gone.
+    closed: bool,
+    /// Shutting down: the spool is not read back any more.
+    stopping: bool,
     /// Oldest first.
     queue: VecDeque<Piece>,
     queued_rows: usize,
-    /// Shared with the workers: rows accepted but not yet written or given up.
+    /// Head pieces in the insert that is running: never moved to the spool.
+    inflight: usize,
+    spool: Spool,
+    dead: DeadLetters,
+    /// Shared with the workers: rows accepted and held in memory.
     buffered_rows: Arc<AtomicU64>,
     /// Consecutive transient failures, for the backoff.
     attempt: u32,
@@ -239,9 +472,45 @@ struct Flusher {
     retry_at: Option<Instant>,
     /// A failure said the table or a column is missing: migrate before the next insert.
     needs_migrate: bool,
+    /// The last failure got no answer from ClickHouse (refused, unreachable, timed out).
+    unreachable: bool,
+    /// Consecutive failures of the head insert with a capped class (unknown code, missing
+    /// table after migrating).
+    capped_failures: u32,
     /// Jitter source (splitmix64 state).
     rng: u64,
     report: FlushReport,
+}
+
+/// Runs a future on the thread's runtime, bounded by `deadline` when there is one, taking
+/// new batches off the channel meanwhile.
+fn drive<T>(
+    rt: &tokio::runtime::Runtime,
+    st: &mut State,
+    fut: impl Future<Output = T>,
+    deadline: Option<Instant>,
+) -> Result<T, InsertError> {
+    rt.block_on(async {
+        let bounded = async {
+            match deadline {
+                None => Ok(fut.await),
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    tokio::time::timeout(left, fut)
+                        .await
+                        .map_err(|_| InsertError::timed_out())
+                }
+            }
+        };
+        tokio::pin!(bounded);
+        loop {
+            tokio::select! {
+                biased;
+                r = &mut bounded => return r,
+                _ = tokio::time::sleep(INTAKE_POLL), if !st.closed => st.poll_intake(),
+            }
+        }
+    })
 }
 
 impl Flusher {
@@ -249,160 +518,407 @@ impl Flusher {
         cfg: FlushConfig,
         store: Store,
         rt: tokio::runtime::Runtime,
+        input: Input,
+        spool: Spool,
         buffered_rows: Arc<AtomicU64>,
     ) -> Flusher {
         let seed = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0x9e37_79b9, |d| d.as_nanos() as u64);
         Flusher {
-            cfg,
             store,
             rt,
-            queue: VecDeque::new(),
-            queued_rows: 0,
-            buffered_rows,
-            attempt: 0,
-            retry_at: None,
-            needs_migrate: false,
-            rng: seed,
-            report: FlushReport::default(),
+            st: State {
+                dead: DeadLetters::new(&cfg.dead_letter_dir),
+                cfg,
+                input,
+                closed: false,
+                stopping: false,
+                queue: VecDeque::new(),
+                queued_rows: 0,
+                inflight: 0,
+                spool,
+                buffered_rows,
+                attempt: 0,
+                retry_at: None,
+                needs_migrate: false,
+                unreachable: false,
+                capped_failures: 0,
+                rng: seed,
+                report: FlushReport::default(),
+            },
         }
     }
 
-    fn run(mut self, rx: Receiver<RowBatch>) -> FlushReport {
-        loop {
-            let received = match self.due() {
-                Some(at) if at <= Instant::now() => {
-                    self.flush(None);
-                    continue;
-                }
-                Some(at) => rx.recv_deadline(at),
-                None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-            };
-            match received {
-                Ok(batch) => self.push(batch),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
+    fn run(mut self) -> FlushReport {
+        while !self.st.closed {
+            // Also on timer wake-ups: a worker may wait for room for a larger batch.
+            self.st.relieve();
+            match self.st.due() {
+                Some(at) if at <= Instant::now() => self.flush(None),
+                at => self.st.receive(at),
             }
         }
         self.shutdown()
     }
 
-    /// When the next insert should start, if anything is waiting.
-    fn due(&self) -> Option<Instant> {
-        let oldest = self.queue.front()?.arrived;
-        let at = if self.queued_rows >= self.cfg.max_rows {
-            oldest
-        } else {
-            oldest + self.cfg.interval
-        };
-        Some(self.retry_at.map_or(at, |r| r.max(at)))
-    }
-
-    fn push(&mut self, batch: RowBatch) {
-        if batch.is_empty() {
-            return;
-        }
-        self.queued_rows += batch.len();
-        self.queue.push_back(Piece {
-            start: 0,
-            end: batch.len(),
-            batch: Rc::new(batch),
-            arrived: Instant::now(),
-            cap: usize::MAX,
-        });
-    }
-
-    /// Writes everything waiting, insert by insert, until done or a transient failure.
+    /// Writes everything waiting (reading the spool back as memory allows), insert by insert,
+    /// until done or a transient failure.
     fn flush(&mut self, deadline: Option<Instant>) {
-        while !self.queue.is_empty() {
-            if self.needs_migrate {
-                match self.block_on(self.store.migrate(), deadline) {
-                    Ok(Ok(())) => self.needs_migrate = false,
+        loop {
+            self.st.refill();
+            if self.st.queue.is_empty() {
+                return;
+            }
+            if self.st.needs_migrate {
+                match drive(&self.rt, &mut self.st, self.store.migrate(), deadline) {
+                    Ok(Ok(())) => self.st.needs_migrate = false,
                     Ok(Err(e)) => {
                         let err = InsertError {
                             retry: Retry::AfterMigrate,
                             code: e.code,
                             message: format!("migrate before retry failed: {e}"),
                         };
-                        return self.back_off(&err);
+                        return self.st.back_off(&err);
                     }
-                    Err(timeout) => return self.back_off(&timeout),
+                    Err(timeout) => return self.st.back_off(&timeout),
                 }
             }
-            let (pieces, rows) = self.next_insert();
+            let (pieces, rows) = self.st.next_insert();
+            let parts: Vec<(Rc<Entry>, usize, usize)> = self
+                .st
+                .queue
+                .iter()
+                .take(pieces)
+                .map(|p| (Rc::clone(&p.entry), p.start, p.end))
+                .collect();
+            self.st.inflight = pieces;
             let started = Instant::now();
             let result = {
-                let runs: Vec<RowRun<'_>> =
-                    self.queue.iter().take(pieces).map(Piece::run).collect();
-                self.block_on(self.store.insert_runs(&runs), deadline)
-                    .unwrap_or_else(Err)
+                let runs: Vec<RowRun<'_>> = parts
+                    .iter()
+                    .map(|(e, start, end)| RowRun {
+                        batch: &e.batch,
+                        rows: &e.batch.rows[*start..*end],
+                    })
+                    .collect();
+                drive(
+                    &self.rt,
+                    &mut self.st,
+                    self.store.insert_runs(&runs),
+                    deadline,
+                )
+                .unwrap_or_else(Err)
             };
+            self.st.inflight = 0;
+            drop(parts);
             match result {
-                Ok(inserted) => self.written(pieces, inserted, started.elapsed()),
+                Ok(inserted) => self.st.written(pieces, inserted, started.elapsed()),
                 Err(e) => {
-                    self.cfg.stats.flush_errors.fetch_add(1, Ordering::Relaxed);
-                    match e.retry {
-                        Retry::Later | Retry::AfterMigrate => {
-                            self.needs_migrate |= e.retry == Retry::AfterMigrate;
-                            return self.back_off(&e);
-                        }
-                        Retry::Split if rows > 1 => {
-                            tracing::warn!(
-                                rows,
-                                code = e.code,
-                                error = %e,
-                                "insert refused; splitting it to isolate the rows at fault"
-                            );
-                            self.bisect(pieces, rows);
-                        }
-                        Retry::Split | Retry::Never => self.reject(pieces, rows, &e),
+                    if !self.st.failed(pieces, rows, &e) {
+                        return;
                     }
                 }
             }
         }
     }
 
-    /// Runs a future on the thread's runtime, bounded by `deadline` when there is one.
-    fn block_on<T>(
-        &self,
-        fut: impl Future<Output = T>,
-        deadline: Option<Instant>,
-    ) -> Result<T, InsertError> {
-        match deadline {
-            None => Ok(self.rt.block_on(fut)),
-            Some(d) => {
-                let left = d.saturating_duration_since(Instant::now());
-                self.rt
-                    .block_on(async { tokio::time::timeout(left, fut).await })
-                    .map_err(|_| InsertError::timed_out())
+    /// All senders are gone: insert what memory holds while ClickHouse answers, for at most
+    /// half the shutdown timeout, then spool the rest and fsync.
+    fn shutdown(mut self) -> FlushReport {
+        self.st.stopping = true;
+        let deadline = Instant::now() + self.st.cfg.shutdown_timeout / 2;
+        while !self.st.queue.is_empty() {
+            let now = Instant::now();
+            match self.st.retry_at {
+                _ if now >= deadline => break,
+                // ClickHouse does not answer at all: waiting for it only delays the spooling.
+                Some(_) if self.st.unreachable => break,
+                Some(at) if at >= deadline => break,
+                Some(at) if at > now => std::thread::sleep(at - now),
+                _ => self.flush(Some(deadline)),
             }
         }
+        self.st.spool_everything();
+        self.st.report
+    }
+}
+
+impl State {
+    /// Waits for the next batch until `at` (or forever when `None`) and takes it in.
+    fn receive(&mut self, at: Option<Instant>) {
+        match self.input.recv_deadline(at) {
+            Ok(item) => {
+                self.accept(item);
+                self.poll_intake();
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => self.closed = true,
+        }
+    }
+
+    /// Takes in whatever the channel holds now, without waiting.
+    fn poll_intake(&mut self) {
+        // Bounded, so that a flood cannot starve the insert being driven.
+        for _ in 0..4096 {
+            match self.input.try_recv() {
+                Ok(item) => self.accept(item),
+                Err(TryRecvError::Empty) => return,
+                Err(TryRecvError::Disconnected) => {
+                    self.closed = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    fn accept(&mut self, item: Incoming) {
+        let (batch, pos) = match item {
+            Incoming::Batch(b) => (b, None),
+            Incoming::Logged(l) => {
+                self.spool.logged(l.pos, l.segment_created_ms);
+                (l.batch, Some(l.pos))
+            }
+        };
+        let rows = batch.len();
+        let entry = Entry {
+            bytes: batch.heap_bytes() as u64,
+            batch,
+            pos,
+            left: Cell::new(rows),
+            keep_record: Cell::new(false),
+        };
+        if rows == 0 {
+            // Workers never send one (a batch has at least one span); confirm it all the same.
+            if let Some(pos) = entry.pos {
+                self.spool.confirm(pos);
+            }
+            return self.release(&entry, 0);
+        }
+        // Behind a backlog, a batch goes to the spool too, so the spool stays oldest first.
+        if self.spool.backlog() && self.spool_entry(&entry, false).is_ok() {
+            return self.release(&entry, rows);
+        }
+        self.push(entry, Instant::now());
+        self.relieve();
+    }
+
+    fn push(&mut self, entry: Entry, arrived: Instant) {
+        let rows = entry.batch.len();
+        self.queued_rows += rows;
+        self.queue.push_back(Piece {
+            start: 0,
+            end: rows,
+            entry: Rc::new(entry),
+            arrived,
+            cap: usize::MAX,
+        });
+    }
+
+    /// Puts an entry in the spool: appends it, or, if it is there already, only drops the
+    /// memory copy. The caller then releases the entry's memory.
+    fn spool_entry(&mut self, entry: &Entry, over_limit: bool) -> Result<(), SpoolError> {
+        let rows = entry.batch.len() as u64;
+        if let Some(pos) = entry.pos {
+            self.spool.release(pos, rows);
+            return Ok(());
+        }
+        match self.spool.append(&entry.batch, over_limit) {
+            Ok(_) => {
+                self.cfg.stats.full.store(false, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(e) => {
+                match &e {
+                    SpoolError::Full => {
+                        if !self.cfg.stats.full.swap(true, Ordering::Relaxed) {
+                            tracing::warn!(
+                                spool_bytes = self.spool.bytes(),
+                                "memory and spool are full; refusing new batches until ClickHouse takes rows"
+                            );
+                        }
+                    }
+                    SpoolError::Io(_) => {
+                        tracing::error!(error = %e, "cannot write to the spool; keeping the rows in memory")
+                    }
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Gives back the memory an entry held (its rows still counted, `rows` of them).
+    fn release(&self, entry: &Entry, rows: usize) {
+        self.buffered_rows.fetch_sub(rows as u64, Ordering::AcqRel);
+        self.cfg
+            .stats
+            .buffered_bytes
+            .fetch_sub(entry.bytes, Ordering::AcqRel);
+    }
+
+    fn memory(&self) -> (u64, u64) {
+        (
+            self.buffered_rows.load(Ordering::Acquire),
+            self.cfg.stats.buffered_bytes.load(Ordering::Acquire),
+        )
+    }
+
+    /// The memory this thread lets its queue use: the bound less room for the largest batch
+    /// a worker has tried to hand over (but at least a quarter of the bound), so that a worker
+    /// is refused only when the spool cannot take more, never because this thread stopped
+    /// short of making room for one more batch.
+    fn room(&self) -> (u64, u64) {
+        let stats = &self.cfg.stats;
+        let keep = |max: u64, largest: &AtomicU64| {
+            max.saturating_sub(largest.load(Ordering::Relaxed))
+                .max(max / 4)
+        };
+        (
+            keep(self.cfg.buffer_max_rows, &stats.largest_batch_rows),
+            keep(self.cfg.buffer_max_bytes, &stats.largest_batch_bytes),
+        )
+    }
+
+    /// Memory is over `room() * num / den`.
+    fn over(&self, num: u64, den: u64) -> bool {
+        let (rows, bytes) = self.memory();
+        let (room_rows, room_bytes) = self.room();
+        rows > room_rows / den * num || bytes > room_bytes / den * num
+    }
+
+    /// Past `room()`, moves the newest whole batches to the spool until memory is under half
+    /// of it.
+    fn relieve(&mut self) {
+        if !self.over(1, 1) {
+            // `buffer` mode: memory has room again, so batches are taken. (In `wal` mode the
+            // flag is the write-ahead thread's: it is about disk only.)
+            if matches!(self.input, Input::Buffer(_)) {
+                self.cfg.stats.full.store(false, Ordering::Relaxed);
+            }
+            return;
+        }
+        let (mut rows, mut bytes) = self.memory();
+        let (room_rows, room_bytes) = self.room();
+        let (low_rows, low_bytes) = (room_rows / 2, room_bytes / 2);
+        let mut k = 0;
+        for p in self.queue.iter().skip(self.inflight).rev() {
+            if rows <= low_rows && bytes <= low_bytes {
+                break;
+            }
+            if !p.is_whole() {
+                break;
+            }
+            rows = rows.saturating_sub(p.len() as u64);
+            bytes = bytes.saturating_sub(p.entry.bytes);
+            k += 1;
+        }
+        let first = self.queue.len() - k;
+        let mut tail: VecDeque<Piece> = self.queue.drain(first..).collect();
+        while let Some(p) = tail.pop_front() {
+            if self.spool_entry(&p.entry, false).is_err() {
+                self.queue.push_back(p);
+                self.queue.extend(tail);
+                return;
+            }
+            self.queued_rows -= p.len();
+            self.release(&p.entry, p.len());
+        }
+    }
+
+    /// Reads the spool back while memory is under half of `room()`, up to one insert's worth.
+    fn refill(&mut self) {
+        if self.stopping {
+            return;
+        }
+        let since = Instant::now()
+            .checked_sub(self.cfg.interval)
+            .unwrap_or_else(Instant::now);
+        // With nothing in memory, one record is read whatever the bound says (the memory
+        // counted may all be in the channel), so an insert is always attempted.
+        while self.spool.backlog()
+            && self.queued_rows < self.cfg.max_rows
+            && (self.queue.is_empty() || !self.over(1, 2))
+        {
+            let Some(r) = self.spool.read_next() else {
+                break;
+            };
+            let entry = Entry {
+                bytes: r.batch.heap_bytes() as u64,
+                left: Cell::new(r.batch.len()),
+                batch: r.batch,
+                pos: Some(r.pos),
+                keep_record: Cell::new(false),
+            };
+            self.buffered_rows
+                .fetch_add(entry.batch.len() as u64, Ordering::AcqRel);
+            self.cfg
+                .stats
+                .buffered_bytes
+                .fetch_add(entry.bytes, Ordering::AcqRel);
+            // Replayed rows are old: due at once.
+            self.push(entry, since);
+        }
+    }
+
+    /// When the next insert should start, if anything is waiting.
+    fn due(&self) -> Option<Instant> {
+        let at = match self.queue.front() {
+            Some(p) if self.queued_rows >= self.cfg.max_rows || self.spool.backlog() => p.arrived,
+            Some(p) => p.arrived + self.cfg.interval,
+            None if self.spool.backlog() => Instant::now(),
+            None => return None,
+        };
+        Some(self.retry_at.map_or(at, |r| r.max(at)))
     }
 
     /// The front pieces that make the next insert: at most `max_rows` rows (and no more than
-    /// any included piece's cap), but always at least one piece.
+    /// any included piece's cap) and half of `room()` in bytes, but always at least one piece.
+    /// (An insert's pieces stay in memory until it ends, however long ClickHouse takes: the
+    /// other half is for intake, and for what must move to the spool meanwhile.)
     fn next_insert(&self) -> (usize, usize) {
-        let (mut pieces, mut rows, mut cap) = (0, 0, usize::MAX);
+        let max_bytes = self.room().1 / 2;
+        let (mut pieces, mut rows, mut bytes, mut cap) = (0, 0, 0, usize::MAX);
         for p in &self.queue {
             let cap_with = cap.min(p.cap);
-            if pieces > 0 && rows + p.len() > self.cfg.max_rows.min(cap_with) {
+            let whole = if p.is_whole() { p.entry.bytes } else { 0 };
+            if pieces > 0
+                && (rows + p.len() > self.cfg.max_rows.min(cap_with) || bytes + whole > max_bytes)
+            {
                 break;
             }
             pieces += 1;
             rows += p.len();
+            bytes += whole;
             cap = cap_with;
         }
         (pieces, rows)
     }
 
+    /// Rows of `n` of an entry are inserted or dead-lettered; confirms it once all are.
+    fn settle(&mut self, entry: &Entry, n: usize) {
+        let left = entry.left.get() - n;
+        entry.left.set(left);
+        if left == 0 {
+            self.cfg
+                .stats
+                .buffered_bytes
+                .fetch_sub(entry.bytes, Ordering::AcqRel);
+            if let (Some(pos), false) = (entry.pos, entry.keep_record.get()) {
+                self.spool.confirm(pos);
+            }
+        }
+    }
+
     fn written(&mut self, pieces: usize, inserted: Inserted, took: Duration) {
-        self.queue.drain(..pieces);
+        for p in self.queue.drain(..pieces).collect::<Vec<_>>() {
+            self.settle(&p.entry, p.len());
+        }
         self.queued_rows -= inserted.rows;
         self.buffered_rows
             .fetch_sub(inserted.rows as u64, Ordering::AcqRel);
         self.attempt = 0;
         self.retry_at = None;
+        self.capped_failures = 0;
         self.report.rows_flushed += inserted.rows as u64;
         let ms = took.as_millis() as u64;
         let stats = &self.cfg.stats;
@@ -411,10 +927,7 @@ impl Flusher {
             .rows_flushed
             .fetch_add(inserted.rows as u64, Ordering::Relaxed);
         stats.last_flush_ms.store(ms, Ordering::Relaxed);
-        let now_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        stats.last_flush_at_ms.store(now_ms, Ordering::Relaxed);
+        stats.last_flush_at_ms.store(now_ms(), Ordering::Relaxed);
         tracing::info!(
             rows = inserted.rows,
             bytes = inserted.bytes,
@@ -422,6 +935,52 @@ impl Flusher {
             waiting = self.queued_rows,
             "flushed spans"
         );
+        // Memory went down: this may end a "full" state even if no batch arrives.
+        self.relieve();
+    }
+
+    /// Handles a failed insert of the first `pieces` pieces (`rows` rows). Returns whether to
+    /// go on with the next insert at once (after a split or a rejection) rather than wait.
+    fn failed(&mut self, pieces: usize, rows: usize, e: &InsertError) -> bool {
+        self.cfg.stats.flush_errors.fetch_add(1, Ordering::Relaxed);
+        let bisecting = self.queue.front().is_some_and(|p| p.cap != usize::MAX);
+        let class = match e.retry {
+            // Once rows are being isolated, an unknown refusal is taken as theirs.
+            Retry::Unknown if bisecting => Retry::Split,
+            Retry::Unknown if self.capped_failures + 1 >= self.cfg.max_unknown_attempts => {
+                Retry::Split
+            }
+            Retry::AfterMigrate if self.capped_failures + 1 >= MAX_MIGRATE_ATTEMPTS => Retry::Split,
+            r => r,
+        };
+        match class {
+            Retry::Later => {
+                self.back_off(e);
+                false
+            }
+            Retry::Unknown | Retry::AfterMigrate => {
+                self.capped_failures += 1;
+                self.needs_migrate |= class == Retry::AfterMigrate;
+                self.back_off(e);
+                false
+            }
+            Retry::Split if rows > 1 => {
+                tracing::warn!(
+                    rows,
+                    code = e.code,
+                    error = %e,
+                    "insert refused; splitting it to isolate the rows at fault"
+                );
+                self.capped_failures = 0;
+                self.bisect(pieces, rows);
+                true
+            }
+            Retry::Split | Retry::Never => {
+                self.capped_failures = 0;
+                self.reject(pieces, rows, e);
+                true
+            }
+        }
     }
 
     /// Keeps every row and schedules the next attempt.
@@ -429,10 +988,13 @@ impl Flusher {
         let delay = self.backoff_delay();
         self.attempt = self.attempt.saturating_add(1);
         self.retry_at = Some(Instant::now() + delay);
+        self.unreachable = e.code.is_none() && e.retry == Retry::Later;
+        self.cfg.stats.retries.fetch_add(1, Ordering::Relaxed);
         tracing::warn!(
             attempt = self.attempt,
             retry_in_ms = delay.as_millis() as u64,
             waiting = self.queued_rows,
+            spooled = self.cfg.stats.spool_rows.load(Ordering::Relaxed),
             code = e.code,
             error = %e,
             "insert failed; rows kept, will retry"
@@ -466,7 +1028,7 @@ impl Flusher {
             if seen < half && seen + len > half {
                 let cut = p.start + (half - seen);
                 halves.push(Piece {
-                    batch: Rc::clone(&p.batch),
+                    entry: Rc::clone(&p.entry),
                     start: p.start,
                     end: cut,
                     arrived: p.arrived,
@@ -488,70 +1050,123 @@ impl Flusher {
         }
     }
 
-    /// Gives up rows ClickHouse will never take, logging each one's ids.
+    /// Gives up rows ClickHouse will never take: into the dead-letter file with the error.
     fn reject(&mut self, pieces: usize, rows: usize, e: &InsertError) {
         // The server answered: connectivity is fine, whatever the backoff had reached.
         self.attempt = 0;
         self.retry_at = None;
-        tracing::error!(
-            rows,
-            code = e.code,
-            error = %e,
-            "ClickHouse refused rows for good; giving them up"
-        );
-        for p in self.queue.drain(..pieces) {
-            for row in &p.batch.rows[p.start..p.end] {
+        let refused: Vec<Piece> = self.queue.drain(..pieces).collect();
+        let runs: Vec<RowRun<'_>> = refused
+            .iter()
+            .map(|p| RowRun {
+                batch: &p.entry.batch,
+                rows: &p.entry.batch.rows[p.start..p.end],
+            })
+            .collect();
+        let written = self.dead.write(&runs, e);
+        for p in &refused {
+            for row in &p.entry.batch.rows[p.start..p.end] {
+                let b = &p.entry.batch;
                 tracing::error!(
-                    org_id = p.batch.str(row.org_id),
-                    trace_id = p.batch.str(row.trace_id),
-                    span_id = p.batch.str(row.span_id),
+                    org_id = b.str(row.org_id),
+                    trace_id = b.str(row.trace_id),
+                    span_id = b.str(row.span_id),
                     code = e.code,
                     error = %e,
-                    "span not written"
+                    dead_letter = %self.dead.path().display(),
+                    dead_lettered = written.is_ok(),
+                    "ClickHouse refused a span for good"
                 );
             }
         }
+        let stats = Arc::clone(&self.cfg.stats);
+        match written {
+            Ok(_) => {
+                self.report.rows_rejected += rows as u64;
+                stats
+                    .rows_rejected
+                    .fetch_add(rows as u64, Ordering::Relaxed);
+            }
+            Err(io) => {
+                tracing::error!(
+                    rows,
+                    error = %io,
+                    path = %self.dead.path().display(),
+                    "cannot write the dead-letter file; spooled rows are kept for the next start, the others are lost"
+                );
+                for p in &refused {
+                    if p.entry.pos.is_some() {
+                        p.entry.keep_record.set(true);
+                    } else {
+                        self.report.rows_lost += p.len() as u64;
+                        stats.rows_lost.fetch_add(p.len() as u64, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+        for p in &refused {
+            self.settle(&p.entry, p.len());
+        }
         self.queued_rows -= rows;
         self.buffered_rows.fetch_sub(rows as u64, Ordering::AcqRel);
-        self.report.rows_rejected += rows as u64;
-        self.cfg
-            .stats
-            .rows_rejected
-            .fetch_add(rows as u64, Ordering::Relaxed);
     }
 
-    /// All senders are gone: write what is left, retrying until the shutdown deadline.
-    fn shutdown(mut self) -> FlushReport {
-        let deadline = Instant::now() + self.cfg.shutdown_timeout;
-        while !self.queue.is_empty() {
-            let now = Instant::now();
-            if now >= deadline {
-                break;
+    /// Shutdown: moves everything still in memory to the spool (past its bound if it must) and
+    /// fsyncs, so that the next start inserts it.
+    fn spool_everything(&mut self) {
+        let mut done: Vec<*const Entry> = Vec::new();
+        while let Some(p) = self.queue.pop_front() {
+            self.queued_rows -= p.len();
+            self.buffered_rows
+                .fetch_sub(p.len() as u64, Ordering::AcqRel);
+            let ptr = Rc::as_ptr(&p.entry);
+            if done.contains(&ptr) {
+                continue;
             }
-            match self.retry_at {
-                Some(at) if at > now => std::thread::sleep(at.min(deadline) - now),
-                _ => self.flush(Some(deadline)),
+            done.push(ptr);
+            let entry = &p.entry;
+            let unsettled = entry.left.get();
+            // A batch partly inserted goes to the spool whole: its inserted rows come again
+            // and collapse in the table.
+            match self.spool_entry(entry, true) {
+                Ok(()) => {}
+                Err(e) => {
+                    tracing::error!(
+                        rows = unsettled,
+                        error = %e,
+                        "cannot spool rows at shutdown; they are lost"
+                    );
+                    self.report.rows_lost += unsettled as u64;
+                    self.cfg
+                        .stats
+                        .rows_lost
+                        .fetch_add(unsettled as u64, Ordering::Relaxed);
+                }
             }
+            self.cfg
+                .stats
+                .buffered_bytes
+                .fetch_sub(entry.bytes, Ordering::AcqRel);
         }
-        if self.queued_rows > 0 {
-            let rows = self.queued_rows as u64;
-            tracing::error!(
-                rows,
-                timeout_ms = self.cfg.shutdown_timeout.as_millis() as u64,
-                "shutdown deadline passed; rows could not be written to ClickHouse"
+        if let Err(e) = self.spool.sync() {
+            tracing::error!(error = %e, "cannot fsync the spool at shutdown");
+        }
+        self.report.rows_spooled = self.cfg.stats.spool_rows.load(Ordering::Relaxed);
+        if self.report.rows_spooled > 0 {
+            tracing::warn!(
+                rows = self.report.rows_spooled,
+                dir = %self.spool.dir().display(),
+                "rows not yet in ClickHouse stay in the spool; the next start inserts them"
             );
-            self.buffered_rows.fetch_sub(rows, Ordering::AcqRel);
-            self.report.rows_unwritten = rows;
-            self.queue.clear();
-            self.queued_rows = 0;
         }
-        self.report
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::clickhouse::test_support::*;
+    use super::super::spool::SpoolConfig;
+    use super::super::test_dir::TestDir;
     use super::*;
     use std::net::{TcpListener, TcpStream};
 
@@ -563,10 +1178,71 @@ mod tests {
         }
     }
 
-    /// Sends a batch the way a worker does: count first, then hand over.
-    fn send(tx: &crossbeam_channel::Sender<RowBatch>, buffered: &AtomicU64, b: RowBatch) {
-        buffered.fetch_add(b.len() as u64, Ordering::AcqRel);
-        tx.send(b).unwrap();
+    /// A flush thread in `buffer` mode with its data directory, fed the way workers feed it.
+    struct Harness {
+        tx: Option<crossbeam_channel::Sender<RowBatch>>,
+        buffered: Arc<AtomicU64>,
+        stats: Arc<FlushStats>,
+        thread: Option<JoinHandle<FlushReport>>,
+        dir: TestDir,
+    }
+
+    impl Harness {
+        fn start(cfg: FlushConfig, dir: TestDir) -> Harness {
+            Harness::start_spool(cfg, dir, 1 << 30)
+        }
+
+        fn start_spool(cfg: FlushConfig, dir: TestDir, spool_max: u64) -> Harness {
+            let stats = Arc::clone(&cfg.stats);
+            let spool = Spool::open(
+                SpoolConfig::new(dir.path().join("spool"), spool_max),
+                Arc::clone(&stats),
+            )
+            .unwrap();
+            let cfg = FlushConfig {
+                dead_letter_dir: dir.path().join("deadletter"),
+                ..cfg
+            };
+            let buffered = Arc::new(AtomicU64::new(0));
+            let (tx, rx) = crossbeam_channel::unbounded();
+            let thread = spawn(cfg, Input::Buffer(rx), spool, Arc::clone(&buffered)).unwrap();
+            Harness {
+                tx: Some(tx),
+                buffered,
+                stats,
+                thread: Some(thread),
+                dir,
+            }
+        }
+
+        /// Sends a batch the way a worker does: reserve rows and bytes, then hand over.
+        fn send(&self, b: RowBatch) {
+            let stats = &self.stats;
+            stats
+                .largest_batch_rows
+                .fetch_max(b.len() as u64, Ordering::Relaxed);
+            stats
+                .largest_batch_bytes
+                .fetch_max(b.heap_bytes() as u64, Ordering::Relaxed);
+            self.buffered.fetch_add(b.len() as u64, Ordering::AcqRel);
+            self.stats
+                .buffered_bytes
+                .fetch_add(b.heap_bytes() as u64, Ordering::AcqRel);
+            self.tx.as_ref().unwrap().send(b).unwrap();
+        }
+
+        /// Closes intake and waits for the thread's report; hands back the data directory.
+        fn finish(mut self) -> (FlushReport, TestDir) {
+            drop(self.tx.take());
+            let report = self.thread.take().unwrap().join().unwrap();
+            assert_eq!(self.buffered.load(Ordering::Acquire), 0, "rows released");
+            assert_eq!(
+                self.stats.buffered_bytes.load(Ordering::Acquire),
+                0,
+                "memory released"
+            );
+            (report, self.dir)
+        }
     }
 
     fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
@@ -591,6 +1267,19 @@ mod tests {
         count(&format!("SELECT count() FROM `{}`.spans", db.0))
     }
 
+    /// Segment files left in a data directory's spool.
+    fn segments(dir: &TestDir) -> usize {
+        std::fs::read_dir(dir.path().join("spool"))
+            .map(|d| {
+                d.filter(|e| {
+                    e.as_ref()
+                        .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".seg"))
+                })
+                .count()
+            })
+            .unwrap_or(0)
+    }
+
     #[test]
     fn flushes_at_max_rows_before_the_interval() {
         if skip() {
@@ -603,27 +1292,23 @@ mod tests {
             max_rows: 10,
             ..config(&db.0, NATIVE_URL)
         };
-        let stats = Arc::clone(&cfg.stats);
-        let buffered = Arc::new(AtomicU64::new(0));
-        let (tx, rx) = crossbeam_channel::bounded(16);
-        let flusher = spawn(cfg, rx, Arc::clone(&buffered)).unwrap();
-        send(&tx, &buffered, batch("o", "t1", 6, 1_700_000_000_000));
+        let h = Harness::start(cfg, TestDir::new("flush-maxrows"));
+        h.send(batch("o", "t1", 6, 1_700_000_000_000));
         std::thread::sleep(Duration::from_millis(200));
         assert_eq!(
             rows_in(&db),
             0,
             "6 rows < max_rows must wait for the interval"
         );
-        send(&tx, &buffered, batch("o", "t2", 6, 1_700_000_000_000));
+        h.send(batch("o", "t2", 6, 1_700_000_000_000));
         wait_for("12 rows", Duration::from_secs(5), || rows_in(&db) == 12);
         wait_for("buffered back to 0", Duration::from_secs(1), || {
-            buffered.load(Ordering::Acquire) == 0
+            h.buffered.load(Ordering::Acquire) == 0
         });
-        assert_eq!(stats.rows_flushed.load(Ordering::Relaxed), 12);
+        assert_eq!(h.stats.rows_flushed.load(Ordering::Relaxed), 12);
         // 6 + 6 > max_rows: two inserts, a batch is never cut.
-        assert_eq!(stats.batches_flushed.load(Ordering::Relaxed), 2);
-        drop(tx);
-        let report = flusher.join().unwrap();
+        assert_eq!(h.stats.batches_flushed.load(Ordering::Relaxed), 2);
+        let (report, _) = h.finish();
         assert_eq!(
             report,
             FlushReport {
@@ -645,39 +1330,30 @@ mod tests {
             max_rows: 1_000_000,
             ..config(&db.0, NATIVE_URL)
         };
-        let buffered = Arc::new(AtomicU64::new(0));
-        let (tx, rx) = crossbeam_channel::bounded(16);
-        let flusher = spawn(cfg, rx, Arc::clone(&buffered)).unwrap();
+        let h = Harness::start(cfg, TestDir::new("flush-interval"));
         let t0 = Instant::now();
-        send(&tx, &buffered, batch("o", "t1", 3, 1_700_000_000_000));
+        h.send(batch("o", "t1", 3, 1_700_000_000_000));
         wait_for("3 rows", Duration::from_secs(5), || rows_in(&db) == 3);
         assert!(t0.elapsed() >= Duration::from_millis(300));
+        let (report, dir) = h.finish();
+        assert_eq!(report.rows_flushed, 3);
 
         // The remainder goes out on disconnect, long before its interval.
         let cfg = FlushConfig {
             interval: Duration::from_secs(600),
             ..config(&db.0, NATIVE_URL)
         };
-        drop(tx);
-        assert_eq!(flusher.join().unwrap().rows_flushed, 3);
-        let (tx, rx) = crossbeam_channel::bounded(16);
-        let flusher = spawn(cfg, rx, Arc::clone(&buffered)).unwrap();
+        let h = Harness::start(cfg, dir);
         for i in 0..5 {
-            send(
-                &tx,
-                &buffered,
-                batch("o", &format!("t-{i}"), 4, 1_700_000_000_000),
-            );
+            h.send(batch("o", &format!("t-{i}"), 4, 1_700_000_000_000));
         }
-        drop(tx);
-        let report = flusher.join().unwrap();
+        let (report, _) = h.finish();
         assert_eq!(report.rows_flushed, 20);
         assert_eq!(rows_in(&db), 23);
-        assert_eq!(buffered.load(Ordering::Acquire), 0);
     }
 
     #[test]
-    fn refused_rows_are_isolated_and_the_rest_written() {
+    fn refused_rows_go_to_the_dead_letter_file_and_the_rest_is_written() {
         if skip() {
             return;
         }
@@ -691,23 +1367,20 @@ mod tests {
             interval: Duration::from_secs(600),
             ..config(&db.0, NATIVE_URL)
         };
-        let stats = Arc::clone(&cfg.stats);
-        let buffered = Arc::new(AtomicU64::new(0));
-        let (tx, rx) = crossbeam_channel::bounded(16);
-        let flusher = spawn(cfg, rx, Arc::clone(&buffered)).unwrap();
+        let h = Harness::start(cfg, TestDir::new("flush-poison"));
         let mut bad = batch("o", "t1", 5, 1_700_000_000_000);
         push_row(&mut bad, "o", "t1", "poison", 1_700_000_000_000, true);
-        send(&tx, &buffered, batch("o", "t0", 3, 1_700_000_000_000));
-        send(&tx, &buffered, bad);
-        send(&tx, &buffered, batch("o", "t2", 4, 1_700_000_000_000));
-        drop(tx);
-        let report = flusher.join().unwrap();
+        h.send(batch("o", "t0", 3, 1_700_000_000_000));
+        h.send(bad);
+        h.send(batch("o", "t2", 4, 1_700_000_000_000));
+        let stats = Arc::clone(&h.stats);
+        let (report, dir) = h.finish();
         assert_eq!(
             report,
             FlushReport {
                 rows_flushed: 12,
                 rows_rejected: 1,
-                rows_unwritten: 0
+                ..FlushReport::default()
             }
         );
         assert_eq!(rows_in(&db), 12);
@@ -719,7 +1392,15 @@ mod tests {
             0
         );
         assert_eq!(stats.rows_rejected.load(Ordering::Relaxed), 1);
-        assert_eq!(buffered.load(Ordering::Acquire), 0);
+        let dead = std::fs::read_to_string(dir.path().join("deadletter/spans.jsonl")).unwrap();
+        let lines: Vec<serde_json::Value> = dead
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 1, "{dead}");
+        assert_eq!(lines[0]["span_id"], "poison");
+        assert_eq!(lines[0]["code"], 395);
+        assert_eq!(lines[0]["row"]["trace_id"], "t1");
     }
 
     /// Forwards every connection on `listener` to ClickHouse's native port.
@@ -742,6 +1423,15 @@ mod tests {
         });
     }
 
+    /// A port nobody listens on yet: ClickHouse "down" until `proxy` listens there.
+    fn free_port() -> u16 {
+        TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    }
+
     #[test]
     fn keeps_rows_and_accepts_more_while_clickhouse_is_down() {
         if skip() {
@@ -749,68 +1439,120 @@ mod tests {
         }
         let db = TestDb::new("outage");
         migrated(&db);
-        // A port nobody listens on yet: ClickHouse "down".
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let cfg = FlushConfig {
             interval: Duration::from_millis(50),
             ..config(&db.0, &format!("tcp://127.0.0.1:{port}"))
         };
-        let stats = Arc::clone(&cfg.stats);
-        let buffered = Arc::new(AtomicU64::new(0));
-        let (tx, rx) = crossbeam_channel::bounded(4);
-        let flusher = spawn(cfg, rx, Arc::clone(&buffered)).unwrap();
-        // More batches than the channel holds: the thread must keep receiving while failing.
+        let h = Harness::start(cfg, TestDir::new("flush-outage"));
         for i in 0..10 {
-            send(
-                &tx,
-                &buffered,
-                batch("o", &format!("t-{i}"), 2, 1_700_000_000_000),
-            );
+            h.send(batch("o", &format!("t-{i}"), 2, 1_700_000_000_000));
             std::thread::sleep(Duration::from_millis(30));
         }
-        assert!(stats.flush_errors.load(Ordering::Relaxed) >= 2);
-        assert_eq!(buffered.load(Ordering::Acquire), 20);
+        assert!(h.stats.flush_errors.load(Ordering::Relaxed) >= 2);
+        assert_eq!(h.buffered.load(Ordering::Acquire), 20);
         assert_eq!(rows_in(&db), 0);
         // ClickHouse "comes back".
         proxy(TcpListener::bind(("127.0.0.1", port)).unwrap());
         wait_for("20 rows", Duration::from_secs(5), || rows_in(&db) == 20);
-        drop(tx);
-        let report = flusher.join().unwrap();
+        let (report, _) = h.finish();
         assert_eq!(report.rows_flushed, 20);
-        assert_eq!(buffered.load(Ordering::Acquire), 0);
     }
 
+    /// Memory holds at most its bound while ClickHouse is down: the rest goes to the spool,
+    /// and comes back, every row once, when ClickHouse does; then the spool is empty.
     #[test]
-    fn shutdown_gives_up_after_the_timeout_when_clickhouse_is_unreachable() {
+    fn spills_past_the_memory_bound_and_replays_when_clickhouse_returns() {
+        if skip() {
+            return;
+        }
+        let db = TestDb::new("spill");
+        migrated(&db);
+        let port = free_port();
+        let one = batch("o", "probe", 10, 0).heap_bytes() as u64;
+        let cfg = FlushConfig {
+            interval: Duration::from_millis(50),
+            buffer_max_bytes: one * 8,
+            ..config(&db.0, &format!("tcp://127.0.0.1:{port}"))
+        };
+        let h = Harness::start(cfg, TestDir::new("flush-spill"));
+        let mut peak = 0;
+        for i in 0..60 {
+            h.send(batch("o", &format!("t-{i}"), 10, 1_700_000_000_000));
+            // Workers refuse past the bound; this thread keeps memory under it by spooling.
+            wait_for(
+                "memory back under its bound",
+                Duration::from_secs(10),
+                || h.stats.buffered_bytes.load(Ordering::Acquire) <= one * 8,
+            );
+            peak = peak.max(h.stats.buffered_bytes.load(Ordering::Acquire));
+        }
+        assert!(peak <= one * 8);
+        assert!(h.stats.rows_spooled.load(Ordering::Relaxed) >= 300);
+        assert!(segments(&h.dir) > 0);
+        assert_eq!(rows_in(&db), 0);
+        proxy(TcpListener::bind(("127.0.0.1", port)).unwrap());
+        wait_for("600 rows", Duration::from_secs(20), || rows_in(&db) == 600);
+        wait_for("an empty spool", Duration::from_secs(5), || {
+            h.stats.spool_rows.load(Ordering::Relaxed) == 0 && segments(&h.dir) == 0
+        });
+        assert!(h.stats.rows_replayed.load(Ordering::Relaxed) >= 300);
+        assert_eq!(h.stats.spool_bytes.load(Ordering::Relaxed), 0);
+        let (report, _) = h.finish();
+        assert_eq!(report.rows_flushed, 600);
+        assert_eq!(
+            count(&format!(
+                "SELECT uniqExact(trace_id, span_id) FROM `{}`.spans",
+                db.0
+            )),
+            600
+        );
+    }
+
+    /// Stopping while ClickHouse is unreachable spools what memory holds (quickly, not after
+    /// the whole timeout); the next start on the same data directory inserts it.
+    #[test]
+    fn shutdown_spools_what_it_cannot_write_and_the_next_start_inserts_it() {
+        let port = free_port();
         let cfg = FlushConfig {
             interval: Duration::from_secs(600),
-            shutdown_timeout: Duration::from_millis(400),
-            ..config("ti_sink_test_unreachable", "tcp://127.0.0.1:1")
+            shutdown_timeout: Duration::from_secs(30),
+            ..config(
+                "ti_sink_test_unreachable",
+                &format!("tcp://127.0.0.1:{port}"),
+            )
         };
-        let buffered = Arc::new(AtomicU64::new(0));
-        let (tx, rx) = crossbeam_channel::bounded(4);
-        let flusher = spawn(cfg, rx, Arc::clone(&buffered)).unwrap();
-        send(&tx, &buffered, batch("o", "t", 7, 1_700_000_000_000));
+        let h = Harness::start(cfg, TestDir::new("flush-stop-spool"));
+        h.send(batch("o", "t", 7, 1_700_000_000_000));
+        // The last try at shutdown is refused at once: no waiting out the timeout.
         let t0 = Instant::now();
-        drop(tx);
-        let report = flusher.join().unwrap();
-        let took = t0.elapsed();
-        assert!(
-            took >= Duration::from_millis(400) && took < Duration::from_secs(3),
-            "{took:?}"
-        );
+        let (report, dir) = h.finish();
+        assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
         assert_eq!(
             report,
             FlushReport {
-                rows_unwritten: 7,
+                rows_spooled: 7,
                 ..FlushReport::default()
             }
         );
-        assert_eq!(buffered.load(Ordering::Acquire), 0);
+        assert!(segments(&dir) > 0);
+        if skip() {
+            return;
+        }
+        let db = TestDb::new("restart");
+        migrated(&db);
+        let h = Harness::start(
+            FlushConfig {
+                interval: Duration::from_secs(600),
+                ..config(&db.0, NATIVE_URL)
+            },
+            dir,
+        );
+        assert_eq!(h.stats.spool_rows.load(Ordering::Relaxed), 7, "recovered");
+        wait_for("7 rows", Duration::from_secs(10), || rows_in(&db) == 7);
+        let (report, dir) = h.finish();
+        assert_eq!(report.rows_flushed, 7);
+        assert_eq!(segments(&dir), 0, "confirmed segments are deleted");
     }
 
     #[test]
@@ -823,12 +1565,10 @@ mod tests {
             interval: Duration::from_millis(50),
             ..config(&db.0, NATIVE_URL)
         };
-        let buffered = Arc::new(AtomicU64::new(0));
-        let (tx, rx) = crossbeam_channel::bounded(4);
-        let flusher = spawn(cfg, rx, Arc::clone(&buffered)).unwrap();
-        send(&tx, &buffered, batch("o", "t", 3, 1_700_000_000_000));
-        drop(tx);
-        assert_eq!(flusher.join().unwrap().rows_flushed, 3);
+        let h = Harness::start(cfg, TestDir::new("flush-remigrate"));
+        h.send(batch("o", "t", 3, 1_700_000_000_000));
+        let (report, _) = h.finish();
+        assert_eq!(report.rows_flushed, 3);
         assert_eq!(rows_in(&db), 3);
     }
 
@@ -843,31 +1583,52 @@ mod tests {
 
     #[test]
     fn bisect_splits_across_pieces() {
+        let dir = TestDir::new("flush-bisect");
+        let cfg = config("unused", NATIVE_URL);
+        let spool = Spool::open(
+            SpoolConfig::new(dir.path().join("spool"), 1 << 20),
+            Arc::clone(&cfg.stats),
+        )
+        .unwrap();
+        let (_tx, rx) = crossbeam_channel::unbounded();
         let store = Store::new(NATIVE_URL, "unused").unwrap();
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
         let mut f = Flusher::new(
-            config("unused", NATIVE_URL),
+            cfg,
             store,
             rt,
+            Input::Buffer(rx),
+            spool,
             Arc::new(AtomicU64::new(0)),
         );
-        f.push(batch("o", "a", 3, 0));
-        f.push(batch("o", "b", 4, 0));
-        f.push(batch("o", "c", 2, 0));
-        assert_eq!(f.next_insert(), (3, 9));
-        f.bisect(3, 9);
+        for (trace, n) in [("a", 3), ("b", 4), ("c", 2)] {
+            let b = batch("o", trace, n, 0);
+            f.st.push(
+                Entry {
+                    bytes: 0,
+                    left: Cell::new(b.len()),
+                    batch: b,
+                    pos: None,
+                    keep_record: Cell::new(false),
+                },
+                Instant::now(),
+            );
+        }
+        let st = &mut f.st;
+        assert_eq!(st.next_insert(), (3, 9));
+        st.bisect(3, 9);
         let shape: Vec<(usize, usize, usize)> =
-            f.queue.iter().map(|p| (p.start, p.end, p.cap)).collect();
+            st.queue.iter().map(|p| (p.start, p.end, p.cap)).collect();
         assert_eq!(shape, vec![(0, 3, 4), (0, 1, 4), (1, 4, 5), (0, 2, 5)]);
-        assert_eq!(f.next_insert(), (2, 4));
-        f.queue.drain(..2);
-        assert_eq!(f.next_insert(), (2, 5));
-        f.bisect(2, 5);
+        assert_eq!(st.next_insert(), (2, 4));
+        st.queue.drain(..2);
+        assert_eq!(st.next_insert(), (2, 5));
+        st.bisect(2, 5);
         let shape: Vec<(usize, usize, usize)> =
-            f.queue.iter().map(|p| (p.start, p.end, p.cap)).collect();
+            st.queue.iter().map(|p| (p.start, p.end, p.cap)).collect();
         assert_eq!(shape, vec![(1, 3, 2), (3, 4, 3), (0, 2, 3)]);
-        assert_eq!(f.next_insert(), (1, 2));
+        assert_eq!(st.next_insert(), (1, 2));
     }
 }

@@ -1,15 +1,20 @@
-//! Storage side: the flush thread that batches accepted rows and the ClickHouse store it writes to.
+//! Storage side: the flush thread that batches accepted rows, the spool and write-ahead log on disk, and the ClickHouse store.
 //!
-//! Workers send each request's `RowBatch` over a crossbeam channel (after adding its rows to the
-//! shared `buffered_rows` count); `flush` buffers them and inserts on `max_rows` or `interval`;
-//! `segment` and `codec` are the on-disk form of batches for the spool;
-//! `clickhouse` is the only code that knows ClickHouse (schema, inserts, error classes, keys). Each thread that talks to ClickHouse (flush, control) builds its own `Store`
+//! Workers send each request's `RowBatch` over a crossbeam channel (after reserving its rows and
+//! bytes; `ingest::handoff`), to `flush` directly or through `wal` (write-ahead mode); `flush`
+//! buffers them in bounded memory, moves the excess to `spool` (files in `segment` format,
+//! batches in `codec` form), inserts on `max_rows` or `interval`, and sends refused rows to
+//! `deadletter`; `clickhouse` is the only code that knows ClickHouse (schema, inserts, error
+//! classes, keys). Each thread that talks to ClickHouse (flush, control) builds its own `Store`
 //! on its own current-thread tokio runtime; no other thread runs tokio.
 
 pub mod clickhouse;
 pub mod codec;
+pub mod deadletter;
 pub mod flush;
 pub mod segment;
+pub mod spool;
+pub mod wal;
 
 pub use clickhouse::{
     ActiveKey, InsertError, Inserted, KeyRecord, Retry, RowRun, Store, StoreError,

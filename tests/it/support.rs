@@ -3,6 +3,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -14,11 +15,16 @@ const CH_HTTP: &str = "127.0.0.1:8123";
 
 static NEXT_DB: AtomicUsize = AtomicUsize::new(0);
 
-/// A running server with its own database. Killed and its database dropped on drop.
+/// A running server with its own database and data directory. Killed, its database dropped
+/// and its data directory removed on drop.
 pub struct Server {
     pub child: Option<Child>,
     pub addr: SocketAddr,
     pub database: String,
+    /// `INGEST_DATA_DIR`: spool, write-ahead log, dead letters. Kept across `spawn`s.
+    pub data_dir: PathBuf,
+    /// ClickHouse's HTTP interface for reading rows back.
+    ch_http: String,
     env: Vec<(String, String)>,
 }
 
@@ -27,27 +33,39 @@ impl Server {
         Server::start_with(&[])
     }
 
-    /// Starts `traceingest serve` with extra `INGEST_*` settings.
+    /// Starts `traceingest serve` with extra `INGEST_*` settings, on the shared ClickHouse.
     pub fn start_with(env: &[(&str, &str)]) -> Server {
-        let database = format!(
-            "ti_it_{}_{}",
-            std::process::id(),
-            NEXT_DB.fetch_add(1, Ordering::Relaxed)
-        );
-        ch_exec(&format!("DROP DATABASE IF EXISTS {database}"));
+        let mut server = Server::new(CH_HTTP, env);
+        server.spawn();
+        server
+    }
+
+    /// A server whose ClickHouse is at `native_url`/`ch_http`, not started yet (`spawn`).
+    pub fn new(ch_http: &str, env: &[(&str, &str)]) -> Server {
+        let n = NEXT_DB.fetch_add(1, Ordering::Relaxed);
+        let database = format!("ti_it_{}_{n}", std::process::id());
+        let _ = try_ch_exec(ch_http, &format!("DROP DATABASE IF EXISTS {database}"));
+        let data_dir =
+            std::env::temp_dir().join(format!("traceingest-it-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&data_dir);
         let mut env: Vec<(String, String)> = env
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         env.push(("INGEST_CLICKHOUSE_DATABASE".into(), database.clone()));
-        let mut server = Server {
+        env.push(("INGEST_DATA_DIR".into(), data_dir.display().to_string()));
+        Server {
             child: None,
             addr: "127.0.0.1:0".parse().unwrap(),
             database,
+            data_dir,
+            ch_http: ch_http.to_string(),
             env,
-        };
-        server.spawn();
-        server
+        }
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
     }
 
     fn command(&self, args: &[&str]) -> Command {
@@ -165,7 +183,7 @@ impl Server {
 
     /// Rows of `spans` (deduplicated with FINAL) for a query suffix like `WHERE ...`.
     pub fn rows(&self, columns: &str, rest: &str) -> Vec<Value> {
-        ch_json(&format!(
+        self.ch_json(&format!(
             "SELECT {columns} FROM {}.spans FINAL {rest} FORMAT JSONEachRow",
             self.database
         ))
@@ -181,8 +199,18 @@ impl Server {
         self.count_query("")
     }
 
+    /// Runs a `FORMAT JSONEachRow` query on this server's ClickHouse.
+    pub fn ch_json(&self, sql: &str) -> Vec<Value> {
+        parse_json_lines(&ch_exec_at(&self.ch_http, sql))
+    }
+
+    /// Runs a statement on this server's ClickHouse.
+    pub fn ch_exec(&self, sql: &str) -> String {
+        ch_exec_at(&self.ch_http, sql)
+    }
+
     fn count_query(&self, modifier: &str) -> u64 {
-        let v = ch_json(&format!(
+        let v = self.ch_json(&format!(
             "SELECT count() AS n FROM {}.spans {modifier} FORMAT JSONEachRow",
             self.database
         ));
@@ -195,7 +223,12 @@ impl Server {
 
     /// Waits until `spans` holds `n` rows (flushes are periodic).
     pub fn wait_rows(&self, n: u64) {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        self.wait_rows_within(n, Duration::from_secs(20));
+    }
+
+    /// Waits until `spans` holds `n` rows, for at most `within`.
+    pub fn wait_rows_within(&self, n: u64, within: Duration) {
+        let deadline = Instant::now() + within;
         loop {
             let have = self.count();
             if have == n {
@@ -216,7 +249,12 @@ impl Drop for Server {
             let _ = c.kill();
             let _ = c.wait();
         }
-        ch_exec(&format!("DROP DATABASE IF EXISTS {}", self.database));
+        // A private ClickHouse may be stopped (or gone) by now: then there is nothing to drop.
+        let _ = try_ch_exec(
+            &self.ch_http,
+            &format!("DROP DATABASE IF EXISTS {}", self.database),
+        );
+        let _ = std::fs::remove_dir_all(&self.data_dir);
     }
 }
 
@@ -355,30 +393,36 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// Runs a statement through ClickHouse's HTTP interface; panics on failure.
-pub fn ch_exec(sql: &str) -> String {
-    let mut s = TcpStream::connect(CH_HTTP)
-        .expect("ClickHouse HTTP on 127.0.0.1:8123 (run .ci/run or scripts/clickhouse.sh)");
+/// Runs a statement through the HTTP interface at `addr`; panics on failure.
+pub fn ch_exec_at(addr: &str, sql: &str) -> String {
+    try_ch_exec(addr, sql).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs a statement through the HTTP interface at `addr`.
+pub fn try_ch_exec(addr: &str, sql: &str) -> Result<String, String> {
+    let mut s = TcpStream::connect(addr).map_err(|e| {
+        format!("ClickHouse HTTP on {addr} (run .ci/run or scripts/clickhouse.sh): {e}")
+    })?;
     let req = format!(
         "POST / HTTP/1.0\r\nHost: ch\r\nContent-Length: {}\r\n\r\n{sql}",
         sql.len()
     );
-    s.write_all(req.as_bytes()).unwrap();
+    s.write_all(req.as_bytes()).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
-    s.read_to_end(&mut out).unwrap();
-    let text = String::from_utf8(out).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    assert!(
-        head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
-        "ClickHouse refused {sql:?}: {body}"
-    );
-    body.to_string()
+    s.read_to_end(&mut out).map_err(|e| e.to_string())?;
+    let text = String::from_utf8(out).map_err(|e| e.to_string())?;
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| format!("not an HTTP answer: {text:?}"))?;
+    if head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200") {
+        Ok(body.to_string())
+    } else {
+        Err(format!("ClickHouse refused {sql:?}: {body}"))
+    }
 }
 
-/// Runs a `FORMAT JSONEachRow` query and parses each line.
-pub fn ch_json(sql: &str) -> Vec<Value> {
-    ch_exec(sql)
-        .lines()
+fn parse_json_lines(text: &str) -> Vec<Value> {
+    text.lines()
         .filter(|l| !l.is_empty())
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()

@@ -1,0 +1,126 @@
+//! The dead-letter file: every row ClickHouse refused for good, one JSON line each, in `INGEST_DATA_DIR/deadletter/spans.jsonl`.
+//!
+//! A line is `{"dead_lettered_at_ms", "code", "error", "org_id", "trace_id", "span_id", "row"}`
+//! where `row` has one key per `spans` column with the exact values that were refused (money as
+//! decimal strings, times as epoch seconds), so an operator can see why, fix and re-insert. The
+//! file is opened, appended and fsynced for each refused insert (a rare event), and never read
+//! or truncated by the service, so it may be rotated or moved away at any time.
+
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use super::clickhouse::{row_json, InsertError, RowRun};
+use super::segment::now_ms;
+
+/// Where refused rows go.
+#[derive(Debug, Clone)]
+pub struct DeadLetters {
+    path: PathBuf,
+}
+
+impl DeadLetters {
+    /// The file `dir/spans.jsonl`; the directory is created on first use.
+    pub fn new(dir: &Path) -> DeadLetters {
+        DeadLetters {
+            path: dir.join("spans.jsonl"),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one line per row of `runs` and fsyncs. Returns the rows written.
+    pub fn write(&self, runs: &[RowRun<'_>], err: &InsertError) -> io::Result<usize> {
+        let at = now_ms();
+        let mut out = Vec::new();
+        let mut rows = 0;
+        for run in runs {
+            let b = run.batch;
+            for row in run.rows {
+                let line = serde_json::json!({
+                    "dead_lettered_at_ms": at,
+                    "code": err.code,
+                    "error": err.message,
+                    "org_id": b.str(row.org_id),
+                    "trace_id": b.str(row.trace_id),
+                    "span_id": b.str(row.span_id),
+                    "row": row_json(b, row),
+                });
+                serde_json::to_writer(&mut out, &line).map_err(io::Error::other)?;
+                out.push(b'\n');
+                rows += 1;
+            }
+        }
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)?;
+        f.write_all(&out)?;
+        f.sync_data()?;
+        Ok(rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sink::clickhouse::test_support::{batch, push_row};
+    use crate::sink::clickhouse::Retry;
+    use crate::sink::test_dir::TestDir;
+
+    #[test]
+    fn one_line_per_row_with_ids_error_and_values() {
+        let dir = TestDir::new("deadletter");
+        let dl = DeadLetters::new(&dir.path().join("deadletter"));
+        let mut b = batch("org-1", "trace-1", 1, 1_700_000_000_000);
+        push_row(
+            &mut b,
+            "org-1",
+            "trace-1",
+            "bad \"span\"",
+            1_700_000_000_000,
+            true,
+        );
+        let err = InsertError {
+            retry: Retry::Split,
+            code: Some(395),
+            message: "Value passed to 'throwIf' function is non zero".into(),
+        };
+        let runs = [RowRun {
+            batch: &b,
+            rows: &b.rows[1..],
+        }];
+        assert_eq!(dl.write(&runs, &err).unwrap(), 1);
+        assert_eq!(dl.write(&runs, &err).unwrap(), 1);
+        let text = std::fs::read_to_string(dl.path()).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2, "appended, never truncated");
+        let l = &lines[0];
+        assert_eq!(l["code"], 395);
+        assert_eq!(l["span_id"], "bad \"span\"");
+        assert_eq!(l["trace_id"], "trace-1");
+        assert!(l["error"].as_str().unwrap().contains("throwIf"));
+        let row = &l["row"];
+        assert_eq!(row["span_id"], "bad \"span\"");
+        assert_eq!(row["web_search_cost"], "99999999.9999999999");
+        assert_eq!(row["internal_reasoning_cost"], serde_json::Value::Null);
+        assert_eq!(
+            row["metadata_keys"],
+            serde_json::json!(["env", "ключ", "empty"])
+        );
+        assert_eq!(row["chunk_offsets"], serde_json::json!([0, 10, 20]));
+        assert_eq!(row["ingested_at"], 1_700_000_100);
+        assert_eq!(
+            row.as_object().unwrap().len(),
+            crate::sink::clickhouse::SPANS_COLUMNS.len()
+        );
+    }
+}

@@ -1,0 +1,782 @@
+//! The on-disk queue of batches waiting for ClickHouse: segments under `INGEST_DATA_DIR/spool`, read back oldest first, deleted once confirmed.
+//!
+//! One `Spool` belongs to the flush thread. It sees every record of the directory, whoever
+//! wrote it:
+//!
+//! - in `buffer` mode the flush thread itself appends (`append`) the batches memory cannot hold;
+//! - in `wal` mode the write-ahead thread (`wal.rs`) appends every batch before it is answered,
+//!   and tells the flush thread where each one went (`logged`); the flush thread may then drop
+//!   its memory copy (`release`), since the record is on disk.
+//!
+//! The queue is a FIFO: the flush thread's memory holds the oldest batches, the spool the newer
+//! ones. While anything waits on disk (the *backlog*, from `cursor` to the last record), every
+//! new batch goes behind it, and `read_next` brings records back into memory oldest first. A
+//! record is *confirmed* once its rows are in ClickHouse or in the dead-letter file; its index
+//! goes to the segment's ack file, and a segment no one will append to again is deleted once all
+//! its records are confirmed. At start-up (`open`) whatever the directory holds is scanned, torn
+//! tails are cut (`segment::scan`), acked records are skipped, and the rest is the backlog.
+//!
+//! fsync policy: `buffer` mode fsyncs a segment when it is sealed and at shutdown (`sync`), so a
+//! killed process loses nothing it spooled (the page cache survives it) and a power cut loses at
+//! most the unsealed segment's unsynced tail. In `wal` mode the write-ahead thread fsyncs every
+//! group before answering. New segment files are fsynced with their directory entry.
+
+use std::collections::VecDeque;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::codec;
+use super::flush::FlushStats;
+use super::segment::{self, RecordPos, ScanError, Writer, HEADER_LEN};
+use crate::row::RowBatch;
+
+/// Where the spool lives and how large it may grow.
+#[derive(Debug, Clone)]
+pub struct SpoolConfig {
+    /// `INGEST_DATA_DIR/spool`.
+    pub dir: PathBuf,
+    /// `INGEST_SPOOL_MAX_BYTES`: segment files may not grow past this in total.
+    pub max_bytes: u64,
+    /// A segment is sealed (and a new one started) once it reaches this size.
+    pub segment_bytes: u64,
+}
+
+impl SpoolConfig {
+    /// Segments of an eighth of the spool, between 4 KiB and 64 MiB: small enough that
+    /// confirmed data is deleted soon, large enough that a segment is not a file per batch.
+    pub fn new(dir: PathBuf, max_bytes: u64) -> SpoolConfig {
+        SpoolConfig {
+            dir,
+            max_bytes,
+            segment_bytes: (max_bytes / 8).clamp(4 << 10, 64 << 20),
+        }
+    }
+}
+
+/// Why a batch could not be spooled; it stays where it was (in memory).
+#[derive(Debug)]
+pub enum SpoolError {
+    /// `max_bytes` reached.
+    Full,
+    Io(io::Error),
+}
+
+impl std::fmt::Display for SpoolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SpoolError::Full => f.write_str("the spool is full (INGEST_SPOOL_MAX_BYTES)"),
+            SpoolError::Io(e) => write!(f, "spool I/O error: {e}"),
+        }
+    }
+}
+
+/// What the flush thread knows about one segment file.
+#[derive(Debug)]
+struct Segment {
+    id: u64,
+    created_ms: u64,
+    /// Records known to be in the file: appended by this thread, announced by the write-ahead
+    /// thread, or found at start-up.
+    records: u32,
+    /// End of the last known record (file length as far as the reader may go).
+    end: u64,
+    /// Records whose rows are in ClickHouse or dead-lettered (including those acked by a
+    /// previous run).
+    confirmed: u32,
+    /// No record will be added: a newer segment exists, or it is from a previous run.
+    sealed: bool,
+    /// Indices a previous run confirmed, ascending: skipped when reading back.
+    acked_before: Vec<u32>,
+    /// The ack file, opened on first confirmation.
+    ack: Option<File>,
+    /// Opened on first read.
+    reader: Option<File>,
+}
+
+impl Segment {
+    fn new(id: u64, created_ms: u64) -> Segment {
+        Segment {
+            id,
+            created_ms,
+            records: 0,
+            end: HEADER_LEN,
+            confirmed: 0,
+            sealed: false,
+            acked_before: Vec::new(),
+            ack: None,
+            reader: None,
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.sealed && self.confirmed >= self.records
+    }
+}
+
+/// The next record to read back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Cursor {
+    segment: u64,
+    offset: u64,
+    index: u32,
+}
+
+/// A record read back: its batch and where it is, to confirm it later.
+pub struct Replayed {
+    pub batch: RowBatch,
+    pub pos: RecordPos,
+}
+
+pub struct Spool {
+    cfg: SpoolConfig,
+    /// Oldest first, ids ascending.
+    segments: VecDeque<Segment>,
+    /// First record of the backlog; `None` when every unconfirmed record is also in memory.
+    cursor: Option<Cursor>,
+    /// `buffer` mode: this thread's own writer, created on the first append.
+    writer: Option<Writer>,
+    /// Id of the next segment this thread creates.
+    next_id: u64,
+    stats: Arc<FlushStats>,
+    /// Encoded batch / read payload, reused.
+    scratch: Vec<u8>,
+}
+
+impl Spool {
+    /// Opens (creating) the directory and recovers what a previous run left: scans every
+    /// segment, cuts torn tails, deletes what is fully confirmed, and makes the rest the backlog.
+    pub fn open(cfg: SpoolConfig, stats: Arc<FlushStats>) -> io::Result<Spool> {
+        std::fs::create_dir_all(&cfg.dir)?;
+        let mut ids = Vec::new();
+        let mut max_id = 0;
+        for entry in std::fs::read_dir(&cfg.dir)? {
+            let name = entry?.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if let Some(id) = segment::parse_segment_name(name) {
+                ids.push(id);
+                max_id = max_id.max(id);
+            }
+        }
+        ids.sort_unstable();
+        let mut spool = Spool {
+            segments: VecDeque::new(),
+            cursor: None,
+            writer: None,
+            next_id: max_id + 1,
+            stats,
+            scratch: Vec::new(),
+            cfg,
+        };
+        for id in ids {
+            spool.recover(id)?;
+        }
+        if let Some(first) = spool.segments.front() {
+            spool.cursor = Some(Cursor {
+                segment: first.id,
+                offset: HEADER_LEN,
+                index: 0,
+            });
+            tracing::info!(
+                segments = spool.segments.len(),
+                rows = spool.stats.spool_rows.load(Ordering::Relaxed),
+                bytes = spool.stats.spool_bytes.load(Ordering::Relaxed),
+                dir = %spool.cfg.dir.display(),
+                "spool holds rows from a previous run; replaying them once ClickHouse answers"
+            );
+        }
+        spool.update_oldest();
+        Ok(spool)
+    }
+
+    fn recover(&mut self, id: u64) -> io::Result<()> {
+        let path = segment::segment_path(&self.cfg.dir, id);
+        let ack_path = segment::ack_path(&self.cfg.dir, id);
+        let mut acked = segment::read_acks(&ack_path)?;
+        acked.sort_unstable();
+        acked.dedup();
+        let scanned = match segment::scan(&path, |i, payload| {
+            if acked.binary_search(&i).is_ok() {
+                0
+            } else {
+                codec::rows_in(payload).map_or(0, u64::from)
+            }
+        }) {
+            Ok(s) => s,
+            Err(ScanError::NotASegment) => {
+                tracing::error!(
+                    path = %path.display(),
+                    "not a spool segment (bad magic); left alone and skipped"
+                );
+                return Ok(());
+            }
+            Err(ScanError::Io(e)) => return Err(e),
+        };
+        if scanned.discarded > 0 {
+            tracing::warn!(
+                path = %path.display(),
+                bytes = scanned.discarded,
+                kept_records = scanned.records,
+                "cut a torn or corrupt tail off a spool segment"
+            );
+        }
+        acked.retain(|&i| i < scanned.records);
+        let confirmed = acked.len() as u32;
+        if scanned.records == 0 || confirmed >= scanned.records {
+            remove(&path);
+            remove(&ack_path);
+            return Ok(());
+        }
+        let stats = &self.stats;
+        stats.spool_bytes.fetch_add(scanned.len, Ordering::Relaxed);
+        stats.spool_segments.fetch_add(1, Ordering::Relaxed);
+        stats.spool_rows.fetch_add(scanned.rows, Ordering::Relaxed);
+        self.segments.push_back(Segment {
+            records: scanned.records,
+            end: scanned.len,
+            confirmed,
+            sealed: true,
+            acked_before: acked,
+            ..Segment::new(id, scanned.created_ms)
+        });
+        Ok(())
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.cfg.dir
+    }
+
+    /// Records are waiting on disk that are not in memory.
+    pub fn backlog(&self) -> bool {
+        self.cursor.is_some()
+    }
+
+    /// Bytes of all segment files.
+    pub fn bytes(&self) -> u64 {
+        self.stats.spool_bytes.load(Ordering::Relaxed)
+    }
+
+    /// `wal` mode: the segment id the write-ahead thread starts with.
+    pub fn take_next_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    /// `buffer` mode: appends a batch memory cannot hold. It joins the backlog. `over_limit`
+    /// (shutdown only) lets the spool pass `max_bytes` rather than lose accepted rows.
+    pub fn append(&mut self, batch: &RowBatch, over_limit: bool) -> Result<RecordPos, SpoolError> {
+        self.scratch.clear();
+        codec::encode(batch, &mut self.scratch);
+        let need = self.scratch.len() as u64 + segment::FRAME_LEN;
+        let roll = self
+            .writer
+            .as_ref()
+            .is_none_or(|w| w.len() + need > self.cfg.segment_bytes && !w.is_empty());
+        let new_segment = if roll { HEADER_LEN } else { 0 };
+        if !over_limit && self.bytes() + need + new_segment > self.cfg.max_bytes {
+            return Err(SpoolError::Full);
+        }
+        if roll {
+            self.seal_writer().map_err(SpoolError::Io)?;
+            let id = self.take_next_id();
+            let w = Writer::create(&self.cfg.dir, id).map_err(SpoolError::Io)?;
+            self.stats
+                .spool_bytes
+                .fetch_add(HEADER_LEN, Ordering::Relaxed);
+            self.stats.spool_segments.fetch_add(1, Ordering::Relaxed);
+            self.segments.push_back(Segment::new(id, w.created_ms()));
+            self.writer = Some(w);
+        }
+        let w = self.writer.as_mut().expect("a writer after the roll");
+        let pos = w.append(&self.scratch).map_err(SpoolError::Io)?;
+        self.stats.spool_bytes.fetch_add(pos.len, Ordering::Relaxed);
+        let rows = batch.len() as u64;
+        self.note(pos);
+        self.join_backlog(pos, rows);
+        Ok(pos)
+    }
+
+    /// Seals this thread's writer: fsyncs it; it is deleted once its records are confirmed.
+    fn seal_writer(&mut self) -> io::Result<()> {
+        if let Some(w) = self.writer.take() {
+            w.sync()?;
+            let id = w.id();
+            if let Some(seg) = self.segment_mut(id) {
+                seg.sealed = true;
+            }
+            self.delete_if_done(id);
+        }
+        Ok(())
+    }
+
+    /// `wal` mode: the write-ahead thread appended `pos` (in a segment created at
+    /// `created_ms`). The batch is in memory too unless `release` is called for it.
+    pub fn logged(&mut self, pos: RecordPos, created_ms: u64) {
+        if self.segments.back().is_none_or(|s| s.id < pos.segment) {
+            // A new segment: the write-ahead thread will not append to older ones again.
+            let older: Vec<u64> = self.segments.iter().map(|s| s.id).collect();
+            for s in &mut self.segments {
+                s.sealed = true;
+            }
+            self.segments
+                .push_back(Segment::new(pos.segment, created_ms));
+            for id in older {
+                self.delete_if_done(id);
+            }
+        }
+        self.note(pos);
+    }
+
+    /// The memory copy of a record already in the spool is dropped (`wal` mode, or a record
+    /// read back): it joins the backlog. Memory drops its newest records, so `pos` is either
+    /// after the backlog's start or the record just before it: the backlog stays every
+    /// unconfirmed record from the cursor on.
+    pub fn release(&mut self, pos: RecordPos, rows: u64) {
+        if self
+            .cursor
+            .is_some_and(|c| (pos.segment, pos.offset) < (c.segment, c.offset))
+        {
+            self.cursor = None;
+        }
+        self.join_backlog(pos, rows);
+    }
+
+    fn note(&mut self, pos: RecordPos) {
+        if let Some(seg) = self.segment_mut(pos.segment) {
+            seg.records = seg.records.max(pos.index + 1);
+            seg.end = seg.end.max(pos.end());
+        }
+        self.update_oldest();
+    }
+
+    fn join_backlog(&mut self, pos: RecordPos, rows: u64) {
+        if self.cursor.is_none() {
+            self.cursor = Some(Cursor {
+                segment: pos.segment,
+                offset: pos.offset,
+                index: pos.index,
+            });
+        }
+        self.stats.spool_rows.fetch_add(rows, Ordering::Relaxed);
+        self.stats.rows_spooled.fetch_add(rows, Ordering::Relaxed);
+    }
+
+    /// The oldest record of the backlog, decoded; `None` once the backlog is empty. Records that
+    /// cannot be read back are logged, counted and confirmed (so their segment can go).
+    pub fn read_next(&mut self) -> Option<Replayed> {
+        loop {
+            let cur = self.cursor?;
+            let Some(i) = self.index_of(cur.segment) else {
+                // Its segment is gone (every record confirmed): continue with the next one.
+                self.advance_to_segment_after(cur.segment);
+                continue;
+            };
+            let seg = &self.segments[i];
+            if cur.offset >= seg.end {
+                if i + 1 == self.segments.len() {
+                    self.cursor = None;
+                    return None;
+                }
+                self.advance_to_segment_after(cur.segment);
+                continue;
+            }
+            if seg.acked_before.binary_search(&cur.index).is_ok() {
+                // Confirmed by a previous run: skip it without decoding.
+                match self.read_payload(i, cur) {
+                    Ok(Some(len)) => self.cursor = Some(step(cur, len)),
+                    Ok(None) | Err(_) => self.lose_rest(i, cur),
+                }
+                continue;
+            }
+            match self.read_payload(i, cur) {
+                Ok(Some(len)) => {
+                    let pos = RecordPos {
+                        segment: cur.segment,
+                        index: cur.index,
+                        offset: cur.offset,
+                        len,
+                    };
+                    self.cursor = Some(step(cur, len));
+                    match codec::decode(&self.scratch) {
+                        Ok(batch) => {
+                            let rows = batch.len() as u64;
+                            sub(&self.stats.spool_rows, rows);
+                            self.stats.rows_replayed.fetch_add(rows, Ordering::Relaxed);
+                            return Some(Replayed { batch, pos });
+                        }
+                        Err(e) => {
+                            let rows = codec::rows_in(&self.scratch).map_or(0, u64::from);
+                            tracing::error!(
+                                segment = pos.segment,
+                                record = pos.index,
+                                rows,
+                                error = %e,
+                                "a spool record passed its checksum but does not decode; its rows are lost"
+                            );
+                            sub(&self.stats.spool_rows, rows);
+                            self.stats.rows_lost.fetch_add(rows, Ordering::Relaxed);
+                            self.stats.spool_bad_records.fetch_add(1, Ordering::Relaxed);
+                            self.confirm(pos);
+                        }
+                    }
+                }
+                Ok(None) | Err(_) => self.lose_rest(i, cur),
+            }
+        }
+    }
+
+    /// Reads the record at `cur` into `scratch`; its total length, or `None` if unreadable.
+    fn read_payload(&mut self, i: usize, cur: Cursor) -> io::Result<Option<u64>> {
+        let path = segment::segment_path(&self.cfg.dir, cur.segment);
+        let seg = &mut self.segments[i];
+        if seg.reader.is_none() {
+            seg.reader = Some(File::open(path)?);
+        }
+        let file = seg.reader.as_ref().expect("opened above");
+        segment::read_at(file, cur.offset, seg.end, &mut self.scratch)
+    }
+
+    /// A record of segment `i` cannot be read (the disk changed under us): the rest of what
+    /// is known of the segment is given up, loudly, and the reader moves past it.
+    fn lose_rest(&mut self, i: usize, cur: Cursor) {
+        let seg = &mut self.segments[i];
+        let lost = seg.records.saturating_sub(cur.index);
+        tracing::error!(
+            segment = seg.id,
+            from_record = cur.index,
+            records = lost,
+            "spool segment unreadable from this record on; those records are lost"
+        );
+        self.stats
+            .spool_bad_records
+            .fetch_add(u64::from(lost), Ordering::Relaxed);
+        seg.confirmed += lost;
+        self.cursor = Some(Cursor {
+            segment: seg.id,
+            offset: seg.end,
+            index: seg.records,
+        });
+        let id = seg.id;
+        self.delete_if_done(id);
+        self.update_oldest();
+    }
+
+    fn advance_to_segment_after(&mut self, id: u64) {
+        self.cursor = self.segments.iter().find(|s| s.id > id).map(|s| Cursor {
+            segment: s.id,
+            offset: HEADER_LEN,
+            index: 0,
+        });
+    }
+
+    /// The rows of `pos` are in ClickHouse or in the dead-letter file: record it, and delete
+    /// the segment if that was its last unconfirmed record.
+    pub fn confirm(&mut self, pos: RecordPos) {
+        let dir = self.cfg.dir.clone();
+        let Some(seg) = self.segment_mut(pos.segment) else {
+            return;
+        };
+        seg.confirmed += 1;
+        if seg.ack.is_none() {
+            match OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(segment::ack_path(&dir, pos.segment))
+            {
+                Ok(f) => seg.ack = Some(f),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot open a spool ack file; a restart may insert some rows twice (FINAL still shows one)")
+                }
+            }
+        }
+        if let Some(f) = &mut seg.ack {
+            if let Err(e) = f.write_all(&pos.index.to_le_bytes()) {
+                tracing::warn!(error = %e, "cannot write a spool ack; a restart may insert some rows twice (FINAL still shows one)");
+                seg.ack = None;
+            }
+        }
+        let id = seg.id;
+        // `buffer` mode: once the backlog is gone and all is confirmed, the own segment goes too.
+        if self.cursor.is_none()
+            && self.writer.as_ref().is_some_and(|w| w.id() == id)
+            && self
+                .segment_mut(id)
+                .is_some_and(|s| s.confirmed >= s.records)
+        {
+            self.writer = None;
+            if let Some(s) = self.segment_mut(id) {
+                s.sealed = true;
+            }
+        }
+        self.delete_if_done(id);
+        self.update_oldest();
+    }
+
+    fn delete_if_done(&mut self, id: u64) {
+        let Some(i) = self.index_of(id) else { return };
+        if !self.segments[i].done() {
+            return;
+        }
+        let seg = self.segments.remove(i).expect("index from index_of");
+        if self.cursor.is_some_and(|c| c.segment == id) {
+            self.advance_to_segment_after(id);
+        }
+        remove(&segment::segment_path(&self.cfg.dir, id));
+        remove(&segment::ack_path(&self.cfg.dir, id));
+        sub(&self.stats.spool_bytes, seg.end);
+        sub(&self.stats.spool_segments, 1);
+        // Room was made: let the next batch try (it sets the flag again if still full).
+        self.stats.full.store(false, Ordering::Relaxed);
+        self.update_oldest();
+    }
+
+    /// `buffer` mode at shutdown: makes everything appended durable.
+    pub fn sync(&mut self) -> io::Result<()> {
+        match &self.writer {
+            Some(w) => w.sync(),
+            None => Ok(()),
+        }
+    }
+
+    fn update_oldest(&self) {
+        let oldest = self
+            .segments
+            .iter()
+            .find(|s| s.confirmed < s.records)
+            .map_or(0, |s| s.created_ms);
+        self.stats.spool_oldest_ms.store(oldest, Ordering::Relaxed);
+    }
+
+    fn index_of(&self, id: u64) -> Option<usize> {
+        self.segments.binary_search_by_key(&id, |s| s.id).ok()
+    }
+
+    fn segment_mut(&mut self, id: u64) -> Option<&mut Segment> {
+        let i = self.index_of(id)?;
+        self.segments.get_mut(i)
+    }
+}
+
+/// Takes the data directory for this process (creating it): an exclusive `flock` on
+/// `dir/LOCK`, held while the returned file is open. Two servers sharing a spool would replay
+/// and delete each other's records.
+pub fn lock_data_dir(dir: &Path) -> io::Result<File> {
+    use std::os::fd::AsRawFd;
+    std::fs::create_dir_all(dir)?;
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("LOCK"))?;
+    // SAFETY: flock(2) on a descriptor this function owns; no memory is passed.
+    let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if r != 0 {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(
+            e.kind(),
+            format!(
+                "{} is in use by another traceingest process ({e}); give each server its own INGEST_DATA_DIR",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(file)
+}
+
+fn step(c: Cursor, len: u64) -> Cursor {
+    Cursor {
+        segment: c.segment,
+        offset: c.offset + len,
+        index: c.index + 1,
+    }
+}
+
+fn sub(a: &std::sync::atomic::AtomicU64, v: u64) {
+    let _ = a.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |x| {
+        Some(x.saturating_sub(v))
+    });
+}
+
+fn remove(path: &Path) {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => tracing::warn!(path = %path.display(), error = %e, "cannot delete a spool file"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sink::clickhouse::test_support::batch;
+    use crate::sink::test_dir::TestDir;
+
+    fn open(dir: &TestDir, max: u64) -> (Spool, Arc<FlushStats>) {
+        let stats = Arc::new(FlushStats::default());
+        let spool = Spool::open(
+            SpoolConfig::new(dir.path().join("spool"), max),
+            Arc::clone(&stats),
+        )
+        .unwrap();
+        (spool, stats)
+    }
+
+    fn trace(r: &Replayed) -> String {
+        r.batch.str(r.batch.rows[0].trace_id).to_string()
+    }
+
+    fn files(dir: &TestDir, ext: &str) -> usize {
+        std::fs::read_dir(dir.path().join("spool"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(ext)
+            })
+            .count()
+    }
+
+    /// Appended batches come back oldest first, across segments, and every segment is gone
+    /// once all its records are confirmed.
+    #[test]
+    fn appends_read_back_in_order_and_confirmed_segments_go() {
+        let dir = TestDir::new("spool-order");
+        // 64 KiB: segments of 8 KiB, several records each.
+        let (mut spool, stats) = open(&dir, 64 << 10);
+        for i in 0..8 {
+            spool
+                .append(&batch("o", &format!("t{i}"), 3, 0), false)
+                .unwrap();
+        }
+        assert!(spool.backlog());
+        assert!(files(&dir, ".seg") >= 2);
+        assert_eq!(stats.spool_rows.load(Ordering::Relaxed), 24);
+        let mut read = Vec::new();
+        while let Some(r) = spool.read_next() {
+            read.push(r);
+        }
+        assert!(!spool.backlog());
+        let order: Vec<String> = read.iter().map(trace).collect();
+        let want: Vec<String> = (0..8).map(|i| format!("t{i}")).collect();
+        assert_eq!(order, want);
+        assert_eq!(stats.spool_rows.load(Ordering::Relaxed), 0);
+        assert!(stats.spool_oldest_ms.load(Ordering::Relaxed) > 0);
+        for r in &read {
+            spool.confirm(r.pos);
+        }
+        assert_eq!(files(&dir, ".seg"), 0);
+        assert_eq!(files(&dir, ".ack"), 0);
+        assert_eq!(stats.spool_bytes.load(Ordering::Relaxed), 0);
+        assert_eq!(stats.spool_segments.load(Ordering::Relaxed), 0);
+        assert_eq!(stats.spool_oldest_ms.load(Ordering::Relaxed), 0);
+    }
+
+    /// A restart replays exactly the records not confirmed before it, and a torn tail is cut.
+    #[test]
+    fn a_restart_skips_acked_records_and_survives_a_torn_tail() {
+        let dir = TestDir::new("spool-restart");
+        {
+            let (mut spool, _) = open(&dir, 1 << 30);
+            for i in 0..5 {
+                spool
+                    .append(&batch("o", &format!("t{i}"), 2, 0), false)
+                    .unwrap();
+            }
+            let read: Vec<Replayed> = std::iter::from_fn(|| spool.read_next()).collect();
+            spool.confirm(read[1].pos);
+            spool.confirm(read[3].pos);
+            spool.sync().unwrap();
+        }
+        // A crash in the middle of a sixth record.
+        let seg = segment::segment_path(&dir.path().join("spool"), 1);
+        let mut f = OpenOptions::new().append(true).open(&seg).unwrap();
+        f.write_all(&[200, 0, 0, 0, 1, 2]).unwrap();
+        drop(f);
+
+        let (mut spool, stats) = open(&dir, 1 << 30);
+        assert_eq!(
+            stats.spool_rows.load(Ordering::Relaxed),
+            6,
+            "3 records of 2 rows"
+        );
+        let mut again = Vec::new();
+        while let Some(r) = spool.read_next() {
+            again.push(trace(&r));
+            spool.confirm(r.pos);
+        }
+        assert_eq!(again, ["t0", "t2", "t4"]);
+        assert_eq!(files(&dir, ".seg"), 0, "all confirmed: deleted");
+        // Nothing is left for a third start.
+        let (mut spool, stats) = open(&dir, 1 << 30);
+        assert!(spool.read_next().is_none());
+        assert_eq!(stats.spool_segments.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn refuses_past_its_bound_unless_told_otherwise() {
+        let dir = TestDir::new("spool-full");
+        let (mut spool, _) = open(&dir, 64 << 10);
+        let mut n = 0;
+        while spool.append(&batch("o", "t", 10, 0), false).is_ok() {
+            n += 1;
+            assert!(n < 1000);
+        }
+        assert!(matches!(
+            spool.append(&batch("o", "t", 10, 0), false),
+            Err(SpoolError::Full)
+        ));
+        assert!(spool.bytes() <= 64 << 10);
+        // At shutdown accepted rows go in regardless.
+        spool.append(&batch("o", "t", 10, 0), true).unwrap();
+        assert!(spool.bytes() > 64 << 10);
+    }
+
+    /// `wal` mode: records written by another writer are announced; dropping memory copies
+    /// of the newest ones makes them the backlog, read back in log order.
+    #[test]
+    fn logged_records_released_from_memory_are_read_back_in_order() {
+        let dir = TestDir::new("spool-wal");
+        let (mut spool, stats) = open(&dir, 1 << 30);
+        let id = spool.take_next_id();
+        let mut w = Writer::create(spool.dir(), id).unwrap();
+        let mut pos = Vec::new();
+        let mut bytes = Vec::new();
+        for i in 0..6 {
+            bytes.clear();
+            codec::encode(&batch("o", &format!("t{i}"), 2, 0), &mut bytes);
+            let p = w.append(&bytes).unwrap();
+            spool.logged(p, w.created_ms());
+            pos.push(p);
+        }
+        w.sync().unwrap();
+        assert!(!spool.backlog(), "everything is in memory too");
+        // Memory drops its newest two, then (still full) the two before them.
+        spool.release(pos[4], 2);
+        spool.release(pos[5], 2);
+        spool.release(pos[2], 2);
+        spool.release(pos[3], 2);
+        assert_eq!(stats.spool_rows.load(Ordering::Relaxed), 8);
+        let back: Vec<String> = std::iter::from_fn(|| spool.read_next())
+            .map(|r| trace(&r))
+            .collect();
+        assert_eq!(back, ["t2", "t3", "t4", "t5"]);
+        for p in pos {
+            spool.confirm(p);
+        }
+        // The writer's segment is not sealed: it stays until the writer moves on.
+        assert_eq!(files(&dir, ".seg"), 1);
+        let mut w2 = Writer::create(spool.dir(), w.id() + 1).unwrap();
+        let p = w2.append(&bytes).unwrap();
+        spool.logged(p, w2.created_ms());
+        assert_eq!(
+            files(&dir, ".seg"),
+            1,
+            "the sealed, confirmed one is deleted"
+        );
+    }
+}
