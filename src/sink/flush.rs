@@ -503,11 +503,24 @@ fn drive<T>(
             }
         };
         tokio::pin!(bounded);
+        // Once intake closes (shutdown), an insert without a deadline gets one: half the
+        // shutdown timeout, after which its rows are spooled instead.
+        let mut stop_by: Option<tokio::time::Instant> = None;
         loop {
+            let give_up = stop_by
+                .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400 * 365));
             tokio::select! {
                 biased;
                 r = &mut bounded => return r,
-                _ = tokio::time::sleep(INTAKE_POLL), if !st.closed => st.poll_intake(),
+                _ = tokio::time::sleep(INTAKE_POLL), if !st.closed => {
+                    st.poll_intake();
+                    if st.closed && deadline.is_none() {
+                        stop_by = Some(tokio::time::Instant::now() + st.cfg.shutdown_timeout / 2);
+                    }
+                }
+                _ = tokio::time::sleep_until(give_up), if stop_by.is_some() => {
+                    return Err(InsertError::timed_out());
+                }
             }
         }
     })
