@@ -1,11 +1,14 @@
 //! Integration tests: the real server binary, real HTTP over TCP, rows read back from a real
-//! ClickHouse (which must be running on 127.0.0.1:9000/8123; `.ci/run` starts it).
+//! ClickHouse (which must be running on 127.0.0.1:9000/8123; `.ci/run` starts it). The
+//! durability tests also start private ClickHouse servers of their own, to stop and start.
 
 #![recursion_limit = "512"]
 
+mod private_clickhouse;
 mod support;
 
 mod connections;
 mod contract;
+mod durability;
 mod shutdown;
 mod storage;
