@@ -26,7 +26,7 @@
 //! - a batch is *confirmed* (its spool record acked, then deleted) once all its rows are
 //!   inserted or dead-lettered;
 //! - when every sender is gone the thread inserts what memory holds while ClickHouse answers,
-//!   for at most half of `shutdown_timeout`, then spools the rest (exceeding the spool's bound
+//!   for at most a third of `shutdown_timeout`, then spools the rest (exceeding the spool's bound
 //!   if it must: those rows were accepted) and fsyncs. Rows are lost only if the disk fails.
 //!
 //! Exactly once in the table: a replayed or retried row is byte for byte the row of the first
@@ -69,7 +69,8 @@ pub struct FlushConfig {
     pub interval: Duration,
     /// Rows waiting that trigger a flush at once, and the largest insert (`INGEST_FLUSH_MAX_ROWS`).
     pub max_rows: usize,
-    /// After the channel closes, how long the thread may take: half inserting, then spooling.
+    /// After the channel closes, how long the thread may take: a third inserting, the rest
+    /// for spooling what is left (which takes time in proportion to the memory bound).
     pub shutdown_timeout: Duration,
     /// First retry delay after a transient failure.
     pub retry_min: Duration,
@@ -455,6 +456,9 @@ struct State {
     input: Input,
     /// Every sender is gone.
     closed: bool,
+    /// Until when inserts may go on once intake has closed (a third of the shutdown timeout
+    /// after it closed); then what is left is spooled.
+    insert_until: Option<Instant>,
     /// Shutting down: the spool is not read back any more.
     stopping: bool,
     /// Oldest first.
@@ -503,21 +507,19 @@ fn drive<T>(
             }
         };
         tokio::pin!(bounded);
-        // Once intake closes (shutdown), an insert without a deadline gets one: half the
-        // shutdown timeout, after which its rows are spooled instead.
+        // Once intake closes (shutdown), an insert gets a deadline if it had none: inserting
+        // stops a third of the shutdown timeout after intake closed; then its rows are spooled.
+        let far = tokio::time::Instant::now() + Duration::from_secs(86_400 * 365);
         let mut stop_by: Option<tokio::time::Instant> = None;
         loop {
-            let give_up = stop_by
-                .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400 * 365));
+            if stop_by.is_none() && deadline.is_none() {
+                stop_by = st.insert_until.map(tokio::time::Instant::from_std);
+            }
+            let give_up = stop_by.unwrap_or(far);
             tokio::select! {
                 biased;
                 r = &mut bounded => return r,
-                _ = tokio::time::sleep(INTAKE_POLL), if !st.closed => {
-                    st.poll_intake();
-                    if st.closed && deadline.is_none() {
-                        stop_by = Some(tokio::time::Instant::now() + st.cfg.shutdown_timeout / 2);
-                    }
-                }
+                _ = tokio::time::sleep(INTAKE_POLL), if !st.closed => st.poll_intake(),
                 _ = tokio::time::sleep_until(give_up), if stop_by.is_some() => {
                     return Err(InsertError::timed_out());
                 }
@@ -546,6 +548,7 @@ impl Flusher {
                 cfg,
                 input,
                 closed: false,
+                insert_until: None,
                 stopping: false,
                 queue: VecDeque::new(),
                 queued_rows: 0,
@@ -579,6 +582,10 @@ impl Flusher {
     /// until done or a transient failure.
     fn flush(&mut self, deadline: Option<Instant>) {
         loop {
+            // Intake closed during an insert: the shutdown takes over, with its deadline.
+            if deadline.is_none() && self.st.closed {
+                return;
+            }
             self.st.refill();
             if self.st.queue.is_empty() {
                 return;
@@ -637,10 +644,13 @@ impl Flusher {
     }
 
     /// All senders are gone: insert what memory holds while ClickHouse answers, for at most
-    /// half the shutdown timeout, then spool the rest and fsync.
+    /// a third of the shutdown timeout, then spool the rest and fsync.
     fn shutdown(mut self) -> FlushReport {
         self.st.stopping = true;
-        let deadline = Instant::now() + self.st.cfg.shutdown_timeout / 2;
+        let deadline = self
+            .st
+            .insert_until
+            .unwrap_or_else(|| Instant::now() + self.st.cfg.shutdown_timeout / 3);
         while !self.st.queue.is_empty() {
             let now = Instant::now();
             match self.st.retry_at {
@@ -666,8 +676,13 @@ impl State {
                 self.poll_intake();
             }
             Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => self.closed = true,
+            Err(RecvTimeoutError::Disconnected) => self.close(),
         }
+    }
+
+    fn close(&mut self) {
+        self.closed = true;
+        self.insert_until = Some(Instant::now() + self.cfg.shutdown_timeout / 3);
     }
 
     /// Takes in whatever the channel holds now, without waiting.
@@ -678,7 +693,7 @@ impl State {
                 Ok(item) => self.accept(item),
                 Err(TryRecvError::Empty) => return,
                 Err(TryRecvError::Disconnected) => {
-                    self.closed = true;
+                    self.close();
                     return;
                 }
             }
