@@ -11,15 +11,21 @@
 //!   insert block are all generated from it, so they cannot disagree.
 //! - Only types that ClickHouse 18.16 and current releases share: no DateTime64, Map,
 //!   LowCardinality, CODEC, TTL.
-//! - A failed operation's connection is dropped, never returned to the pool.
+//! - A failed operation's connection is dropped, never returned to the pool, and a panic of
+//!   the client crate becomes an error (`Store::guard`), never the end of the calling thread.
 
 use std::fmt;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::{Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use clickhouse_rs::errors::{codes, Error as ChError};
-use clickhouse_rs::types::{Block, Decimal};
+use clickhouse_rs::types::{Block, Complex, Decimal};
 use clickhouse_rs::{ClientHandle, Options, Pool};
 
 use crate::row::{Row, RowBatch};
@@ -346,6 +352,12 @@ impl InsertError {
     }
 }
 
+impl From<ChError> for InsertError {
+    fn from(err: ChError) -> InsertError {
+        InsertError::from_clickhouse(&err)
+    }
+}
+
 impl fmt::Display for InsertError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
@@ -510,8 +522,11 @@ pub struct ActiveKey {
 
 /// A connection pool to one ClickHouse server plus the database the service owns.
 pub struct Store {
-    /// Connections are opened lazily by the first operation, on the caller's runtime.
-    pool: Pool,
+    /// Connections are opened lazily by the first operation, on the caller's runtime. Replaced
+    /// whole after the client crate panicked (see `guard`).
+    pool: Mutex<Pool>,
+    /// What the pool was made from, to make a new one.
+    options: Options,
     /// The database name as given (validated: ASCII letters, digits, `_`).
     database: String,
     /// `` `db`.`spans` ``, ready for SQL.
@@ -544,7 +559,8 @@ impl Store {
         }
         let options = options_from_url(url)?;
         Ok(Store {
-            pool: Pool::new(options),
+            pool: Mutex::new(Pool::new(options.clone())),
+            options,
             database: database.to_string(),
             spans_table: format!("`{database}`.`spans`"),
             keys_table: format!("`{database}`.`api_keys`"),
@@ -556,19 +572,75 @@ impl Store {
     }
 
     async fn handle(&self) -> Result<ClientHandle, ChError> {
-        self.pool.get_handle().await
+        let pending = self
+            .pool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_handle();
+        pending.await
+    }
+
+    /// Runs one operation of the client crate, turning a panic inside it into a lost
+    /// connection.
+    ///
+    /// clickhouse-rs 1.1.0-alpha.1 panics (`inner.take().unwrap()`) when the server closed a
+    /// pooled connection between the client's ping and its query (a ClickHouse restart, a
+    /// proxy dropping connections). That must not end the flush or the control thread: the
+    /// panic becomes an I/O error, retried like any other, and the pool is replaced in case the
+    /// lost handle kept one of its slots.
+    async fn guard<T, E: From<ChError>>(
+        &self,
+        op: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, E> {
+        match CatchUnwind(Box::pin(op)).await {
+            Ok(result) => result,
+            Err(why) => {
+                *self.pool.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Pool::new(self.options.clone());
+                tracing::error!(error = %why, "the ClickHouse client panicked; reconnecting");
+                Err(E::from(ChError::Io(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionAborted,
+                    format!("the ClickHouse client panicked: {why}"),
+                ))))
+            }
+        }
+    }
+
+    /// Runs a query and returns its whole result.
+    async fn fetch(&self, sql: String) -> Result<Block<Complex>, ChError> {
+        self.guard(async {
+            let mut c = self.handle().await?;
+            c.query(sql).fetch_all().await
+        })
+        .await
+    }
+
+    /// Inserts one block.
+    async fn insert_block(&self, table: &str, block: Block) -> Result<(), ChError> {
+        self.guard(async {
+            let mut c = self.handle().await?;
+            c.insert(table, block).await
+        })
+        .await
     }
 
     /// Health check: opens (or reuses) a connection and pings the server.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        let mut c = self.handle().await?;
-        c.ping().await?;
-        Ok(())
+        self.guard(async {
+            let mut c = self.handle().await?;
+            c.ping().await?;
+            Ok(())
+        })
+        .await
     }
 
     /// Creates the database and tables if missing, and adds columns a table created by an
     /// older release lacks. Idempotent. Fails if an existing column has an unexpected type.
     pub async fn migrate(&self) -> Result<(), StoreError> {
+        self.guard(self.migrate_on_one_connection()).await
+    }
+
+    async fn migrate_on_one_connection(&self) -> Result<(), StoreError> {
         let mut c = self.handle().await?;
         c.execute(format!("CREATE DATABASE IF NOT EXISTS `{}`", self.database))
             .await?;
@@ -661,17 +733,15 @@ impl Store {
         if rows == 0 {
             return Ok(Inserted { rows: 0, bytes: 0 });
         }
-        // Connect first: while ClickHouse is down, retries cost no block building.
-        let mut c = self
-            .handle()
-            .await
-            .map_err(|e| InsertError::from_clickhouse(&e))?;
-        let (block, bytes) = spans_block(runs, rows);
-        // On error the handle is dropped here and its connection discarded, not pooled.
-        c.insert(self.spans_table.as_str(), block)
-            .await
-            .map_err(|e| InsertError::from_clickhouse(&e))?;
-        Ok(Inserted { rows, bytes })
+        self.guard(async {
+            // Connect first: while ClickHouse is down, retries cost no block building.
+            let mut c = self.handle().await?;
+            let (block, bytes) = spans_block(runs, rows);
+            // On error the handle is dropped here and its connection discarded, not pooled.
+            c.insert(self.spans_table.as_str(), block).await?;
+            Ok(Inserted { rows, bytes })
+        })
+        .await
     }
 
     /// Stores a new key (or a new version of one).
@@ -749,15 +819,13 @@ impl Store {
     /// Latest version of each key (FINAL), with that version. The revoked filter is applied by
     /// the caller, after FINAL: old servers may move a WHERE on a non-key column before it.
     async fn read_keys(&self, filter: &str) -> Result<Vec<(KeyRecord, u64)>, StoreError> {
-        let mut c = self.handle().await?;
-        let block = c
-            .query(format!(
+        let block = self
+            .fetch(format!(
                 "SELECT key_hash, display_prefix, org_id, project_id, \
                  toUInt32(created_at) AS created, toUInt32(revoked_at) AS revoked, version \
                  FROM {} FINAL{filter}",
                 self.keys_table
             ))
-            .fetch_all()
             .await?;
         let mut keys = Vec::with_capacity(block.row_count());
         for row in block.rows() {
@@ -800,9 +868,31 @@ impl Store {
                 "version",
                 keys.iter().map(|&(_, v)| v).collect::<Vec<u64>>(),
             );
-        let mut c = self.handle().await?;
-        c.insert(self.keys_table.as_str(), block).await?;
+        self.insert_block(&self.keys_table, block).await?;
         Ok(())
+    }
+}
+
+/// A future that turns a panic while polling the inner future into `Err(message)`.
+struct CatchUnwind<'a, T>(Pin<Box<dyn Future<Output = T> + 'a>>);
+
+impl<T> Future for CatchUnwind<'_, T> {
+    type Output = Result<T, String>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        match std::panic::catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Err(payload) => {
+                let why = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".to_string());
+                Poll::Ready(Err(why))
+            }
+        }
     }
 }
 
