@@ -13,11 +13,13 @@
 //! - `pricing`: price table, model matching, exact money; pure, no I/O.
 //! - `row`: the owned `RowBatch` a worker hands to the flush thread.
 //! - `sink`: the flush thread (`flush`) and the only ClickHouse code (`clickhouse`).
+//! - `calendar`: UTC days and months.
 //! - `control`: the background thread that refreshes keys and reloads prices.
 //! - `metrics`: counters rendered for `/metrics`.
 //! - `cli`: `keys`, `migrate`, `price` commands.
 
 pub mod auth;
+pub mod calendar;
 pub mod cli;
 pub mod config;
 pub mod control;
