@@ -8,6 +8,8 @@
 
 use std::ops::Range;
 
+use crate::admission::UsageTicket;
+
 /// A string stored in `RowBatch::text`: byte offset and length. Always valid UTF-8.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Text {
@@ -132,6 +134,10 @@ pub struct RowBatch {
     pub meta: Vec<(Text, Text)>,
     /// Sample-array values; the four array `Run`s of a row index into it.
     pub ints: Vec<u64>,
+    /// The rows' place in their organisation's monthly usage: dropping the batch (once its rows
+    /// are written or given up) tells the quota they left the write buffer. Empty when the
+    /// organisation has no quota.
+    pub usage: UsageTicket,
 }
 
 impl RowBatch {

@@ -2,7 +2,8 @@
 //!
 //! Everything here is synchronous and does no I/O: a worker calls `Pipeline::ingest` with the
 //! body buffer its connection owns and gets back either the number of spans accepted or the
-//! refusal to answer with.
+//! refusal to answer with. Admission (rate limit, quota) is `crate::admission`, called between
+//! the schema and the write buffer.
 
 pub mod decode;
 pub mod issue;
@@ -13,10 +14,11 @@ pub mod wire;
 use std::sync::atomic::Ordering;
 
 use bumpalo::Bump;
-use crossbeam_channel::Sender;
+use crossbeam_channel::{SendError, Sender};
 
+use crate::admission;
 use crate::auth::Principal;
-use crate::http::response::Refusal;
+use crate::http::response::{LimitHeaders, Refusal};
 use crate::ingest::decode::{DecodeError, Decoder};
 use crate::pricing::Pricer;
 use crate::row::RowBatch;
@@ -45,20 +47,25 @@ impl Pipeline {
     }
 
     /// Checks 4 to 8 of the contract's order (the caller did size, drain and key) and hands
-    /// the rows to the flush thread. Returns the number of spans accepted.
+    /// the rows to the flush thread. Returns the number of spans accepted; `limits` gets the
+    /// rate-limit and quota state the answer reports.
     pub fn ingest(
         &mut self,
         shared: &Shared,
         principal: &Principal,
         body: &mut [u8],
         now_ms: u64,
+        limits: &mut LimitHeaders,
     ) -> Result<usize, Refusal> {
-        let rows = self.decode_and_build(shared, principal, body, now_ms)?;
+        let mut rows = self.decode_and_build(shared, principal, body, now_ms)?;
         let n = rows.len() as u64;
+        // 6 and 7: the key's rate limit, then the organisation's monthly quota.
+        let reservation = admission::admit(principal, n, shared.clock.mono_ns(), now_ms, limits)?;
         // Reserve room in the write buffer; refuse rather than grow without bound.
         let before = shared.buffered_rows.fetch_add(n, Ordering::AcqRel);
         if before + n > shared.buffer_max_rows {
             shared.buffered_rows.fetch_sub(n, Ordering::AcqRel);
+            reservation.cancel(principal);
             return Err(Refusal::new(
                 503,
                 "buffer_full",
@@ -66,8 +73,11 @@ impl Pipeline {
             )
             .retry_after(1));
         }
-        if self.sender.send(rows).is_err() {
+        rows.usage = reservation.into_ticket(principal);
+        if let Err(SendError(mut rows)) = self.sender.send(rows) {
             shared.buffered_rows.fetch_sub(n, Ordering::AcqRel);
+            // Not buffered after all: the spans go back to the quota.
+            std::mem::take(&mut rows.usage).release();
             return Err(Refusal::new(503, "draining", "the server is shutting down").closing());
         }
         Ok(n as usize)

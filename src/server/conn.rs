@@ -8,17 +8,18 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use monoio::buf::IoBufMut;
 use monoio::io::{AsyncWriteRentExt, CancelableAsyncReadRent, Canceller};
 use monoio::net::TcpStream;
 
+use crate::admission;
 use crate::auth::AuthError;
 use crate::http::request::{self, ChunkedDecoder, Framing, Head, Method, Parsed, Route};
 use crate::http::response::{self, ExtraHeaders, Outcome, Refusal};
 use crate::ingest::Pipeline;
-use crate::server::Shared;
+use crate::server::{ops, Shared};
 
 /// Start size of a connection's read buffer.
 const INITIAL_BUF: usize = 16 * 1024;
@@ -149,9 +150,9 @@ impl Conn {
                     "method_not_allowed",
                     "method not allowed on this path",
                 )),
-                (Route::Health, _) => health(shared),
-                (Route::Ready, _) => ready(shared),
-                (Route::Metrics, _) => metrics(shared),
+                (Route::Health, _) => ops::health(shared),
+                (Route::Ready, _) => ops::ready(shared),
+                (Route::Metrics, _) => ops::metrics(shared),
                 _ => Outcome::Refused(Refusal::new(
                     404,
                     "not_found",
@@ -240,6 +241,8 @@ impl Conn {
                 return Ok(self.answer(shared, &Outcome::Refused(r), keep, false));
             }
         };
+        // Past authentication every answer reports the key's rate-limit state.
+        let mut limits = admission::peek(&principal, shared.clock.mono_ns(), shared.clock.now_ms());
         // The checks that need no body passed: let a waiting client send it.
         if head.expect_continue && self.buf.len() - self.start == head.len {
             response::write_continue(&mut self.out);
@@ -247,7 +250,14 @@ impl Conn {
         }
         let body = self.read_body(shared, head).await?;
         if let Some(refusal) = body.refused {
-            self.answer(shared, &Outcome::Refused(refusal), false, false);
+            self.answer_full(
+                shared,
+                &Outcome::Refused(refusal),
+                false,
+                false,
+                ExtraHeaders { lines: &[], limits },
+                Some(&principal.org_id),
+            );
             return Ok(false);
         }
         shared
@@ -255,13 +265,11 @@ impl Conn {
             .body_bytes
             .fetch_add(body.len as u64, Ordering::Relaxed);
         let body_start = self.start + head.len;
-        let now_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
+        let now_ms = shared.clock.now_ms();
         let result = {
             let mut pipeline = worker.pipeline.borrow_mut();
             let bytes = &mut self.buf[body_start..body_start + body.len];
-            pipeline.ingest(shared, &principal, bytes, now_ms)
+            pipeline.ingest(shared, &principal, bytes, now_ms, &mut limits)
         };
         self.consume(head.len + body.raw);
         let outcome = match result {
@@ -278,7 +286,14 @@ impl Conn {
             }
             Err(r) => Outcome::Refused(r),
         };
-        Ok(self.answer(shared, &outcome, head.keep_alive, false))
+        Ok(self.answer_full(
+            shared,
+            &outcome,
+            head.keep_alive,
+            false,
+            ExtraHeaders { lines: &[], limits },
+            Some(&principal.org_id),
+        ))
     }
 
     fn answer(
@@ -299,22 +314,39 @@ impl Conn {
         head_only: bool,
         extra: &[(&str, &str)],
     ) -> bool {
-        let status = match outcome {
-            Outcome::Accepted { .. } => 202,
-            Outcome::Ok { .. } => 200,
+        let extra = ExtraHeaders {
+            lines: extra,
+            ..ExtraHeaders::default()
+        };
+        self.answer_full(shared, outcome, keep_alive, head_only, extra, None)
+    }
+
+    /// Writes an answer, counts it, and logs a refusal (status, code and the organisation when
+    /// the key is known; never the key or the body).
+    fn answer_full(
+        &mut self,
+        shared: &Shared,
+        outcome: &Outcome,
+        keep_alive: bool,
+        head_only: bool,
+        extra: ExtraHeaders<'_>,
+        org: Option<&str>,
+    ) -> bool {
+        let (status, code) = match outcome {
+            Outcome::Accepted { .. } => (202, "accepted"),
+            Outcome::Ok { .. } => (200, "ok"),
             Outcome::Refused(r) => {
-                tracing::debug!(status = r.status, code = r.code, "refused request");
-                r.status
+                tracing::debug!(
+                    status = r.status,
+                    code = r.code,
+                    org = org.unwrap_or(""),
+                    "refused request"
+                );
+                (r.status, r.code)
             }
         };
-        shared.metrics.count_response(status);
-        response::write(
-            &mut self.out,
-            outcome,
-            keep_alive,
-            head_only,
-            &ExtraHeaders { lines: extra },
-        )
+        shared.metrics.count_response(status, code);
+        response::write(&mut self.out, outcome, keep_alive, head_only, &extra)
     }
 
     fn consume(&mut self, n: usize) {
@@ -456,33 +488,5 @@ impl BodyLen {
             refused: Some(r),
             ..BodyLen::default()
         }
-    }
-}
-
-fn health(shared: &Shared) -> Outcome {
-    Outcome::Ok {
-        content_type: "application/json",
-        body: format!("{{\"status\":\"ok\",\"buffered\":{}}}", shared.buffered()).into_bytes(),
-    }
-}
-
-fn ready(shared: &Shared) -> Outcome {
-    if shared.is_draining() {
-        Outcome::Refused(Refusal::new(503, "not_ready", "draining for shutdown"))
-    } else {
-        Outcome::Ok {
-            content_type: "application/json",
-            body: b"{\"ready\":true}".to_vec(),
-        }
-    }
-}
-
-fn metrics(shared: &Shared) -> Outcome {
-    let mut text = String::with_capacity(4096);
-    shared.metrics.render(&mut text);
-    shared.flush_stats.render(&mut text, shared.buffered());
-    Outcome::Ok {
-        content_type: "text/plain; version=0.0.4",
-        body: text.into_bytes(),
     }
 }

@@ -1,4 +1,5 @@
-//! The only code that knows ClickHouse: schema and migration, span inserts, error classes, API keys.
+//! The only code that knows ClickHouse: schema and migration, span inserts, error classes, API
+//! keys, organisations and their monthly span counts.
 //!
 //! Everything here is async on tokio and is driven by the flush thread or the control thread, each
 //! from its own current-thread runtime. A [`Store`]'s pooled connections belong to the runtime
@@ -297,6 +298,21 @@ pub const API_KEYS_COLUMNS: &[(&str, &str)] = &[
 
 const API_KEYS_ENGINE: &str = "ENGINE = ReplacingMergeTree(version) ORDER BY key_hash";
 
+/// `orgs` columns in table order: each organisation's plan. Changing the plan inserts a new
+/// version of the row; readers use `FINAL`. An organisation without a row is on the default plan.
+pub const ORGS_COLUMNS: &[(&str, &str)] = &[
+    ("org_id", "String"),
+    ("plan", "String"),
+    ("created_at", "DateTime"),
+    ("updated_at", "DateTime"),
+    ("version", "UInt64"),
+];
+
+const ORGS_ENGINE: &str = "ENGINE = ReplacingMergeTree(version) ORDER BY org_id";
+
+/// Most organisations named in one usage count, to keep the query text small.
+const COUNT_ORGS_PER_QUERY: usize = 1000;
+
 #[inline]
 fn utc(epoch_seconds: u32) -> DateTime<Tz> {
     DateTime::<Utc>::from_timestamp(i64::from(epoch_seconds), 0)
@@ -520,6 +536,18 @@ pub struct ActiveKey {
     pub project_id: String,
 }
 
+/// An organisation as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrgRecord {
+    pub org_id: String,
+    /// A plan name; checked against the configured plans when written, not when read.
+    pub plan: String,
+    /// Epoch seconds.
+    pub created_at: u32,
+    /// Epoch seconds of the last plan change.
+    pub updated_at: u32,
+}
+
 /// A connection pool to one ClickHouse server plus the database the service owns.
 pub struct Store {
     /// Connections are opened lazily by the first operation, on the caller's runtime. Replaced
@@ -533,6 +561,8 @@ pub struct Store {
     spans_table: String,
     /// `` `db`.`api_keys` ``, ready for SQL.
     keys_table: String,
+    /// `` `db`.`orgs` ``, ready for SQL.
+    orgs_table: String,
 }
 
 impl fmt::Debug for Store {
@@ -564,6 +594,7 @@ impl Store {
             database: database.to_string(),
             spans_table: format!("`{database}`.`spans`"),
             keys_table: format!("`{database}`.`api_keys`"),
+            orgs_table: format!("`{database}`.`orgs`"),
         })
     }
 
@@ -656,9 +687,17 @@ impl Store {
             API_KEYS_ENGINE,
         ))
         .await?;
+        c.execute(create_table_sql(
+            &self.orgs_table,
+            ORGS_COLUMNS,
+            ORGS_ENGINE,
+        ))
+        .await?;
         self.add_missing_columns(&mut c, "spans", SPANS_COLUMNS)
             .await?;
         self.add_missing_columns(&mut c, "api_keys", API_KEYS_COLUMNS)
+            .await?;
+        self.add_missing_columns(&mut c, "orgs", ORGS_COLUMNS)
             .await?;
         Ok(())
     }
@@ -870,6 +909,111 @@ impl Store {
             );
         self.insert_block(&self.keys_table, block).await?;
         Ok(())
+    }
+}
+
+impl Store {
+    /// Every organisation with a record (latest version), by id.
+    pub async fn list_orgs(&self) -> Result<Vec<OrgRecord>, StoreError> {
+        let mut orgs: Vec<OrgRecord> = self
+            .read_orgs("")
+            .await?
+            .into_iter()
+            .map(|(o, _)| o)
+            .collect();
+        orgs.sort_by(|a, b| a.org_id.cmp(&b.org_id));
+        Ok(orgs)
+    }
+
+    /// One organisation's record, if it has one.
+    pub async fn get_org(&self, org_id: &str) -> Result<Option<OrgRecord>, StoreError> {
+        let filter = format!(" WHERE org_id = {}", sql_string(org_id));
+        Ok(self
+            .read_orgs(&filter)
+            .await?
+            .into_iter()
+            .next()
+            .map(|(o, _)| o))
+    }
+
+    /// Creates the organisation's record, or replaces its plan. `created_at` is kept from the
+    /// existing record; the new version is newer than any before.
+    pub async fn put_org(&self, org_id: &str, plan: &str) -> Result<(), StoreError> {
+        if org_id.is_empty() || plan.is_empty() {
+            return Err(StoreError::new("an organisation needs an id and a plan"));
+        }
+        let filter = format!(" WHERE org_id = {}", sql_string(org_id));
+        let previous = self.read_orgs(&filter).await?.into_iter().next();
+        let now = now_seconds();
+        let (created_at, version) = match previous {
+            Some((o, v)) => (o.created_at, now_version().max(v + 1)),
+            None => (now, now_version()),
+        };
+        let block = Block::new()
+            .column("org_id", vec![org_id])
+            .column("plan", vec![plan])
+            .column("created_at", vec![utc(created_at)])
+            .column("updated_at", vec![utc(now)])
+            .column("version", vec![version]);
+        self.insert_block(&self.orgs_table, block).await?;
+        Ok(())
+    }
+
+    /// Latest version of each organisation (FINAL), with that version.
+    async fn read_orgs(&self, filter: &str) -> Result<Vec<(OrgRecord, u64)>, StoreError> {
+        let block = self
+            .fetch(format!(
+                "SELECT org_id, plan, toUInt32(created_at) AS created, \
+                 toUInt32(updated_at) AS updated, version FROM {} FINAL{filter}",
+                self.orgs_table
+            ))
+            .await?;
+        let mut orgs = Vec::with_capacity(block.row_count());
+        for row in block.rows() {
+            let org = OrgRecord {
+                org_id: row.get("org_id")?,
+                plan: row.get("plan")?,
+                created_at: row.get("created")?,
+                updated_at: row.get("updated")?,
+            };
+            orgs.push((org, row.get("version")?));
+        }
+        Ok(orgs)
+    }
+
+    /// Spans stored per organisation with `ingested_at` in `[from_s, to_s)` (Unix seconds), for
+    /// the given organisations; an organisation without spans is absent from the answer.
+    ///
+    /// Counts rows as stored, without `FINAL`: a client's retry that the table has not merged
+    /// away yet counts twice (it was accepted twice), and stops counting once merged. `FINAL`
+    /// over a month of spans every few seconds would cost far more than that is worth.
+    pub async fn count_spans_by_org(
+        &self,
+        org_ids: &[&str],
+        from_s: i64,
+        to_s: i64,
+    ) -> Result<Vec<(String, u64)>, StoreError> {
+        let mut counts = Vec::new();
+        for chunk in org_ids.chunks(COUNT_ORGS_PER_QUERY) {
+            let list = chunk
+                .iter()
+                .map(|o| sql_string(o))
+                .collect::<Vec<_>>()
+                .join(",");
+            let block = self
+                .fetch(format!(
+                    "SELECT org_id, count() AS n FROM {} \
+                     WHERE org_id IN ({list}) \
+                     AND ingested_at >= toDateTime({from_s}) AND ingested_at < toDateTime({to_s}) \
+                     GROUP BY org_id",
+                    self.spans_table
+                ))
+                .await?;
+            for row in block.rows() {
+                counts.push((row.get("org_id")?, row.get("n")?));
+            }
+        }
+        Ok(counts)
     }
 }
 
@@ -1667,6 +1811,66 @@ mod tests {
                 project_id: String::new(),
             }]
         );
+    }
+
+    #[test]
+    fn orgs_put_get_list_and_monthly_counts() {
+        if skip() {
+            return;
+        }
+        let db = TestDb::new("orgs");
+        let store = Store::new(NATIVE_URL, &db.0).unwrap();
+        let rt = rt();
+        rt.block_on(store.migrate()).unwrap();
+        assert_eq!(rt.block_on(store.get_org("org-a")).unwrap(), None);
+        rt.block_on(store.put_org("org-a", "free")).unwrap();
+        rt.block_on(store.put_org("org-b'q", "pro")).unwrap();
+        let a = rt.block_on(store.get_org("org-a")).unwrap().unwrap();
+        assert_eq!(a.plan, "free");
+        rt.block_on(store.put_org("org-a", "enterprise")).unwrap();
+        let a2 = rt.block_on(store.get_org("org-a")).unwrap().unwrap();
+        assert_eq!(
+            (a2.plan.as_str(), a2.created_at),
+            ("enterprise", a.created_at)
+        );
+        let listed: Vec<(String, String)> = rt
+            .block_on(store.list_orgs())
+            .unwrap()
+            .into_iter()
+            .map(|o| (o.org_id, o.plan))
+            .collect();
+        assert_eq!(
+            listed,
+            vec![
+                ("org-a".to_string(), "enterprise".to_string()),
+                ("org-b'q".to_string(), "pro".to_string())
+            ]
+        );
+
+        // `batch` rows are ingested at 1_700_000_100 (2023-11-14).
+        let mut batches = vec![batch("org-a", "t1", 3, 0), batch("org-b'q", "t2", 2, 0)];
+        batches.push(batch("org-a", "t3", 4, 0));
+        for r in &mut batches[2].rows {
+            r.ingested_at = 1_701_388_800; // 2023-12-01 00:00:00
+        }
+        rt.block_on(store.insert_spans(&batches)).unwrap();
+        let november = (1_698_796_800, 1_701_388_800);
+        let mut counts = rt
+            .block_on(store.count_spans_by_org(
+                &["org-a", "org-b'q", "org-c"],
+                november.0,
+                november.1,
+            ))
+            .unwrap();
+        counts.sort();
+        assert_eq!(
+            counts,
+            vec![("org-a".to_string(), 3), ("org-b'q".to_string(), 2)]
+        );
+        let december = rt
+            .block_on(store.count_spans_by_org(&["org-a"], 1_701_388_800, 1_704_067_200))
+            .unwrap();
+        assert_eq!(december, vec![("org-a".to_string(), 4)]);
     }
 
     /// Insert throughput of the block path; run with `--ignored --nocapture`.

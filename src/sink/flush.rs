@@ -29,6 +29,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 use super::clickhouse::{InsertError, Inserted, Retry, RowRun, Store, StoreError};
+use crate::metrics::Histogram;
 use crate::row::RowBatch;
 
 /// Everything the flush thread needs, built once at start-up.
@@ -105,60 +106,8 @@ pub struct FlushStats {
     pub last_flush_at_ms: AtomicU64,
     /// Rows ClickHouse refused for good (logged with their ids).
     pub rows_rejected: AtomicU64,
-}
-
-impl FlushStats {
-    /// Appends the counters in Prometheus text format, with the rows still waiting.
-    pub fn render(&self, out: &mut String, buffered_rows: u64) {
-        use std::fmt::Write as _;
-        let load = |a: &AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
-        for (name, kind, help, v) in [
-            (
-                "traceingest_flush_batches_total",
-                "counter",
-                "Successful inserts into ClickHouse.",
-                load(&self.batches_flushed),
-            ),
-            (
-                "traceingest_flush_rows_total",
-                "counter",
-                "Rows written to ClickHouse.",
-                load(&self.rows_flushed),
-            ),
-            (
-                "traceingest_flush_errors_total",
-                "counter",
-                "Failed insert attempts.",
-                load(&self.flush_errors),
-            ),
-            (
-                "traceingest_flush_rejected_rows_total",
-                "counter",
-                "Rows ClickHouse refused for good.",
-                load(&self.rows_rejected),
-            ),
-            (
-                "traceingest_flush_last_duration_seconds",
-                "gauge",
-                "Duration of the last insert.",
-                0,
-            ),
-            (
-                "traceingest_buffered_rows",
-                "gauge",
-                "Rows accepted and not yet written.",
-                buffered_rows,
-            ),
-        ] {
-            let _ = writeln!(out, "# HELP {name} {help}");
-            let _ = writeln!(out, "# TYPE {name} {kind}");
-            if name == "traceingest_flush_last_duration_seconds" {
-                let _ = writeln!(out, "{name} {}", load(&self.last_flush_ms) as f64 / 1000.0);
-            } else {
-                let _ = writeln!(out, "{name} {v}");
-            }
-        }
-    }
+    /// Durations of successful inserts.
+    pub flush_duration: Histogram,
 }
 
 /// What the thread did, returned when it ends.
@@ -411,6 +360,7 @@ impl Flusher {
             .rows_flushed
             .fetch_add(inserted.rows as u64, Ordering::Relaxed);
         stats.last_flush_ms.store(ms, Ordering::Relaxed);
+        stats.flush_duration.observe(took);
         let now_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);

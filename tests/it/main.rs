@@ -5,6 +5,7 @@
 
 mod support;
 
+mod admission;
 mod connections;
 mod contract;
 mod shutdown;
