@@ -4,8 +4,8 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Statuses counted individually; anything else lands in `other`.
-const STATUSES: [u16; 14] = [
-    200, 202, 400, 401, 404, 405, 408, 413, 429, 431, 500, 501, 503, 505,
+const STATUSES: [u16; 15] = [
+    200, 202, 400, 401, 404, 405, 408, 413, 417, 429, 431, 500, 501, 503, 505,
 ];
 
 /// Counters of what the server answered and accepted.
