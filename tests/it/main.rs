@@ -7,5 +7,6 @@ mod support;
 
 mod connections;
 mod contract;
+mod hardening;
 mod shutdown;
 mod storage;
