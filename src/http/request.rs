@@ -108,7 +108,7 @@ pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError
     let status = match req.parse(buf) {
         Ok(s) => s,
         Err(httparse::Error::TooManyHeaders) => return Err(HttpError::HeadTooLarge),
-        Err(httparse::Error::Version) => return Err(version_error(buf)),
+        Err(httparse::Error::Version) => return version_error(buf, limits),
         Err(e) => return Err(HttpError::BadRequest(bad_head_reason(e))),
     };
     let len = match status {
@@ -224,12 +224,19 @@ pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError
 
 /// httparse says `Version` for any request line it cannot read to the end: only a well-formed
 /// `HTTP/d.d` other than 1.x is an unsupported version; anything else is a bad request.
+///
+/// httparse stops at the first byte that cannot be `HTTP/1.x`, which may be before the line
+/// ends (`HTTP/2` of `HTTP/2.0`): which of the two answers applies is only known at the line's
+/// end, so until then the head is still partial (see `regression_version_error_waits_for_the_line_end`).
 #[cold]
-fn version_error(buf: &[u8]) -> HttpError {
-    let line_end = buf
-        .iter()
-        .position(|&b| b == b'\r' || b == b'\n')
-        .unwrap_or(buf.len());
+fn version_error(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError> {
+    let Some(line_end) = buf.iter().position(|&b| b == b'\r' || b == b'\n') else {
+        return if buf.len() > limits.max_head_bytes {
+            Err(HttpError::HeadTooLarge)
+        } else {
+            Ok(Parsed::Partial)
+        };
+    };
     let line = &buf[..line_end];
     let parts: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
     match parts.as_slice() {
@@ -240,9 +247,9 @@ fn version_error(buf: &[u8]) -> HttpError {
                 && v[6] == b'.'
                 && v[7].is_ascii_digit() =>
         {
-            HttpError::UnsupportedVersion
+            Err(HttpError::UnsupportedVersion)
         }
-        _ => HttpError::BadRequest("invalid request line"),
+        _ => Err(HttpError::BadRequest("invalid request line")),
     }
 }
 
@@ -842,6 +849,33 @@ mod tests {
         let many: String = (0..100).map(|i| format!("X{i}: y\r\n")).collect();
         let raw = format!("GET / HTTP/1.1\r\n{many}\r\n");
         assert_eq!(head(&raw), Err(HttpError::HeadTooLarge));
+    }
+
+    /// Found by the `http_request` fuzz target: byte by byte, httparse refused
+    /// `POST /ingest HTTP/2` (a bad request) before `.1\r\n` arrived and made it
+    /// `HTTP/2.1` (an unsupported version), so the answer depended on how the bytes were split.
+    #[test]
+    fn regression_version_error_waits_for_the_line_end() {
+        let raw = "POST /ingest HTTP/2.1\r\nHost: t\r\n\r\n";
+        for end in 0..raw.len() {
+            let want = if end <= raw.find('\r').unwrap() {
+                Ok(Parsed::Partial)
+            } else {
+                Err(HttpError::UnsupportedVersion)
+            };
+            assert_eq!(head(&raw[..end]), want, "{:?}", &raw[..end]);
+        }
+        assert_eq!(
+            head("GET / HTTP/2.1x\r\n"),
+            Err(HttpError::BadRequest("invalid request line"))
+        );
+        let endless = format!("GET / HTTP/2{}", "0".repeat(20_000));
+        assert_eq!(head(&endless), Err(HttpError::HeadTooLarge));
+        // The fuzzer's input (two control bytes, then the request).
+        fuzz_split_equivalence(
+            b"\xc7\x80POST /ingest HTTP/2.1\r\nHost: t\r\nAuthorization: Bearer ti_x\x10\x10\
+              GET /health HTTP/\r\nCon1te.n",
+        );
     }
 
     /// Decodes `raw` fed in pieces of `step` bytes, as the connection would.

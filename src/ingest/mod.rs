@@ -5,6 +5,7 @@
 //! refusal to answer with.
 
 pub mod decode;
+mod fuzz;
 pub mod issue;
 pub mod rows;
 pub mod validate;
@@ -21,6 +22,8 @@ use crate::ingest::decode::{DecodeError, Decoder};
 use crate::pricing::Pricer;
 use crate::row::RowBatch;
 use crate::server::Shared;
+
+pub use fuzz::fuzz_decode;
 
 /// Per-worker state reused by every request the worker serves.
 pub struct Pipeline {
