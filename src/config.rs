@@ -264,3 +264,61 @@ impl ServeArgs {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    /// Resolves `serve` flags (defaults for the rest) into a `Config` or its error message.
+    fn resolve(flags: &[&str]) -> Result<Config, String> {
+        let args = std::iter::once("traceingest").chain(flags.iter().copied());
+        Cli::try_parse_from(args)
+            .map_err(|e| e.to_string())?
+            .serve
+            .resolve()
+    }
+
+    #[test]
+    fn slow_client_settings() {
+        let c = resolve(&[]).unwrap();
+        assert_eq!(c.min_body_rate, 1024);
+        assert_eq!(c.body_rate_grace, Duration::from_secs(10));
+        assert_eq!(c.header_timeout, Duration::from_secs(10));
+        let c = resolve(&[
+            "--min-body-rate-bytes-per-sec",
+            "0",
+            "--body-rate-grace-ms",
+            "0",
+        ]);
+        assert_eq!(c.unwrap().min_body_rate, 0, "0 turns the minimum off");
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &["--body-rate-grace-ms", "0"],
+                "INGEST_BODY_RATE_GRACE_MS must be at least 1 while INGEST_MIN_BODY_RATE_BYTES_PER_SEC is set",
+            ),
+            (
+                &["--min-body-rate-bytes-per-sec", "2000000000"],
+                "INGEST_MIN_BODY_RATE_BYTES_PER_SEC must be 0 (off) to 1073741824, got 2000000000",
+            ),
+            (
+                &["--header-timeout-ms", "0"],
+                "INGEST_HEADER_TIMEOUT_MS must be at least 1",
+            ),
+            (
+                &["--max-connections-per-worker", "0"],
+                "INGEST_MAX_CONNECTIONS_PER_WORKER must be at least 1",
+            ),
+        ];
+        for (flags, message) in cases {
+            assert_eq!(resolve(flags).unwrap_err(), *message, "{flags:?}");
+        }
+    }
+}
