@@ -124,6 +124,17 @@ pub struct ServeArgs {
     /// The whole header block must arrive within this time (milliseconds).
     #[arg(long, env = "INGEST_HEADER_TIMEOUT_MS", default_value_t = 10_000)]
     pub header_timeout_ms: u64,
+    /// Least average rate of a request body in bytes per second once the grace period has
+    /// passed; a slower body is answered 408 and the connection closed. 0 turns it off.
+    #[arg(
+        long,
+        env = "INGEST_MIN_BODY_RATE_BYTES_PER_SEC",
+        default_value_t = 1024
+    )]
+    pub min_body_rate_bytes_per_sec: u64,
+    /// How long a body may arrive below the minimum rate before it is held to it (milliseconds).
+    #[arg(long, env = "INGEST_BODY_RATE_GRACE_MS", default_value_t = 10_000)]
+    pub body_rate_grace_ms: u64,
     /// Open connections per worker; past it new connections are closed at once.
     #[arg(
         long,
@@ -171,6 +182,9 @@ pub struct Config {
     pub pricing_file: Option<PathBuf>,
     pub idle_timeout: Duration,
     pub header_timeout: Duration,
+    /// Bytes per second a body must average after `body_rate_grace`; 0 = no minimum.
+    pub min_body_rate: u64,
+    pub body_rate_grace: Duration,
     pub max_connections_per_worker: usize,
     pub force_legacy_driver: bool,
     pub clickhouse_url: String,
@@ -257,6 +271,18 @@ impl ServeArgs {
                 return Err(format!("{name} must be at least 1"));
             }
         }
+        if self.min_body_rate_bytes_per_sec > 1 << 30 {
+            return Err(format!(
+                "INGEST_MIN_BODY_RATE_BYTES_PER_SEC must be 0 (off) to 1073741824, got {}",
+                self.min_body_rate_bytes_per_sec
+            ));
+        }
+        if self.min_body_rate_bytes_per_sec > 0 && self.body_rate_grace_ms == 0 {
+            return Err(
+                "INGEST_BODY_RATE_GRACE_MS must be at least 1 while INGEST_MIN_BODY_RATE_BYTES_PER_SEC is set"
+                    .into(),
+            );
+        }
         if self.max_connections_per_worker == 0 {
             return Err("INGEST_MAX_CONNECTIONS_PER_WORKER must be at least 1".into());
         }
@@ -300,6 +326,8 @@ impl ServeArgs {
             pricing_file: self.pricing_file.clone(),
             idle_timeout: Duration::from_millis(self.idle_timeout_ms),
             header_timeout: Duration::from_millis(self.header_timeout_ms),
+            min_body_rate: self.min_body_rate_bytes_per_sec,
+            body_rate_grace: Duration::from_millis(self.body_rate_grace_ms),
             max_connections_per_worker: self.max_connections_per_worker,
             force_legacy_driver: self.force_legacy_driver,
             clickhouse_url: self.store.clickhouse_url.clone(),
@@ -377,6 +405,42 @@ mod tests {
         for (args, setting) in cases {
             let err = resolve(args).unwrap_err();
             assert!(err.starts_with(setting), "{args:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn slow_client_settings() {
+        let c = resolve(&[]).unwrap();
+        assert_eq!(c.min_body_rate, 1024);
+        assert_eq!(c.body_rate_grace, Duration::from_secs(10));
+        assert_eq!(c.header_timeout, Duration::from_secs(10));
+        let c = resolve(&[
+            "--min-body-rate-bytes-per-sec",
+            "0",
+            "--body-rate-grace-ms",
+            "0",
+        ]);
+        assert_eq!(c.unwrap().min_body_rate, 0, "0 turns the minimum off");
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &["--body-rate-grace-ms", "0"],
+                "INGEST_BODY_RATE_GRACE_MS must be at least 1 while INGEST_MIN_BODY_RATE_BYTES_PER_SEC is set",
+            ),
+            (
+                &["--min-body-rate-bytes-per-sec", "2000000000"],
+                "INGEST_MIN_BODY_RATE_BYTES_PER_SEC must be 0 (off) to 1073741824, got 2000000000",
+            ),
+            (
+                &["--header-timeout-ms", "0"],
+                "INGEST_HEADER_TIMEOUT_MS must be at least 1",
+            ),
+            (
+                &["--max-connections-per-worker", "0"],
+                "INGEST_MAX_CONNECTIONS_PER_WORKER must be at least 1",
+            ),
+        ];
+        for (flags, message) in cases {
+            assert_eq!(resolve(flags).unwrap_err(), *message, "{flags:?}");
         }
     }
 }

@@ -81,6 +81,11 @@ impl Refusal {
                 "http_version_not_supported",
                 "only HTTP/1.0 and HTTP/1.1 are supported",
             ),
+            HttpError::ExpectationFailed => Refusal::new(
+                417,
+                "expectation_failed",
+                "the only supported expectation is Expect: 100-continue",
+            ),
         }
         .closing()
     }
@@ -97,6 +102,7 @@ fn reason(status: u16) -> &'static str {
         405 => "Method Not Allowed",
         408 => "Request Timeout",
         413 => "Content Too Large",
+        417 => "Expectation Failed",
         429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",

@@ -6,6 +6,7 @@
 //! the schema and the write buffer.
 
 pub mod decode;
+mod fuzz;
 pub mod issue;
 pub mod rows;
 pub mod validate;
@@ -23,6 +24,8 @@ use crate::ingest::decode::{DecodeError, Decoder};
 use crate::pricing::Pricer;
 use crate::row::RowBatch;
 use crate::server::Shared;
+
+pub use fuzz::fuzz_decode;
 
 /// Per-worker state reused by every request the worker serves.
 pub struct Pipeline {

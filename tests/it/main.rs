@@ -8,5 +8,6 @@ mod support;
 mod admission;
 mod connections;
 mod contract;
+mod hardening;
 mod shutdown;
 mod storage;

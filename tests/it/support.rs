@@ -361,9 +361,24 @@ impl Client {
         }
     }
 
-    /// True when the server closed the connection (EOF) with nothing more to read.
+    /// True when the server closed the connection (EOF or reset) with nothing more to read;
+    /// false if bytes arrive or the read times out with the connection still open.
     pub fn is_closed(&mut self) -> bool {
-        self.buf.is_empty() && !self.fill()
+        if !self.buf.is_empty() {
+            return false;
+        }
+        let mut chunk = [0u8; 4096];
+        match self.stream.read(&mut chunk) {
+            Ok(0) => true,
+            Ok(n) => {
+                self.buf.extend_from_slice(&chunk[..n]);
+                false
+            }
+            Err(e) => !matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+        }
     }
 }
 
