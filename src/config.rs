@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::admission::plan::{self, Plans};
 use crate::http::request::Limits;
 
 /// Where ClickHouse is; shared by `serve` and every command that talks to it.
@@ -49,6 +50,29 @@ impl StoreArgs {
             ));
         }
         Ok(())
+    }
+}
+
+/// Plans and rate limits; shared by `serve` and `orgs` (which checks plan names against them).
+#[derive(Debug, Clone, Args)]
+pub struct PlanArgs {
+    /// Spans per second per API key for plans that set no rate, or "unlimited".
+    #[arg(long, env = "INGEST_RATE_LIMIT_RPS", default_value = "100")]
+    pub rate_limit_rps: String,
+    /// Plans as name:quota[:rate[:burst]],... (see README); they add to or replace the built-in
+    /// free, pro, enterprise and self-hosted plans.
+    #[arg(long, env = "INGEST_PLANS")]
+    pub plans: Option<String>,
+    /// Plan of organisations without a record in the `orgs` table.
+    #[arg(long, env = "INGEST_DEFAULT_PLAN", default_value = plan::DEFAULT_PLAN)]
+    pub default_plan: String,
+}
+
+impl PlanArgs {
+    /// The checked plans; the error names the setting.
+    pub fn resolve(&self) -> Result<Plans, String> {
+        let default_rate = plan::parse_default_rate(&self.rate_limit_rps)?;
+        Plans::resolve(self.plans.as_deref(), &self.default_plan, default_rate)
     }
 }
 
@@ -113,6 +137,17 @@ pub struct ServeArgs {
     /// The whole header block must arrive within this time (milliseconds).
     #[arg(long, env = "INGEST_HEADER_TIMEOUT_MS", default_value_t = 10_000)]
     pub header_timeout_ms: u64,
+    /// Least average rate of a request body in bytes per second once the grace period has
+    /// passed; a slower body is answered 408 and the connection closed. 0 turns it off.
+    #[arg(
+        long,
+        env = "INGEST_MIN_BODY_RATE_BYTES_PER_SEC",
+        default_value_t = 1024
+    )]
+    pub min_body_rate_bytes_per_sec: u64,
+    /// How long a body may arrive below the minimum rate before it is held to it (milliseconds).
+    #[arg(long, env = "INGEST_BODY_RATE_GRACE_MS", default_value_t = 10_000)]
+    pub body_rate_grace_ms: u64,
     /// Open connections per worker; past it new connections are closed at once.
     #[arg(
         long,
@@ -123,6 +158,24 @@ pub struct ServeArgs {
     /// Force the legacy (epoll) driver even where io_uring works.
     #[arg(long, env = "INGEST_FORCE_LEGACY_DRIVER", default_value_t = false)]
     pub force_legacy_driver: bool,
+    /// How often monthly usage is re-counted in ClickHouse (milliseconds).
+    #[arg(long, env = "INGEST_QUOTA_SYNC_MS", default_value_t = 5_000)]
+    pub quota_sync_ms: u64,
+    /// `/ready` answers 503 once the key set could not be refreshed from ClickHouse for this
+    /// long (milliseconds).
+    #[arg(long, env = "INGEST_READY_STORE_TIMEOUT_MS", default_value_t = 10_000)]
+    pub ready_store_timeout_ms: u64,
+    /// Test only: shifts the wall clock (row timestamps, quota month) by this many ms.
+    #[arg(
+        long,
+        env = "INGEST_TEST_CLOCK_OFFSET_MS",
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        hide = true
+    )]
+    pub test_clock_offset_ms: i64,
+    #[command(flatten)]
+    pub plans: PlanArgs,
     #[command(flatten)]
     pub store: StoreArgs,
 }
@@ -157,10 +210,19 @@ pub struct Config {
     pub pricing_file: Option<PathBuf>,
     pub idle_timeout: Duration,
     pub header_timeout: Duration,
+    /// Bytes per second a body must average after `body_rate_grace`; 0 = no minimum.
+    pub min_body_rate: u64,
+    pub body_rate_grace: Duration,
     pub max_connections_per_worker: usize,
     pub force_legacy_driver: bool,
     pub clickhouse_url: String,
     pub clickhouse_database: String,
+    /// Plans, the default plan and the default rate.
+    pub plans: Plans,
+    pub quota_sync: Duration,
+    pub ready_store_timeout: Duration,
+    /// Test-only wall-clock shift; 0 in production.
+    pub clock_offset_ms: i64,
 }
 
 impl ServeArgs {
@@ -268,8 +330,43 @@ impl ServeArgs {
                 return Err(format!("{name} must be at least 1"));
             }
         }
+        if self.min_body_rate_bytes_per_sec > 1 << 30 {
+            return Err(format!(
+                "INGEST_MIN_BODY_RATE_BYTES_PER_SEC must be 0 (off) to 1073741824, got {}",
+                self.min_body_rate_bytes_per_sec
+            ));
+        }
+        if self.min_body_rate_bytes_per_sec > 0 && self.body_rate_grace_ms == 0 {
+            return Err(
+                "INGEST_BODY_RATE_GRACE_MS must be at least 1 while INGEST_MIN_BODY_RATE_BYTES_PER_SEC is set"
+                    .into(),
+            );
+        }
         if self.max_connections_per_worker == 0 {
             return Err("INGEST_MAX_CONNECTIONS_PER_WORKER must be at least 1".into());
+        }
+        let plans = self.plans.resolve()?;
+        if !(100..=600_000).contains(&self.quota_sync_ms) {
+            return Err(format!(
+                "INGEST_QUOTA_SYNC_MS must be 100..=600000, got {}",
+                self.quota_sync_ms
+            ));
+        }
+        if self.ready_store_timeout_ms < 2 * self.key_refresh_ms {
+            return Err(format!(
+                "INGEST_READY_STORE_TIMEOUT_MS ({}) must be at least twice INGEST_KEY_REFRESH_MS ({}), \
+                 or a single slow refresh would make the instance unready",
+                self.ready_store_timeout_ms, self.key_refresh_ms
+            ));
+        }
+        // A century either way is more than any test needs and keeps the arithmetic far from
+        // overflow.
+        const CENTURY_MS: i64 = 100 * 366 * 86_400_000;
+        if !(-CENTURY_MS..=CENTURY_MS).contains(&self.test_clock_offset_ms) {
+            return Err(format!(
+                "INGEST_TEST_CLOCK_OFFSET_MS must be within 100 years ({CENTURY_MS} ms), got {}",
+                self.test_clock_offset_ms
+            ));
         }
         Ok(Config {
             listen: SocketAddr::new(self.host, self.port),
@@ -292,18 +389,25 @@ impl ServeArgs {
             pricing_file: self.pricing_file.clone(),
             idle_timeout: Duration::from_millis(self.idle_timeout_ms),
             header_timeout: Duration::from_millis(self.header_timeout_ms),
+            min_body_rate: self.min_body_rate_bytes_per_sec,
+            body_rate_grace: Duration::from_millis(self.body_rate_grace_ms),
             max_connections_per_worker: self.max_connections_per_worker,
             force_legacy_driver: self.force_legacy_driver,
             clickhouse_url: self.store.clickhouse_url.clone(),
             clickhouse_database: self.store.clickhouse_database.clone(),
+            plans,
+            quota_sync: Duration::from_millis(self.quota_sync_ms),
+            ready_store_timeout: Duration::from_millis(self.ready_store_timeout_ms),
+            clock_offset_ms: self.test_clock_offset_ms,
         })
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use clap::Parser;
+
+    use super::*;
 
     #[derive(Parser)]
     struct Cli {
@@ -372,5 +476,88 @@ mod tests {
             assert!(e.contains(want), "{args:?}: {e}");
         }
         let _ = std::fs::remove_file(&file);
+    }
+
+    #[test]
+    fn admission_defaults() {
+        let c = resolve(&[]).unwrap();
+        let default = c.plans.default_plan();
+        assert_eq!(default.name, "self-hosted");
+        assert_eq!(default.monthly_spans, None);
+        assert_eq!(
+            default.rate.map(|r| (r.per_second, r.burst)),
+            Some((100, 100))
+        );
+        assert_eq!(c.quota_sync, Duration::from_secs(5));
+        assert_eq!(c.ready_store_timeout, Duration::from_secs(10));
+        assert_eq!(c.clock_offset_ms, 0);
+        let c = resolve(&[
+            "--rate-limit-rps",
+            "unlimited",
+            "--test-clock-offset-ms",
+            "-5",
+        ])
+        .unwrap();
+        assert_eq!(c.plans.default_plan().rate, None);
+        assert_eq!(c.clock_offset_ms, -5);
+    }
+
+    #[test]
+    fn bad_admission_settings_name_themselves() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["--rate-limit-rps", "0"], "INGEST_RATE_LIMIT_RPS"),
+            (&["--rate-limit-rps", "lots"], "INGEST_RATE_LIMIT_RPS"),
+            (&["--plans", "gold"], "INGEST_PLANS"),
+            (&["--default-plan", "gold"], "INGEST_DEFAULT_PLAN"),
+            (&["--quota-sync-ms", "10"], "INGEST_QUOTA_SYNC_MS"),
+            (
+                &["--ready-store-timeout-ms", "900", "--key-refresh-ms", "500"],
+                "INGEST_READY_STORE_TIMEOUT_MS",
+            ),
+            (
+                &["--test-clock-offset-ms", "9000000000000"],
+                "INGEST_TEST_CLOCK_OFFSET_MS",
+            ),
+        ];
+        for (args, setting) in cases {
+            let err = resolve(args).unwrap_err();
+            assert!(err.starts_with(setting), "{args:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn slow_client_settings() {
+        let c = resolve(&[]).unwrap();
+        assert_eq!(c.min_body_rate, 1024);
+        assert_eq!(c.body_rate_grace, Duration::from_secs(10));
+        assert_eq!(c.header_timeout, Duration::from_secs(10));
+        let c = resolve(&[
+            "--min-body-rate-bytes-per-sec",
+            "0",
+            "--body-rate-grace-ms",
+            "0",
+        ]);
+        assert_eq!(c.unwrap().min_body_rate, 0, "0 turns the minimum off");
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &["--body-rate-grace-ms", "0"],
+                "INGEST_BODY_RATE_GRACE_MS must be at least 1 while INGEST_MIN_BODY_RATE_BYTES_PER_SEC is set",
+            ),
+            (
+                &["--min-body-rate-bytes-per-sec", "2000000000"],
+                "INGEST_MIN_BODY_RATE_BYTES_PER_SEC must be 0 (off) to 1073741824, got 2000000000",
+            ),
+            (
+                &["--header-timeout-ms", "0"],
+                "INGEST_HEADER_TIMEOUT_MS must be at least 1",
+            ),
+            (
+                &["--max-connections-per-worker", "0"],
+                "INGEST_MAX_CONNECTIONS_PER_WORKER must be at least 1",
+            ),
+        ];
+        for (flags, message) in cases {
+            assert_eq!(resolve(flags).unwrap_err(), *message, "{flags:?}");
+        }
     }
 }

@@ -1,58 +1,240 @@
-//! The control thread: keeps the key set fresh and reloads the pricing file, off the workers.
+//! The control thread: keeps keys, plans and quota usage fresh and reloads the pricing file, off
+//! the workers.
 //!
-//! It owns a small tokio runtime (ClickHouse queries are async) and loops until told to stop:
-//! every `key_refresh` it loads the active keys and swaps the whole set in; every second (and at
-//! once on SIGHUP) it checks the pricing file and swaps in a new table when it changed. A failed
-//! load keeps what is in place and is logged.
+//! It owns a small tokio runtime (ClickHouse queries are async) and runs two loops on it until
+//! told to stop:
+//!
+//! - every `INGEST_KEY_REFRESH_MS` the `Refresher` loads organisations and active keys, puts each
+//!   organisation's plan in force and swaps a whole new key set in (each key keeps its rate-limit
+//!   bucket); every second (and at once on SIGHUP) it checks the pricing file and swaps in a new
+//!   table when it changed;
+//! - every `INGEST_QUOTA_SYNC_MS` (and at once when an organisation gets a quota) `sync_usage`
+//!   re-counts this month's spans in ClickHouse for every organisation with a quota.
+//!
+//! The two loops run concurrently, so a slow count never delays a revocation. A failed load
+//! keeps what is in place and is logged once until it recovers.
 
-use std::path::PathBuf;
+use std::cell::Cell;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::admission::plan::Plans;
+use crate::admission::{Account, Accounts};
 use crate::auth::{KeySet, KeyStore, Principal};
+use crate::calendar::Month;
 use crate::server::Shared;
 use crate::sink::clickhouse::Store;
 
-/// Milliseconds since the Unix epoch.
+/// Milliseconds since the Unix epoch (the real clock, for key-set age and readiness).
 pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Loads the active keys once into `keys`.
-pub async fn refresh_keys(store: &Store, keys: &KeyStore) -> Result<usize, String> {
-    let active = store.load_active_keys().await.map_err(|e| e.to_string())?;
-    let mut set = KeySet::default();
-    set.reserve(active.len());
-    for k in active {
-        set.insert(
-            k.hash,
-            Principal {
-                org_id: k.org_id.into(),
-                project_id: k.project_id.into(),
-            },
-        );
-    }
-    let n = set.len();
-    keys.replace(set, now_ms());
-    Ok(n)
+/// Builds key sets and keeps one `Account` per organisation for the life of the process.
+pub struct Refresher {
+    plans: Plans,
+    /// Every organisation seen since start, by id: the same `Account` (usage, counters) across
+    /// refreshes.
+    accounts: HashMap<Arc<str>, Arc<Account>>,
+    /// The plan name each organisation's record gave at the last refresh (`None`: no record),
+    /// to log changes once.
+    recorded: HashMap<Arc<str>, Option<String>>,
+    /// An organisation got a quota it did not have: its usage must be counted now.
+    sync_due: bool,
 }
 
-/// Starts the control thread.
+impl Refresher {
+    pub fn new(plans: Plans) -> Refresher {
+        Refresher {
+            plans,
+            accounts: HashMap::new(),
+            recorded: HashMap::new(),
+            sync_due: false,
+        }
+    }
+
+    /// Loads organisations and active keys, puts each organisation's plan in force, and swaps a
+    /// new key set into `keys`. Returns the number of keys.
+    pub async fn refresh(
+        &mut self,
+        store: &Store,
+        keys: &KeyStore,
+        accounts: &Accounts,
+    ) -> Result<usize, String> {
+        let orgs = store.list_orgs().await.map_err(|e| e.to_string())?;
+        let active = store.load_active_keys().await.map_err(|e| e.to_string())?;
+        let records: HashMap<String, String> =
+            orgs.into_iter().map(|o| (o.org_id, o.plan)).collect();
+
+        let known = self.accounts.len();
+        let default = self.plans.default_plan();
+        for org in records
+            .keys()
+            .map(String::as_str)
+            .chain(active.iter().map(|k| k.org_id.as_str()))
+        {
+            if !self.accounts.contains_key(org) {
+                let id: Arc<str> = org.into();
+                let account = Arc::new(Account::new(id.clone(), default));
+                self.accounts.insert(id, account);
+            }
+        }
+        for (org, account) in &self.accounts {
+            let record = records.get(&**org);
+            let plan = match record {
+                Some(name) => self.plans.get(name).unwrap_or(default),
+                None => default,
+            };
+            if account.set_plan(plan) {
+                self.sync_due = true;
+            }
+            let last = self.recorded.get(org);
+            if last.map(Option::as_ref) != Some(record) {
+                match record {
+                    Some(name) if self.plans.get(name).is_none() => tracing::warn!(
+                        org = %org,
+                        plan = %name,
+                        default = %default.name,
+                        "organisation's plan is not configured (INGEST_PLANS); using the default plan"
+                    ),
+                    _ if last.is_none() => {
+                        tracing::debug!(org = %org, plan = %plan.name, "organisation plan")
+                    }
+                    _ => tracing::info!(org = %org, plan = %plan.name, "organisation plan changed"),
+                }
+                self.recorded.insert(org.clone(), record.cloned());
+            }
+        }
+        if self.accounts.len() != known {
+            accounts.replace(self.accounts.values().cloned().collect());
+        }
+
+        let old = keys.current();
+        let mut set = KeySet::default();
+        set.reserve(active.len());
+        for k in active {
+            let account = self.accounts[k.org_id.as_str()].clone();
+            // The key keeps its bucket: a refresh must not refill it.
+            let bucket = old
+                .get(&k.hash)
+                .map(|p| p.bucket.clone())
+                .unwrap_or_default();
+            set.insert(
+                k.hash,
+                Arc::new(Principal {
+                    org_id: account.org_id.clone(),
+                    project_id: k.project_id.into(),
+                    bucket,
+                    account,
+                }),
+            );
+        }
+        let n = set.len();
+        keys.replace(set, now_ms());
+        Ok(n)
+    }
+
+    /// Whether a usage sync should run now (and forget that it should).
+    fn take_sync_due(&mut self) -> bool {
+        std::mem::take(&mut self.sync_due)
+    }
+}
+
+/// Re-counts this month's spans in ClickHouse for every organisation with a quota and merges
+/// the counts into their usage (see `admission::quota`). Returns how many organisations.
+pub async fn sync_usage(
+    store: &Store,
+    accounts: &[Arc<Account>],
+    now_ms: u64,
+) -> Result<usize, String> {
+    let month = Month::of_ms(now_ms);
+    let limited: Vec<&Arc<Account>> = accounts
+        .iter()
+        .filter(|a| a.monthly_spans().is_some())
+        .collect();
+    if limited.is_empty() {
+        return Ok(0);
+    }
+    // Taken before the count starts: these rows are in ClickHouse, so in the count.
+    let taken: Vec<u64> = limited.iter().map(|a| a.usage.begin_sync(month)).collect();
+    let ids: Vec<&str> = limited.iter().map(|a| &*a.org_id).collect();
+    match store
+        .count_spans_by_org(&ids, month.start_s(), month.end_s())
+        .await
+    {
+        Ok(counts) => {
+            let counts: HashMap<String, u64> = counts.into_iter().collect();
+            for (a, t) in limited.iter().zip(taken) {
+                let stored = counts.get(&*a.org_id).copied().unwrap_or(0);
+                a.usage.finish_sync(month, stored, t);
+            }
+            Ok(limited.len())
+        }
+        Err(e) => {
+            for (a, t) in limited.iter().zip(taken) {
+                a.usage.abort_sync(month, t);
+            }
+            Err(e.to_string())
+        }
+    }
+}
+
+/// Logs the first failure of a periodic job and its recovery, not every attempt.
+struct Failing {
+    what: &'static str,
+    since: Option<Instant>,
+}
+
+impl Failing {
+    fn new(what: &'static str) -> Failing {
+        Failing { what, since: None }
+    }
+
+    fn ok(&mut self) {
+        if let Some(since) = self.since.take() {
+            tracing::info!(
+                failed_for_ms = since.elapsed().as_millis() as u64,
+                "{} recovered",
+                self.what
+            );
+        }
+    }
+
+    fn failed(&mut self, error: &str) {
+        if self.since.is_none() {
+            self.since = Some(Instant::now());
+            tracing::warn!(error, "{} failed; keeping the current state", self.what);
+        }
+    }
+}
+
+/// Starts the control thread. It opens its own connections to ClickHouse (a pool belongs to
+/// the runtime that opened it).
 pub fn spawn(
-    store: Store,
+    mut refresher: Refresher,
     shared: Arc<Shared>,
-    pricing_file: Option<PathBuf>,
-    key_refresh: Duration,
     reload_prices: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("control".into())
         .spawn(move || {
+            let config = &shared.config;
+            let stores = Store::new(&config.clickhouse_url, &config.clickhouse_database).and_then(
+                |a| Ok((a, Store::new(&config.clickhouse_url, &config.clickhouse_database)?)),
+            );
+            let (key_store, usage_store) = match stores {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::error!(error = %e, "control thread cannot open ClickHouse");
+                    return;
+                }
+            };
             let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
                 Ok(rt) => rt,
                 Err(e) => {
@@ -60,24 +242,22 @@ pub fn spawn(
                     return;
                 }
             };
-            rt.block_on(async move {
+            let sync_now = Cell::new(false);
+            let keys_loop = async {
                 let mut next_price_check = Instant::now() + Duration::from_secs(1);
-                let mut failing_since: Option<Instant> = None;
+                let mut failing = Failing::new("key refresh");
                 while !stop.load(Ordering::Acquire) {
-                    match refresh_keys(&store, &shared.keys).await {
-                        Ok(_) => {
-                            if failing_since.take().is_some() {
-                                tracing::info!("key refresh recovered");
-                            }
-                        }
-                        Err(e) => {
-                            if failing_since.is_none() {
-                                failing_since = Some(Instant::now());
-                                tracing::warn!(error = %e, "key refresh failed; keeping the current key set");
-                            }
-                        }
+                    match refresher
+                        .refresh(&key_store, &shared.keys, &shared.accounts)
+                        .await
+                    {
+                        Ok(_) => failing.ok(),
+                        Err(e) => failing.failed(&e),
                     }
-                    if let Some(path) = &pricing_file {
+                    if refresher.take_sync_due() {
+                        sync_now.set(true);
+                    }
+                    if let Some(path) = &config.pricing_file {
                         let hup = reload_prices.swap(false, Ordering::AcqRel);
                         if hup || Instant::now() >= next_price_check {
                             next_price_check = Instant::now() + Duration::from_secs(1);
@@ -93,8 +273,25 @@ pub fn spawn(
                             }
                         }
                     }
-                    tokio::time::sleep(key_refresh).await;
+                    tokio::time::sleep(config.key_refresh).await;
                 }
-            });
+            };
+            let usage_loop = async {
+                let step = config.quota_sync.min(Duration::from_millis(100));
+                let mut next = Instant::now() + config.quota_sync;
+                let mut failing = Failing::new("quota usage sync");
+                while !stop.load(Ordering::Acquire) {
+                    if sync_now.replace(false) || Instant::now() >= next {
+                        next = Instant::now() + config.quota_sync;
+                        let accounts = shared.accounts.load();
+                        match sync_usage(&usage_store, &accounts, shared.clock.now_ms()).await {
+                            Ok(_) => failing.ok(),
+                            Err(e) => failing.failed(&e),
+                        }
+                    }
+                    tokio::time::sleep(step).await;
+                }
+            };
+            rt.block_on(async { tokio::join!(keys_loop, usage_loop) });
         })
 }

@@ -11,16 +11,22 @@
 //! - `ingest`: decode the body in place (`decode`), the schema (`validate`), the borrowed
 //!   batch types (`wire`), priced rows (`rows`), the hand-off to storage (`handoff`);
 //!   `Pipeline` strings them together.
+//! - `admission`: the per-key rate limit (`rate`), plans (`plan`) and the monthly quota
+//!   (`quota`), checked between the schema and the write buffer.
+//! - `calendar`: UTC days and months, for quota months and printed times.
 //! - `pricing`: price table, model matching, exact money; pure, no I/O.
 //! - `row`: the owned `RowBatch` a worker hands to the flush thread.
 //! - `sink`: the flush thread (`flush`), the spool on disk (`spool`, `segment`, `codec`), the
 //!   write-ahead thread (`wal`), the dead-letter file (`deadletter`) and the only ClickHouse
 //!   code (`clickhouse`).
-//! - `control`: the background thread that refreshes keys and reloads prices.
-//! - `metrics`: counters rendered for `/metrics`.
-//! - `cli`: `keys`, `migrate`, `price` commands.
+//! - `control`: the background thread that refreshes keys and plans, re-counts quota usage and
+//!   reloads prices.
+//! - `metrics`: lock-free counters, encoded for `/metrics`.
+//! - `cli`: `keys`, `orgs`, `price` commands.
 
+pub mod admission;
 pub mod auth;
+pub mod calendar;
 pub mod cli;
 pub mod config;
 pub mod control;

@@ -1,8 +1,8 @@
 //! Start-up only: parse the command line, then run `serve` or one of the management commands.
 //!
-//! `serve`: config -> price table -> data directory (lock, spool recovery) -> ClickHouse schema
-//! and keys -> flush thread (and write-ahead thread) -> control thread -> workers -> wait for a
-//! signal -> drain -> flush or spool -> exit.
+//! `serve`: config -> price table -> data directory (lock, spool recovery) -> ClickHouse schema,
+//! keys, plans and this month's usage -> flush thread (and write-ahead thread) -> control
+//! thread -> workers -> wait for a signal -> drain -> flush or spool -> exit.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -12,11 +12,13 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
+use traceingest::admission::{Accounts, Clock};
 use traceingest::auth::KeyStore;
 use traceingest::cli::keys::KeysCommand;
+use traceingest::cli::orgs::OrgsCommand;
 use traceingest::cli::price::PriceArgs;
-use traceingest::config::Durability;
-use traceingest::config::{ServeArgs, StoreArgs};
+use traceingest::config::{Durability, PlanArgs, ServeArgs, StoreArgs};
+use traceingest::control::Refresher;
 use traceingest::ingest::handoff::Handoff;
 use traceingest::metrics::Metrics;
 use traceingest::pricing::SharedPrices;
@@ -52,6 +54,15 @@ enum Command {
         #[command(flatten)]
         store: StoreArgs,
     },
+    /// Manage organisations and their plans.
+    Orgs {
+        #[command(subcommand)]
+        command: OrgsCommand,
+        #[command(flatten)]
+        plans: PlanArgs,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
     /// Price a model call by hand, or list the price table.
     Price(PriceArgs),
 }
@@ -76,6 +87,11 @@ fn main() {
             Ok(())
         }),
         Command::Keys { command, store } => block_on(cli::keys::run(&command, &store)),
+        Command::Orgs {
+            command,
+            plans,
+            store,
+        } => block_on(cli::orgs::run(&command, &plans, &store)),
         Command::Price(args) => cli::price::run(&args),
     };
     if let Err(e) = result {
@@ -140,12 +156,30 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
 
     let store = Store::new(&config.clickhouse_url, &config.clickhouse_database)?;
     let keys = KeyStore::new(&config.key_prefix);
+    let accounts = Accounts::default();
+    let clock = Clock::new(config.clock_offset_ms);
+    if config.clock_offset_ms != 0 {
+        tracing::warn!(
+            offset_ms = config.clock_offset_ms,
+            "INGEST_TEST_CLOCK_OFFSET_MS shifts the clock; this setting is for tests only"
+        );
+    }
+    let mut refresher = Refresher::new(config.plans.clone());
     block_on(async {
         migrate_when_up(&store, Duration::from_secs(30)).await?;
-        let n = control::refresh_keys(&store, &keys)
+        let n = refresher
+            .refresh(&store, &keys, &accounts)
             .await
-            .map_err(|e| anyhow::anyhow!("cannot load API keys: {e}"))?;
-        tracing::info!(keys = n, "key set loaded");
+            .map_err(|e| anyhow::anyhow!("cannot load API keys and organisations: {e}"))?;
+        let orgs = control::sync_usage(&store, &accounts.load(), clock.now_ms())
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot count this month's usage: {e}"))?;
+        tracing::info!(
+            keys = n,
+            orgs_with_quota = orgs,
+            default_plan = %config.plans.default_plan(),
+            "key set and usage loaded"
+        );
         Ok(())
     })?;
 
@@ -191,6 +225,8 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         buffer_max_rows: config.buffer_max_rows,
         flush_stats,
         metrics: Metrics::default(),
+        clock,
+        accounts,
         config: config.clone(),
     });
 
@@ -199,10 +235,8 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let reload_prices = Arc::new(AtomicBool::new(false));
     let stop_control = Arc::new(AtomicBool::new(false));
     let control = control::spawn(
-        store,
+        refresher,
         shared.clone(),
-        config.pricing_file.clone(),
-        config.key_refresh,
         reload_prices.clone(),
         stop_control.clone(),
     )?;

@@ -1,74 +1,498 @@
-//! Process-wide counters, updated lock-free by workers and rendered as Prometheus text.
+//! Process-wide counters, updated lock-free on the request path and encoded for `/metrics`.
+//!
+//! Workers and the flush thread only ever touch plain atomics (a fixed array of answer
+//! counters, a fixed-bucket latency histogram). A scrape reads them into a `Snapshot`, which a
+//! `prometheus-client` registry encodes as OpenMetrics text: the crate writes the exposition
+//! format (names, escaping of label values, `_total`/`_bucket` suffixes, `# EOF`), while its own
+//! metric families, which take a lock on every update, stay off the request path.
 
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
-/// Statuses counted individually; anything else lands in `other`.
-const STATUSES: [u16; 14] = [
-    200, 202, 400, 401, 404, 405, 408, 413, 429, 431, 500, 501, 503, 505,
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+
+/// The content type of the `/metrics` answer.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Answers counted individually, by status and code; anything else lands in `other`.
+const ANSWERS: &[(u16, &str)] = &[
+    (200, "ok"),
+    (202, "accepted"),
+    (400, "bad_request"),
+    (400, "invalid_json"),
+    (400, "validation_failed"),
+    (401, "invalid_api_key"),
+    (401, "missing_api_key"),
+    (404, "not_found"),
+    (405, "method_not_allowed"),
+    (408, "request_timeout"),
+    (413, "payload_too_large"),
+    (417, "expectation_failed"),
+    (429, "quota_exceeded"),
+    (429, "rate_limited"),
+    (431, "headers_too_large"),
+    (501, "unsupported_transfer_encoding"),
+    (503, "buffer_full"),
+    (503, "draining"),
+    (503, "not_ready"),
+    (503, "storage_unavailable"),
+    (505, "http_version_not_supported"),
 ];
 
 /// Counters of what the server answered and accepted.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Metrics {
-    responses: [AtomicU64; STATUSES.len() + 1],
+    /// One per `ANSWERS` entry, then `other`.
+    answers: [AtomicU64; ANSWERS.len() + 1],
     pub spans_accepted: AtomicU64,
     pub batches_accepted: AtomicU64,
+    /// Request body bytes read on `/ingest` (after authentication; de-chunked).
     pub body_bytes: AtomicU64,
 }
 
 impl Metrics {
-    pub fn count_response(&self, status: u16) {
-        let i = STATUSES
+    /// Counts one answer.
+    pub fn count_response(&self, status: u16, code: &str) {
+        let i = ANSWERS
             .iter()
-            .position(|&s| s == status)
-            .unwrap_or(STATUSES.len());
-        self.responses[i].fetch_add(1, Ordering::Relaxed);
+            .position(|&(s, c)| s == status && c == code)
+            .unwrap_or(ANSWERS.len());
+        self.answers[i].fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn responses(&self, status: u16) -> u64 {
-        STATUSES
+    /// Answers counted so far with this status and code.
+    pub fn responses(&self, status: u16, code: &str) -> u64 {
+        ANSWERS
             .iter()
-            .position(|&s| s == status)
-            .map_or(0, |i| self.responses[i].load(Ordering::Relaxed))
+            .position(|&(s, c)| s == status && c == code)
+            .map_or(0, |i| self.answers[i].load(Ordering::Relaxed))
+    }
+}
+
+/// Upper bounds, in seconds, of the flush latency histogram's buckets (then `+Inf`).
+const LATENCY_BOUNDS: [f64; 12] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// A latency histogram with fixed buckets, updated with two relaxed atomic adds.
+#[derive(Debug, Default)]
+pub struct Histogram {
+    /// Per bucket (not cumulative), the last one `+Inf`.
+    counts: [AtomicU64; LATENCY_BOUNDS.len() + 1],
+    sum_us: AtomicU64,
+}
+
+impl Histogram {
+    pub fn observe(&self, d: Duration) {
+        let s = d.as_secs_f64();
+        let i = LATENCY_BOUNDS
+            .iter()
+            .position(|&b| s <= b)
+            .unwrap_or(LATENCY_BOUNDS.len());
+        self.counts[i].fetch_add(1, Ordering::Relaxed);
+        self.sum_us
+            .fetch_add(d.as_micros() as u64, Ordering::Relaxed);
     }
 
-    /// Appends the counters in Prometheus text format.
-    pub fn render(&self, out: &mut String) {
-        let _ = writeln!(
-            out,
-            "# HELP traceingest_responses_total HTTP answers by status."
-        );
-        let _ = writeln!(out, "# TYPE traceingest_responses_total counter");
-        for (i, s) in STATUSES.iter().enumerate() {
-            let n = self.responses[i].load(Ordering::Relaxed);
-            let _ = writeln!(out, "traceingest_responses_total{{status=\"{s}\"}} {n}");
+    /// (sum in seconds, count, per-bucket counts with their upper bounds).
+    fn snapshot(&self) -> (f64, u64, Vec<(f64, u64)>) {
+        let buckets: Vec<(f64, u64)> = LATENCY_BOUNDS
+            .iter()
+            .copied()
+            .chain([f64::INFINITY])
+            .zip(self.counts.iter().map(|c| c.load(Ordering::Relaxed)))
+            .collect();
+        let count = buckets.iter().map(|(_, n)| n).sum();
+        let sum = self.sum_us.load(Ordering::Relaxed) as f64 / 1e6;
+        (sum, count, buckets)
+    }
+}
+
+/// Everything `/metrics` shows, read from the atomics at scrape time.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// (status, code, count), `other` last.
+    answers: Vec<(String, &'static str, u64)>,
+    spans_accepted: u64,
+    batches_accepted: u64,
+    body_bytes: u64,
+    pub flush_batches: u64,
+    pub flush_rows: u64,
+    pub flush_errors: u64,
+    pub flush_retries: u64,
+    pub flush_rejected_rows: u64,
+    pub lost_rows: u64,
+    /// (sum s, count, buckets) of insert durations.
+    flush_latency: (f64, u64, Vec<(f64, u64)>),
+    /// Rows accepted and not yet written, in memory and in the spool.
+    pub buffered_rows: u64,
+    pub buffer_max_rows: u64,
+    /// Heap bytes of the batches held in memory, and their bound.
+    pub buffered_bytes: u64,
+    pub buffer_max_bytes: u64,
+    /// Memory and spool are both full: batches are refused.
+    pub buffer_full: bool,
+    pub spool_bytes: u64,
+    pub spool_max_bytes: u64,
+    pub spool_segments: u64,
+    /// Rows waiting only in the spool.
+    pub spool_rows: u64,
+    pub spool_oldest_age_s: f64,
+    pub spooled_rows: u64,
+    pub replayed_rows: u64,
+    pub spool_bad_records: u64,
+    pub wal_batches: u64,
+    pub wal_syncs: u64,
+    /// Seconds since the key set was last loaded.
+    pub key_set_age_s: f64,
+    pub keys: u64,
+    /// (organisation, batches refused with `quota_exceeded`), only organisations with refusals.
+    pub quota_refusals: Vec<(String, u64)>,
+}
+
+impl Snapshot {
+    /// Reads the request counters and the flush latency; the caller fills in the rest.
+    pub fn new(metrics: &Metrics, flush_latency: &Histogram) -> Snapshot {
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut answers: Vec<(String, &'static str, u64)> = ANSWERS
+            .iter()
+            .zip(&metrics.answers)
+            .map(|(&(status, code), n)| (status.to_string(), code, load(n)))
+            .collect();
+        answers.push((
+            "other".into(),
+            "other",
+            load(&metrics.answers[ANSWERS.len()]),
+        ));
+        Snapshot {
+            answers,
+            spans_accepted: load(&metrics.spans_accepted),
+            batches_accepted: load(&metrics.batches_accepted),
+            body_bytes: load(&metrics.body_bytes),
+            flush_latency: flush_latency.snapshot(),
+            ..Snapshot::default()
         }
-        let other = self.responses[STATUSES.len()].load(Ordering::Relaxed);
-        let _ = writeln!(
-            out,
-            "traceingest_responses_total{{status=\"other\"}} {other}"
-        );
-        for (name, help, v) in [
-            (
-                "traceingest_spans_accepted_total",
-                "Spans answered with 202.",
-                &self.spans_accepted,
-            ),
-            (
-                "traceingest_batches_accepted_total",
-                "Batches answered with 202.",
-                &self.batches_accepted,
-            ),
-            (
-                "traceingest_request_body_bytes_total",
-                "Request body bytes read on /ingest.",
-                &self.body_bytes,
-            ),
+    }
+
+    /// The OpenMetrics text exposition.
+    pub fn encode(self) -> String {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(self));
+        let mut out = String::with_capacity(8 * 1024);
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
+        out
+    }
+}
+
+fn counter(enc: &mut DescriptorEncoder, name: &str, help: &str, v: u64) -> std::fmt::Result {
+    let m = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
+    ConstCounter::new(v).encode(m)
+}
+
+fn gauge<N>(enc: &mut DescriptorEncoder, name: &str, help: &str, v: N) -> std::fmt::Result
+where
+    ConstGauge<N>: EncodeMetric,
+{
+    let m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    ConstGauge::new(v).encode(m)
+}
+
+impl Collector for Snapshot {
+    fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
+        let mut m = enc.encode_descriptor(
+            "traceingest_responses",
+            "HTTP answers by status and error code (accepted and ok for successes)",
+            None,
+            MetricType::Counter,
+        )?;
+        for (status, code, n) in &self.answers {
+            let labels = [("status", status.as_str()), ("code", *code)];
+            ConstCounter::new(*n).encode(m.encode_family(&labels)?)?;
+        }
+        counter(
+            &mut enc,
+            "traceingest_spans_accepted",
+            "Spans answered with 202",
+            self.spans_accepted,
+        )?;
+        counter(
+            &mut enc,
+            "traceingest_batches_accepted",
+            "Batches answered with 202",
+            self.batches_accepted,
+        )?;
+        counter(
+            &mut enc,
+            "traceingest_request_body_bytes",
+            "Request body bytes read on /ingest after authentication",
+            self.body_bytes,
+        )?;
+        counter(
+            &mut enc,
+            "traceingest_flush_batches",
+            "Successful inserts into ClickHouse",
+            self.flush_batches,
+        )?;
+        counter(
+            &mut enc,
+            "traceingest_flush_rows",
+            "Rows written to ClickHouse",
+            self.flush_rows,
+        )?;
+        counter(
+            &mut enc,
+            "traceingest_flush_errors",
+            "Failed insert attempts (each retry counts)",
+            self.flush_errors,
+        )?;
+        counter(
+            &mut enc,
+            "traceingest_flush_retries",
+            "Inserts scheduled again after a failure (backoff waits)",
+            self.flush_retries,
+        )?;
+        counter(
+            &mut enc,
+            "traceingest_flush_rejected_rows",
+            "Rows ClickHouse refused for good, written to the dead-letter file",
+            self.flush_rejected_rows,
+        )?;
+        counter(
+            &mut enc,
+            "traceingest_lost_rows",
+            "Accepted rows that could be kept nowhere (disk failures); each is logged",
+            self.lost_rows,
+        )?;
+        let (sum, count, buckets) = &self.flush_latency;
+        let mut m = enc.encode_descriptor(
+            "traceingest_flush_duration_seconds",
+            "Duration of successful inserts into ClickHouse",
+            None,
+            MetricType::Histogram,
+        )?;
+        m.encode_histogram::<NoLabelSet>(*sum, *count, buckets, None)?;
+        gauge(
+            &mut enc,
+            "traceingest_buffered_rows",
+            "Rows accepted and not yet written (memory and spool)",
+            self.buffered_rows,
+        )?;
+        gauge(
+            &mut enc,
+            "traceingest_buffer_max_rows",
+            "Rows the write buffer may hold in memory (INGEST_BUFFER_MAX_ROWS)",
+            self.buffer_max_rows,
+        )?;
+        gauge(
+            &mut enc,
+            "traceingest_buffered_bytes",
+            "Heap bytes of accepted batches held in memory",
+            self.buffered_bytes,
+        )?;
+        gauge(
+            &mut enc,
+            "traceingest_buffer_max_bytes",
+            "Heap bytes the write buffer may hold in memory (INGEST_BUFFER_MAX_BYTES)",
+            self.buffer_max_bytes,
+        )?;
+        gauge(
+            &mut enc,
+            "traceingest_buffer_full",
+            "1 while memory and spool are both full and batches are refused",
+            u64::from(self.buffer_full),
+        )?;
+        gauge(
+            &mut enc,
+            "traceingest_spool_bytes",
+            "Bytes of spool segment files on disk",
+            self.spool_bytes,
+        )?;
+        gauge(
+            &mut enc,
+            "traceingest_spool_max_bytes",
+            "Bytes the spool may hold (INGEST_SPOOL_MAX_BYTES)",
+            self.spool_max_bytes,
+        )?;
+        gauge(
+            &mut enc,
+            "traceingest_spool_segments",
+            "Spool segment files on disk",
+            self.spool_segments,
+        )?;
+        gauge(
+            &mut enc,
+            "traceingest_spool_rows",
+            "Rows waiting only in the spool",
+            self.spool_rows,
+        )?;
+        gauge(
+            &mut enc,
+            "traceingest_spool_oldest_age_seconds",
+            "Age of the oldest spool segment holding unwritten rows (0 when none)",
+            self.spool_oldest_age_s,
+        )?;
+        counter(
+            &mut enc,
+            "traceingest_spooled_rows",
+            "Rows moved from memory to the spool",
+            self.spooled_rows,
+        )?;
+        counter(
+            &mut enc,
+            "traceingest_replayed_rows",
+            "Rows read back from the spool",
+            self.replayed_rows,
+        )?;
+        counter(
+            &mut enc,
+            "traceingest_spool_bad_records",
+            "Spool records that could not be read back (torn or corrupt)",
+            self.spool_bad_records,
+        )?;
+        counter(
+            &mut enc,
+            "traceingest_wal_batches",
+            "Batches made durable by the write-ahead log",
+            self.wal_batches,
+        )?;
+        counter(
+            &mut enc,
+            "traceingest_wal_syncs",
+            "Write-ahead fsyncs (one per group of batches)",
+            self.wal_syncs,
+        )?;
+        gauge(
+            &mut enc,
+            "traceingest_key_set_age_seconds",
+            "Seconds since the API keys were last loaded from ClickHouse",
+            self.key_set_age_s,
+        )?;
+        gauge(
+            &mut enc,
+            "traceingest_keys",
+            "Active API keys in the key set",
+            self.keys,
+        )?;
+        let mut m = enc.encode_descriptor(
+            "traceingest_quota_refusals",
+            "Batches refused because the organisation's monthly quota is used up",
+            None,
+            MetricType::Counter,
+        )?;
+        for (org, n) in &self.quota_refusals {
+            ConstCounter::new(*n).encode(m.encode_family(&[("org", org.as_str())])?)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_by_status_and_code() {
+        let m = Metrics::default();
+        m.count_response(202, "accepted");
+        m.count_response(202, "accepted");
+        m.count_response(429, "rate_limited");
+        m.count_response(418, "teapot");
+        assert_eq!(m.responses(202, "accepted"), 2);
+        assert_eq!(m.responses(429, "rate_limited"), 1);
+        assert_eq!(m.responses(429, "quota_exceeded"), 0);
+        let text = Snapshot::new(&m, &Histogram::default()).encode();
+        for line in [
+            "traceingest_responses_total{status=\"202\",code=\"accepted\"} 2",
+            "traceingest_responses_total{status=\"429\",code=\"rate_limited\"} 1",
+            "traceingest_responses_total{status=\"other\",code=\"other\"} 1",
+            "# TYPE traceingest_spans_accepted counter",
         ] {
-            let _ = writeln!(out, "# HELP {name} {help}");
-            let _ = writeln!(out, "# TYPE {name} counter");
-            let _ = writeln!(out, "{name} {}", v.load(Ordering::Relaxed));
+            assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");
+        }
+        assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn storage_series_with_help() {
+        let mut s = Snapshot::new(&Metrics::default(), &Histogram::default());
+        s.flush_retries = 4;
+        s.lost_rows = 0;
+        s.buffered_rows = 30;
+        s.buffered_bytes = 4096;
+        s.buffer_max_bytes = 65536;
+        s.buffer_full = true;
+        s.spool_bytes = 1234;
+        s.spool_max_bytes = 65536;
+        s.spool_segments = 2;
+        s.spool_rows = 20;
+        s.spool_oldest_age_s = 1.5;
+        s.spooled_rows = 25;
+        s.replayed_rows = 5;
+        s.spool_bad_records = 1;
+        s.wal_batches = 7;
+        s.wal_syncs = 3;
+        let text = s.encode();
+        for (series, kind, value) in [
+            ("traceingest_flush_retries", "counter", "4"),
+            ("traceingest_lost_rows", "counter", "0"),
+            ("traceingest_buffered_rows", "gauge", "30"),
+            ("traceingest_buffered_bytes", "gauge", "4096"),
+            ("traceingest_buffer_max_bytes", "gauge", "65536"),
+            ("traceingest_buffer_full", "gauge", "1"),
+            ("traceingest_spool_bytes", "gauge", "1234"),
+            ("traceingest_spool_max_bytes", "gauge", "65536"),
+            ("traceingest_spool_segments", "gauge", "2"),
+            ("traceingest_spool_rows", "gauge", "20"),
+            ("traceingest_spool_oldest_age_seconds", "gauge", "1.5"),
+            ("traceingest_spooled_rows", "counter", "25"),
+            ("traceingest_replayed_rows", "counter", "5"),
+            ("traceingest_spool_bad_records", "counter", "1"),
+            ("traceingest_wal_batches", "counter", "7"),
+            ("traceingest_wal_syncs", "counter", "3"),
+        ] {
+            let sample = if kind == "counter" {
+                format!("{series}_total {value}")
+            } else {
+                format!("{series} {value}")
+            };
+            for line in [format!("# TYPE {series} {kind}"), sample] {
+                assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");
+            }
+            assert!(
+                text.lines()
+                    .any(|l| l.starts_with(&format!("# HELP {series} ")) && l.len() > 20),
+                "HELP of {series} in\n{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn histogram_and_escaped_labels() {
+        let h = Histogram::default();
+        for ms in [3, 7, 7, 40, 2_000, 60_000] {
+            h.observe(Duration::from_millis(ms));
+        }
+        let mut s = Snapshot::new(&Metrics::default(), &h);
+        s.quota_refusals = vec![("a\"b\\c".into(), 3)];
+        let text = s.encode();
+        for line in [
+            "traceingest_flush_duration_seconds_count 6",
+            "traceingest_flush_duration_seconds_sum 62.057",
+            "traceingest_flush_duration_seconds_bucket{le=\"0.005\"} 1",
+            "traceingest_flush_duration_seconds_bucket{le=\"0.01\"} 3",
+            "traceingest_flush_duration_seconds_bucket{le=\"0.05\"} 4",
+            "traceingest_flush_duration_seconds_bucket{le=\"2.5\"} 5",
+            "traceingest_flush_duration_seconds_bucket{le=\"30.0\"} 5",
+            "traceingest_flush_duration_seconds_bucket{le=\"+Inf\"} 6",
+            "traceingest_quota_refusals_total{org=\"a\\\"b\\\\c\"} 3",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");
         }
     }
 }

@@ -8,6 +8,8 @@
 
 use std::ops::Range;
 
+use crate::admission::UsageTicket;
+
 /// A string stored in `RowBatch::text`: byte offset and length. Always valid UTF-8.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Text {
@@ -132,6 +134,11 @@ pub struct RowBatch {
     pub meta: Vec<(Text, Text)>,
     /// Sample-array values; the four array `Run`s of a row index into it.
     pub ints: Vec<u64>,
+    /// The rows' place in their organisation's monthly usage: dropping it (once the rows are
+    /// written or given up) tells the quota they left the write buffer. Empty when the
+    /// organisation has no quota. Process-local accounting, not data: the spool codec does not
+    /// write it, and the flush thread keeps it apart from the rows while they wait in the spool.
+    pub usage: UsageTicket,
 }
 
 impl RowBatch {

@@ -13,6 +13,9 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use sha2::{Digest, Sha256};
 
+use crate::admission::rate::Bucket;
+use crate::admission::Account;
+
 /// Random characters after the prefix: 43 base62 digits carry 256 bits.
 pub const KEY_RANDOM_LEN: usize = 43;
 /// Characters of a key kept for display (`keys list`, `keys revoke PREFIX`).
@@ -23,13 +26,43 @@ const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop
 /// `sha256(key)`.
 pub type KeyHash = [u8; 32];
 
-/// Who a key belongs to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Who a key belongs to, and the admission state its requests are checked against.
+#[derive(Debug)]
 pub struct Principal {
     pub org_id: Arc<str>,
     /// Empty when the key is not tied to a project.
     pub project_id: Arc<str>,
+    /// This key's rate-limit bucket. The refresher hands the same bucket to the key's entry in
+    /// every new key set, so a refresh never refills it.
+    pub bucket: Arc<Bucket>,
+    /// The organisation's plan and monthly usage, shared by all its keys and kept across
+    /// refreshes.
+    pub account: Arc<Account>,
 }
+
+impl Principal {
+    /// A principal with a fresh bucket.
+    pub fn new(org_id: Arc<str>, project_id: Arc<str>, account: Arc<Account>) -> Principal {
+        Principal {
+            org_id,
+            project_id,
+            bucket: Arc::default(),
+            account,
+        }
+    }
+}
+
+impl PartialEq for Principal {
+    /// Same owner and the very same admission state.
+    fn eq(&self, other: &Principal) -> bool {
+        self.org_id == other.org_id
+            && self.project_id == other.project_id
+            && Arc::ptr_eq(&self.bucket, &other.bucket)
+            && Arc::ptr_eq(&self.account, &other.account)
+    }
+}
+
+impl Eq for Principal {}
 
 /// Makes a new random key with the given prefix.
 pub fn generate_key(prefix: &str) -> Result<String, getrandom::Error> {
@@ -135,8 +168,8 @@ impl Hasher for DigestHasher {
     }
 }
 
-/// Active keys by hash.
-pub type KeySet = HashMap<KeyHash, Principal, BuildHasherDefault<DigestHasher>>;
+/// Active keys by hash. Principals are shared so that a request takes one reference count.
+pub type KeySet = HashMap<KeyHash, Arc<Principal>, BuildHasherDefault<DigestHasher>>;
 
 /// The current key set, shared by all workers and replaced by the refresher.
 pub struct KeyStore {
@@ -168,6 +201,11 @@ impl KeyStore {
         self.refreshed_at_ms.store(now_ms, Ordering::Relaxed);
     }
 
+    /// The key set in force (the refresher carries each key's bucket over from it).
+    pub fn current(&self) -> Arc<KeySet> {
+        self.current.load_full()
+    }
+
     pub fn refreshed_at_ms(&self) -> u64 {
         self.refreshed_at_ms.load(Ordering::Relaxed)
     }
@@ -185,7 +223,7 @@ impl KeyStore {
         &self,
         authorization: Option<&[u8]>,
         x_api_key: Option<&[u8]>,
-    ) -> Result<Principal, AuthError> {
+    ) -> Result<Arc<Principal>, AuthError> {
         let key = key_from_headers(authorization, x_api_key).ok_or(AuthError::Missing)?;
         if !well_formed(key, &self.prefix) {
             return Err(AuthError::Invalid);
@@ -240,12 +278,11 @@ mod tests {
         let store = KeyStore::new("ti_");
         let key = generate_key("ti_").unwrap();
         let mut set = KeySet::default();
+        let plans = crate::admission::plan::Plans::resolve(None, "self-hosted", None).unwrap();
+        let account = Arc::new(Account::new("org1".into(), plans.default_plan()));
         set.insert(
             hash_key(key.as_bytes()),
-            Principal {
-                org_id: "org1".into(),
-                project_id: "".into(),
-            },
+            Arc::new(Principal::new("org1".into(), "".into(), account)),
         );
         assert_eq!(
             store.authenticate(None, Some(key.as_bytes())),

@@ -3,6 +3,7 @@
 use clap::Subcommand;
 
 use crate::auth::{self, DISPLAY_PREFIX_LEN};
+use crate::calendar::civil_from_days;
 use crate::config::StoreArgs;
 use crate::sink::clickhouse::{KeyRecord, Store};
 
@@ -125,20 +126,6 @@ pub fn format_time(epoch_s: u32) -> String {
         rem / 60 % 60,
         rem % 60
     )
-}
-
-/// Days since 1970-01-01 -> (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
-pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 #[cfg(test)]

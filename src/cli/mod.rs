@@ -1,4 +1,5 @@
-//! Commands other than `serve`: key management, schema migration, price checks.
+//! Commands other than `serve`: key and organisation management, price checks.
 
 pub mod keys;
+pub mod orgs;
 pub mod price;

@@ -81,6 +81,11 @@ impl Refusal {
                 "http_version_not_supported",
                 "only HTTP/1.0 and HTTP/1.1 are supported",
             ),
+            HttpError::ExpectationFailed => Refusal::new(
+                417,
+                "expectation_failed",
+                "the only supported expectation is Expect: 100-continue",
+            ),
         }
         .closing()
     }
@@ -97,6 +102,7 @@ fn reason(status: u16) -> &'static str {
         405 => "Method Not Allowed",
         408 => "Request Timeout",
         413 => "Content Too Large",
+        417 => "Expectation Failed",
         429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
@@ -107,10 +113,22 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// Extra headers some answers carry (rate-limit state, `Allow`, ...), written verbatim.
+/// Extra headers some answers carry (`Allow`, ...), written verbatim, plus the admission state.
 #[derive(Debug, Default)]
 pub struct ExtraHeaders<'a> {
     pub lines: &'a [(&'a str, &'a str)],
+    pub limits: LimitHeaders,
+}
+
+/// Admission state reported on every `/ingest` answer that got past authentication.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LimitHeaders {
+    /// `X-RateLimit-Limit` (bucket capacity in spans) and `X-RateLimit-Remaining` (whole spans
+    /// left); absent when the key's plan has no rate limit.
+    pub rate: Option<(u64, u64)>,
+    /// `X-Quota-Used` and `X-Quota-Limit` (spans this UTC month) with `X-Quota-Warning: 90%`:
+    /// present once usage reaches 90% of the plan's quota, and on a `quota_exceeded` refusal.
+    pub quota: Option<(u64, u64)>,
 }
 
 /// Appends the whole answer to `out`. `keep_alive` is what the request allowed; the outcome may
@@ -190,6 +208,18 @@ fn write_raw(
     }
     for (name, value) in extra.lines {
         let _ = write!(out, "{name}: {value}\r\n");
+    }
+    if let Some((limit, remaining)) = extra.limits.rate {
+        let _ = write!(
+            out,
+            "x-ratelimit-limit: {limit}\r\nx-ratelimit-remaining: {remaining}\r\n"
+        );
+    }
+    if let Some((used, limit)) = extra.limits.quota {
+        let _ = write!(
+            out,
+            "x-quota-warning: 90%\r\nx-quota-used: {used}\r\nx-quota-limit: {limit}\r\n"
+        );
     }
     if !keep_alive {
         out.extend_from_slice(b"connection: close\r\n");
@@ -276,5 +306,32 @@ mod tests {
         assert!(s.contains("retry-after: 1\r\n"));
         assert!(s.contains("connection: close\r\n"));
         assert!(s.ends_with("{\"error\":\"server is shutting down\",\"code\":\"draining\"}"));
+    }
+
+    #[test]
+    fn limit_headers() {
+        let mut out = Vec::new();
+        let extra = ExtraHeaders {
+            lines: &[],
+            limits: LimitHeaders {
+                rate: Some((100, 37)),
+                quota: Some((9_500, 10_000)),
+            },
+        };
+        write(
+            &mut out,
+            &Outcome::Accepted { spans: 3 },
+            true,
+            false,
+            &extra,
+        );
+        let s = String::from_utf8(out).unwrap();
+        assert_eq!(
+            s,
+            "HTTP/1.1 202 Accepted\r\ncontent-type: application/json\r\ncontent-length: 14\r\n\
+             x-ratelimit-limit: 100\r\nx-ratelimit-remaining: 37\r\n\
+             x-quota-warning: 90%\r\nx-quota-used: 9500\r\nx-quota-limit: 10000\r\n\r\n\
+             {\"accepted\":3}"
+        );
     }
 }

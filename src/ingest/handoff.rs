@@ -6,12 +6,20 @@
 //! only comes when it cannot (spool full, or disk slower than intake). Nothing here
 //! blocks or touches the disk: in `wal` mode the worker's task awaits a oneshot that the
 //! write-ahead thread completes after its group's fsync.
+//!
+//! The batch arrives admitted (rate limit and quota taken, `admission::admit`). Whenever it is
+//! refused from here on (memory full, intake over, the write-ahead log full or failing) the
+//! key gets its rate-limit credit back and the organisation its quota: the quota ticket rides
+//! in the batch (released here, or by the write-ahead thread when it refuses the batch), the
+//! rate-limit credit stays with the request (`Handed::Logging::refund`).
 
 use std::sync::atomic::Ordering;
 
-use crossbeam_channel::Sender;
+use crossbeam_channel::{SendError, Sender};
 use futures_channel::oneshot;
 
+use crate::admission::{RateRefund, Reservation};
+use crate::auth::Principal;
 use crate::http::response::Refusal;
 use crate::row::RowBatch;
 use crate::server::Shared;
@@ -37,35 +45,59 @@ pub enum Handed {
         /// Rows and bytes reserved, given back if the batch is refused.
         rows: u64,
         bytes: u64,
+        /// Rate-limit credit, given back if the batch is refused (the write-ahead thread gives
+        /// the quota back).
+        refund: RateRefund,
         done: oneshot::Receiver<Result<(), WalRefusal>>,
     },
 }
 
 impl Handoff {
-    /// Reserves room for `rows` and sends them on. Refuses when memory is full or intake is over.
-    pub fn send(&self, shared: &Shared, rows: RowBatch) -> Result<Handed, Refusal> {
+    /// Reserves room for `rows` (admitted for `principal`) and sends them on with their quota
+    /// ticket. Refuses when memory is full or intake is over, giving the admission back.
+    pub fn send(
+        &self,
+        shared: &Shared,
+        principal: &Principal,
+        mut rows: RowBatch,
+        admitted: Reservation,
+    ) -> Result<Handed, Refusal> {
         let n = rows.len() as u64;
         let bytes = rows.heap_bytes() as u64;
-        reserve(shared, n, bytes)?;
+        if let Err(full) = reserve(shared, n, bytes) {
+            admitted.cancel(principal);
+            return Err(full);
+        }
+        let (ticket, refund) = admitted.into_parts(principal);
+        rows.usage = ticket;
         let spans = n as usize;
-        let handed = match self {
-            Handoff::Buffer(tx) => tx.send(rows).map(|()| Handed::Buffered { spans }).ok(),
+        // On failure the channel hands the batch back, so its ticket can be released.
+        let mut unsent = match self {
+            Handoff::Buffer(tx) => match tx.send(rows) {
+                Ok(()) => return Ok(Handed::Buffered { spans }),
+                Err(SendError(rows)) => rows,
+            },
             Handoff::Wal(tx) => {
                 let (done, wait) = oneshot::channel();
-                tx.send(WalRequest { batch: rows, done })
-                    .map(|()| Handed::Logging {
-                        spans,
-                        rows: n,
-                        bytes,
-                        done: wait,
-                    })
-                    .ok()
+                match tx.send(WalRequest { batch: rows, done }) {
+                    Ok(()) => {
+                        return Ok(Handed::Logging {
+                            spans,
+                            rows: n,
+                            bytes,
+                            refund,
+                            done: wait,
+                        })
+                    }
+                    Err(SendError(request)) => request.batch,
+                }
             }
         };
-        handed.ok_or_else(|| {
-            unreserve(shared, n, bytes);
-            draining()
-        })
+        // Intake is over: not buffered after all.
+        std::mem::take(&mut unsent.usage).release();
+        refund.give_back();
+        unreserve(shared, n, bytes);
+        Err(draining())
     }
 }
 
@@ -78,28 +110,27 @@ impl Handed {
                 spans,
                 rows,
                 bytes,
+                refund,
                 done,
-            } => match done.await {
-                Ok(Ok(())) => Ok(spans),
-                Ok(Err(WalRefusal::Full)) => {
-                    unreserve(shared, rows, bytes);
-                    Err(full())
-                }
-                Ok(Err(WalRefusal::Failed)) => {
-                    unreserve(shared, rows, bytes);
-                    Err(Refusal::new(
+            } => {
+                let refusal = match done.await {
+                    Ok(Ok(())) => return Ok(spans),
+                    Ok(Err(WalRefusal::Full)) => full(),
+                    Ok(Err(WalRefusal::Failed)) => Refusal::new(
                         503,
                         "storage_unavailable",
                         "the write-ahead log cannot write to disk; retry shortly",
                     )
-                    .retry_after(1))
-                }
-                // The write-ahead thread is gone: the server is stopping.
-                Err(oneshot::Canceled) => {
-                    unreserve(shared, rows, bytes);
-                    Err(draining())
-                }
-            },
+                    .retry_after(1),
+                    // The write-ahead thread is gone: the server is stopping.
+                    Err(oneshot::Canceled) => draining(),
+                };
+                // Refused: memory, rate-limit credit (and, by the write-ahead thread, the
+                // quota) go back.
+                unreserve(shared, rows, bytes);
+                refund.give_back();
+                Err(refusal)
+            }
         }
     }
 }

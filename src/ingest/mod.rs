@@ -2,9 +2,11 @@
 //!
 //! Everything here is synchronous and does no I/O: a worker calls `Pipeline::ingest` with the
 //! body buffer its connection owns and gets back either the rows handed over (`Handed`, to
-//! await in write-ahead mode) or the refusal to answer with.
+//! await in write-ahead mode) or the refusal to answer with. Admission (rate limit, quota) is
+//! `crate::admission`, called between the schema and the write buffer.
 
 pub mod decode;
+mod fuzz;
 pub mod handoff;
 pub mod issue;
 pub mod rows;
@@ -13,13 +15,16 @@ pub mod wire;
 
 use bumpalo::Bump;
 
+use crate::admission;
 use crate::auth::Principal;
-use crate::http::response::Refusal;
+use crate::http::response::{LimitHeaders, Refusal};
 use crate::ingest::decode::{DecodeError, Decoder};
 use crate::ingest::handoff::{Handed, Handoff};
 use crate::pricing::Pricer;
 use crate::row::RowBatch;
 use crate::server::Shared;
+
+pub use fuzz::fuzz_decode;
 
 /// Per-worker state reused by every request the worker serves.
 pub struct Pipeline {
@@ -45,17 +50,23 @@ impl Pipeline {
 
     /// Checks 4 to 8 of the contract's order (the caller did size, drain and key) and hands
     /// the rows over. The caller answers `202` with the spans `Handed::settle` returns (at
-    /// once in `buffer` mode, after the fsync in `wal` mode).
+    /// once in `buffer` mode, after the fsync in `wal` mode); `limits` gets the rate-limit and
+    /// quota state the answer reports.
     pub fn ingest(
         &mut self,
         shared: &Shared,
         principal: &Principal,
         body: &mut [u8],
         now_ms: u64,
+        limits: &mut LimitHeaders,
     ) -> Result<Handed, Refusal> {
         let rows = self.decode_and_build(shared, principal, body, now_ms)?;
-        // Reserves room in the write buffer; refuses rather than grow without bound.
-        self.handoff.send(shared, rows)
+        let n = rows.len() as u64;
+        // 6 and 7: the key's rate limit, then the organisation's monthly quota.
+        let admitted = admission::admit(principal, n, shared.clock.mono_ns(), now_ms, limits)?;
+        // 8: reserve room in the write buffer (refuse rather than grow without bound) and hand
+        // the rows over; a refusal from here on gives the rate-limit credit and quota back.
+        self.handoff.send(shared, principal, rows, admitted)
     }
 
     /// Decodes, validates and prices a body into rows without handing them over.

@@ -11,6 +11,7 @@
 //!   [`PricingFileError`]. The own format is documented there and in `docs/pricing-file.md`.
 //! - `json.rs`: a small JSON reader that keeps numbers as written.
 //! - `shared.rs`: [`SharedPrices`], the table in force, swapped whole on reload.
+//! - `fuzz.rs`: [`fuzz_price`], the fuzz property, checked against an independent computation.
 //!
 //! **Invariant:** nothing on the request path ([`Pricer::price`]) does I/O, takes a lock, uses
 //! floating point, or allocates once a (provider, modelId) pair is cached. Only
@@ -27,6 +28,7 @@
 
 mod builtin;
 mod file;
+mod fuzz;
 mod json;
 mod matching;
 mod money;
@@ -39,6 +41,7 @@ mod tests;
 
 pub use builtin::CHECKED;
 pub use file::{parse as parse_pricing_file, FileFormat, PricingFileError};
+pub use fuzz::{fuzz_price, FuzzCall};
 pub use money::{format_money, Price, PriceError, MAX_MONEY};
 pub use pricer::{CacheStats, Priced, Pricer};
 pub use shared::SharedPrices;

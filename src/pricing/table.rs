@@ -160,7 +160,7 @@ impl ModelPrice {
     #[inline]
     pub fn rates_for(&self, usage: Option<&Usage>) -> (&Rates, bool) {
         match (&self.long_context, usage) {
-            (Some(lc), Some(u)) if input_size(u) > lc.threshold => (&lc.rates, true),
+            (Some(lc), Some(u)) if input_size(u) > u128::from(lc.threshold) => (&lc.rates, true),
             _ => (&self.base, false),
         }
     }
@@ -227,12 +227,11 @@ impl ModelPrice {
 }
 
 /// Input size for the long-context tier: inputTokens (which includes the cached part) plus
-/// cacheWriteInputTokens.
+/// cacheWriteInputTokens. In `u128`: a saturated `u64` sum would not be above a threshold of
+/// `u64::MAX` (see `regression_long_context_size_does_not_saturate`).
 #[inline]
-fn input_size(u: &Usage) -> u64 {
-    u.input_tokens
-        .unwrap_or(0)
-        .saturating_add(u.cache_write_input_tokens.unwrap_or(0))
+fn input_size(u: &Usage) -> u128 {
+    u128::from(u.input_tokens.unwrap_or(0)) + u128::from(u.cache_write_input_tokens.unwrap_or(0))
 }
 
 /// Billable count per dimension, as the contract defines them. Absent counts are 0, except the

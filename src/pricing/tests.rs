@@ -325,6 +325,36 @@ fn long_context_tier() {
     );
 }
 
+/// Found by the `pricing` fuzz target's seeds: the input size was a saturating `u64` sum, so
+/// with a threshold of `u64::MAX` two counts whose sum passes it did not get the tier.
+/// (Unreachable from the wire, where counts are at most 2^53 - 1, but the rule is "strictly
+/// above the threshold" for any counts.)
+#[test]
+fn regression_long_context_size_does_not_saturate() {
+    let tier = Rates::NONE.with(Dimension::Prompt, Price::per_unit("2"));
+    let model = ModelPrice {
+        id: "test/max-threshold".into(),
+        aliases: Vec::new(),
+        source: Source::File,
+        base: Rates::NONE,
+        long_context: Some(LongContext {
+            threshold: u64::MAX,
+            rates: tier,
+        }),
+    };
+    let usage = Usage {
+        input_tokens: Some(u64::MAX),
+        cache_write_input_tokens: Some(1),
+        ..Usage::default()
+    };
+    assert!(model.rates_for(Some(&usage)).1);
+    let usage = Usage {
+        input_tokens: Some(u64::MAX),
+        ..Usage::default()
+    };
+    assert!(!model.rates_for(Some(&usage)).1);
+}
+
 #[test]
 fn rounding_half_up_once_per_dimension() {
     // 3 x 1.5e-11 = 4.5e-11 = 0.45 units -> 0 (priced and counted, so 0, not null).

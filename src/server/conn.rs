@@ -3,28 +3,42 @@
 //! Requests are handled strictly in order, so pipelined requests are answered in order: answers
 //! accumulate in `out` and are written whenever the connection must wait for more input. The
 //! body of a request is parsed in place in `buf`; it is the only copy until rows are built.
+//!
+//! Every wait on the client has a deadline: the idle keep-alive timeout between requests, the
+//! header timeout from the first byte of a head, the minimum body rate (and the idle timeout)
+//! while a body arrives, and the idle timeout for the client to take an answer. An idle
+//! connection keeps only a small read buffer. In write-ahead mode a request also awaits its
+//! fsync (`Handed::settle`); that wait starts once the body is read, so no client deadline
+//! applies to it, and the write-ahead thread answers every request it was handed.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use monoio::buf::IoBufMut;
-use monoio::io::{AsyncWriteRentExt, CancelableAsyncReadRent, Canceller};
+use monoio::io::{AsyncWriteRent, CancelableAsyncReadRent, CancelableAsyncWriteRentExt, Canceller};
 use monoio::net::TcpStream;
 
+use crate::admission;
 use crate::auth::AuthError;
 use crate::http::request::{self, ChunkedDecoder, Framing, Head, Method, Parsed, Route};
 use crate::http::response::{self, ExtraHeaders, Outcome, Refusal};
 use crate::ingest::Pipeline;
-use crate::server::Shared;
+use crate::server::{ops, Shared};
 
-/// Start size of a connection's read buffer.
-const INITIAL_BUF: usize = 16 * 1024;
+/// Read buffer of a new connection, and all an idle one keeps: most request heads fit, and
+/// 2000 idle connections hold 4 MiB of buffers between them.
+const SMALL_BUF: usize = 2 * 1024;
+/// Least growth of a full read buffer (a head or chunked body larger than it).
+const GROW_BUF: usize = 16 * 1024;
 /// A buffer grown past this for a large body is given back once the request is done.
 const KEEP_BUF: usize = 2 * 1024 * 1024;
-/// How often a connection blocked on a read looks at the drain flag.
+/// After an answer that closes the connection, how long input is still read and dropped.
+const LINGER: Duration = Duration::from_secs(2);
+/// How often a connection blocked on a read looks at the drain flag; an idle connection also
+/// gives back its large buffers at the first such look.
 const DRAIN_POLL: Duration = Duration::from_millis(200);
 
 /// What one worker thread shares between its connections.
@@ -36,8 +50,22 @@ pub struct Worker {
     pub active: Cell<usize>,
 }
 
-/// Decrements the worker's connection count however the connection ends.
-struct ActiveGuard(Rc<Worker>);
+/// One of the worker's `INGEST_MAX_CONNECTIONS_PER_WORKER` connection slots: taken in the accept
+/// loop (so a burst of accepts cannot overshoot the cap before any connection task has run),
+/// given back however the connection ends.
+pub struct ActiveGuard(Rc<Worker>);
+
+impl ActiveGuard {
+    /// Takes a slot, or `None` when the worker is at its cap.
+    pub fn admit(worker: &Rc<Worker>) -> Option<ActiveGuard> {
+        let active = worker.active.get();
+        if active >= worker.shared.config.max_connections_per_worker {
+            return None;
+        }
+        worker.active.set(active + 1);
+        Some(ActiveGuard(worker.clone()))
+    }
+}
 
 impl Drop for ActiveGuard {
     fn drop(&mut self) {
@@ -58,30 +86,38 @@ struct Conn {
     start: usize,
     /// Answers not yet written.
     out: Vec<u8>,
+    /// Longest wait for the client to take a write (the idle timeout).
+    write_timeout: Duration,
+    /// An answer that closes the connection was written: linger before closing.
+    closing: bool,
 }
 
-/// Serves one connection until it closes.
-pub async fn serve(stream: TcpStream, worker: Rc<Worker>) {
-    worker.active.set(worker.active.get() + 1);
-    let _guard = ActiveGuard(worker.clone());
+/// Serves one connection until it closes; `slot` is its place under the worker's cap.
+pub async fn serve(stream: TcpStream, slot: ActiveGuard) {
+    let worker = slot.0.clone();
     let _ = stream.set_nodelay(true);
     let mut conn = Conn {
         stream,
-        buf: Vec::with_capacity(INITIAL_BUF),
+        buf: Vec::with_capacity(SMALL_BUF),
         start: 0,
-        out: Vec::with_capacity(1024),
+        out: Vec::new(),
+        write_timeout: worker.shared.config.idle_timeout,
+        closing: false,
     };
     let _ = conn.run(&worker).await;
-    if !conn.out.is_empty() {
-        let _ = conn.flush().await;
+    let flushed = conn.out.is_empty() || conn.flush().await.is_ok();
+    if flushed && conn.closing {
+        conn.linger(&worker.shared).await;
     }
 }
 
 /// Result of waiting for more bytes.
 enum Read {
     Data,
-    /// Peer closed, error, timeout or drain: close without answering.
+    /// Peer closed, error or drain: close without answering.
     Closed,
+    /// The deadline passed first.
+    TimedOut,
 }
 
 impl Conn {
@@ -89,8 +125,8 @@ impl Conn {
         let shared = &*worker.shared;
         let limits = shared.config.limits;
         loop {
-            // 1. A complete head.
-            let head_started = Instant::now();
+            // 1. A complete head, within the header timeout of its first byte.
+            let mut head_started: Option<Instant> = None;
             let head = loop {
                 match request::parse_head(&self.buf[self.start..], &limits) {
                     Ok(Parsed::Complete(h)) => break h,
@@ -99,10 +135,21 @@ impl Conn {
                         let deadline = if idle {
                             Instant::now() + shared.config.idle_timeout
                         } else {
-                            head_started + shared.config.header_timeout
+                            // Bytes of this head arrived with the last read (or were left over
+                            // from the one before): the clock starts at the first of them.
+                            *head_started.get_or_insert_with(Instant::now)
+                                + shared.config.header_timeout
                         };
-                        if let Read::Closed = self.read_more(shared, deadline, idle).await {
-                            return Err(Stop::Close);
+                        match self.read_more(shared, deadline, idle).await {
+                            Read::Data => {}
+                            Read::Closed => return Err(Stop::Close),
+                            // Idle past the keep-alive timeout: no request to answer.
+                            Read::TimedOut if idle => return Err(Stop::Close),
+                            Read::TimedOut => {
+                                let r = timeout_refusal("the request head did not arrive in time");
+                                self.answer(shared, &Outcome::Refused(r), false, false);
+                                return Err(Stop::Close);
+                            }
                         }
                     }
                     Err(e) => {
@@ -120,7 +167,7 @@ impl Conn {
                 self.start = 0;
                 self.buf.clear();
                 if self.buf.capacity() > KEEP_BUF {
-                    self.buf = Vec::with_capacity(INITIAL_BUF);
+                    self.buf = Vec::with_capacity(SMALL_BUF);
                 }
             }
             if self.out.len() > 64 * 1024 {
@@ -137,21 +184,18 @@ impl Conn {
 
         if head.route != Route::Ingest {
             // Other routes take no body: read and drop one if sent.
-            let len = self.read_body(shared, head).await?;
-            if let Some(r) = len.refused {
-                self.answer(shared, &Outcome::Refused(r), false, false);
+            let Some(keep_alive) = self.skip_body(shared, head).await? else {
                 return Ok(false);
-            }
-            self.consume(head.len + len.raw);
+            };
             let outcome = match (head.route, head.method) {
                 (_, Method::Post | Method::Other) => Outcome::Refused(Refusal::new(
                     405,
                     "method_not_allowed",
                     "method not allowed on this path",
                 )),
-                (Route::Health, _) => health(shared),
-                (Route::Ready, _) => ready(shared),
-                (Route::Metrics, _) => metrics(shared),
+                (Route::Health, _) => ops::health(shared),
+                (Route::Ready, _) => ops::ready(shared),
+                (Route::Metrics, _) => ops::metrics(shared),
                 _ => Outcome::Refused(Refusal::new(
                     404,
                     "not_found",
@@ -164,20 +208,17 @@ impl Conn {
             } else {
                 &[]
             };
-            return Ok(self.answer_with(shared, &outcome, head.keep_alive, head_only, allow));
+            return Ok(self.answer_with(shared, &outcome, keep_alive, head_only, allow));
         }
         if head.method != Method::Post {
-            let len = self.read_body(shared, head).await?;
-            if let Some(r) = len.refused {
-                self.answer(shared, &Outcome::Refused(r), false, false);
+            let Some(keep_alive) = self.skip_body(shared, head).await? else {
                 return Ok(false);
-            }
-            self.consume(head.len + len.raw);
+            };
             let r = Refusal::new(405, "method_not_allowed", "use POST on /ingest");
             return Ok(self.answer_with(
                 shared,
                 &Outcome::Refused(r),
-                head.keep_alive,
+                keep_alive,
                 head_only,
                 &[("allow", "POST")],
             ));
@@ -240,6 +281,8 @@ impl Conn {
                 return Ok(self.answer(shared, &Outcome::Refused(r), keep, false));
             }
         };
+        // Past authentication every answer reports the key's rate-limit state.
+        let mut limits = admission::peek(&principal, shared.clock.mono_ns(), shared.clock.now_ms());
         // The checks that need no body passed: let a waiting client send it.
         if head.expect_continue && self.buf.len() - self.start == head.len {
             response::write_continue(&mut self.out);
@@ -247,7 +290,14 @@ impl Conn {
         }
         let body = self.read_body(shared, head).await?;
         if let Some(refusal) = body.refused {
-            self.answer(shared, &Outcome::Refused(refusal), false, false);
+            self.answer_full(
+                shared,
+                &Outcome::Refused(refusal),
+                false,
+                false,
+                ExtraHeaders { lines: &[], limits },
+                Some(&principal.org_id),
+            );
             return Ok(false);
         }
         shared
@@ -255,13 +305,11 @@ impl Conn {
             .body_bytes
             .fetch_add(body.len as u64, Ordering::Relaxed);
         let body_start = self.start + head.len;
-        let now_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
+        let now_ms = shared.clock.now_ms();
         let result = {
             let mut pipeline = worker.pipeline.borrow_mut();
             let bytes = &mut self.buf[body_start..body_start + body.len];
-            pipeline.ingest(shared, &principal, bytes, now_ms)
+            pipeline.ingest(shared, &principal, bytes, now_ms, &mut limits)
         };
         self.consume(head.len + body.raw);
         // In write-ahead mode this waits (without blocking the worker) for the fsync.
@@ -283,7 +331,34 @@ impl Conn {
             }
             Err(r) => Outcome::Refused(r),
         };
-        Ok(self.answer(shared, &outcome, head.keep_alive, false))
+        Ok(self.answer_full(
+            shared,
+            &outcome,
+            head.keep_alive,
+            false,
+            ExtraHeaders { lines: &[], limits },
+            Some(&principal.org_id),
+        ))
+    }
+
+    /// Reads and drops the body of a request that takes none. Returns whether the connection
+    /// may stay open, or `None` when a refusal (413, 400, 408) was answered instead.
+    async fn skip_body(&mut self, shared: &Shared, head: &Head) -> Result<Option<bool>, Stop> {
+        if head.expect_continue
+            && !matches!(head.framing, Framing::None | Framing::Length(0))
+            && self.buf.len() - self.start == head.len
+        {
+            // The client holds the body back until a 100 Continue it will not get: answer at
+            // once and close rather than wait for a body nobody wants (RFC 9110 §10.1.1).
+            return Ok(Some(false));
+        }
+        let len = self.read_body(shared, head).await?;
+        if let Some(r) = len.refused {
+            self.answer(shared, &Outcome::Refused(r), false, false);
+            return Ok(None);
+        }
+        self.consume(head.len + len.raw);
+        Ok(Some(head.keep_alive))
     }
 
     fn answer(
@@ -304,22 +379,41 @@ impl Conn {
         head_only: bool,
         extra: &[(&str, &str)],
     ) -> bool {
-        let status = match outcome {
-            Outcome::Accepted { .. } => 202,
-            Outcome::Ok { .. } => 200,
+        let extra = ExtraHeaders {
+            lines: extra,
+            ..ExtraHeaders::default()
+        };
+        self.answer_full(shared, outcome, keep_alive, head_only, extra, None)
+    }
+
+    /// Writes an answer, counts it, and logs a refusal (status, code and the organisation when
+    /// the key is known; never the key or the body).
+    fn answer_full(
+        &mut self,
+        shared: &Shared,
+        outcome: &Outcome,
+        keep_alive: bool,
+        head_only: bool,
+        extra: ExtraHeaders<'_>,
+        org: Option<&str>,
+    ) -> bool {
+        let (status, code) = match outcome {
+            Outcome::Accepted { .. } => (202, "accepted"),
+            Outcome::Ok { .. } => (200, "ok"),
             Outcome::Refused(r) => {
-                tracing::debug!(status = r.status, code = r.code, "refused request");
-                r.status
+                tracing::debug!(
+                    status = r.status,
+                    code = r.code,
+                    org = org.unwrap_or(""),
+                    "refused request"
+                );
+                (r.status, r.code)
             }
         };
-        shared.metrics.count_response(status);
-        response::write(
-            &mut self.out,
-            outcome,
-            keep_alive,
-            head_only,
-            &ExtraHeaders { lines: extra },
-        )
+        shared.metrics.count_response(status, code);
+        let open = response::write(&mut self.out, outcome, keep_alive, head_only, &extra);
+        self.closing |= !open;
+        open
     }
 
     fn consume(&mut self, n: usize) {
@@ -327,9 +421,11 @@ impl Conn {
         debug_assert!(self.start <= self.buf.len());
     }
 
-    /// Makes the whole body available at `buf[start + head.len..]`.
+    /// Makes the whole body available at `buf[start + head.len..]`. A body that stalls for the
+    /// idle timeout, or arrives below the minimum rate, is refused with `408`.
     async fn read_body(&mut self, shared: &Shared, head: &Head) -> Result<BodyLen, Stop> {
         let max_body = shared.config.limits.max_body_bytes;
+        let body_started = Instant::now();
         match head.framing {
             Framing::None => Ok(BodyLen::default()),
             Framing::Length(n) => {
@@ -344,9 +440,11 @@ impl Conn {
                     self.buf.reserve(need - self.buf.len());
                 }
                 while self.buf.len() < need {
-                    let deadline = Instant::now() + shared.config.idle_timeout;
-                    if let Read::Closed = self.read_more(shared, deadline, false).await {
-                        return Err(Stop::Close);
+                    let deadline = self.body_deadline(shared, head, body_started);
+                    match self.read_more(shared, deadline, false).await {
+                        Read::Data => {}
+                        Read::Closed => return Err(Stop::Close),
+                        Read::TimedOut => return Ok(BodyLen::refused(slow_body())),
                     }
                 }
                 Ok(BodyLen {
@@ -368,9 +466,11 @@ impl Conn {
                             })
                         }
                         Ok(Parsed::Partial) => {
-                            let deadline = Instant::now() + shared.config.idle_timeout;
-                            if let Read::Closed = self.read_more(shared, deadline, false).await {
-                                return Err(Stop::Close);
+                            let deadline = self.body_deadline(shared, head, body_started);
+                            match self.read_more(shared, deadline, false).await {
+                                Read::Data => {}
+                                Read::Closed => return Err(Stop::Close),
+                                Read::TimedOut => return Ok(BodyLen::refused(slow_body())),
                             }
                         }
                         Err(e) => return Ok(BodyLen::refused(Refusal::from_http(e, max_body))),
@@ -380,8 +480,24 @@ impl Conn {
         }
     }
 
+    /// When the next body bytes must have arrived by: within the idle timeout, and, past the
+    /// grace period, soon enough that the average rate since the body started stays at or above
+    /// `INGEST_MIN_BODY_RATE_BYTES_PER_SEC`.
+    fn body_deadline(&self, shared: &Shared, head: &Head, body_started: Instant) -> Instant {
+        let config = &shared.config;
+        let stalled = Instant::now() + config.idle_timeout;
+        if config.min_body_rate == 0 {
+            return stalled;
+        }
+        // Raw bytes on the wire (chunk framing included) received so far.
+        let received = (self.buf.len() - self.start - head.len) as u128;
+        let micros = received * 1_000_000 / u128::from(config.min_body_rate);
+        let earned = Duration::from_micros(micros.min(u128::from(u64::MAX)) as u64);
+        stalled.min(body_started + earned.max(config.body_rate_grace))
+    }
+
     /// Reads at least one more byte into `buf`, first writing pending answers. `idle` means no
-    /// request is in progress, so a drain may close the connection.
+    /// request is in progress, so a drain may close the connection and the buffers shrink.
     async fn read_more(&mut self, shared: &Shared, deadline: Instant, idle: bool) -> Read {
         if !self.out.is_empty() && self.flush().await.is_err() {
             return Read::Closed;
@@ -396,7 +512,7 @@ impl Conn {
             self.start = 0;
         }
         if self.buf.len() == self.buf.capacity() {
-            self.buf.reserve(self.buf.capacity().max(INITIAL_BUF));
+            self.buf.reserve(self.buf.capacity().max(GROW_BUF));
         }
         loop {
             if idle && shared.is_draining() {
@@ -404,28 +520,35 @@ impl Conn {
             }
             let now = Instant::now();
             if now >= deadline {
-                return Read::Closed;
+                return Read::TimedOut;
             }
             let wait = (deadline - now).min(DRAIN_POLL);
             let buf = std::mem::take(&mut self.buf);
             let len = buf.len();
             // A cancelled read hands its buffer back, so a timeout never loses buffered bytes.
-            let canceller = Canceller::new();
-            let mut recv = std::pin::pin!(self
-                .stream
-                .cancelable_read(buf.slice_mut(len..), canceller.handle()));
-            let (res, slice) = monoio::select! {
-                r = &mut recv => r,
-                _ = monoio::time::sleep(wait) => {
-                    canceller.cancel();
-                    recv.await
+            let (res, slice) = {
+                let canceller = Canceller::new();
+                let mut recv = std::pin::pin!(self
+                    .stream
+                    .cancelable_read(buf.slice_mut(len..), canceller.handle()));
+                monoio::select! {
+                    r = &mut recv => r,
+                    _ = monoio::time::sleep(wait) => {
+                        canceller.cancel();
+                        recv.await
+                    }
                 }
             };
             self.buf = slice.into_inner();
             match res {
                 Ok(0) => return Read::Closed,
                 Ok(_) => return Read::Data,
-                Err(e) if e.raw_os_error() == Some(libc::ECANCELED) => continue,
+                Err(e) if e.raw_os_error() == Some(libc::ECANCELED) => {
+                    if idle {
+                        self.release_idle_memory();
+                    }
+                    continue;
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     tracing::debug!(error = %e, "read failed");
@@ -435,13 +558,69 @@ impl Conn {
         }
     }
 
+    /// After an answer that closes the connection: send FIN, then read and drop whatever the
+    /// client still sends (the rest of a refused body, pipelined requests) until it closes too
+    /// or `LINGER` passes. Closing a socket with unread input makes the kernel send a reset,
+    /// which can destroy the answer before the client has read it.
+    async fn linger(&mut self, shared: &Shared) {
+        if self.stream.shutdown().await.is_err() {
+            return;
+        }
+        let deadline = Instant::now() + LINGER;
+        loop {
+            self.start = self.buf.len();
+            if !matches!(self.read_more(shared, deadline, false).await, Read::Data) {
+                return;
+            }
+        }
+    }
+
+    /// An idle connection keeps a small read buffer and no write buffer, so thousands of idle
+    /// connections cost little (a body or a burst of pipelined answers may have grown them).
+    fn release_idle_memory(&mut self) {
+        if self.buf.is_empty() && self.buf.capacity() > SMALL_BUF {
+            self.buf = Vec::with_capacity(SMALL_BUF);
+        }
+        if self.out.is_empty() && self.out.capacity() > 0 {
+            self.out = Vec::new();
+        }
+    }
+
+    /// Writes every pending answer. A client that does not take them within the write timeout
+    /// is dropped, so a reader that never reads cannot hold the connection forever.
     async fn flush(&mut self) -> Result<(), Stop> {
         let out = std::mem::take(&mut self.out);
-        let (res, mut out) = self.stream.write_all(out).await;
+        let timeout = self.write_timeout;
+        // A cancelled write ends (with its buffer) before the connection is closed, so no
+        // operation outlives the socket.
+        let canceller = Canceller::new();
+        let mut write = std::pin::pin!(CancelableAsyncWriteRentExt::write_all(
+            &mut self.stream,
+            out,
+            canceller.handle()
+        ));
+        let (res, mut out) = monoio::select! {
+            r = &mut write => r,
+            _ = monoio::time::sleep(timeout) => {
+                canceller.cancel();
+                write.await
+            }
+        };
         out.clear();
         self.out = out;
         res.map(|_| ()).map_err(|_| Stop::Close)
     }
+}
+
+/// `408` and close: the client was too slow for a deadline.
+#[cold]
+fn timeout_refusal(message: &'static str) -> Refusal {
+    Refusal::new(408, "request_timeout", message).closing()
+}
+
+#[cold]
+fn slow_body() -> Refusal {
+    timeout_refusal("the request body stalled or arrived below the minimum rate")
 }
 
 /// Sizes of a read body.
@@ -461,39 +640,5 @@ impl BodyLen {
             refused: Some(r),
             ..BodyLen::default()
         }
-    }
-}
-
-fn health(shared: &Shared) -> Outcome {
-    Outcome::Ok {
-        content_type: "application/json",
-        body: format!("{{\"status\":\"ok\",\"buffered\":{}}}", shared.buffered()).into_bytes(),
-    }
-}
-
-fn ready(shared: &Shared) -> Outcome {
-    if shared.is_draining() {
-        Outcome::Refused(Refusal::new(503, "not_ready", "draining for shutdown"))
-    } else if shared.is_buffer_full() {
-        Outcome::Refused(Refusal::new(
-            503,
-            "buffer_full",
-            "memory buffer and spool are full; batches are refused until ClickHouse takes rows",
-        ))
-    } else {
-        Outcome::Ok {
-            content_type: "application/json",
-            body: b"{\"ready\":true}".to_vec(),
-        }
-    }
-}
-
-fn metrics(shared: &Shared) -> Outcome {
-    let mut text = String::with_capacity(4096);
-    shared.metrics.render(&mut text);
-    shared.flush_stats.render(&mut text, shared.buffered());
-    Outcome::Ok {
-        content_type: "text/plain; version=0.0.4",
-        body: text.into_bytes(),
     }
 }

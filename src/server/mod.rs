@@ -1,12 +1,14 @@
-//! The network side: pinned monoio workers (`runtime.rs`) serving connections (`conn.rs`), and
-//! the state every worker shares.
+//! The network side: pinned monoio workers (`runtime.rs`) serving connections (`conn.rs`) and
+//! the operations endpoints (`ops.rs`), and the state every worker shares.
 
 pub mod conn;
+pub mod ops;
 pub mod runtime;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::admission::{Accounts, Clock};
 use crate::auth::KeyStore;
 use crate::config::Config;
 use crate::metrics::Metrics;
@@ -28,6 +30,11 @@ pub struct Shared {
     pub buffer_max_rows: u64,
     pub flush_stats: Arc<FlushStats>,
     pub metrics: Metrics,
+    /// Wall clock for rows and quota months, monotonic clock for rate limits.
+    pub clock: Clock,
+    /// Every organisation's plan and usage (the control thread publishes the list; workers
+    /// reach an account through the key's `Principal`).
+    pub accounts: Accounts,
 }
 
 impl Shared {

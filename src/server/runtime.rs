@@ -118,7 +118,6 @@ async fn worker_main(listener: StdListener, shared: Arc<Shared>, sender: Handoff
         active: Cell::new(0),
         shared,
     });
-    let max_conns = worker.shared.config.max_connections_per_worker;
     // An accept is never cancelled while serving (with io_uring a cancelled accept can lose a
     // connection the kernel already took); only the drain ends the loop.
     let drain = std::pin::pin!(wait_for_drain(worker.shared.clone()));
@@ -129,14 +128,13 @@ async fn worker_main(listener: StdListener, shared: Arc<Shared>, sender: Handoff
             _ = &mut drain => break,
         };
         match accepted {
-            Ok((stream, _peer)) => {
-                if worker.active.get() >= max_conns {
-                    // Over the cap: close at once rather than queue unbounded work.
-                    drop(stream);
-                    continue;
+            Ok((stream, _peer)) => match conn::ActiveGuard::admit(&worker) {
+                Some(slot) => {
+                    monoio::spawn(conn::serve(stream, slot));
                 }
-                monoio::spawn(conn::serve(stream, worker.clone()));
-            }
+                // Over the cap: close at once rather than queue unbounded work.
+                None => drop(stream),
+            },
             Err(e) => {
                 tracing::warn!(error = %e, "accept failed");
                 // Out of descriptors and similar: back off instead of spinning.

@@ -1,4 +1,5 @@
-//! The only code that knows ClickHouse: schema and migration, span inserts, error classes, API keys.
+//! The only code that knows ClickHouse: schema and migration, span inserts, error classes, API
+//! keys, organisations and their monthly span counts.
 //!
 //! Everything here is async on tokio and is driven by the flush thread or the control thread, each
 //! from its own current-thread runtime. A [`Store`]'s pooled connections belong to the runtime
@@ -11,15 +12,21 @@
 //!   insert block are all generated from it, so they cannot disagree.
 //! - Only types that ClickHouse 18.16 and current releases share: no DateTime64, Map,
 //!   LowCardinality, CODEC, TTL.
-//! - A failed operation's connection is dropped, never returned to the pool.
+//! - A failed operation's connection is dropped, never returned to the pool, and a panic of
+//!   the client crate becomes an error (`Store::guard`), never the end of the calling thread.
 
 use std::fmt;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::{Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use clickhouse_rs::errors::{codes, Error as ChError};
-use clickhouse_rs::types::{Block, Decimal};
+use clickhouse_rs::types::{Block, Complex, Decimal};
 use clickhouse_rs::{ClientHandle, Options, Pool};
 
 use crate::row::{Row, RowBatch};
@@ -347,6 +354,21 @@ pub const API_KEYS_COLUMNS: &[(&str, &str)] = &[
 
 const API_KEYS_ENGINE: &str = "ENGINE = ReplacingMergeTree(version) ORDER BY key_hash";
 
+/// `orgs` columns in table order: each organisation's plan. Changing the plan inserts a new
+/// version of the row; readers use `FINAL`. An organisation without a row is on the default plan.
+pub const ORGS_COLUMNS: &[(&str, &str)] = &[
+    ("org_id", "String"),
+    ("plan", "String"),
+    ("created_at", "DateTime"),
+    ("updated_at", "DateTime"),
+    ("version", "UInt64"),
+];
+
+const ORGS_ENGINE: &str = "ENGINE = ReplacingMergeTree(version) ORDER BY org_id";
+
+/// Most organisations named in one usage count, to keep the query text small.
+const COUNT_ORGS_PER_QUERY: usize = 1000;
+
 #[inline]
 fn utc(epoch_seconds: u32) -> DateTime<Tz> {
     DateTime::<Utc>::from_timestamp(i64::from(epoch_seconds), 0)
@@ -403,6 +425,12 @@ impl InsertError {
             code: None,
             message: "insert did not finish before the deadline".to_string(),
         }
+    }
+}
+
+impl From<ChError> for InsertError {
+    fn from(err: ChError) -> InsertError {
+        InsertError::from_clickhouse(&err)
     }
 }
 
@@ -594,16 +622,33 @@ pub struct ActiveKey {
     pub project_id: String,
 }
 
+/// An organisation as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrgRecord {
+    pub org_id: String,
+    /// A plan name; checked against the configured plans when written, not when read.
+    pub plan: String,
+    /// Epoch seconds.
+    pub created_at: u32,
+    /// Epoch seconds of the last plan change.
+    pub updated_at: u32,
+}
+
 /// A connection pool to one ClickHouse server plus the database the service owns.
 pub struct Store {
-    /// Connections are opened lazily by the first operation, on the caller's runtime.
-    pool: Pool,
+    /// Connections are opened lazily by the first operation, on the caller's runtime. Replaced
+    /// whole after the client crate panicked (see `guard`).
+    pool: Mutex<Pool>,
+    /// What the pool was made from, to make a new one.
+    options: Options,
     /// The database name as given (validated: ASCII letters, digits, `_`).
     database: String,
     /// `` `db`.`spans` ``, ready for SQL.
     spans_table: String,
     /// `` `db`.`api_keys` ``, ready for SQL.
     keys_table: String,
+    /// `` `db`.`orgs` ``, ready for SQL.
+    orgs_table: String,
 }
 
 impl fmt::Debug for Store {
@@ -630,10 +675,12 @@ impl Store {
         }
         let options = options_from_url(url)?;
         Ok(Store {
-            pool: Pool::new(options),
+            pool: Mutex::new(Pool::new(options.clone())),
+            options,
             database: database.to_string(),
             spans_table: format!("`{database}`.`spans`"),
             keys_table: format!("`{database}`.`api_keys`"),
+            orgs_table: format!("`{database}`.`orgs`"),
         })
     }
 
@@ -642,19 +689,75 @@ impl Store {
     }
 
     async fn handle(&self) -> Result<ClientHandle, ChError> {
-        self.pool.get_handle().await
+        let pending = self
+            .pool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_handle();
+        pending.await
+    }
+
+    /// Runs one operation of the client crate, turning a panic inside it into a lost
+    /// connection.
+    ///
+    /// clickhouse-rs 1.1.0-alpha.1 panics (`inner.take().unwrap()`) when the server closed a
+    /// pooled connection between the client's ping and its query (a ClickHouse restart, a
+    /// proxy dropping connections). That must not end the flush or the control thread: the
+    /// panic becomes an I/O error, retried like any other, and the pool is replaced in case the
+    /// lost handle kept one of its slots.
+    async fn guard<T, E: From<ChError>>(
+        &self,
+        op: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, E> {
+        match CatchUnwind(Box::pin(op)).await {
+            Ok(result) => result,
+            Err(why) => {
+                *self.pool.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Pool::new(self.options.clone());
+                tracing::error!(error = %why, "the ClickHouse client panicked; reconnecting");
+                Err(E::from(ChError::Io(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionAborted,
+                    format!("the ClickHouse client panicked: {why}"),
+                ))))
+            }
+        }
+    }
+
+    /// Runs a query and returns its whole result.
+    async fn fetch(&self, sql: String) -> Result<Block<Complex>, ChError> {
+        self.guard(async {
+            let mut c = self.handle().await?;
+            c.query(sql).fetch_all().await
+        })
+        .await
+    }
+
+    /// Inserts one block.
+    async fn insert_block(&self, table: &str, block: Block) -> Result<(), ChError> {
+        self.guard(async {
+            let mut c = self.handle().await?;
+            c.insert(table, block).await
+        })
+        .await
     }
 
     /// Health check: opens (or reuses) a connection and pings the server.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        let mut c = self.handle().await?;
-        c.ping().await?;
-        Ok(())
+        self.guard(async {
+            let mut c = self.handle().await?;
+            c.ping().await?;
+            Ok(())
+        })
+        .await
     }
 
     /// Creates the database and tables if missing, and adds columns a table created by an
     /// older release lacks. Idempotent. Fails if an existing column has an unexpected type.
     pub async fn migrate(&self) -> Result<(), StoreError> {
+        self.guard(self.migrate_on_one_connection()).await
+    }
+
+    async fn migrate_on_one_connection(&self) -> Result<(), StoreError> {
         let mut c = self.handle().await?;
         c.execute(format!("CREATE DATABASE IF NOT EXISTS `{}`", self.database))
             .await?;
@@ -670,9 +773,17 @@ impl Store {
             API_KEYS_ENGINE,
         ))
         .await?;
+        c.execute(create_table_sql(
+            &self.orgs_table,
+            ORGS_COLUMNS,
+            ORGS_ENGINE,
+        ))
+        .await?;
         self.add_missing_columns(&mut c, "spans", SPANS_COLUMNS)
             .await?;
         self.add_missing_columns(&mut c, "api_keys", API_KEYS_COLUMNS)
+            .await?;
+        self.add_missing_columns(&mut c, "orgs", ORGS_COLUMNS)
             .await?;
         Ok(())
     }
@@ -747,17 +858,15 @@ impl Store {
         if rows == 0 {
             return Ok(Inserted { rows: 0, bytes: 0 });
         }
-        // Connect first: while ClickHouse is down, retries cost no block building.
-        let mut c = self
-            .handle()
-            .await
-            .map_err(|e| InsertError::from_clickhouse(&e))?;
-        let (block, bytes) = spans_block(runs, rows);
-        // On error the handle is dropped here and its connection discarded, not pooled.
-        c.insert(self.spans_table.as_str(), block)
-            .await
-            .map_err(|e| InsertError::from_clickhouse(&e))?;
-        Ok(Inserted { rows, bytes })
+        self.guard(async {
+            // Connect first: while ClickHouse is down, retries cost no block building.
+            let mut c = self.handle().await?;
+            let (block, bytes) = spans_block(runs, rows);
+            // On error the handle is dropped here and its connection discarded, not pooled.
+            c.insert(self.spans_table.as_str(), block).await?;
+            Ok(Inserted { rows, bytes })
+        })
+        .await
     }
 
     /// Stores a new key (or a new version of one).
@@ -835,15 +944,13 @@ impl Store {
     /// Latest version of each key (FINAL), with that version. The revoked filter is applied by
     /// the caller, after FINAL: old servers may move a WHERE on a non-key column before it.
     async fn read_keys(&self, filter: &str) -> Result<Vec<(KeyRecord, u64)>, StoreError> {
-        let mut c = self.handle().await?;
-        let block = c
-            .query(format!(
+        let block = self
+            .fetch(format!(
                 "SELECT key_hash, display_prefix, org_id, project_id, \
                  toUInt32(created_at) AS created, toUInt32(revoked_at) AS revoked, version \
                  FROM {} FINAL{filter}",
                 self.keys_table
             ))
-            .fetch_all()
             .await?;
         let mut keys = Vec::with_capacity(block.row_count());
         for row in block.rows() {
@@ -886,9 +993,136 @@ impl Store {
                 "version",
                 keys.iter().map(|&(_, v)| v).collect::<Vec<u64>>(),
             );
-        let mut c = self.handle().await?;
-        c.insert(self.keys_table.as_str(), block).await?;
+        self.insert_block(&self.keys_table, block).await?;
         Ok(())
+    }
+}
+
+impl Store {
+    /// Every organisation with a record (latest version), by id.
+    pub async fn list_orgs(&self) -> Result<Vec<OrgRecord>, StoreError> {
+        let mut orgs: Vec<OrgRecord> = self
+            .read_orgs("")
+            .await?
+            .into_iter()
+            .map(|(o, _)| o)
+            .collect();
+        orgs.sort_by(|a, b| a.org_id.cmp(&b.org_id));
+        Ok(orgs)
+    }
+
+    /// One organisation's record, if it has one.
+    pub async fn get_org(&self, org_id: &str) -> Result<Option<OrgRecord>, StoreError> {
+        let filter = format!(" WHERE org_id = {}", sql_string(org_id));
+        Ok(self
+            .read_orgs(&filter)
+            .await?
+            .into_iter()
+            .next()
+            .map(|(o, _)| o))
+    }
+
+    /// Creates the organisation's record, or replaces its plan. `created_at` is kept from the
+    /// existing record; the new version is newer than any before.
+    pub async fn put_org(&self, org_id: &str, plan: &str) -> Result<(), StoreError> {
+        if org_id.is_empty() || plan.is_empty() {
+            return Err(StoreError::new("an organisation needs an id and a plan"));
+        }
+        let filter = format!(" WHERE org_id = {}", sql_string(org_id));
+        let previous = self.read_orgs(&filter).await?.into_iter().next();
+        let now = now_seconds();
+        let (created_at, version) = match previous {
+            Some((o, v)) => (o.created_at, now_version().max(v + 1)),
+            None => (now, now_version()),
+        };
+        let block = Block::new()
+            .column("org_id", vec![org_id])
+            .column("plan", vec![plan])
+            .column("created_at", vec![utc(created_at)])
+            .column("updated_at", vec![utc(now)])
+            .column("version", vec![version]);
+        self.insert_block(&self.orgs_table, block).await?;
+        Ok(())
+    }
+
+    /// Latest version of each organisation (FINAL), with that version.
+    async fn read_orgs(&self, filter: &str) -> Result<Vec<(OrgRecord, u64)>, StoreError> {
+        let block = self
+            .fetch(format!(
+                "SELECT org_id, plan, toUInt32(created_at) AS created, \
+                 toUInt32(updated_at) AS updated, version FROM {} FINAL{filter}",
+                self.orgs_table
+            ))
+            .await?;
+        let mut orgs = Vec::with_capacity(block.row_count());
+        for row in block.rows() {
+            let org = OrgRecord {
+                org_id: row.get("org_id")?,
+                plan: row.get("plan")?,
+                created_at: row.get("created")?,
+                updated_at: row.get("updated")?,
+            };
+            orgs.push((org, row.get("version")?));
+        }
+        Ok(orgs)
+    }
+
+    /// Spans stored per organisation with `ingested_at` in `[from_s, to_s)` (Unix seconds), for
+    /// the given organisations; an organisation without spans is absent from the answer.
+    ///
+    /// Counts rows as stored, without `FINAL`: a client's retry that the table has not merged
+    /// away yet counts twice (it was accepted twice), and stops counting once merged. `FINAL`
+    /// over a month of spans every few seconds would cost far more than that is worth.
+    pub async fn count_spans_by_org(
+        &self,
+        org_ids: &[&str],
+        from_s: i64,
+        to_s: i64,
+    ) -> Result<Vec<(String, u64)>, StoreError> {
+        let mut counts = Vec::new();
+        for chunk in org_ids.chunks(COUNT_ORGS_PER_QUERY) {
+            let list = chunk
+                .iter()
+                .map(|o| sql_string(o))
+                .collect::<Vec<_>>()
+                .join(",");
+            let block = self
+                .fetch(format!(
+                    "SELECT org_id, count() AS n FROM {} \
+                     WHERE org_id IN ({list}) \
+                     AND ingested_at >= toDateTime({from_s}) AND ingested_at < toDateTime({to_s}) \
+                     GROUP BY org_id",
+                    self.spans_table
+                ))
+                .await?;
+            for row in block.rows() {
+                counts.push((row.get("org_id")?, row.get("n")?));
+            }
+        }
+        Ok(counts)
+    }
+}
+
+/// A future that turns a panic while polling the inner future into `Err(message)`.
+struct CatchUnwind<'a, T>(Pin<Box<dyn Future<Output = T> + 'a>>);
+
+impl<T> Future for CatchUnwind<'_, T> {
+    type Output = Result<T, String>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        match std::panic::catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Err(payload) => {
+                let why = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".to_string());
+                Poll::Ready(Err(why))
+            }
+        }
     }
 }
 
@@ -1665,6 +1899,66 @@ mod tests {
                 project_id: String::new(),
             }]
         );
+    }
+
+    #[test]
+    fn orgs_put_get_list_and_monthly_counts() {
+        if skip() {
+            return;
+        }
+        let db = TestDb::new("orgs");
+        let store = Store::new(NATIVE_URL, &db.0).unwrap();
+        let rt = rt();
+        rt.block_on(store.migrate()).unwrap();
+        assert_eq!(rt.block_on(store.get_org("org-a")).unwrap(), None);
+        rt.block_on(store.put_org("org-a", "free")).unwrap();
+        rt.block_on(store.put_org("org-b'q", "pro")).unwrap();
+        let a = rt.block_on(store.get_org("org-a")).unwrap().unwrap();
+        assert_eq!(a.plan, "free");
+        rt.block_on(store.put_org("org-a", "enterprise")).unwrap();
+        let a2 = rt.block_on(store.get_org("org-a")).unwrap().unwrap();
+        assert_eq!(
+            (a2.plan.as_str(), a2.created_at),
+            ("enterprise", a.created_at)
+        );
+        let listed: Vec<(String, String)> = rt
+            .block_on(store.list_orgs())
+            .unwrap()
+            .into_iter()
+            .map(|o| (o.org_id, o.plan))
+            .collect();
+        assert_eq!(
+            listed,
+            vec![
+                ("org-a".to_string(), "enterprise".to_string()),
+                ("org-b'q".to_string(), "pro".to_string())
+            ]
+        );
+
+        // `batch` rows are ingested at 1_700_000_100 (2023-11-14).
+        let mut batches = vec![batch("org-a", "t1", 3, 0), batch("org-b'q", "t2", 2, 0)];
+        batches.push(batch("org-a", "t3", 4, 0));
+        for r in &mut batches[2].rows {
+            r.ingested_at = 1_701_388_800; // 2023-12-01 00:00:00
+        }
+        rt.block_on(store.insert_spans(&batches)).unwrap();
+        let november = (1_698_796_800, 1_701_388_800);
+        let mut counts = rt
+            .block_on(store.count_spans_by_org(
+                &["org-a", "org-b'q", "org-c"],
+                november.0,
+                november.1,
+            ))
+            .unwrap();
+        counts.sort();
+        assert_eq!(
+            counts,
+            vec![("org-a".to_string(), 3), ("org-b'q".to_string(), 2)]
+        );
+        let december = rt
+            .block_on(store.count_spans_by_org(&["org-a"], 1_701_388_800, 1_704_067_200))
+            .unwrap();
+        assert_eq!(december, vec![("org-a".to_string(), 4)]);
     }
 
     /// Insert throughput of the block path; run with `--ignored --nocapture`.

@@ -20,6 +20,7 @@
 use std::fmt;
 use std::sync::Mutex;
 
+use crate::admission::UsageTicket;
 use crate::row::{CostColumns, Row, RowBatch, Run, Text};
 
 /// First byte of every encoded batch.
@@ -42,31 +43,30 @@ impl std::error::Error for CodecError {}
 
 /// Appends `batch` to `out`.
 pub fn encode(batch: &RowBatch, out: &mut Vec<u8>) {
-    out.reserve(
-        HEADER
-            + batch.text.len()
-            + batch.meta.len() * 16
-            + batch.ints.len() * 8
-            + batch.rows.len() * 512,
-    );
+    // Destructured without `..`: a field added to `RowBatch` must be placed here. The quota
+    // ticket is process-local accounting, not data, so it is not written; a decoded batch
+    // carries an empty one.
+    let RowBatch {
+        rows,
+        text,
+        meta,
+        ints,
+        usage: _,
+    } = batch;
+    out.reserve(HEADER + text.len() + meta.len() * 16 + ints.len() * 8 + rows.len() * 512);
     out.push(VERSION);
-    for n in [
-        batch.rows.len(),
-        batch.text.len(),
-        batch.meta.len(),
-        batch.ints.len(),
-    ] {
+    for n in [rows.len(), text.len(), meta.len(), ints.len()] {
         put_u32(out, n as u32);
     }
-    out.extend_from_slice(&batch.text);
-    for &(k, v) in &batch.meta {
+    out.extend_from_slice(text);
+    for &(k, v) in meta {
         put_text(out, k);
         put_text(out, v);
     }
-    for &i in &batch.ints {
+    for &i in ints {
         out.extend_from_slice(&i.to_le_bytes());
     }
-    for row in &batch.rows {
+    for row in rows {
         encode_row(row, out);
     }
 }
@@ -108,6 +108,7 @@ pub fn decode(bytes: &[u8]) -> Result<RowBatch, CodecError> {
         text,
         meta,
         ints,
+        usage: UsageTicket::default(),
     };
     for _ in 0..rows {
         let row = decode_row(&mut r)?;

@@ -35,7 +35,7 @@
 //! however often a crash made it be inserted.
 
 use std::cell::Cell;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::future::Future;
 use std::path::PathBuf;
@@ -49,8 +49,11 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 
 use super::clickhouse::{InsertError, Inserted, Retry, RowRun, Store, StoreError};
 use super::deadletter::DeadLetters;
+use super::segment::RecordPos;
 use super::spool::{Spool, SpoolError};
 use super::wal::Logged;
+use crate::admission::UsageTicket;
+use crate::metrics::Histogram;
 use crate::row::RowBatch;
 
 /// While an insert runs, how often the thread takes new batches off the channel.
@@ -183,140 +186,17 @@ pub struct FlushStats {
     /// whoever appends to the spool when it is refused for lack of room; cleared when room
     /// is made.
     pub full: AtomicBool,
+    /// Durations of successful inserts.
+    pub flush_duration: Histogram,
 }
 
 impl FlushStats {
-    /// Appends the counters in Prometheus text format, with the rows still waiting.
-    pub fn render(&self, out: &mut String, buffered_rows: u64) {
-        use std::fmt::Write as _;
-        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let oldest = load(&self.spool_oldest_ms);
-        let oldest_age = if oldest == 0 {
-            0.0
-        } else {
-            now_ms().saturating_sub(oldest) as f64 / 1000.0
-        };
-        let c = "counter";
-        let g = "gauge";
-        for (name, kind, help, v) in [
-            (
-                "traceingest_flush_batches_total",
-                c,
-                "Successful inserts into ClickHouse.",
-                load(&self.batches_flushed) as f64,
-            ),
-            (
-                "traceingest_flush_rows_total",
-                c,
-                "Rows written to ClickHouse.",
-                load(&self.rows_flushed) as f64,
-            ),
-            (
-                "traceingest_flush_errors_total",
-                c,
-                "Failed insert attempts.",
-                load(&self.flush_errors) as f64,
-            ),
-            (
-                "traceingest_flush_retries_total",
-                c,
-                "Inserts scheduled again after a failure.",
-                load(&self.retries) as f64,
-            ),
-            (
-                "traceingest_flush_rejected_rows_total",
-                c,
-                "Rows ClickHouse refused for good, written to the dead-letter file.",
-                load(&self.rows_rejected) as f64,
-            ),
-            (
-                "traceingest_lost_rows_total",
-                c,
-                "Accepted rows that could be kept nowhere (disk failures); logged.",
-                load(&self.rows_lost) as f64,
-            ),
-            (
-                "traceingest_flush_last_duration_seconds",
-                g,
-                "Duration of the last insert.",
-                load(&self.last_flush_ms) as f64 / 1000.0,
-            ),
-            (
-                "traceingest_buffered_rows",
-                g,
-                "Rows accepted and not yet written (memory and spool).",
-                buffered_rows as f64,
-            ),
-            (
-                "traceingest_buffered_bytes",
-                g,
-                "Heap bytes of accepted batches held in memory.",
-                load(&self.buffered_bytes) as f64,
-            ),
-            (
-                "traceingest_spool_bytes",
-                g,
-                "Bytes of spool segment files on disk.",
-                load(&self.spool_bytes) as f64,
-            ),
-            (
-                "traceingest_spool_segments",
-                g,
-                "Spool segment files on disk.",
-                load(&self.spool_segments) as f64,
-            ),
-            (
-                "traceingest_spool_rows",
-                g,
-                "Rows waiting only in the spool.",
-                load(&self.spool_rows) as f64,
-            ),
-            (
-                "traceingest_spool_oldest_age_seconds",
-                g,
-                "Age of the oldest spool segment holding unwritten rows (0 when none).",
-                oldest_age,
-            ),
-            (
-                "traceingest_spooled_rows_total",
-                c,
-                "Rows moved from memory to the spool.",
-                load(&self.rows_spooled) as f64,
-            ),
-            (
-                "traceingest_replayed_rows_total",
-                c,
-                "Rows read back from the spool.",
-                load(&self.rows_replayed) as f64,
-            ),
-            (
-                "traceingest_spool_bad_records_total",
-                c,
-                "Spool records that could not be read back.",
-                load(&self.spool_bad_records) as f64,
-            ),
-            (
-                "traceingest_wal_batches_total",
-                c,
-                "Batches made durable by the write-ahead log.",
-                load(&self.wal_batches) as f64,
-            ),
-            (
-                "traceingest_wal_syncs_total",
-                c,
-                "Write-ahead fsyncs (one per group of batches).",
-                load(&self.wal_syncs) as f64,
-            ),
-            (
-                "traceingest_buffer_full",
-                g,
-                "1 while memory and spool are both full and batches are refused.",
-                f64::from(u8::from(self.full.load(Ordering::Relaxed))),
-            ),
-        ] {
-            let _ = writeln!(out, "# HELP {name} {help}");
-            let _ = writeln!(out, "# TYPE {name} {kind}");
-            let _ = writeln!(out, "{name} {v}");
+    /// Seconds since the oldest spool segment holding unwritten rows was created; 0 when the
+    /// spool holds none.
+    pub fn spool_oldest_age_s(&self, now_ms: u64) -> f64 {
+        match self.spool_oldest_ms.load(Ordering::Relaxed) {
+            0 => 0.0,
+            oldest => now_ms.saturating_sub(oldest) as f64 / 1000.0,
         }
     }
 }
@@ -402,9 +282,13 @@ pub fn spawn(
 
 /// One accepted batch held in memory.
 struct Entry {
+    /// Its `usage` ticket is taken out into `Entry::usage` on arrival.
     batch: RowBatch,
+    /// The batch's place in its organisation's quota: dropped with the entry once its rows are
+    /// inserted or given up; moved to `State::tickets` when the batch goes to the spool.
+    usage: Cell<UsageTicket>,
     /// Where the batch is in the spool, when it is there too (read back, or `wal` mode).
-    pos: Option<super::segment::RecordPos>,
+    pos: Option<RecordPos>,
     /// `batch.heap_bytes()`, counted in `FlushStats::buffered_bytes` while the entry lives.
     bytes: u64,
     /// Rows neither inserted nor dead-lettered yet; at 0 the batch is confirmed.
@@ -467,6 +351,10 @@ struct State {
     /// Head pieces in the insert that is running: never moved to the spool.
     inflight: usize,
     spool: Spool,
+    /// Quota tickets of batches this process accepted that wait only in the spool, by record
+    /// (segment, index): their spans stay counted as buffered, not yet in ClickHouse, until the
+    /// record is confirmed (see `admission::quota`).
+    tickets: HashMap<(u64, u32), UsageTicket>,
     dead: DeadLetters,
     /// Shared with the workers: rows accepted and held in memory.
     buffered_rows: Arc<AtomicU64>,
@@ -554,6 +442,7 @@ impl Flusher {
                 queued_rows: 0,
                 inflight: 0,
                 spool,
+                tickets: HashMap::new(),
                 buffered_rows,
                 attempt: 0,
                 retry_at: None,
@@ -701,7 +590,7 @@ impl State {
     }
 
     fn accept(&mut self, item: Incoming) {
-        let (batch, pos) = match item {
+        let (mut batch, pos) = match item {
             Incoming::Batch(b) => (b, None),
             Incoming::Logged(l) => {
                 self.spool.logged(l.pos, l.segment_created_ms);
@@ -711,6 +600,7 @@ impl State {
         let rows = batch.len();
         let entry = Entry {
             bytes: batch.heap_bytes() as u64,
+            usage: Cell::new(std::mem::take(&mut batch.usage)),
             batch,
             pos,
             left: Cell::new(rows),
@@ -749,11 +639,13 @@ impl State {
         let rows = entry.batch.len() as u64;
         if let Some(pos) = entry.pos {
             self.spool.release(pos, rows);
+            self.keep_ticket(pos, entry);
             return Ok(());
         }
         match self.spool.append(&entry.batch, over_limit) {
-            Ok(_) => {
+            Ok(pos) => {
                 self.cfg.stats.full.store(false, Ordering::Relaxed);
+                self.keep_ticket(pos, entry);
                 Ok(())
             }
             Err(e) => {
@@ -772,6 +664,17 @@ impl State {
                 }
                 Err(e)
             }
+        }
+    }
+
+    /// The entry's rows now wait only in the spool, at `pos`: its quota ticket waits there too,
+    /// so that the spans stay counted until they are inserted. (Dropping the ticket with the
+    /// memory copy would tell the quota they are in ClickHouse, and the next usage sync would
+    /// forget them.)
+    fn keep_ticket(&mut self, pos: RecordPos, entry: &Entry) {
+        let ticket = entry.usage.take();
+        if !ticket.is_empty() {
+            self.tickets.insert((pos.segment, pos.index), ticket);
         }
     }
 
@@ -870,8 +773,11 @@ impl State {
             let Some(r) = self.spool.read_next() else {
                 break;
             };
+            // A record this process spooled has its ticket in `tickets` until it is confirmed;
+            // one from an earlier run has none (its spans are not counted until inserted).
             let entry = Entry {
                 bytes: r.batch.heap_bytes() as u64,
+                usage: Cell::default(),
                 left: Cell::new(r.batch.len()),
                 batch: r.batch,
                 pos: Some(r.pos),
@@ -931,8 +837,12 @@ impl State {
                 .stats
                 .buffered_bytes
                 .fetch_sub(entry.bytes, Ordering::AcqRel);
-            if let (Some(pos), false) = (entry.pos, entry.keep_record.get()) {
-                self.spool.confirm(pos);
+            if let Some(pos) = entry.pos {
+                if !entry.keep_record.get() {
+                    self.spool.confirm(pos);
+                }
+                // Inserted or given up: the spans leave the quota's buffered count.
+                self.tickets.remove(&(pos.segment, pos.index));
             }
         }
     }
@@ -955,6 +865,7 @@ impl State {
             .rows_flushed
             .fetch_add(inserted.rows as u64, Ordering::Relaxed);
         stats.last_flush_ms.store(ms, Ordering::Relaxed);
+        stats.flush_duration.observe(took);
         stats.last_flush_at_ms.store(now_ms(), Ordering::Relaxed);
         tracing::info!(
             rows = inserted.rows,
@@ -1583,6 +1494,83 @@ mod tests {
         assert_eq!(segments(&dir), 0, "confirmed segments are deleted");
     }
 
+    /// A principal of an organisation with a monthly quota, for tickets.
+    fn quota_principal(org: &str) -> crate::auth::Principal {
+        use crate::admission::plan::Plan;
+        use crate::admission::Account;
+        let plan = Plan {
+            name: "test".into(),
+            monthly_spans: Some(1_000_000),
+            rate: None,
+        };
+        let account = Arc::new(Account::new(org.into(), &plan));
+        crate::auth::Principal::new(org.into(), "".into(), account)
+    }
+
+    /// Spans the quota was told left the buffer (in ClickHouse or given up), without losing
+    /// them for the next look.
+    fn flushed_spans(p: &crate::auth::Principal, month: crate::calendar::Month) -> u64 {
+        let taken = p.account.usage.begin_sync(month);
+        p.account.usage.abort_sync(month, taken);
+        taken
+    }
+
+    /// A batch moved to the spool keeps its spans counted as buffered: the quota hears they
+    /// left the buffer only once they are inserted, not when the memory copy is dropped.
+    #[test]
+    fn spooled_spans_stay_counted_until_they_are_inserted() {
+        let p = quota_principal("o-quota");
+        let now_ms = 1_700_000_000_000;
+        let month = crate::calendar::Month::of_ms(now_ms);
+        // ClickHouse "down" (nobody listens on the port) until the proxy starts.
+        let db = (!skip()).then(|| {
+            let db = TestDb::new("quota");
+            migrated(&db);
+            db
+        });
+        let database = db
+            .as_ref()
+            .map_or_else(|| "ti_sink_test_quota".to_string(), |d| d.0.clone());
+        let port = free_port();
+        let one = batch("o-quota", "probe", 10, 0).heap_bytes() as u64;
+        let cfg = FlushConfig {
+            interval: Duration::from_millis(50),
+            buffer_max_bytes: one * 8,
+            ..config(&database, &format!("tcp://127.0.0.1:{port}"))
+        };
+        let h = Harness::start(cfg, TestDir::new("flush-quota"));
+        for i in 0..30 {
+            let mut b = batch("o-quota", &format!("t-{i}"), 10, now_ms);
+            let mut limits = crate::http::response::LimitHeaders::default();
+            b.usage = crate::admission::admit(&p, 10, 0, now_ms, &mut limits)
+                .unwrap()
+                .into_ticket(&p);
+            h.send(b);
+            wait_for(
+                "memory back under its bound",
+                Duration::from_secs(10),
+                || h.stats.buffered_bytes.load(Ordering::Acquire) <= one * 8,
+            );
+        }
+        assert!(h.stats.spool_rows.load(Ordering::Relaxed) >= 100);
+        assert_eq!(p.account.usage.used(month), 300);
+        assert_eq!(
+            flushed_spans(&p, month),
+            0,
+            "nothing is in ClickHouse: spooled spans must not count as flushed"
+        );
+        let Some(db) = db else {
+            return;
+        };
+        proxy(TcpListener::bind(("127.0.0.1", port)).unwrap());
+        wait_for("300 rows", Duration::from_secs(20), || rows_in(&db) == 300);
+        wait_for("every span flushed", Duration::from_secs(5), || {
+            flushed_spans(&p, month) == 300
+        });
+        let (report, _) = h.finish();
+        assert_eq!(report.rows_flushed, 300);
+    }
+
     #[test]
     fn migrates_when_the_table_is_missing() {
         if skip() {
@@ -1636,6 +1624,7 @@ mod tests {
             f.st.push(
                 Entry {
                     bytes: 0,
+                    usage: Cell::default(),
                     left: Cell::new(b.len()),
                     batch: b,
                     pos: None,

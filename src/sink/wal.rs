@@ -12,7 +12,9 @@
 //! A request is refused (`WalRefusal::Full`) when the spool would pass
 //! `INGEST_SPOOL_MAX_BYTES`; if the disk fails, the group's records are cut off the segment
 //! again and refused (`WalRefusal::Failed`), so nothing answered `503` is replayed later, and
-//! the next group starts a new segment.
+//! the next group starts a new segment. A refused batch's quota ticket is released here (its
+//! spans go back to the organisation's monthly quota); the worker gives back the rate-limit
+//! credit.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -112,7 +114,7 @@ impl Wal {
             if let Err(e) = self.roll() {
                 tracing::error!(error = %e, "write-ahead log: cannot start a new segment");
                 for r in group.drain(..) {
-                    let _ = r.done.send(Err(WalRefusal::Failed));
+                    refuse(r, WalRefusal::Failed);
                 }
                 return;
             }
@@ -122,7 +124,7 @@ impl Wal {
         let mut failure = None;
         for r in group.drain(..) {
             if failure.is_some() {
-                let _ = r.done.send(Err(WalRefusal::Failed));
+                refuse(r, WalRefusal::Failed);
                 continue;
             }
             self.scratch.clear();
@@ -135,7 +137,7 @@ impl Wal {
                         "write-ahead log full; refusing batches until ClickHouse takes rows"
                     );
                 }
-                let _ = r.done.send(Err(WalRefusal::Full));
+                refuse(r, WalRefusal::Full);
                 continue;
             }
             match self.writer.append(&self.scratch) {
@@ -145,7 +147,7 @@ impl Wal {
                 }
                 Err(e) => {
                     failure = Some(e);
-                    let _ = r.done.send(Err(WalRefusal::Failed));
+                    refuse(r, WalRefusal::Failed);
                 }
             }
         }
@@ -169,7 +171,7 @@ impl Wal {
             }
             self.broken = true;
             for (r, _) in appended {
-                let _ = r.done.send(Err(WalRefusal::Failed));
+                refuse(r, WalRefusal::Failed);
             }
             return;
         }
@@ -202,6 +204,14 @@ impl Wal {
         self.broken = false;
         Ok(())
     }
+}
+
+/// Answers a request `503`: the batch is not kept, so its spans go back to the organisation's
+/// quota here (the worker gives the rate-limit credit back).
+fn refuse(r: WalRequest, why: WalRefusal) {
+    let WalRequest { mut batch, done } = r;
+    std::mem::take(&mut batch.usage).release();
+    let _ = done.send(Err(why));
 }
 
 fn sub(a: &std::sync::atomic::AtomicU64, v: u64) {
@@ -321,6 +331,62 @@ mod tests {
         assert!(stats.spool_bytes.load(Ordering::Relaxed) <= 12 << 10);
         let segments: std::collections::BTreeSet<u64> = out.iter().map(|l| l.pos.segment).collect();
         assert!(segments.len() >= 2, "rolled to a new segment: {segments:?}");
+    }
+
+    /// A batch the log refuses gives its spans back to the organisation's quota; a batch it
+    /// takes keeps them counted, in the ticket that travels on to the flush thread.
+    #[test]
+    fn a_refused_batch_gives_its_quota_back() {
+        use crate::admission::plan::Plan;
+        use crate::admission::{admit, Account};
+        use crate::http::response::LimitHeaders;
+        let dir = TestDir::new("wal-quota");
+        let Setup {
+            tx,
+            rx,
+            out,
+            out_tx,
+            stats,
+            cfg,
+        } = setup(&dir, 12 << 10);
+        let writer = Writer::create(dir.path(), 1).unwrap();
+        stats.spool_bytes.store(HEADER_LEN, Ordering::Relaxed);
+        let handle = spawn(cfg, writer, Arc::clone(&stats), rx, out_tx).unwrap();
+        let plan = Plan {
+            name: "test".into(),
+            monthly_spans: Some(1_000),
+            rate: None,
+        };
+        let account = Arc::new(Account::new("o".into(), &plan));
+        let p = crate::auth::Principal::new("o".into(), "".into(), account);
+        let now_ms = 1_700_000_000_000;
+        let month = crate::calendar::Month::of_ms(now_ms);
+        let mut accepted = 0;
+        for i in 0..20 {
+            let mut b = batch("o", &format!("t{i}"), 3, now_ms);
+            let mut limits = LimitHeaders::default();
+            b.usage = admit(&p, 3, 0, now_ms, &mut limits)
+                .unwrap()
+                .into_ticket(&p);
+            let (done, wait) = oneshot::channel();
+            tx.send(WalRequest { batch: b, done }).unwrap();
+            if futures_executor_block_on(wait).unwrap().is_ok() {
+                accepted += 3;
+            }
+        }
+        drop(tx);
+        handle.join().unwrap();
+        assert!((6..60).contains(&accepted), "{accepted}");
+        assert_eq!(
+            p.account.usage.used(month),
+            accepted,
+            "refused spans given back"
+        );
+        let logged: Vec<Logged> = out.iter().collect();
+        assert_eq!(logged.len() as u64 * 3, accepted);
+        assert_eq!(p.account.usage.begin_sync(month), 0, "nothing flushed yet");
+        drop(logged);
+        assert_eq!(p.account.usage.begin_sync(month), accepted);
     }
 
     /// A minimal executor for the tests: the oneshot is runtime-agnostic.

@@ -18,15 +18,9 @@ fn server_on(ch: &PrivateClickHouse, env: &[(&str, &str)]) -> Server {
     server
 }
 
-fn get(server: &Server, path: &str) -> Response {
-    let mut c = server.connect();
-    c.send(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
-    c.read_response()
-}
-
 /// One value of `/metrics`.
 fn metric(server: &Server, name: &str) -> f64 {
-    let r = get(server, "/metrics");
+    let r = server.get("/metrics");
     let text = String::from_utf8(r.body).unwrap();
     text.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
@@ -234,7 +228,7 @@ fn wal_mode_kill_9_under_load_keeps_every_span_answered_202_exactly_once() {
     );
     // Then until the replay is over, in-doubt batches included.
     wait_until("an empty buffer and spool", Duration::from_secs(60), || {
-        get(&server, "/health").json()["buffered"] == 0
+        server.get("/health").json()["buffered"] == 0
     });
     let stored = stored_traces();
     for t in &stored {
@@ -277,17 +271,19 @@ fn a_full_spool_answers_503_with_retry_after_and_keeps_what_it_accepted() {
         ],
     );
     let key = server.ready_key("org-full");
-    assert_eq!(get(&server, "/ready").status, 200);
+    assert_eq!(server.get("/ready").status, 200);
     ch.stop();
-    // Send until memory and spool are both full. A 503 before that is memory waiting for the
-    // flush thread (an insert attempt in flight), not yet a full spool: wait and go on.
+    // Send until memory and spool are both full (`/ready` says `buffer_full`). A 503 before
+    // that is memory waiting for the flush thread (an insert attempt in flight), not yet a full
+    // spool: wait and go on. (`/ready` may say `not_ready` meanwhile: the spool is over 90%, or
+    // ClickHouse has been unreachable for a while.)
     let mut accepted = 0;
     for i in 0.. {
         assert!(i < 2000, "memory and spool never filled up");
         let r = server.post_ingest(&key, &batch(&format!("full{i}"), 1, 10));
         match r.status {
             202 => accepted += 10,
-            503 if get(&server, "/ready").status == 503 => break,
+            503 if server.get("/ready").code() == "buffer_full" => break,
             503 => std::thread::sleep(Duration::from_millis(50)),
             s => panic!("unexpected {s}"),
         }
@@ -297,7 +293,7 @@ fn a_full_spool_answers_503_with_retry_after_and_keeps_what_it_accepted() {
     assert_eq!(refusal.code(), "buffer_full");
     assert_eq!(refusal.header("retry-after"), Some("1"));
     assert!(accepted > 0);
-    let ready = get(&server, "/ready");
+    let ready = server.get("/ready");
     assert_eq!(ready.status, 503, "not ready while full");
     assert_eq!(ready.code(), "buffer_full");
     assert_eq!(metric(&server, "traceingest_buffer_full"), 1.0);
@@ -306,7 +302,7 @@ fn a_full_spool_answers_503_with_retry_after_and_keeps_what_it_accepted() {
     ch.start_again();
     server.wait_rows_within(accepted, Duration::from_secs(60));
     wait_until("ready again", Duration::from_secs(30), || {
-        get(&server, "/ready").status == 200
+        server.get("/ready").status == 200
     });
     // And it takes batches again.
     assert_eq!(server.post_ingest(&key, &batch("after", 1, 3)).status, 202);
@@ -354,4 +350,65 @@ fn a_row_clickhouse_refuses_goes_to_the_dead_letter_file_and_the_rest_is_stored(
         metric(&server, "traceingest_flush_rejected_rows_total"),
         1.0
     );
+}
+
+/// In write-ahead mode a batch the log refuses (spool full) gets its rate-limit credit and its
+/// quota back: refusals never turn into `429`, and once ClickHouse has the rows the
+/// organisation can still send exactly up to its hard limit.
+#[test]
+fn wal_refusals_give_back_rate_limit_and_quota() {
+    // 300 spans a month (hard limit 330), 20 spans/s per key in bursts of 200.
+    let mut ch = PrivateClickHouse::start();
+    let server = server_on(
+        &ch,
+        &[
+            ("INGEST_DURABILITY", "wal"),
+            ("INGEST_SPOOL_MAX_BYTES", "65536"),
+            ("INGEST_PLANS", "q:300:20:200"),
+            ("INGEST_DEFAULT_PLAN", "q"),
+        ],
+    );
+    let key = server.ready_key("org-walq");
+    ch.stop();
+    let mut accepted = 0;
+    let mut refused = 0;
+    let mut i = 0;
+    // Until the log is full, then 40 batches more: without the refunds these would run into
+    // the rate limit (after 5) and the quota.
+    while refused < 40 {
+        assert!(i < 500, "the write-ahead log never filled up");
+        let r = server.post_ingest(&key, &batch(&format!("walq{i}"), 1, 10));
+        i += 1;
+        match (r.status, r.code().as_str()) {
+            (202, _) => {
+                assert_eq!(refused, 0, "accepted after a refusal: the log was not full");
+                accepted += 10;
+            }
+            (503, "buffer_full") => {
+                assert_eq!(r.header("retry-after"), Some("1"));
+                refused += 1;
+            }
+            (s, c) => panic!("unexpected {s} {c} after {accepted} spans and {refused} refusals"),
+        }
+    }
+    assert!(accepted > 0 && accepted < 300, "{accepted}");
+
+    ch.start_again();
+    server.wait_rows_within(accepted, Duration::from_secs(60));
+    // The refused batches took nothing: the organisation reaches exactly its hard limit.
+    let mut more = 0;
+    loop {
+        let r = server.post_ingest(&key, &batch(&format!("walq{i}"), 1, 10));
+        i += 1;
+        match (r.status, r.code().as_str()) {
+            (202, _) => more += 10,
+            (429, "quota_exceeded") => break,
+            (503, "buffer_full") => std::thread::sleep(Duration::from_millis(100)),
+            (429, "rate_limited") => std::thread::sleep(Duration::from_millis(500)),
+            (s, c) => panic!("unexpected {s} {c}"),
+        }
+        assert!(accepted + more <= 330, "past the hard limit");
+    }
+    assert_eq!(accepted + more, 330, "{accepted} + {more}");
+    server.wait_rows_within(330, Duration::from_secs(30));
 }

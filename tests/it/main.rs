@@ -7,8 +7,10 @@
 mod private_clickhouse;
 mod support;
 
+mod admission;
 mod connections;
 mod contract;
 mod durability;
+mod hardening;
 mod shutdown;
 mod storage;

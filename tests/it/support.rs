@@ -75,6 +75,9 @@ impl Server {
             .env("INGEST_PORT", "0")
             .env("INGEST_FLUSH_INTERVAL_MS", "100")
             .env("INGEST_WORKERS", "2")
+            // The contract's default of 100 spans/s per key would throttle the other tests'
+            // bursts; the admission tests set their own limits.
+            .env("INGEST_RATE_LIMIT_RPS", "unlimited")
             .env("INGEST_LOG", "warn");
         for (k, v) in &self.env {
             cmd.env(k, v);
@@ -103,6 +106,19 @@ impl Server {
         // Keep draining stdout so the server never blocks on it.
         std::thread::spawn(move || for _ in lines {});
         self.child = Some(child);
+    }
+
+    /// Sets (or replaces) a setting for the next `spawn`.
+    pub fn set_env(&mut self, key: &str, value: &str) {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.to_string(), value.to_string()));
+    }
+
+    /// `GET path` on a new connection.
+    pub fn get(&self, path: &str) -> Response {
+        let mut c = self.connect();
+        c.send(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+        c.read_response()
     }
 
     /// Runs a management command of the same binary against this server's database.
@@ -383,9 +399,24 @@ impl Client {
         }
     }
 
-    /// True when the server closed the connection (EOF) with nothing more to read.
+    /// True when the server closed the connection (EOF or reset) with nothing more to read;
+    /// false if bytes arrive or the read times out with the connection still open.
     pub fn is_closed(&mut self) -> bool {
-        self.buf.is_empty() && !self.fill()
+        if !self.buf.is_empty() {
+            return false;
+        }
+        let mut chunk = [0u8; 4096];
+        match self.stream.read(&mut chunk) {
+            Ok(0) => true,
+            Ok(n) => {
+                self.buf.extend_from_slice(&chunk[..n]);
+                false
+            }
+            Err(e) => !matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+        }
     }
 }
 

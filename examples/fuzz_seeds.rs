@@ -1,0 +1,113 @@
+//! Writes the seed corpora of the fuzz targets from the perf fixtures:
+//! `cargo run --example fuzz_seeds -- fuzz/corpus` fills `decode/`, `http_request/` and
+//! `pricing/` under the given directory (`.ci/run` does this before fuzzing).
+
+#[path = "../perf/fixtures.rs"]
+#[rustfmt::skip] // Shared with the perf harness, which keeps its own layout.
+mod fixtures;
+
+use std::path::Path;
+
+use traceingest::pricing::FuzzCall;
+
+fn write(dir: &Path, target: &str, name: &str, bytes: &[u8]) {
+    let dir = dir.join(target);
+    std::fs::create_dir_all(&dir).expect("create the corpus directory");
+    std::fs::write(dir.join(name), bytes).expect("write a seed");
+}
+
+/// Small fixture batches: the fuzzers' default input cap is 4 KiB.
+fn bodies() -> Vec<Vec<u8>> {
+    let mut out = vec![fixtures::small()];
+    for seed in 0..6 {
+        out.push(fixtures::batch(
+            seed,
+            1 + seed as usize % 2,
+            1 + seed as usize % 3,
+            40,
+        ));
+    }
+    out
+}
+
+fn main() {
+    let dir = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "fuzz/corpus".to_owned());
+    let dir = Path::new(&dir);
+    let bodies = bodies();
+    for (i, body) in bodies.iter().enumerate() {
+        write(dir, "decode", &format!("fixture-{i}"), body);
+        // The http target reads two control bytes (where to split), then the request.
+        let mut req = vec![0x40, 0x80];
+        req.extend_from_slice(
+            format!(
+                "POST /ingest HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ti_x\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            )
+            .as_bytes(),
+        );
+        req.extend_from_slice(body);
+        write(dir, "http_request", &format!("length-{i}"), &req);
+        let mut req = vec![0x20, 0xc0];
+        req.extend_from_slice(b"POST /ingest HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n");
+        for chunk in body.chunks(700) {
+            req.extend_from_slice(format!("{:x};e=1\r\n", chunk.len()).as_bytes());
+            req.extend_from_slice(chunk);
+            req.extend_from_slice(b"\r\n");
+        }
+        req.extend_from_slice(b"0\r\nT: 1\r\n\r\n");
+        write(dir, "http_request", &format!("chunked-{i}"), &req);
+    }
+    write(
+        dir,
+        "http_request",
+        "pipelined",
+        b"\x10\x10GET /health HTTP/1.1\r\nHost: t\r\n\r\nGET /metrics HTTP/1.0\r\n\r\n",
+    );
+
+    // Pricing: every llm span's (provider, modelId, usage) in the fixtures, with prices in
+    // the shapes real tables have (per-million token prices, per-unit request prices).
+    let mut n = 0;
+    for body in &bodies {
+        let batch: serde_json::Value = serde_json::from_slice(body).expect("fixtures are JSON");
+        let spans = batch["traces"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|t| t["spans"].as_array().into_iter().flatten());
+        for span in spans.filter(|s| s["spanType"] == "llm") {
+            let u = &span["usage"];
+            let count = |k: &str| u[k].as_u64();
+            let call = FuzzCall {
+                usage: Some([
+                    count("inputTokens"),
+                    count("outputTokens"),
+                    count("totalTokens"),
+                    count("reasoningTokens"),
+                    count("cachedInputTokens"),
+                    count("cacheWriteInputTokens"),
+                    count("imageCount"),
+                    count("webSearchCount"),
+                    count("requestCount"),
+                ]),
+                base: [
+                    Some((25, -7)),
+                    Some((1, -5)),
+                    Some((4, -2)),
+                    None,
+                    Some((1, -2)),
+                    Some((6, -6)),
+                    Some((125, -9)),
+                    Some((3125, -10)),
+                ],
+                tier: (n % 2 == 0).then_some((2000, [Some((5, -6)); 8])),
+                provider: span["provider"].as_str().map(str::to_owned),
+                model_id: span["modelId"].as_str().unwrap_or("").to_owned(),
+            };
+            write(dir, "pricing", &format!("fixture-{n}"), &call.to_bytes());
+            n += 1;
+        }
+    }
+    println!("fuzz seeds written under {}", dir.display());
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs every cargo-fuzz target in fuzz/ for SECONDS (default 60) each on stable Rust
+# (RUSTC_BOOTSTRAP=1 lets stable accept the sanitizer flags cargo-fuzz passes). Installs
+# cargo-fuzz if missing and seeds the corpora from the perf fixtures first. Fails if a target
+# finds a crash, a hang (over 10 s on one input) or a leak; the input is left in
+# fuzz/artifacts/TARGET/ and must become a named regression test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SECONDS_PER_TARGET="${1:-60}"
+export RUSTC_BOOTSTRAP=1
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "installing cargo-fuzz..." >&2
+  cargo install cargo-fuzz --locked
+fi
+
+cargo run --quiet --example fuzz_seeds -- fuzz/corpus
+cargo fuzz build
+
+status=0
+for target in http_request decode pricing; do
+  echo "fuzzing $target for ${SECONDS_PER_TARGET}s" >&2
+  log="fuzz/target/$target.log"
+  if cargo fuzz run "$target" "fuzz/corpus/$target" -- \
+      -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -print_final_stats=1 >"$log" 2>&1; then
+    # libFuzzer's closing line: "Done N runs in S second(s)".
+    grep -E '^Done [0-9]+ runs' "$log" | sed "s/^/$target: /" >&2
+  else
+    echo "$target FAILED; the end of its log:" >&2
+    tail -n 60 "$log" >&2
+    status=1
+  fi
+done
+exit "$status"

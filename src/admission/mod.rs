@@ -1,0 +1,507 @@
+//! Checks 6 and 7 of the contract: the key's rate limit, then its organisation's monthly quota.
+//!
+//! Both run on the worker after the schema check and before the write buffer, without a lock:
+//! one compare-and-swap on the key's `Bucket` (`rate.rs`) and one on the organisation's `Usage`
+//! (`quota.rs`). The control thread owns the rest: it loads plans (`plan.rs`) for organisations
+//! into their `Account`s, hands each key's bucket over to the next key set, and re-counts usage
+//! in ClickHouse every few seconds. A batch refused by the quota gets its rate-limit tokens back,
+//! and a batch refused after admission (full buffer, shutdown, the write-ahead log full or
+//! failing) gets both back.
+
+pub mod plan;
+pub mod quota;
+pub mod rate;
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use arc_swap::ArcSwap;
+
+use crate::auth::Principal;
+use crate::calendar::Month;
+use crate::http::response::{LimitHeaders, Refusal};
+use plan::Plan;
+use quota::{hard_limit, near_limit, Usage};
+use rate::{Rate, Take};
+
+/// The service's clocks. `now_ms` is the wall clock that stamps rows (`ingested_at`) and picks
+/// the quota month; `mono_ns` is the monotonic clock of the rate limiter.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    origin: Instant,
+    /// Test-only shift of the wall clock (`INGEST_TEST_CLOCK_OFFSET_MS`), 0 in production.
+    offset_ms: i64,
+}
+
+impl Clock {
+    pub fn new(offset_ms: i64) -> Clock {
+        Clock {
+            origin: Instant::now(),
+            offset_ms,
+        }
+    }
+
+    /// Unix milliseconds (shifted by the test offset).
+    pub fn now_ms(&self) -> u64 {
+        let real = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        real.saturating_add(self.offset_ms).max(0) as u64
+    }
+
+    /// Nanoseconds since this clock was made; never goes back.
+    pub fn mono_ns(&self) -> u64 {
+        self.origin.elapsed().as_nanos() as u64
+    }
+}
+
+/// Monthly quota word meaning "unlimited".
+const UNLIMITED: u64 = u64::MAX;
+
+/// One organisation: the plan in force and the month's usage. Shared by all its keys' principals
+/// and kept across key-set refreshes, so usage and counters survive a refresh.
+pub struct Account {
+    pub org_id: Arc<str>,
+    /// The plan's rate (`Rate::pack`), set by the control thread.
+    rate: AtomicU64,
+    /// The plan's monthly span quota; `UNLIMITED` for none.
+    monthly_spans: AtomicU64,
+    pub usage: Usage,
+    /// Batches refused with `quota_exceeded`, for `/metrics`.
+    pub quota_refusals: AtomicU64,
+}
+
+impl fmt::Debug for Account {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Account")
+            .field("org_id", &self.org_id)
+            .field("rate", &self.rate())
+            .field("monthly_spans", &self.monthly_spans())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Account {
+    pub fn new(org_id: Arc<str>, plan: &Plan) -> Account {
+        let account = Account {
+            org_id,
+            rate: AtomicU64::new(0),
+            monthly_spans: AtomicU64::new(UNLIMITED),
+            usage: Usage::default(),
+            quota_refusals: AtomicU64::new(0),
+        };
+        account.set_plan(plan);
+        account
+    }
+
+    /// Puts `plan` in force. Returns true when the organisation had no quota and now has one
+    /// (its usage must be counted before it can be trusted).
+    pub fn set_plan(&self, plan: &Plan) -> bool {
+        self.rate.store(Rate::pack(plan.rate), Ordering::Release);
+        let before = self
+            .monthly_spans
+            .swap(plan.monthly_spans.unwrap_or(UNLIMITED), Ordering::AcqRel);
+        before == UNLIMITED && plan.monthly_spans.is_some()
+    }
+
+    pub fn rate(&self) -> Option<Rate> {
+        Rate::unpack(self.rate.load(Ordering::Acquire))
+    }
+
+    pub fn monthly_spans(&self) -> Option<u64> {
+        Some(self.monthly_spans.load(Ordering::Acquire)).filter(|&n| n != UNLIMITED)
+    }
+}
+
+/// Every organisation the control thread knows, for the usage sync and `/metrics`.
+pub struct Accounts(ArcSwap<Vec<Arc<Account>>>);
+
+impl Default for Accounts {
+    fn default() -> Accounts {
+        Accounts(ArcSwap::from_pointee(Vec::new()))
+    }
+}
+
+impl Accounts {
+    pub fn replace(&self, accounts: Vec<Arc<Account>>) {
+        self.0.store(Arc::new(accounts));
+    }
+
+    pub fn load(&self) -> Arc<Vec<Arc<Account>>> {
+        self.0.load_full()
+    }
+}
+
+/// Spans of a buffered batch counted in its organisation's usage. It travels inside the
+/// `RowBatch` (through the write-ahead thread in `wal` mode); the flush thread keeps it while
+/// the batch waits in memory or in the spool and drops it once the rows are written or given
+/// up, which moves the spans from "buffered" to "flushed" for the next usage sync. It is
+/// process-local accounting, never written to the spool: a batch read back from a previous
+/// run's spool carries an empty ticket.
+#[derive(Default)]
+pub struct UsageTicket(Option<(Arc<Account>, Month, u64)>);
+
+impl Drop for UsageTicket {
+    fn drop(&mut self) {
+        if let Some((account, month, spans)) = self.0.take() {
+            account.usage.flushed(month, spans);
+        }
+    }
+}
+
+impl UsageTicket {
+    /// No quota to account for (the organisation has none, or the ticket was moved out).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+
+    /// The batch was not buffered after all: its spans go back to the quota.
+    pub fn release(mut self) {
+        if let Some((account, month, spans)) = self.0.take() {
+            account.usage.release(month, spans);
+        }
+    }
+}
+
+impl Clone for UsageTicket {
+    /// A copy of a batch is not a second reservation: the copy carries no ticket.
+    fn clone(&self) -> UsageTicket {
+        UsageTicket(None)
+    }
+}
+
+impl fmt::Debug for UsageTicket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Some((a, m, n)) => write!(f, "UsageTicket({} {m} {n})", a.org_id),
+            None => f.write_str("UsageTicket(none)"),
+        }
+    }
+}
+
+/// What `admit` took for a batch: handed to the batch (`into_ticket`) once it is buffered, or
+/// given back (`cancel`) if it is refused after all.
+#[must_use = "a reservation is either turned into a ticket or cancelled"]
+#[derive(Debug)]
+pub struct Reservation {
+    /// Rate-limit credit taken (0: no rate limit).
+    cost_ns: u64,
+    /// Quota reserved (`None`: no quota).
+    quota: Option<(Month, u64)>,
+}
+
+impl Reservation {
+    /// The batch is buffered: its spans stay counted until the ticket is dropped.
+    pub fn into_ticket(self, principal: &Principal) -> UsageTicket {
+        self.into_parts(principal).0
+    }
+
+    /// The batch is handed over but may still be refused (write-ahead mode: the disk may fail
+    /// or fill up before the fsync): the ticket goes with the batch (`UsageTicket::release`
+    /// gives the quota back), the rate-limit credit stays with the request (`RateRefund`).
+    pub fn into_parts(self, principal: &Principal) -> (UsageTicket, RateRefund) {
+        let ticket = UsageTicket(
+            self.quota
+                .map(|(month, spans)| (principal.account.clone(), month, spans)),
+        );
+        let refund =
+            RateRefund((self.cost_ns > 0).then(|| (principal.bucket.clone(), self.cost_ns)));
+        (ticket, refund)
+    }
+
+    /// The batch was not buffered: give the rate-limit credit and the quota back.
+    pub fn cancel(self, principal: &Principal) {
+        if self.cost_ns > 0 {
+            principal.bucket.refund(self.cost_ns);
+        }
+        if let Some((month, spans)) = self.quota {
+            principal.account.usage.release(month, spans);
+        }
+    }
+}
+
+/// Rate-limit credit a handed-over batch took, given back if the batch is refused after all.
+#[derive(Debug, Default)]
+#[must_use = "dropping a refund keeps the credit taken; call `give_back` if the batch is refused"]
+pub struct RateRefund(Option<(Arc<rate::Bucket>, u64)>);
+
+impl RateRefund {
+    /// The batch was refused: the key gets the credit back.
+    pub fn give_back(self) {
+        if let Some((bucket, cost_ns)) = self.0 {
+            bucket.refund(cost_ns);
+        }
+    }
+}
+
+/// The headers of an answer that got past authentication but was not admitted (or not
+/// checked): rate-limit credit and, past 90%, quota usage, without taking anything.
+pub fn peek(principal: &Principal, mono_ns: u64, now_ms: u64) -> LimitHeaders {
+    let account = &principal.account;
+    let rate = account
+        .rate()
+        .map(|r| (u64::from(r.burst), principal.bucket.peek(r, mono_ns)));
+    let quota = account.monthly_spans().and_then(|limit| {
+        let used = account.usage.used(Month::of_ms(now_ms));
+        near_limit(used, limit).then_some((used, limit))
+    });
+    LimitHeaders { rate, quota }
+}
+
+/// Checks 6 (rate limit) and 7 (quota) for a batch of `spans` spans. On success the batch's
+/// rate-limit credit and quota are taken; `headers` gets what the answer reports either way.
+pub fn admit(
+    principal: &Principal,
+    spans: u64,
+    mono_ns: u64,
+    now_ms: u64,
+    headers: &mut LimitHeaders,
+) -> Result<Reservation, Refusal> {
+    let account = &principal.account;
+    let mut reservation = Reservation {
+        cost_ns: 0,
+        quota: None,
+    };
+    if let Some(rate) = account.rate() {
+        match principal.bucket.take(rate, spans, mono_ns) {
+            Take::Taken { remaining, cost_ns } => {
+                headers.rate = Some((u64::from(rate.burst), remaining));
+                reservation.cost_ns = cost_ns;
+            }
+            Take::Refused {
+                retry_after_s,
+                remaining,
+            } => {
+                headers.rate = Some((u64::from(rate.burst), remaining));
+                return Err(rate_limited(rate, retry_after_s));
+            }
+        }
+    }
+    if let Some(limit) = account.monthly_spans() {
+        let month = Month::of_ms(now_ms);
+        match account.usage.reserve(month, spans, hard_limit(limit)) {
+            Ok(used) => {
+                if near_limit(used, limit) {
+                    headers.quota = Some((used, limit));
+                }
+                reservation.quota = Some((month, spans));
+            }
+            Err(used) => {
+                reservation.cancel(principal);
+                if let (Some(rate), Some((_, remaining))) = (account.rate(), headers.rate.as_mut())
+                {
+                    // The credit just given back is available again.
+                    *remaining = principal.bucket.peek(rate, mono_ns);
+                }
+                headers.quota = Some((used, limit));
+                account.quota_refusals.fetch_add(1, Ordering::Relaxed);
+                return Err(quota_exceeded(limit, used, spans, month));
+            }
+        }
+    }
+    Ok(reservation)
+}
+
+#[cold]
+fn rate_limited(rate: Rate, retry_after_s: u64) -> Refusal {
+    Refusal::new(
+        429,
+        "rate_limited",
+        format!(
+            "rate limit exceeded: this API key may send {} spans per second (bursts of {}); \
+             retry in {retry_after_s} s",
+            rate.per_second, rate.burst
+        ),
+    )
+    .retry_after(retry_after_s)
+}
+
+#[cold]
+fn quota_exceeded(limit: u64, used: u64, spans: u64, month: Month) -> Refusal {
+    Refusal::new(
+        429,
+        "quota_exceeded",
+        format!(
+            "the monthly quota of this organisation's plan is used up ({used} of {limit} spans \
+             used in {month}, this batch has {spans}); upgrade the plan to send more this month"
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn principal(rate: Option<(u32, u32)>, quota: Option<u64>) -> Principal {
+        let plan = Plan {
+            name: "test".into(),
+            monthly_spans: quota,
+            rate: rate.map(|(per_second, burst)| Rate { per_second, burst }),
+        };
+        let account = Arc::new(Account::new("org".into(), &plan));
+        Principal::new("org".into(), "".into(), account)
+    }
+
+    const S: u64 = 1_000_000_000;
+    /// 2024-01-15 and 2024-02-01, Unix ms.
+    const JAN: u64 = 1_705_276_800_000;
+    const FEB: u64 = 1_706_745_600_000;
+
+    /// (status, code, Retry-After, rate headers, quota headers) of one admission.
+    type Answer = (
+        u16,
+        &'static str,
+        Option<u64>,
+        Option<(u64, u64)>,
+        Option<(u64, u64)>,
+    );
+
+    fn admit_one(p: &Principal, spans: u64, mono: u64, now_ms: u64) -> Answer {
+        let mut h = LimitHeaders::default();
+        match admit(p, spans, mono, now_ms, &mut h) {
+            Ok(r) => {
+                drop(r.into_ticket(p));
+                (202, "", None, h.rate, h.quota)
+            }
+            Err(r) => (r.status, r.code, r.retry_after, h.rate, h.quota),
+        }
+    }
+
+    #[test]
+    fn rate_then_quota() {
+        // 10 spans/s, plan of 100 spans a month (hard limit 110).
+        let p = principal(Some((10, 10)), Some(100));
+        let cases: &[(u64, u64, u64, Answer)] = &[
+            // (spans, mono s, wall ms, answer)
+            (10, 1, JAN, (202, "", None, Some((10, 0)), None)),
+            (
+                1,
+                1,
+                JAN,
+                (429, "rate_limited", Some(1), Some((10, 0)), None),
+            ),
+            (10, 2, JAN, (202, "", None, Some((10, 0)), None)),
+            (10, 3, JAN, (202, "", None, Some((10, 0)), None)),
+            (10, 4, JAN, (202, "", None, Some((10, 0)), None)),
+            (10, 5, JAN, (202, "", None, Some((10, 0)), None)),
+            (10, 6, JAN, (202, "", None, Some((10, 0)), None)),
+            (10, 7, JAN, (202, "", None, Some((10, 0)), None)),
+            (10, 8, JAN, (202, "", None, Some((10, 0)), None)),
+            // 90 of 100: the warning starts.
+            (10, 9, JAN, (202, "", None, Some((10, 0)), Some((90, 100)))),
+            // 90 + 30 > 110: refused without Retry-After, and the rate credit is given back.
+            (
+                30,
+                10,
+                JAN,
+                (429, "quota_exceeded", None, Some((10, 10)), Some((90, 100))),
+            ),
+            (
+                10,
+                10,
+                JAN,
+                (202, "", None, Some((10, 0)), Some((100, 100))),
+            ),
+            (
+                10,
+                11,
+                JAN,
+                (202, "", None, Some((10, 0)), Some((110, 100))),
+            ),
+            (
+                1,
+                12,
+                JAN,
+                (
+                    429,
+                    "quota_exceeded",
+                    None,
+                    Some((10, 10)),
+                    Some((110, 100)),
+                ),
+            ),
+            // A new month starts from zero.
+            (10, 13, FEB, (202, "", None, Some((10, 0)), None)),
+        ];
+        for (i, &(spans, mono_s, now_ms, want)) in cases.iter().enumerate() {
+            assert_eq!(admit_one(&p, spans, mono_s * S, now_ms), want, "case {i}");
+        }
+        assert_eq!(p.account.quota_refusals.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn unlimited_plans_take_nothing_and_report_nothing() {
+        let p = principal(None, None);
+        for _ in 0..1000 {
+            assert_eq!(admit_one(&p, 2000, 0, JAN), (202, "", None, None, None));
+        }
+        assert_eq!(peek(&p, 0, JAN), LimitHeaders::default());
+    }
+
+    #[test]
+    fn cancel_gives_everything_back() {
+        let p = principal(Some((10, 10)), Some(100));
+        let mut h = LimitHeaders::default();
+        let r = admit(&p, 10, S, JAN, &mut h).unwrap();
+        assert_eq!(h.rate, Some((10, 0)));
+        r.cancel(&p);
+        assert_eq!(p.account.usage.used(Month::of_ms(JAN)), 0);
+        assert_eq!(peek(&p, S, JAN).rate, Some((10, 10)));
+    }
+
+    #[test]
+    fn parts_give_back_separately() {
+        let p = principal(Some((10, 10)), Some(100));
+        let month = Month::of_ms(JAN);
+        let mut h = LimitHeaders::default();
+        let (ticket, refund) = admit(&p, 10, S, JAN, &mut h).unwrap().into_parts(&p);
+        assert!(!ticket.is_empty());
+        assert_eq!(p.account.usage.used(month), 10);
+        assert_eq!(peek(&p, S, JAN).rate, Some((10, 0)));
+        ticket.release();
+        refund.give_back();
+        assert_eq!(p.account.usage.used(month), 0);
+        assert_eq!(peek(&p, S, JAN).rate, Some((10, 10)));
+        let unlimited = principal(None, None);
+        let (ticket, refund) = admit(&unlimited, 10, S, JAN, &mut h)
+            .unwrap()
+            .into_parts(&unlimited);
+        assert!(ticket.is_empty());
+        refund.give_back();
+    }
+
+    #[test]
+    fn a_ticket_marks_its_spans_flushed_when_dropped() {
+        let p = principal(None, Some(100));
+        let month = Month::of_ms(JAN);
+        let mut h = LimitHeaders::default();
+        let ticket = admit(&p, 40, 0, JAN, &mut h).unwrap().into_ticket(&p);
+        let copy = ticket.clone();
+        drop(copy);
+        assert_eq!(p.account.usage.begin_sync(month), 0, "a copy is no ticket");
+        drop(ticket);
+        let taken = p.account.usage.begin_sync(month);
+        assert_eq!(taken, 40);
+        p.account.usage.finish_sync(month, 40, taken);
+        assert_eq!(p.account.usage.used(month), 40);
+    }
+
+    #[test]
+    fn plan_changes_apply_in_place() {
+        let p = principal(Some((10, 10)), None);
+        let pro = Plan {
+            name: "pro".into(),
+            monthly_spans: Some(1000),
+            rate: None,
+        };
+        assert!(
+            p.account.set_plan(&pro),
+            "unlimited -> limited asks for a sync"
+        );
+        assert!(!p.account.set_plan(&pro));
+        assert_eq!(p.account.rate(), None);
+        assert_eq!(p.account.monthly_spans(), Some(1000));
+    }
+}

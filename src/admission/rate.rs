@@ -1,0 +1,291 @@
+//! The per-key rate limit: a token bucket counted in spans, as GCRA on one `AtomicU64`.
+//!
+//! GCRA (the generic cell rate algorithm) stores a single number per key, the *theoretical
+//! arrival time* (TAT): the instant at which the bucket would be full again. With `rate` spans
+//! per second and room for `burst` spans, one span "costs" `1e9 / rate` ns and the bucket may run
+//! at most `tau = burst * 1e9 / rate` ns ahead of now. A batch of cost `c` is allowed when
+//! `max(tat, now) + c <= now + tau`, and then the TAT moves to `max(tat, now) + c`. Every worker
+//! thread updates the same word with a compare-and-swap, so the limit holds for the whole process
+//! whichever core serves the connection, without a lock.
+//!
+//! Time is nanoseconds on a monotonic clock with an arbitrary origin, passed in by the caller
+//! (`now`), so tests pin it. A TAT of 0 means a full bucket, which is how every key starts.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const NS_PER_S: u128 = 1_000_000_000;
+
+/// Highest rate a plan may set, in spans per second: at this rate a span still costs 10 ns.
+pub const MAX_RATE: u32 = 100_000_000;
+
+/// A bucket's shape: refill rate and capacity, both in spans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    /// Spans per second, 1..=`MAX_RATE`.
+    pub per_second: u32,
+    /// Capacity in spans, >= 1 (the contract's default is `per_second`).
+    pub burst: u32,
+}
+
+impl Rate {
+    /// Nanoseconds of credit `spans` spans cost (rounded up: never more than the rate).
+    fn cost_ns(self, spans: u64) -> u64 {
+        let ns = (u128::from(spans) * NS_PER_S).div_ceil(u128::from(self.per_second.max(1)));
+        u64::try_from(ns).unwrap_or(u64::MAX)
+    }
+
+    /// How far the TAT may run ahead of now: the time a full bucket takes to refill.
+    fn tau_ns(self) -> u64 {
+        self.cost_ns(u64::from(self.burst))
+    }
+
+    /// What one batch costs: its span count clamped to `1..=burst` (so a batch larger than the
+    /// bucket still goes through when the bucket is full).
+    pub fn cost_spans(self, spans: u64) -> u64 {
+        spans.clamp(1, u64::from(self.burst.max(1)))
+    }
+
+    /// Whole spans available at `now` for a bucket whose TAT is `tat`.
+    fn available(self, tat: u64, now: u64) -> u64 {
+        let free_ns = now
+            .saturating_add(self.tau_ns())
+            .saturating_sub(tat.max(now));
+        let spans = u128::from(free_ns) * u128::from(self.per_second) / NS_PER_S;
+        (spans as u64).min(u64::from(self.burst))
+    }
+
+    /// The packed form `Account` keeps in one atomic word: rate in the high half, burst in the
+    /// low half; 0 = no limit.
+    pub fn pack(rate: Option<Rate>) -> u64 {
+        rate.map_or(0, |r| u64::from(r.per_second) << 32 | u64::from(r.burst))
+    }
+
+    pub fn unpack(word: u64) -> Option<Rate> {
+        let (per_second, burst) = ((word >> 32) as u32, word as u32);
+        (per_second > 0 && burst > 0).then_some(Rate { per_second, burst })
+    }
+}
+
+/// The answer of `Bucket::take`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Take {
+    /// The batch's cost was taken. `remaining`: whole spans left; `cost_ns`: what to hand back
+    /// with `Bucket::refund` if the batch is refused later on.
+    Taken { remaining: u64, cost_ns: u64 },
+    /// Not enough credit. `retry_after_s` = ceil(deficit / rate), at least 1: after that long the
+    /// same batch fits (if nobody else spends the credit first).
+    Refused { retry_after_s: u64, remaining: u64 },
+}
+
+/// One key's bucket: its theoretical arrival time, in ns on the caller's monotonic clock.
+#[derive(Debug, Default)]
+pub struct Bucket {
+    tat: AtomicU64,
+}
+
+impl Bucket {
+    /// Takes the cost of a batch of `spans` spans at `now`, or says how long to wait.
+    pub fn take(&self, rate: Rate, spans: u64, now: u64) -> Take {
+        let cost = rate.cost_ns(rate.cost_spans(spans));
+        let limit = now.saturating_add(rate.tau_ns());
+        let mut tat = self.tat.load(Ordering::Acquire);
+        loop {
+            let new = tat.max(now).saturating_add(cost);
+            if new > limit {
+                let deficit_ns = new - limit;
+                return Take::Refused {
+                    retry_after_s: deficit_ns.div_ceil(NS_PER_S as u64).max(1),
+                    remaining: rate.available(tat, now),
+                };
+            }
+            match self
+                .tat
+                .compare_exchange_weak(tat, new, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    return Take::Taken {
+                        remaining: rate.available(new, now),
+                        cost_ns: cost,
+                    }
+                }
+                Err(current) => tat = current,
+            }
+        }
+    }
+
+    /// Whole spans available at `now`, without taking any.
+    pub fn peek(&self, rate: Rate, now: u64) -> u64 {
+        rate.available(self.tat.load(Ordering::Acquire), now)
+    }
+
+    /// Gives back what `take` took, for a batch refused by a later check (quota, full buffer).
+    /// Exact while the bucket is not full; once it has refilled past the refund there is
+    /// nothing to give back, which the saturation expresses.
+    pub fn refund(&self, cost_ns: u64) {
+        let _ = self
+            .tat
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
+                Some(t.saturating_sub(cost_ns))
+            });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+    const S: u64 = 1_000 * MS;
+
+    #[derive(Debug, Clone, Copy)]
+    enum Step {
+        /// At `t` ns, take a batch of `spans`: expect `Ok(remaining)` or `Err(retry_after_s)`.
+        Get(u64, u64, Result<u64, u64>),
+        /// At `t` ns, expect this many spans available.
+        Peek(u64, u64),
+    }
+    use Step::*;
+
+    /// Runs steps against one fresh bucket.
+    fn check(rate: Rate, steps: &[Step]) {
+        // Start the clock well after 0 so that "full bucket" is not an artefact of tat == 0.
+        let base = 1_000 * S;
+        let b = Bucket::default();
+        for (i, &step) in steps.iter().enumerate() {
+            match step {
+                Get(t, spans, want) => {
+                    let got = match b.take(rate, spans, base + t) {
+                        Take::Taken { remaining, .. } => Ok(remaining),
+                        Take::Refused { retry_after_s, .. } => Err(retry_after_s),
+                    };
+                    assert_eq!(got, want, "step {i}: {step:?} with {rate:?}");
+                }
+                Peek(t, want) => assert_eq!(b.peek(rate, base + t), want, "step {i}: {step:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn gcra_arithmetic() {
+        let r10 = Rate {
+            per_second: 10,
+            burst: 10,
+        };
+        // A full bucket takes its capacity at once, then refills one span per 100 ms.
+        check(
+            r10,
+            &[
+                Peek(0, 10),
+                Get(0, 4, Ok(6)),
+                Get(0, 6, Ok(0)),
+                Get(0, 1, Err(1)),
+                Peek(99 * MS, 0),
+                Peek(100 * MS, 1),
+                Get(100 * MS, 1, Ok(0)),
+                Get(100 * MS, 1, Err(1)),
+                Peek(2 * S, 10),
+            ],
+        );
+        // A batch larger than the bucket costs the whole bucket, and goes through when full.
+        check(
+            r10,
+            &[
+                Get(0, 5_000, Ok(0)),
+                Get(0, 5_000, Err(1)),
+                Get(999 * MS, 5_000, Err(1)),
+                Get(S, 5_000, Ok(0)),
+            ],
+        );
+        // An empty batch still costs one span.
+        check(r10, &[Get(0, 0, Ok(9))]);
+    }
+
+    #[test]
+    fn retry_after_is_the_real_deficit_rounded_up() {
+        // 10 spans/s with room for 50: waits of several seconds exist.
+        let r = Rate {
+            per_second: 10,
+            burst: 50,
+        };
+        check(
+            r,
+            &[
+                Get(0, 50, Ok(0)),
+                // Deficit 30 spans / 10 per s = 3 s.
+                Get(0, 30, Err(3)),
+                // 500 ms later 5 spans came back: deficit 25 -> 2.5 s -> 3.
+                Get(500 * MS, 30, Err(3)),
+                Get(500 * MS, 5, Ok(0)),
+                // Deficit 0.5 span -> 50 ms -> rounded up to 1 s.
+                Get(550 * MS, 1, Err(1)),
+                Get(600 * MS, 1, Ok(0)),
+                Get(600 * MS, 30, Err(3)),
+                // Honouring that Retry-After of 3 s is enough for the 30 spans.
+                Get(600 * MS + 3 * S, 30, Ok(0)),
+            ],
+        );
+        // A rate that does not divide a second: 3 spans/s, 1 span costs 333 333 334 ns.
+        let r3 = Rate {
+            per_second: 3,
+            burst: 3,
+        };
+        check(
+            r3,
+            &[
+                Get(0, 3, Ok(0)),
+                Peek(333_333_333, 0),
+                Peek(333_333_334, 1),
+                Get(S, 3, Ok(0)),
+            ],
+        );
+    }
+
+    #[test]
+    fn refund_gives_the_cost_back() {
+        let r = Rate {
+            per_second: 10,
+            burst: 10,
+        };
+        let b = Bucket::default();
+        let Take::Taken { cost_ns, remaining } = b.take(r, 7, S) else {
+            panic!("a full bucket takes 7")
+        };
+        assert_eq!(remaining, 3);
+        b.refund(cost_ns);
+        assert_eq!(b.peek(r, S), 10);
+    }
+
+    #[test]
+    fn packing() {
+        let r = Rate {
+            per_second: MAX_RATE,
+            burst: u32::MAX,
+        };
+        assert_eq!(Rate::unpack(Rate::pack(Some(r))), Some(r));
+        assert_eq!(Rate::unpack(Rate::pack(None)), None);
+    }
+
+    #[test]
+    fn threads_share_one_limit() {
+        // 8 threads race for a bucket of 1000 at a frozen instant: exactly 1000 spans pass.
+        let r = Rate {
+            per_second: 1000,
+            burst: 1000,
+        };
+        let b = std::sync::Arc::new(Bucket::default());
+        let taken: u64 = (0..8)
+            .map(|_| {
+                let b = b.clone();
+                std::thread::spawn(move || {
+                    (0..500)
+                        .filter(|_| matches!(b.take(r, 1, S), Take::Taken { .. }))
+                        .count() as u64
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .sum();
+        assert_eq!(taken, 1000);
+    }
+}

@@ -1,0 +1,106 @@
+//! `traceingest orgs create|set-plan|list`: organisations and their plans in the `orgs` table.
+//!
+//! Plan names are checked against the plans this command knows (the built-ins plus
+//! `INGEST_PLANS` in its environment), which should be the servers' configuration.
+
+use clap::Subcommand;
+
+use crate::admission::plan::Plans;
+use crate::cli::keys::format_time;
+use crate::config::{PlanArgs, StoreArgs};
+use crate::sink::clickhouse::Store;
+
+#[derive(Debug, Subcommand)]
+pub enum OrgsCommand {
+    /// Create an organisation on a plan. Organisations without a record are on the default
+    /// plan (INGEST_DEFAULT_PLAN).
+    Create {
+        org: String,
+        /// One of the configured plans (built-in: free, pro, enterprise, self-hosted).
+        #[arg(long)]
+        plan: String,
+    },
+    /// Move an existing organisation to another plan; servers apply it within one key refresh.
+    SetPlan { org: String, plan: String },
+    /// List organisations with their plans, and the plans known to this command.
+    List,
+}
+
+/// Runs an orgs command.
+pub async fn run(
+    cmd: &OrgsCommand,
+    plan_args: &PlanArgs,
+    store_args: &StoreArgs,
+) -> anyhow::Result<()> {
+    store_args.check().map_err(anyhow::Error::msg)?;
+    let plans = plan_args.resolve().map_err(anyhow::Error::msg)?;
+    let store = Store::new(&store_args.clickhouse_url, &store_args.clickhouse_database)?;
+    store.migrate().await?;
+    match cmd {
+        OrgsCommand::Create { org, plan } => {
+            check_org(org)?;
+            check_plan(&plans, plan)?;
+            if let Some(existing) = store.get_org(org).await? {
+                anyhow::bail!(
+                    "organisation {org:?} already exists (plan {}); use `orgs set-plan`",
+                    existing.plan
+                );
+            }
+            store.put_org(org, plan).await?;
+            println!("created organisation {org} on plan {plan}");
+        }
+        OrgsCommand::SetPlan { org, plan } => {
+            check_org(org)?;
+            check_plan(&plans, plan)?;
+            let Some(existing) = store.get_org(org).await? else {
+                anyhow::bail!(
+                    "no organisation {org:?}; create it with `orgs create {org} --plan {plan}`"
+                );
+            };
+            store.put_org(org, plan).await?;
+            println!("organisation {org}: plan {} -> {plan}", existing.plan);
+        }
+        OrgsCommand::List => {
+            println!("{:<32} {:<16} {:<20} UPDATED", "ORG", "PLAN", "CREATED");
+            for o in store.list_orgs().await? {
+                let plan = if plans.get(&o.plan).is_some() {
+                    o.plan.clone()
+                } else {
+                    format!("{} (unknown)", o.plan)
+                };
+                println!(
+                    "{:<32} {plan:<16} {:<20} {}",
+                    o.org_id,
+                    format_time(o.created_at),
+                    format_time(o.updated_at)
+                );
+            }
+            println!();
+            println!(
+                "plans (organisations without a record: {}):",
+                plans.default_plan().name
+            );
+            for p in plans.iter() {
+                println!("  {p}");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_org(org: &str) -> anyhow::Result<()> {
+    if org.is_empty() || org.len() > 128 || org.chars().any(char::is_control) {
+        anyhow::bail!("the organisation id must be 1 to 128 characters without control characters");
+    }
+    Ok(())
+}
+
+fn check_plan(plans: &Plans, plan: &str) -> anyhow::Result<()> {
+    if plans.get(plan).is_none() {
+        anyhow::bail!(
+            "unknown plan {plan:?}; known plans: {} (add plans with INGEST_PLANS)",
+            plans.names()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,255 @@
+//! The operations endpoints: `/health` (liveness), `/ready` (readiness) and `/metrics`.
+
+use std::sync::atomic::Ordering;
+
+use crate::control;
+use crate::http::response::{Outcome, Refusal};
+use crate::metrics::{self, Snapshot};
+use crate::server::Shared;
+
+/// Share of a bound (`INGEST_BUFFER_MAX_ROWS` of rows in memory, `INGEST_SPOOL_MAX_BYTES` of
+/// spool) past which the instance says it is not ready, so a load balancer sends new work
+/// elsewhere before batches get `503 buffer_full`.
+const READY_BUFFER_PERCENT: u64 = 90;
+
+/// Why an instance is not ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotReady {
+    Draining,
+    /// Memory and spool are both full: `/ingest` refuses batches with `503 buffer_full`.
+    BufferFull,
+    /// The key set could not be loaded from ClickHouse for this long (ms).
+    StoreUnreachable {
+        for_ms: u64,
+    },
+    /// The write buffer holds this many rows in memory of at most `max`.
+    BufferNearlyFull {
+        buffered: u64,
+        max: u64,
+    },
+    /// The spool holds this many bytes of at most `max`.
+    SpoolNearlyFull {
+        bytes: u64,
+        max: u64,
+    },
+}
+
+/// What readiness is decided from, read once per `/ready`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Load {
+    pub draining: bool,
+    /// Memory and spool are both full (`FlushStats::full`).
+    pub buffer_full: bool,
+    pub key_set_age_ms: u64,
+    pub store_timeout_ms: u64,
+    /// Rows held in memory (not those only in the spool) and `INGEST_BUFFER_MAX_ROWS`. The
+    /// flush thread moves the excess to the spool, so memory fills up only when the spool cannot
+    /// take it.
+    pub memory_rows: u64,
+    pub memory_max_rows: u64,
+    /// Bytes of the spool on disk and `INGEST_SPOOL_MAX_BYTES`.
+    pub spool_bytes: u64,
+    pub spool_max_bytes: u64,
+}
+
+fn over(used: u64, max: u64) -> bool {
+    u128::from(used) * 100 > u128::from(max) * u128::from(READY_BUFFER_PERCENT)
+}
+
+/// The readiness rule, from plain numbers: not draining, memory and spool not full, keys loaded
+/// from ClickHouse within `store_timeout_ms`, and neither the memory rows nor the spool over 90%
+/// of their bounds. The first reason that holds, in that order, is the answer.
+pub fn readiness(load: &Load) -> Result<(), NotReady> {
+    if load.draining {
+        return Err(NotReady::Draining);
+    }
+    if load.buffer_full {
+        return Err(NotReady::BufferFull);
+    }
+    if load.key_set_age_ms > load.store_timeout_ms {
+        return Err(NotReady::StoreUnreachable {
+            for_ms: load.key_set_age_ms,
+        });
+    }
+    if over(load.memory_rows, load.memory_max_rows) {
+        return Err(NotReady::BufferNearlyFull {
+            buffered: load.memory_rows,
+            max: load.memory_max_rows,
+        });
+    }
+    if over(load.spool_bytes, load.spool_max_bytes) {
+        return Err(NotReady::SpoolNearlyFull {
+            bytes: load.spool_bytes,
+            max: load.spool_max_bytes,
+        });
+    }
+    Ok(())
+}
+
+/// Milliseconds since the key set was last loaded.
+fn key_set_age_ms(shared: &Shared) -> u64 {
+    control::now_ms().saturating_sub(shared.keys.refreshed_at_ms())
+}
+
+pub fn health(shared: &Shared) -> Outcome {
+    Outcome::Ok {
+        content_type: "application/json",
+        body: format!("{{\"status\":\"ok\",\"buffered\":{}}}", shared.buffered()).into_bytes(),
+    }
+}
+
+pub fn ready(shared: &Shared) -> Outcome {
+    let stats = &shared.flush_stats;
+    let verdict = readiness(&Load {
+        draining: shared.is_draining(),
+        buffer_full: shared.is_buffer_full(),
+        key_set_age_ms: key_set_age_ms(shared),
+        store_timeout_ms: shared.config.ready_store_timeout.as_millis() as u64,
+        memory_rows: shared.buffered_rows.load(Ordering::Relaxed),
+        memory_max_rows: shared.buffer_max_rows,
+        spool_bytes: stats.spool_bytes.load(Ordering::Relaxed),
+        spool_max_bytes: shared.config.spool_max_bytes,
+    });
+    let why = match verdict {
+        Ok(()) => {
+            return Outcome::Ok {
+                content_type: "application/json",
+                body: b"{\"ready\":true}".to_vec(),
+            }
+        }
+        Err(NotReady::BufferFull) => {
+            return Outcome::Refused(Refusal::new(
+                503,
+                "buffer_full",
+                "memory buffer and spool are full; batches are refused until ClickHouse takes rows",
+            ))
+        }
+        Err(NotReady::Draining) => "draining for shutdown".to_string(),
+        Err(NotReady::StoreUnreachable { for_ms }) => format!(
+            "ClickHouse has been unreachable for {} s (API keys not refreshed)",
+            for_ms / 1000
+        ),
+        Err(NotReady::BufferNearlyFull { buffered, max }) => format!(
+            "the write buffer is over {READY_BUFFER_PERCENT}% full ({buffered} of {max} rows in memory)"
+        ),
+        Err(NotReady::SpoolNearlyFull { bytes, max }) => format!(
+            "the spool is over {READY_BUFFER_PERCENT}% full ({bytes} of {max} bytes)"
+        ),
+    };
+    Outcome::Refused(Refusal::new(503, "not_ready", why))
+}
+
+pub fn metrics(shared: &Shared) -> Outcome {
+    let stats = &shared.flush_stats;
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let mut s = Snapshot::new(&shared.metrics, &stats.flush_duration);
+    s.flush_batches = load(&stats.batches_flushed);
+    s.flush_rows = load(&stats.rows_flushed);
+    s.flush_errors = load(&stats.flush_errors);
+    s.flush_retries = load(&stats.retries);
+    s.flush_rejected_rows = load(&stats.rows_rejected);
+    s.lost_rows = load(&stats.rows_lost);
+    s.buffered_rows = shared.buffered();
+    s.buffer_max_rows = shared.buffer_max_rows;
+    s.buffered_bytes = load(&stats.buffered_bytes);
+    s.buffer_max_bytes = shared.config.buffer_max_bytes;
+    s.buffer_full = shared.is_buffer_full();
+    s.spool_bytes = load(&stats.spool_bytes);
+    s.spool_max_bytes = shared.config.spool_max_bytes;
+    s.spool_segments = load(&stats.spool_segments);
+    s.spool_rows = load(&stats.spool_rows);
+    s.spool_oldest_age_s = stats.spool_oldest_age_s(control::now_ms());
+    s.spooled_rows = load(&stats.rows_spooled);
+    s.replayed_rows = load(&stats.rows_replayed);
+    s.spool_bad_records = load(&stats.spool_bad_records);
+    s.wal_batches = load(&stats.wal_batches);
+    s.wal_syncs = load(&stats.wal_syncs);
+    s.key_set_age_s = key_set_age_ms(shared) as f64 / 1000.0;
+    s.keys = shared.keys.len() as u64;
+    s.quota_refusals = shared
+        .accounts
+        .load()
+        .iter()
+        .map(|a| (a.org_id.to_string(), load(&a.quota_refusals)))
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    Outcome::Ok {
+        content_type: metrics::CONTENT_TYPE,
+        body: s.encode().into_bytes(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readiness_rule() {
+        // 10 s store timeout, 1000 rows of memory, 10 000 bytes of spool.
+        let base = Load {
+            store_timeout_ms: 10_000,
+            memory_max_rows: 1000,
+            spool_max_bytes: 10_000,
+            ..Load::default()
+        };
+        let cases: &[(Load, Result<(), NotReady>)] = &[
+            (base, Ok(())),
+            (
+                Load {
+                    key_set_age_ms: 10_000,
+                    memory_rows: 900,
+                    spool_bytes: 9_000,
+                    ..base
+                },
+                Ok(()),
+            ),
+            (
+                Load {
+                    draining: true,
+                    buffer_full: true,
+                    ..base
+                },
+                Err(NotReady::Draining),
+            ),
+            (
+                Load {
+                    buffer_full: true,
+                    key_set_age_ms: 60_000,
+                    ..base
+                },
+                Err(NotReady::BufferFull),
+            ),
+            (
+                Load {
+                    key_set_age_ms: 10_001,
+                    memory_rows: 1000,
+                    ..base
+                },
+                Err(NotReady::StoreUnreachable { for_ms: 10_001 }),
+            ),
+            (
+                Load {
+                    memory_rows: 901,
+                    ..base
+                },
+                Err(NotReady::BufferNearlyFull {
+                    buffered: 901,
+                    max: 1000,
+                }),
+            ),
+            (
+                Load {
+                    spool_bytes: 9_001,
+                    ..base
+                },
+                Err(NotReady::SpoolNearlyFull {
+                    bytes: 9_001,
+                    max: 10_000,
+                }),
+            ),
+        ];
+        for (load, want) in cases {
+            assert_eq!(readiness(load), *want, "{load:?}");
+        }
+    }
+}
