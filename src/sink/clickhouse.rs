@@ -1443,6 +1443,37 @@ mod tests {
         check(row, &expected);
     }
 
+    /// An insert whose money columns hold no value at all: the client crate gives such a column
+    /// a default scale, converted to the table's before sending (vendor/clickhouse-rs patch).
+    #[test]
+    fn an_insert_of_only_unpriced_rows_stores_null_costs() {
+        if skip() {
+            return;
+        }
+        let db = TestDb::new("unpriced");
+        let store = Store::new(NATIVE_URL, &db.0).unwrap();
+        let rt = rt();
+        rt.block_on(store.migrate()).unwrap();
+        let mut b = RowBatch::default();
+        push_row(
+            &mut b,
+            "org-u",
+            "trace-u",
+            "span-1",
+            1_700_000_000_001,
+            false,
+        );
+        rt.block_on(store.insert_spans(std::slice::from_ref(&b)))
+            .unwrap();
+        let rows = json_rows(&format!(
+            "SELECT *, toUInt32(priced_at) AS priced_at_s, toUInt32(ingested_at) AS ingested_at_s \
+             FROM `{}`.spans",
+            db.0
+        ));
+        assert_eq!(rows.len(), 1);
+        check_sparse_row(&rows[0], "org-u", "trace-u", "span-1", 1_700_000_000_001);
+    }
+
     #[test]
     fn same_batch_twice_deduplicates() {
         if skip() {

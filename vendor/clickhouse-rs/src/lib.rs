@@ -107,6 +107,8 @@
 //! ```
 
 #![recursion_limit = "1024"]
+// traceingest patch: a vendored dependency; its warnings are not ours to act on.
+#![allow(warnings)]
 
 use std::{fmt, future::Future, time::Duration};
 

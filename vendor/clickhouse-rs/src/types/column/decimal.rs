@@ -7,7 +7,8 @@ use crate::{
     errors::Result,
     types::{
         column::{
-            column_data::BoxColumnData, column_data::ColumnData, list::List,
+            column_data::ArcColumnData, column_data::BoxColumnData, column_data::ColumnData,
+            list::List,
             nullable::NullableColumnData, BoxColumnWrapper, ColumnFrom, ColumnWrapper,
             VectorColumnData,
         },
@@ -198,6 +199,53 @@ impl ColumnData for DecimalColumnData {
         self.inner.get_internal(pointers, 0, 0)?;
         *(pointers[2] as *mut NoBits) = self.nobits;
         Ok(())
+    }
+
+    // traceingest patch: convert to another precision or scale once, up front, so the block
+    // encodes as a plain list. Otherwise `Column::cast_to` wraps the column in an adapter that
+    // re-derives every value through `ValueRef` while encoding; that is what an all-NULL
+    // `Vec<Option<Decimal>>` column (scale 4, since no value says otherwise) goes through.
+    fn cast_to(&self, _this: &ArcColumnData, target: &SqlType) -> Option<ArcColumnData> {
+        let SqlType::Decimal(precision, scale) = *target else {
+            return None;
+        };
+        let nobits = NoBits::from_precision(precision)?;
+        let rescale = |v: i64| {
+            Decimal {
+                underlying: v,
+                precision: self.precision,
+                scale: self.scale,
+                nobits: self.nobits,
+            }
+            .set_scale(scale)
+            .underlying
+        };
+        let underlying = |i: usize| match self.nobits {
+            NoBits::N32 => i64::from(i32::from(self.inner.at(i))),
+            NoBits::N64 => i64::from(self.inner.at(i)),
+        };
+        let inner: BoxColumnData = match nobits {
+            NoBits::N32 => {
+                let mut data = List::<i32>::with_capacity(self.len());
+                for i in 0..self.len() {
+                    data.push(rescale(underlying(i)) as i32);
+                }
+                Box::new(VectorColumnData { data })
+            }
+            NoBits::N64 => {
+                let mut data = List::<i64>::with_capacity(self.len());
+                for i in 0..self.len() {
+                    data.push(rescale(underlying(i)));
+                }
+                Box::new(VectorColumnData { data })
+            }
+        };
+        Some(Arc::new(DecimalColumnData {
+            inner,
+            precision,
+            scale,
+            nobits,
+        }))
     }
 }
 

@@ -234,6 +234,25 @@ impl<K: ColumnType> Column<K> {
             return Ok(self);
         }
 
+        // traceingest patch: a decimal column that can convert itself up front does (see
+        // `DecimalColumnData::cast_to`); the adapters below convert per value while encoding.
+        if matches!(
+            (&dst_type, &src_type),
+            (SqlType::Decimal(..), SqlType::Decimal(..))
+                | (
+                    SqlType::Nullable(SqlType::Decimal(..)),
+                    SqlType::Nullable(SqlType::Decimal(..))
+                )
+        ) {
+            if let Some(data) = self.data.cast_to(&self.data, &dst_type) {
+                return Ok(Column {
+                    name: self.name().to_owned(),
+                    data,
+                    _marker: marker::PhantomData,
+                });
+            }
+        }
+
         match (dst_type.clone(), src_type.clone()) {
             (SqlType::FixedString(str_len), SqlType::String) => {
                 let name = self.name().to_owned();

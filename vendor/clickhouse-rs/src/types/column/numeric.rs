@@ -5,7 +5,8 @@ use crate::{
     errors::Result,
     types::{
         column::{
-            array::ArrayColumnData, nullable::NullableColumnData, ArcColumnWrapper, ColumnWrapper,
+            array::ArrayColumnData, column_data::ArcColumnData, nullable::NullableColumnData,
+            ColumnWrapper,
         },
         HasSqlType, Marshal, SqlType, StatBuffer, Unmarshal, Value, ValueRef,
     },
@@ -61,6 +62,7 @@ where
         + Unmarshal<T>
         + Marshal
         + Copy
+        + Default
         + Into<Value>
         + From<Value>
         + Send
@@ -68,20 +70,17 @@ where
         + HasSqlType
         + 'static,
 {
+    // traceingest patch: fill the null map and the values directly. Upstream pushes every
+    // element as a boxed `Value::Nullable`, interning its `SqlType` in a global map each time.
     fn column_from<W: ColumnWrapper>(source: Self) -> W::Wrapper {
-        let fake: Vec<T> = Vec::with_capacity(source.len());
-        let inner = Vec::column_from::<ArcColumnWrapper>(fake);
-
-        let mut data = NullableColumnData {
-            inner,
-            nulls: Vec::with_capacity(source.len()),
-        };
-
+        let mut values = List::with_capacity(source.len());
+        let mut nulls = Vec::with_capacity(source.len());
         for value in source {
-            data.push(value.into());
+            nulls.push(u8::from(value.is_none()));
+            values.push(value.unwrap_or_default());
         }
-
-        W::wrap(data)
+        let inner: ArcColumnData = Arc::new(VectorColumnData { data: values });
+        W::wrap(NullableColumnData { inner, nulls })
     }
 }
 
@@ -99,44 +98,24 @@ where
         + HasSqlType
         + 'static,
 {
+    // traceingest patch: one flat list of values plus the offsets. Upstream turns every array
+    // into a `Value::Array` (a `Vec<Value>` in an `Arc`, its type interned in a global map)
+    // and pushes a clone of each element.
     fn column_from<W: ColumnWrapper>(source: Self) -> W::Wrapper {
-        let fake: Vec<T> = Vec::with_capacity(source.len());
-        let inner = Vec::column_from::<ArcColumnWrapper>(fake);
-        let sql_type = inner.sql_type();
-
-        let mut data = ArrayColumnData {
-            inner,
-            offsets: List::with_capacity(source.len()),
-        };
-
+        let total: usize = source.iter().map(Vec::len).sum();
+        let mut values = List::with_capacity(total);
+        let mut offsets = List::with_capacity(source.len());
+        let mut offset = 0_u64;
         for array in source {
-            data.push(to_array(sql_type.clone(), array));
+            offset += array.len() as u64;
+            offsets.push(offset);
+            for v in array {
+                values.push(v);
+            }
         }
-
-        W::wrap(data)
+        let inner: ArcColumnData = Arc::new(VectorColumnData { data: values });
+        W::wrap(ArrayColumnData { inner, offsets })
     }
-}
-
-fn to_array<T>(sql_type: SqlType, vs: Vec<T>) -> Value
-where
-    Value: From<T>,
-    T: StatBuffer
-        + Unmarshal<T>
-        + Marshal
-        + Copy
-        + Into<Value>
-        + From<Value>
-        + Send
-        + Sync
-        + HasSqlType
-        + 'static,
-{
-    let mut inner = Vec::with_capacity(vs.len());
-    for v in vs {
-        let value: Value = v.into();
-        inner.push(value)
-    }
-    Value::Array(sql_type.into(), Arc::new(inner))
 }
 
 impl<T> VectorColumnData<T>

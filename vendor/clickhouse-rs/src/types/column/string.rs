@@ -7,8 +7,8 @@ use crate::{
     errors::Result,
     types::{
         column::{
-            array::ArrayColumnData, list::List, nullable::NullableColumnData, ArcColumnWrapper,
-            ColumnWrapper, StringPool,
+            array::ArrayColumnData, column_data::ArcColumnData, list::List,
+            nullable::NullableColumnData, ColumnWrapper, StringPool,
         },
         Column, ColumnType, FromSql, SqlType, Value, ValueRef,
     },
@@ -66,11 +66,15 @@ impl<'a> ColumnFrom for Vec<&'a [u8]> {
 
 trait StringSource {
     fn into_value(self) -> Value;
+    fn bytes(&self) -> &[u8];
 }
 
 impl StringSource for String {
     fn into_value(self) -> Value {
         self.into()
+    }
+    fn bytes(&self) -> &[u8] {
+        self.as_bytes()
     }
 }
 
@@ -78,11 +82,17 @@ impl StringSource for &str {
     fn into_value(self) -> Value {
         self.into()
     }
+    fn bytes(&self) -> &[u8] {
+        self.as_bytes()
+    }
 }
 
 impl StringSource for Vec<u8> {
     fn into_value(self) -> Value {
         Value::String(Arc::new(self))
+    }
+    fn bytes(&self) -> &[u8] {
+        self
     }
 }
 
@@ -98,28 +108,21 @@ impl ColumnFrom for Vec<Vec<&str>> {
     }
 }
 
+// traceingest patch: every string goes straight into one pool, with the offsets alongside.
+// Upstream makes each string a `Value::String` (two allocations), each array a `Value::Array`
+// (two more, its type interned in a global map), then copies them in one by one.
 fn make_array_of_array<W: ColumnWrapper, S: StringSource>(
     source: Vec<Vec<S>>,
 ) -> <W as ColumnWrapper>::Wrapper {
-    let fake: Vec<String> = Vec::with_capacity(source.len());
-    let inner = Vec::column_from::<ArcColumnWrapper>(fake);
-    let sql_type = inner.sql_type();
-
-    let mut data = ArrayColumnData {
-        inner,
-        offsets: List::with_capacity(source.len()),
-    };
-
-    for vs in source {
-        let mut inner = Vec::with_capacity(vs.len());
-        for v in vs {
-            let value: Value = v.into_value();
-            inner.push(value)
-        }
-        data.push(Value::Array(sql_type.clone().into(), Arc::new(inner)));
+    let mut offsets = List::with_capacity(source.len());
+    let mut offset = 0_u64;
+    for vs in &source {
+        offset += vs.len() as u64;
+        offsets.push(offset);
     }
-
-    W::wrap(data)
+    let pool = StringPool::from_slices(source.iter().flatten().map(StringSource::bytes));
+    let inner: ArcColumnData = Arc::new(StringColumnData { pool });
+    W::wrap(ArrayColumnData { inner, offsets })
 }
 
 impl ColumnFrom for Vec<Option<Vec<u8>>> {

@@ -1,4 +1,4 @@
-use std::{io::Write, slice};
+use std::slice;
 
 const AVG_STR_SIZE: usize = 80;
 
@@ -41,12 +41,7 @@ where
     T: AsRef<[u8]>,
 {
     fn from(source: Vec<T>) -> Self {
-        let mut pool = StringPool::with_capacity(source.len());
-        for s in source.iter() {
-            let mut b = pool.allocate(s.as_ref().len());
-            b.write_all(s.as_ref()).unwrap();
-        }
-        pool
+        StringPool::from_slices(source.iter().map(AsRef::as_ref))
     }
 }
 
@@ -58,6 +53,35 @@ impl StringPool {
             position: 0,
             capacity,
         }
+    }
+
+    /// traceingest patch: a pool holding `strings` in one chunk of exactly their total size,
+    /// copied once and never zero-filled. Upstream sizes a chunk at 80 bytes per string
+    /// (zero-filled, however short the strings) and starts more chunks as they fill.
+    pub(crate) fn from_slices<'a, I>(strings: I) -> StringPool
+    where
+        I: Iterator<Item = &'a [u8]> + Clone,
+    {
+        let (count, total) = strings
+            .clone()
+            .fold((0, 0), |(n, bytes), s| (n + 1, bytes + s.len()));
+        let mut pool = StringPool::with_capacity(count);
+        if count == 0 {
+            return pool;
+        }
+        let mut chunk = Vec::with_capacity(total);
+        for s in strings {
+            pool.pointers.push(StringPtr {
+                chunk: 0,
+                shift: chunk.len(),
+                len: s.len(),
+            });
+            chunk.extend_from_slice(s);
+        }
+        // The chunk is exactly full: a later `allocate` starts a new one.
+        pool.position = chunk.len();
+        pool.chunks.push(chunk);
+        pool
     }
 
     pub(crate) fn allocate(&mut self, size: usize) -> &mut [u8] {
@@ -150,6 +174,15 @@ mod test {
             assert_eq!(buffer[0], 0);
             buffer[0] = 1
         }
+    }
+
+    #[test]
+    fn test_from_slices_then_allocate() {
+        let mut pool = StringPool::from(vec!["a", "", "bcd"]);
+        pool.allocate(2).copy_from_slice(b"xy");
+        let got: Vec<&[u8]> = pool.strings().collect();
+        assert_eq!(got, vec![&b"a"[..], b"", b"bcd", b"xy"]);
+        assert_eq!(StringPool::from(Vec::<&str>::new()).len(), 0);
     }
 
     #[test]
