@@ -276,13 +276,20 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
 fn max_phase(a: &Args, f: &Fixture, connections: usize) -> Value {
     wait_drained(a.addr);
     let peak = PeakBuffered::start(a.addr);
+    let ch = meter::clickhouse_pid();
+    let ch_before = ch.map(Cpu::read);
     let before = Cpu::read(a.pid);
     let t0 = Instant::now();
     let tally = drive(a, f, connections, None, a.phase);
     let secs = t0.elapsed().as_secs_f64();
     // The flush thread's work for these rows counts too.
     wait_drained(a.addr);
+    let drained_after = t0.elapsed().as_secs_f64();
     let cpu = Cpu::read(a.pid).since(&before);
+    let ch_cpu = match (ch, ch_before) {
+        (Some(pid), Some(b)) => Cpu::read(pid).since(&b).total,
+        _ => f64::NAN,
+    };
     let peak_buffered = peak.finish();
     let bytes = tally.accepted * f.body.len() as u64;
     let spans = tally.accepted * f.spans;
@@ -300,6 +307,10 @@ fn max_phase(a: &Args, f: &Fixture, connections: usize) -> Value {
         "cpu_s_per_million_spans": cpu.total / (spans as f64 / 1e6),
         "spans_per_cpu_s": spans as f64 / cpu.total,
         "peak_buffered_rows": peak_buffered,
+        "drained_after_s": drained_after,
+        "clickhouse_cpu_s": ch_cpu,
+        "clickhouse_cpu_us_per_row": ch_cpu / spans as f64 * 1e6,
+        "flush_cpu_us_per_row": cpu.flush / spans as f64 * 1e6,
         "body_bytes": f.body.len(),
         "spans_per_batch": f.spans,
     })

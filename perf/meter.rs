@@ -19,6 +19,9 @@ pub struct Cpu {
     pub flush: f64,
     pub user: f64,
     pub system: f64,
+    /// System (kernel) share of `workers` and of `flush`.
+    pub workers_system: f64,
+    pub flush_system: f64,
 }
 
 fn ticks_per_second() -> f64 {
@@ -61,8 +64,14 @@ impl Cpu {
                     continue;
                 };
                 match name.trim() {
-                    n if n.starts_with("worker-") => cpu.workers += u + s,
-                    "flush" => cpu.flush += u + s,
+                    n if n.starts_with("worker-") => {
+                        cpu.workers += u + s;
+                        cpu.workers_system += s;
+                    }
+                    "flush" => {
+                        cpu.flush += u + s;
+                        cpu.flush_system += s;
+                    }
                     _ => {}
                 }
             }
@@ -77,6 +86,8 @@ impl Cpu {
             flush: self.flush - before.flush,
             user: self.user - before.user,
             system: self.system - before.system,
+            workers_system: self.workers_system - before.workers_system,
+            flush_system: self.flush_system - before.flush_system,
         }
     }
 
@@ -88,8 +99,25 @@ impl Cpu {
             "other_s": self.total - self.workers - self.flush,
             "user_s": self.user,
             "system_s": self.system,
+            "workers_system_s": self.workers_system,
+            "flush_system_s": self.flush_system,
         })
     }
+}
+
+/// Pid of the local ClickHouse server, if one runs (its CPU is reported next to ours).
+pub fn clickhouse_pid() -> Option<u32> {
+    let dirs = std::fs::read_dir("/proc").ok()?;
+    for d in dirs.flatten() {
+        let Ok(pid) = d.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(d.path().join("comm")).unwrap_or_default();
+        if comm.trim() == "clickhouse-serv" || comm.trim() == "clickhouse-server" {
+            return Some(pid);
+        }
+    }
+    None
 }
 
 /// (VmHWM, VmRSS) in bytes from `/proc/<pid>/status`.
