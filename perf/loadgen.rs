@@ -37,6 +37,8 @@ struct Args {
     phase: Duration,
     sustain: Duration,
     out: String,
+    /// Only this closed-loop phase (`typical` or `small`), e.g. to profile the server under it.
+    only: Option<String>,
 }
 
 fn parse_args() -> Args {
@@ -49,6 +51,7 @@ fn parse_args() -> Args {
         phase: Duration::from_secs(15),
         sustain: Duration::from_secs(20),
         out: "perf/out/load.json".into(),
+        only: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     for pair in args.chunks(2) {
@@ -62,6 +65,7 @@ fn parse_args() -> Args {
             "--phase-secs" => a.phase = Duration::from_secs(v.parse().expect("--phase-secs")),
             "--sustain-secs" => a.sustain = Duration::from_secs(v.parse().expect("--sustain-secs")),
             "--out" => a.out = v,
+            "--only" => a.only = Some(v),
             other => panic!("unknown argument {other}"),
         }
     }
@@ -342,6 +346,8 @@ fn open_phase(a: &Args, f: &Fixture, rate: f64, label: &str) -> Value {
 /// Open loop at `rate` for the sustain time, sampling intake and ClickHouse every second.
 fn sustain_phase(a: &Args, f: &Fixture, rate: f64) -> Value {
     wait_drained(a.addr);
+    let ch = meter::clickhouse_pid();
+    let (server_before, ch_before) = (Cpu::read(a.pid), ch.map(Cpu::read));
     let stop = Arc::new(AtomicBool::new(false));
     let samples = std::thread::scope(|s| {
         let sampler = {
@@ -373,6 +379,12 @@ fn sustain_phase(a: &Args, f: &Fixture, rate: f64) -> Value {
         std::thread::sleep(Duration::from_millis(100));
     }
     let catch_up = t0.elapsed().as_secs_f64();
+    let server = Cpu::read(a.pid).since(&server_before);
+    let ch_cpu = match (ch, ch_before) {
+        (Some(pid), Some(b)) => Cpu::read(pid).since(&b).total,
+        _ => f64::NAN,
+    };
+    let written = rows_in_clickhouse(&a.database) as f64;
     let first = &samples[0];
     let last = &samples[samples.len() - 1];
     let dt = last["t"].as_f64().unwrap() - first["t"].as_f64().unwrap();
@@ -392,6 +404,11 @@ fn sustain_phase(a: &Args, f: &Fixture, rate: f64) -> Value {
         "clickhouse_rows_per_s": d("rows_in_clickhouse") / dt,
         "max_buffered_rows": max_buffered,
         "catch_up_s": catch_up,
+        "cpu": server.to_json(),
+        "flush_busy_share": server.flush / (a.sustain.as_secs_f64() + catch_up),
+        "flush_cpu_us_per_row": server.flush / written * 1e6,
+        "clickhouse_cpu_s": ch_cpu,
+        "clickhouse_cpu_us_per_row": ch_cpu / written * 1e6,
         "rows_in_clickhouse_at_end": rows_in_clickhouse(&a.database),
         "accepted_spans_at_end": target,
         "samples": samples,
@@ -430,6 +447,12 @@ fn main() {
 
     eprintln!("loadgen: warming up");
     drive(&a, &typical, 2, None, Duration::from_secs(2));
+    if let Some(only) = &a.only {
+        let f = if only == "small" { &small } else { &typical };
+        eprintln!("loadgen: closed loop, {only} only");
+        eprintln!("  {}", max_phase(&a, f, 4));
+        return;
+    }
     eprintln!("loadgen: closed loop, typical");
     let max_typical = max_phase(&a, &typical, 4);
     eprintln!("  {max_typical}");

@@ -267,15 +267,21 @@ fn main() {
     );
     let _ = writeln!(
         o,
-        "Sustain run: {:.0} s at {:.1} req/s offered; {} accepted, {} refused; rows reaching \
-         ClickHouse {ch_rate:.0}/s (raw `count()`), spans accepted {in_rate:.0}/s; most rows \
-         waiting in the server {}; peak RSS {:.0} MiB.\n",
+        "Sustain run: {:.0} s at {:.1} req/s offered; {} accepted, {} refused (`503 buffer_full` \
+         once the write buffer is full); rows reaching ClickHouse {ch_rate:.0}/s (raw `count()`), \
+         spans accepted {in_rate:.0}/s; most rows waiting in the server {}; peak RSS {:.0} MiB. \
+         Where the rows wait: the flush thread was busy {:.0}% of the run ({:.2} µs of its CPU \
+         per row written), ClickHouse's server process spent {:.2} µs of CPU per row written \
+         (on the same cores).\n",
         f(&sustain["seconds"]),
         f(&sustain["offered_per_s"]),
         sustain["accepted"],
         sustain["refused"],
         sustain["max_buffered_rows"],
-        mib(hwm)
+        mib(hwm),
+        f(&sustain["flush_busy_share"]) * 100.0,
+        f(&sustain["flush_cpu_us_per_row"]),
+        f(&sustain["clickhouse_cpu_us_per_row"]),
     );
 
     // ----- benches -----

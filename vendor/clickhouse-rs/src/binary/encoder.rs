@@ -1,9 +1,4 @@
-use crate::{
-    binary,
-    types::{Marshal, StatBuffer},
-};
-
-const MAX_VARINT_LEN64: usize = 10;
+use crate::types::{Marshal, StatBuffer};
 
 #[derive(Default)]
 pub struct Encoder {
@@ -15,10 +10,20 @@ impl Encoder {
         Encoder { buffer: Vec::new() }
     }
 
-    pub fn uvarint(&mut self, v: u64) {
-        let mut scratch = [0u8; MAX_VARINT_LEN64];
-        let ln = binary::put_uvarint(&mut scratch[..], v);
-        self.write_bytes(&scratch[..ln]);
+    // traceingest patch: written straight into the buffer (one byte below 128, the usual case
+    // for a string's length), not through a scratch array and `extend_from_slice`.
+    pub fn uvarint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.buffer.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.buffer.push(v as u8);
+    }
+
+    // traceingest patch: room for `additional` more bytes, so a column is encoded without
+    // the buffer growing (and copying itself) along the way.
+    pub fn reserve(&mut self, additional: usize) {
+        self.buffer.reserve(additional);
     }
 
     pub fn string(&mut self, text: impl AsRef<str>) {

@@ -29,6 +29,8 @@ use crate::{
 use self::chunk::ChunkColumnData;
 pub(crate) use self::{column_data::ColumnData, string_pool::StringPool};
 pub use self::{concat::ConcatColumnData, numeric::VectorColumnData};
+// traceingest patch
+pub use self::flat::{FlatArrays, FlatStringArrays};
 
 mod array;
 pub(crate) mod chrono_datetime;
@@ -40,6 +42,8 @@ pub(crate) mod datetime64;
 mod decimal;
 mod enums;
 mod factory;
+// traceingest patch
+mod flat;
 pub(crate) mod fixed_string;
 mod ip;
 pub mod iter;

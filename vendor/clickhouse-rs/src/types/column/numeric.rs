@@ -15,7 +15,7 @@ use crate::{
 use super::{
     column_data::{BoxColumnData, ColumnData},
     list::List,
-    ColumnFrom,
+    ColumnFrom, FlatArrays,
 };
 
 pub struct VectorColumnData<T>
@@ -112,6 +112,34 @@ where
             for v in array {
                 values.push(v);
             }
+        }
+        let inner: ArcColumnData = Arc::new(VectorColumnData { data: values });
+        W::wrap(ArrayColumnData { inner, offsets })
+    }
+}
+
+// traceingest patch: see `flat.rs`.
+impl<T> ColumnFrom for FlatArrays<T>
+where
+    T: StatBuffer
+        + Unmarshal<T>
+        + Marshal
+        + Copy
+        + Into<Value>
+        + From<Value>
+        + Send
+        + Sync
+        + HasSqlType
+        + 'static,
+{
+    fn column_from<W: ColumnWrapper>(source: Self) -> W::Wrapper {
+        let mut values = List::with_capacity(source.values.len());
+        for v in source.values {
+            values.push(v);
+        }
+        let mut offsets = List::with_capacity(source.offsets.len());
+        for o in source.offsets {
+            offsets.push(o);
         }
         let inner: ArcColumnData = Arc::new(VectorColumnData { data: values });
         W::wrap(ArrayColumnData { inner, offsets })

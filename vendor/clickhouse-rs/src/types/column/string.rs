@@ -16,7 +16,7 @@ use crate::{
 
 use super::{
     column_data::{BoxColumnData, ColumnData},
-    ColumnFrom,
+    ColumnFrom, FlatStringArrays,
 };
 
 pub(crate) struct StringColumnData {
@@ -125,6 +125,19 @@ fn make_array_of_array<W: ColumnWrapper, S: StringSource>(
     W::wrap(ArrayColumnData { inner, offsets })
 }
 
+// traceingest patch: see `flat.rs`.
+impl<'a> ColumnFrom for FlatStringArrays<'a> {
+    fn column_from<W: ColumnWrapper>(source: Self) -> W::Wrapper {
+        let mut offsets = List::with_capacity(source.offsets.len());
+        for o in source.offsets {
+            offsets.push(o);
+        }
+        let pool = StringPool::from_slices(source.values.iter().copied());
+        let inner: ArcColumnData = Arc::new(StringColumnData { pool });
+        W::wrap(ArrayColumnData { inner, offsets })
+    }
+}
+
 impl ColumnFrom for Vec<Option<Vec<u8>>> {
     fn column_from<W: ColumnWrapper>(source: Self) -> W::Wrapper {
         make_opt_column::<W, Vec<u8>>(source)
@@ -169,10 +182,17 @@ impl ColumnData for StringColumnData {
         SqlType::String
     }
 
+    // traceingest patch: one reservation for the whole column, then each string by index
+    // (upstream walked an iterator through `skip`/`take` and grew the buffer as it went).
     fn save(&self, encoder: &mut Encoder, start: usize, end: usize) {
-        let strings = self.pool.strings();
-        for v in strings.skip(start).take(end - start) {
-            encoder.byte_string(v);
+        let end = end.min(self.pool.len());
+        let mut bytes = 0;
+        for i in start..end {
+            bytes += self.pool.get(i).len() + 1;
+        }
+        encoder.reserve(bytes + (end - start) * 2);
+        for i in start..end {
+            encoder.byte_string(self.pool.get(i));
         }
     }
 
