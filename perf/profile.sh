@@ -42,6 +42,7 @@ if clickhouse-client --query "SELECT 1" >/dev/null 2>&1; then
   echo "$FIXTURE $RATE; ClickHouse server CPU $(awk -v t=$((T1 - T0)) -v hz="$HZ" 'BEGIN {printf "%.2f", t / hz / 320000 * 1e6}') µs per row"
 fi
 echo
-echo "Top functions of the whole path (inclusive of nothing: self cost):"
+echo "Top functions of the whole path (self cost; file:function):"
 callgrind_annotate --threshold=95 "perf/out/callgrind.$FIXTURE.whole.out" 2>/dev/null \
-  | sed -n '/file:function/,/^$/p' | head -40 || true
+  | sed -n '/file:function/,/^$/p' | sed -E 's#  [^ ]*/([^/ ]+:)#  \1#; s# \[[^]]*\]$##' \
+  | head -22 || true

@@ -50,6 +50,16 @@ where
     }
 }
 
+// traceingest patch: take a vector's values without copying them one by one.
+impl<T> From<Vec<T>> for List<T>
+where
+    T: StatBuffer + Unmarshal<T> + Marshal + Copy + Sync + 'static,
+{
+    fn from(data: Vec<T>) -> Self {
+        List { data }
+    }
+}
+
 impl<T> fmt::Debug for List<T>
 where
     T: StatBuffer + Unmarshal<T> + Marshal + Copy + Sync + 'static + fmt::Debug,

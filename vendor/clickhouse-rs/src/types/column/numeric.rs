@@ -46,12 +46,11 @@ where
         + HasSqlType
         + 'static,
 {
+    // traceingest patch: the vector becomes the column as it is (upstream pushed each value).
     fn column_from<W: ColumnWrapper>(source: Self) -> W::Wrapper {
-        let mut data = List::with_capacity(source.len());
-        for s in source {
-            data.push(s);
-        }
-        W::wrap(VectorColumnData { data })
+        W::wrap(VectorColumnData {
+            data: List::from(source),
+        })
     }
 }
 
@@ -73,13 +72,11 @@ where
     // traceingest patch: fill the null map and the values directly. Upstream pushes every
     // element as a boxed `Value::Nullable`, interning its `SqlType` in a global map each time.
     fn column_from<W: ColumnWrapper>(source: Self) -> W::Wrapper {
-        let mut values = List::with_capacity(source.len());
-        let mut nulls = Vec::with_capacity(source.len());
-        for value in source {
-            nulls.push(u8::from(value.is_none()));
-            values.push(value.unwrap_or_default());
-        }
-        let inner: ArcColumnData = Arc::new(VectorColumnData { data: values });
+        let nulls: Vec<u8> = source.iter().map(|v| u8::from(v.is_none())).collect();
+        let values: Vec<T> = source.iter().map(|v| v.unwrap_or_default()).collect();
+        let inner: ArcColumnData = Arc::new(VectorColumnData {
+            data: List::from(values),
+        });
         W::wrap(NullableColumnData { inner, nulls })
     }
 }
@@ -133,16 +130,13 @@ where
         + 'static,
 {
     fn column_from<W: ColumnWrapper>(source: Self) -> W::Wrapper {
-        let mut values = List::with_capacity(source.values.len());
-        for v in source.values {
-            values.push(v);
-        }
-        let mut offsets = List::with_capacity(source.offsets.len());
-        for o in source.offsets {
-            offsets.push(o);
-        }
-        let inner: ArcColumnData = Arc::new(VectorColumnData { data: values });
-        W::wrap(ArrayColumnData { inner, offsets })
+        let inner: ArcColumnData = Arc::new(VectorColumnData {
+            data: List::from(source.values),
+        });
+        W::wrap(ArrayColumnData {
+            inner,
+            offsets: List::from(source.offsets),
+        })
     }
 }
 

@@ -128,13 +128,12 @@ fn make_array_of_array<W: ColumnWrapper, S: StringSource>(
 // traceingest patch: see `flat.rs`.
 impl<'a> ColumnFrom for FlatStringArrays<'a> {
     fn column_from<W: ColumnWrapper>(source: Self) -> W::Wrapper {
-        let mut offsets = List::with_capacity(source.offsets.len());
-        for o in source.offsets {
-            offsets.push(o);
-        }
         let pool = StringPool::from_slices(source.values.iter().copied());
         let inner: ArcColumnData = Arc::new(StringColumnData { pool });
-        W::wrap(ArrayColumnData { inner, offsets })
+        W::wrap(ArrayColumnData {
+            inner,
+            offsets: List::from(source.offsets),
+        })
     }
 }
 
