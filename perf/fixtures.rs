@@ -1,7 +1,11 @@
 //! Seeded generator of realistic v1 batches: the fixtures for benches, load runs and fuzz seeds.
 //!
-//! No dependencies, so benches, the load generator and the fuzz corpus writer can all include it
-//! with `#[path]`. The same seed always gives the same bytes.
+//! No dependencies, so benches, tests, the load generator and the fuzz corpus writer can all
+//! include it with `#[path]`. The same seed always gives the same bytes. Every batch is valid
+//! under the v1 schema and has what real clients send: JSON escapes (`\n`, `\"`, `\\`, `\t`,
+//! `\u00e9`, an escaped surrogate pair), non-ASCII text (accents, CJK, emoji), trace and span
+//! metadata, usage with cached and reasoning tokens, rate-limit headers, error spans, tool and
+//! embedding spans, and the fields newer v1 clients add (`customer`, `chunkJitter`).
 
 #![allow(dead_code)]
 
@@ -29,9 +33,55 @@ impl Rng {
 }
 
 const WORDS: &[&str] = &[
-    "the", "model", "returned", "a", "summary", "of", "quarterly", "revenue", "café", "naïve",
-    "résumé", "données", "東京", "数据", "🚀", "👍", "tool", "call", "weather", "Berlin", "JSON",
-    "function", "arguments", "assistant", "user", "system", "context", "window", "tokens", "and",
+    "the",
+    "model",
+    "returned",
+    "a",
+    "summary",
+    "of",
+    "quarterly",
+    "revenue",
+    "café",
+    "naïve",
+    "résumé",
+    "données",
+    "東京",
+    "数据",
+    "🚀",
+    "👍",
+    "tool",
+    "call",
+    "weather",
+    "Berlin",
+    "JSON",
+    "function",
+    "arguments",
+    "assistant",
+    "user",
+    "system",
+    "context",
+    "window",
+    "tokens",
+    "and",
+    "is",
+    "to",
+    "in",
+    "for",
+    "with",
+    "please",
+    "answer",
+    "customer",
+    "order",
+    "refund",
+    "Straße",
+    "größer",
+    "Привет",
+    "مرحبا",
+    "→",
+    "€",
+    "C:\\temp",
+    "{\"k\": 1}",
+    "tab\there",
 ];
 
 const MODELS: &[(&str, &str)] = &[
@@ -41,11 +91,24 @@ const MODELS: &[(&str, &str)] = &[
     ("anthropic.messages", "claude-3-5-haiku-latest"),
     ("google-vertex", "gemini-2.5-pro"),
     ("azure", "gpt-4o-2024-08-06"),
-    ("amazon-bedrock", "us.anthropic.claude-3-5-sonnet-20240620-v1:0"),
+    (
+        "amazon-bedrock",
+        "us.anthropic.claude-3-5-sonnet-20240620-v1:0",
+    ),
     ("mistral", "mistral-large-latest"),
     ("xai", "grok-4"),
     ("deepseek", "deepseek-chat"),
+    ("openai.chat", "o3-mini"),
+    ("acme", "in-house-model-v2"),
 ];
+
+const EMBEDDING_MODELS: &[(&str, &str)] = &[
+    ("openai.embeddings", "text-embedding-3-small"),
+    ("cohere", "embed-english-v3.0"),
+];
+
+/// Escape sequences that stand for text, inserted verbatim into the JSON.
+const RAW_ESCAPES: &[&str] = &["\\u00e9", "\\ud83d\\ude00", "\\/", "\\u2014"];
 
 /// Appends `s` as a JSON string body (without quotes), escaping what JSON requires.
 fn push_escaped(out: &mut String, s: &str) {
@@ -55,85 +118,157 @@ fn push_escaped(out: &mut String, s: &str) {
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
             c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push(c),
         }
     }
 }
 
-/// Prose of about `len` bytes with newlines, quotes, an escaped é and non-ASCII words.
+/// JSON string body of prose of about `len` bytes: words (some non-ASCII), newlines, quotes,
+/// backslashes, tabs and a few `\u` escapes.
 fn text(rng: &mut Rng, len: usize) -> String {
-    let mut s = String::with_capacity(len + 32);
-    while s.len() < len {
-        s.push_str(rng.pick(WORDS));
-        match rng.below(20) {
-            0 => s.push('\n'),
-            1 => s.push_str(" \"quoted\" "),
-            2 => s.push_str("\\u00e9 "),
-            _ => s.push(' '),
+    let mut out = String::with_capacity(len + 32);
+    let mut word = String::new();
+    while out.len() < len {
+        word.clear();
+        word.push_str(rng.pick(WORDS));
+        match rng.below(24) {
+            0 => word.push('\n'),
+            1 => word.push_str(" \"quoted\" "),
+            _ => word.push(' '),
         }
-    }
-    let mut out = String::with_capacity(s.len() + 16);
-    // `\u00e9` above is meant literally in the JSON, so escape everything but that.
-    for (i, part) in s.split("\\u00e9").enumerate() {
-        if i > 0 {
-            out.push_str("\\u00e9");
+        push_escaped(&mut out, &word);
+        if rng.below(40) == 0 {
+            out.push_str(rng.pick(RAW_ESCAPES));
+            out.push(' ');
         }
-        push_escaped(&mut out, part);
     }
     out
 }
 
-/// One batch of `traces` traces with `spans` spans each; `text_len` bytes of input and output
-/// per llm span.
+/// A short JSON string body without escapes.
+fn word(rng: &mut Rng) -> &'static str {
+    rng.pick(&["alpha", "beta", "gamma", "delta", "eval", "prod", "canary"])
+}
+
+/// One batch of `traces` traces with `spans` spans each; about `text_len` bytes of input and
+/// `text_len / 2` of output per llm span.
 pub fn batch(seed: u64, traces: usize, spans: usize, text_len: usize) -> Vec<u8> {
+    use std::fmt::Write as _;
     let mut rng = Rng::new(seed);
-    let mut s = String::with_capacity(traces * spans * (text_len * 2 + 600) + 64);
+    let mut s = String::with_capacity(traces * spans * (text_len * 2 + 700) + 64);
     s.push_str("{\"version\":\"v1\",\"traces\":[");
     for t in 0..traces {
         if t > 0 {
             s.push(',');
         }
         let trace_id = rng.next();
-        s.push_str(&format!(
-            "{{\"traceId\":\"tr-{trace_id:016x}\",\"traceName\":\"support-chat\",\"agentName\":\"helper\",\
-             \"sessionId\":\"sess-{}\",\"metadata\":{{\"env\":\"prod\",\"region\":\"eu-west-1\",\"tenant\":\"t{}\"}},\"spans\":[",
+        let _ = write!(
+            s,
+            "{{\"traceId\":\"tr-{trace_id:016x}\",\"traceName\":\"support-chat \\u2014 {}\",\"agentName\":\"helper\",\
+             \"sessionId\":\"sess-{}\",\"metadata\":{{\"env\":\"prod\",\"region\":\"eu-west-1\",\"tenant\":\"t{}\",\"locale\":\"fr-FR\"}}",
+            word(&mut rng),
             rng.below(1000),
             rng.below(50)
-        ));
+        );
+        if t % 3 == 0 {
+            let _ = write!(
+                s,
+                ",\"workflowName\":\"refund-flow\",\"workflowRunId\":\"run-{:08x}\"",
+                rng.next() as u32
+            );
+        }
+        if t % 4 == 1 {
+            let _ = write!(
+                s,
+                ",\"customer\":{{\"id\":\"cus_{:06}\",\"name\":\"Zoë Müller\",\"imageUrl\":\"https://cdn.example.com/u/{}.png\"}}",
+                rng.below(1_000_000),
+                rng.below(1000)
+            );
+        }
+        s.push_str(",\"spans\":[");
         let start = 1_760_000_000_000u64 + rng.below(1_000_000_000);
         for i in 0..spans {
             if i > 0 {
                 s.push(',');
             }
             let st = start + i as u64 * 10;
-            let kind = if i == 0 { "agent" } else if i % 4 == 3 { "tool" } else { "llm" };
-            s.push_str(&format!(
-                "{{\"spanId\":\"sp-{:016x}\",\"spanType\":\"{kind}\",\"name\":\"step {i}\",\"startTime\":{st},\"endTime\":{}",
+            let kind = match (i, i % 8) {
+                (0, _) => "agent",
+                (_, 3) | (_, 6) => "tool",
+                (_, 5) => "embedding",
+                _ => "llm",
+            };
+            let _ = write!(
+                s,
+                "{{\"spanId\":\"sp-{:016x}\",\"spanType\":\"{kind}\",\"name\":\"step {i}: {}\",\"startTime\":{st},\"endTime\":{}",
                 rng.next(),
+                word(&mut rng),
                 st + 5 + rng.below(3000)
-            ));
+            );
             if i > 0 {
-                s.push_str(&format!(",\"parentSpanId\":\"sp-parent-{t}\""));
+                let _ = write!(s, ",\"parentSpanId\":\"sp-parent-{t}\"");
             }
-            if kind == "llm" {
-                let (provider, model) = MODELS[rng.below(MODELS.len() as u64) as usize];
-                let input = 100 + rng.below(20_000);
-                s.push_str(&format!(
-                    ",\"provider\":\"{provider}\",\"modelId\":\"{model}\",\"usage\":{{\"inputTokens\":{input},\"outputTokens\":{},\
-                     \"cachedInputTokens\":{},\"totalTokens\":{}}},\"ttftMs\":{}.{},\"input\":\"{}\",\"output\":\"{}\",\
-                     \"chunkOffsets\":[1,5,9,14],\"chunkTokens\":[3,4,4,5],\"metadata\":{{\"prompt_version\":\"v{}\"}}",
-                    rng.below(2000),
-                    rng.below(input / 2),
-                    input + 100,
-                    rng.below(900),
-                    rng.below(10),
-                    text(&mut rng, text_len),
-                    text(&mut rng, text_len / 2),
-                    rng.below(9)
-                ));
-            } else if kind == "tool" {
-                s.push_str(&format!(",\"input\":\"{}\",\"output\":\"{}\"", text(&mut rng, 60), text(&mut rng, 120)));
+            match kind {
+                "llm" => {
+                    let (provider, model) = MODELS[rng.below(MODELS.len() as u64) as usize];
+                    let input = 100 + rng.below(20_000);
+                    let output = rng.below(2000);
+                    let _ = write!(
+                        s,
+                        ",\"provider\":\"{provider}\",\"modelId\":\"{model}\",\"usage\":{{\"inputTokens\":{input},\"outputTokens\":{output},\
+                         \"cachedInputTokens\":{},\"reasoningTokens\":{},\"totalTokens\":{}}},\"ttftMs\":{}.{},\"modelCallMs\":{},\
+                         \"input\":\"{}\",\"output\":\"{}\",\"systemFingerprint\":\"fp_{:010x}\",\
+                         \"chunkOffsets\":[1,5,9,14,22,31],\"chunkTokens\":[3,4,4,5,8,9],\
+                         \"rateLimit\":{{\"requestsLimit\":10000,\"requestsRemaining\":{},\"tokensLimit\":2000000,\"tokensRemaining\":{}}},\
+                         \"metadata\":{{\"prompt_version\":\"v{}\",\"env\":\"staging\"}}",
+                        rng.below(input / 2),
+                        rng.below(output / 4 + 1),
+                        input + output,
+                        rng.below(900),
+                        rng.below(10),
+                        rng.below(9000),
+                        text(&mut rng, text_len),
+                        text(&mut rng, text_len / 2),
+                        rng.next() >> 24,
+                        rng.below(10_000),
+                        rng.below(2_000_000),
+                        rng.below(9)
+                    );
+                    if rng.below(10) == 0 {
+                        s.push_str(",\"status\":\"error\",\"errorMessage\":\"429 Too Many Requests: \\\"rate limit\\\" reached\"");
+                    }
+                    if rng.below(4) == 0 {
+                        let _ = write!(
+                            s,
+                            ",\"responseTimeMs\":{},\"outputTps\":{}.5,\"chunkJitter\":{{\"min\":0.5,\"p10\":1,\"median\":2.5,\"avg\":3.1,\"p90\":7,\"max\":{}}}",
+                            rng.below(9000),
+                            rng.below(200),
+                            10 + rng.below(90)
+                        );
+                    }
+                }
+                "embedding" => {
+                    let (provider, model) =
+                        EMBEDDING_MODELS[rng.below(EMBEDDING_MODELS.len() as u64) as usize];
+                    let _ = write!(
+                        s,
+                        ",\"provider\":\"{provider}\",\"modelId\":\"{model}\",\"usage\":{{\"inputTokens\":{}}},\"input\":\"{}\"",
+                        1 + rng.below(500),
+                        text(&mut rng, text_len / 4)
+                    );
+                }
+                "tool" => {
+                    let _ = write!(
+                        s,
+                        ",\"input\":\"{}\",\"output\":\"{}\",\"metadata\":{{\"tool\":\"{}\"}}",
+                        text(&mut rng, 60),
+                        text(&mut rng, 120),
+                        word(&mut rng)
+                    );
+                }
+                _ => {}
             }
             s.push('}');
         }
@@ -143,22 +278,52 @@ pub fn batch(seed: u64, traces: usize, spans: usize, text_len: usize) -> Vec<u8>
     s.into_bytes()
 }
 
-/// 1 trace x 5 spans, about 2 KB.
+/// Spans per trace in every fixture below.
+pub const SPANS_PER_TRACE: usize = 20;
+
+/// 1 trace x 5 spans, about 2.8 KB (the three llm spans carry usage, rate limits and metadata
+/// even with short texts).
 pub fn small() -> Vec<u8> {
-    batch(1, 1, 5, 160)
+    batch(1, 1, 5, 20)
 }
 
 /// 50 traces x 20 spans with realistic prompts and outputs, about 1 MB.
 pub fn typical() -> Vec<u8> {
-    batch(2, 50, 20, 600)
+    batch(2, 50, SPANS_PER_TRACE, 500)
 }
 
-/// Near the 10 MiB body cap.
+/// Near the 10 MiB body cap (about 98% of it): 505 traces x 20 spans like `typical`.
 pub fn large() -> Vec<u8> {
-    batch(3, 480, 20, 600)
+    batch(3, LARGE_TRACES, SPANS_PER_TRACE, 500)
 }
+
+/// Traces in `large`.
+pub const LARGE_TRACES: usize = 505;
 
 /// Spans in a batch made by `batch`.
 pub fn span_count(traces: usize, spans: usize) -> usize {
     traces * spans
+}
+
+/// Where the 16 hex digits of every `traceId` of a fixture start, for `stamp`.
+pub fn trace_id_offsets(body: &[u8]) -> Vec<usize> {
+    const NEEDLE: &[u8] = b"\"traceId\":\"tr-";
+    body.windows(NEEDLE.len())
+        .enumerate()
+        .filter(|(_, w)| *w == NEEDLE)
+        .map(|(i, _)| i + NEEDLE.len())
+        .collect()
+}
+
+/// Rewrites every trace id of a fixture (same length) so that batch `n` has trace ids no other
+/// batch has: load runs send every span once, so the table's deduplication never hides rows.
+pub fn stamp(body: &mut [u8], offsets: &[usize], n: u64) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for (i, &at) in offsets.iter().enumerate() {
+        // 40 bits of batch number, 24 bits of trace index.
+        let id = (n << 24) | (i as u64 & 0xFF_FFFF);
+        for d in 0..16 {
+            body[at + d] = HEX[((id >> (60 - 4 * d)) & 15) as usize];
+        }
+    }
 }

@@ -52,6 +52,20 @@ impl Principal {
     }
 }
 
+impl Principal {
+    /// A principal on an unlimited plan without a rate limit, for benches, tests and fuzz
+    /// targets that run the pipeline without a server.
+    pub fn unlimited(org_id: &str, project_id: &str) -> Principal {
+        let plan = crate::admission::plan::Plan {
+            name: "unlimited".into(),
+            monthly_spans: None,
+            rate: None,
+        };
+        let account = Arc::new(crate::admission::Account::new(org_id.into(), &plan));
+        Principal::new(org_id.into(), project_id.into(), account)
+    }
+}
+
 impl PartialEq for Principal {
     /// Same owner and the very same admission state.
     fn eq(&self, other: &Principal) -> bool {

@@ -1,17 +1,21 @@
-//! Request body -> `wire::Batch`: simd-json parses the body in place into a reused tape, then
-//! the schema walk (`validate`) turns the tape into arena-allocated wire types.
+//! Request body -> `wire::Batch`: simd-json parses a padded copy of the body into a reused tape,
+//! then the schema walk (`validate`) turns the tape into arena-allocated wire types.
+//!
+//! The body is copied once, into the decoder's own buffer with simd-json's padding after it,
+//! and parsed there (`fill_tape_padded`, which unescapes strings in place and makes no copy of
+//! its own). So the body itself stays as it arrived, which the rare repair needs:
 //!
 //! simd-json refuses two things the contract accepts: a lone UTF-16 surrogate in a `\u` escape,
 //! and a number literal it cannot hold (`1e400`, `18446744073709551616`). Only when a parse
-//! fails for one of those reasons, the body is restored from a copy, repaired in place with
-//! same-length text (`\uD83D` -> `\uFFFD`; the literal -> a `"000"` placeholder string whose
-//! offset is remembered so the walk reports the number at its exact path), and parsed again.
+//! fails for one of those reasons, the body is repaired in place with same-length text
+//! (`\uD83D` -> `\uFFFD`; the literal -> a `"000"` placeholder string whose offset is
+//! remembered so the walk reports the number at its exact path), copied again and parsed again.
 //! Nesting depth is bounded by simd-json's iterative parser (1024 levels, no recursion).
 
 use std::mem;
 
 use bumpalo::Bump;
-use simd_json::{Buffers, ErrorType, Node, Tape};
+use simd_json::{Buffers, ErrorType, Node, Tape, INPUT_PADDING};
 
 use super::validate::{self, Issue, Placeholder};
 use super::wire::Batch;
@@ -34,13 +38,13 @@ pub enum DecodeError {
 /// Per-worker decoding state, reused by every request so a warm decode allocates nothing
 /// outside the request's arena.
 pub struct Decoder {
-    /// simd-json's scratch: structural indexes, padded input copy, unescape buffer.
+    /// simd-json's scratch: structural indexes, unescape buffer.
     buffers: Buffers,
     /// The tape's storage. Always empty between calls, hence `'static`.
     tape: Vec<Node<'static>>,
-    /// The body as it arrived. simd-json unescapes strings in place, so a parse that fails
-    /// part-way leaves the body changed; the repairs work on, and restore from, this copy.
-    original: Vec<u8>,
+    /// The copy of the body that is parsed (and unescaped in place), followed by
+    /// `INPUT_PADDING` bytes. Every `&str` of a decoded batch points into it.
+    padded: Vec<u8>,
     /// Out-of-range number literals replaced in this body, sorted by offset.
     placeholders: Vec<Placeholder>,
 }
@@ -56,120 +60,130 @@ impl Decoder {
         Decoder {
             buffers: Buffers::default(),
             tape: Vec::new(),
-            original: Vec::new(),
+            padded: Vec::new(),
             placeholders: Vec::new(),
         }
     }
 
-    /// Parses and validates `body` (which may start with one UTF-8 BOM) in place. Every `&str`
-    /// in the result borrows from `body`; every slice lives in `arena`.
+    /// Parses and validates `body` (which may start with one UTF-8 BOM). Every `&str` in the
+    /// result borrows from the decoder's copy of the body; every slice lives in `arena`.
+    /// `body` is left as it was, except where a repair rewrote it (see the module comment).
     pub fn decode<'a>(
-        &mut self,
-        body: &'a mut [u8],
+        &'a mut self,
+        body: &mut [u8],
         arena: &'a Bump,
     ) -> Result<Batch<'a>, DecodeError> {
         let bom = if body.starts_with(BOM) { BOM.len() } else { 0 };
         let body = &mut body[bom..];
+        let len = body.len();
         self.placeholders.clear();
-        self.original.clear();
-        self.original.extend_from_slice(body);
-        // A failed parse must hand the bytes back for repair, which the borrow checker cannot
-        // express for a loan that lives on as `'a` when the parse succeeds; so every attempt
-        // borrows the body afresh from this pointer, and `body` itself is not used again.
-        let (ptr, len) = (body.as_mut_ptr(), body.len());
+        self.padded.clear();
+        self.padded.reserve(len + INPUT_PADDING);
+        // Sized once, so the copy below never moves and `ptr` stays valid for `'a`.
+        let ptr = self.padded.as_mut_ptr();
         let mut tape: Tape<'a> = Tape(mem::take(&mut self.tape)).reset();
         let mut repairs = 0;
         loop {
-            // SAFETY: `ptr..ptr+len` is the `&'a mut [u8]` above, valid and exclusively ours
-            // for `'a`; it is reached only through this slice until the attempt fails, and a
-            // failed attempt's references (the tape's contents) are cleared before the next.
-            let input: &'a mut [u8] = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
-            let Err(e) = simd_json::fill_tape(input, &mut self.buffers, &mut tape) else {
+            self.padded.clear();
+            self.padded.extend_from_slice(body);
+            // Spaces, as simd-json's own copy is padded.
+            self.padded.resize(len + INPUT_PADDING, b' ');
+            debug_assert_eq!(self.padded.as_mut_ptr(), ptr);
+            // A failed parse must give the buffer back for the next attempt, which the borrow
+            // checker cannot express for a loan that lives on as `'a` when the parse succeeds;
+            // so every attempt borrows it afresh from this pointer.
+            // SAFETY: `ptr..ptr + len + INPUT_PADDING` is `self.padded`'s initialised content
+            // (just written, capacity reserved above so it never reallocates), and `self` is
+            // borrowed for `'a`, so nothing else touches the buffer while the result lives. A
+            // failed attempt's references (the tape's contents) are cleared before the buffer
+            // is written again.
+            let input: &'a mut [u8] =
+                unsafe { std::slice::from_raw_parts_mut(ptr, len + INPUT_PADDING) };
+            let Err(e) = simd_json::fill_tape_padded(input, len, &mut self.buffers, &mut tape)
+            else {
                 break;
             };
             let trailing = is_trailing_data(&tape.0, &e);
             tape.0.clear();
-            if repairs == MAX_REPAIRS || !self.repair(&e) {
+            if repairs == MAX_REPAIRS || !repair(body, &e, &mut self.placeholders) {
                 self.tape = tape.reset().0;
-                return Err(DecodeError::InvalidJson(self.describe(&e, trailing, bom)));
+                return Err(DecodeError::InvalidJson(describe(body, &e, trailing, bom)));
             }
             repairs += 1;
-            // SAFETY: as above; no reference into the body is live (the tape is empty).
-            unsafe { std::slice::from_raw_parts_mut(ptr, len) }.copy_from_slice(&self.original);
         }
         self.placeholders.sort_unstable_by_key(|p| p.offset);
         let result = validate::batch(&tape.0, arena, &self.placeholders, ptr as usize);
         self.tape = tape.reset().0;
         result.map_err(DecodeError::Schema)
     }
+}
 
-    /// Fixes what the contract accepts but simd-json refuses, in `self.original`. Returns
-    /// whether anything changed (if not, the error stands).
-    #[cold]
-    fn repair(&mut self, e: &simd_json::Error) -> bool {
-        match e.error() {
-            ErrorType::InvalidNumber => repair_numbers(&mut self.original, &mut self.placeholders),
-            // Stage 1 reports bad UTF-8 as `InvalidUtf8`; some string parsers report a lone low
-            // surrogate that way too.
-            ErrorType::InvalidUnicodeCodepoint | ErrorType::InvalidUtf8 => {
-                std::str::from_utf8(&self.original).is_ok() && repair_surrogates(&mut self.original)
-            }
-            _ => false,
+/// Fixes, in the body as sent, what the contract accepts but simd-json refuses. Returns
+/// whether anything changed (if not, the error stands).
+#[cold]
+fn repair(body: &mut [u8], e: &simd_json::Error, placeholders: &mut Vec<Placeholder>) -> bool {
+    match e.error() {
+        ErrorType::InvalidNumber => repair_numbers(body, placeholders),
+        // Stage 1 reports bad UTF-8 as `InvalidUtf8`; some string parsers report a lone low
+        // surrogate that way too.
+        ErrorType::InvalidUnicodeCodepoint | ErrorType::InvalidUtf8 => {
+            std::str::from_utf8(body).is_ok() && repair_surrogates(body)
         }
+        _ => false,
     }
+}
 
-    /// The `invalid_json` message: what is wrong and, when simd-json knows, the byte offset in
-    /// the body as sent (BOM included).
-    #[cold]
-    fn describe(&self, e: &simd_json::Error, trailing: bool, bom: usize) -> String {
-        let at = e.index() + bom;
-        let c = e.character().unwrap_or(' ');
-        let what = match e.error() {
-            ErrorType::Eof => "the body is empty".to_owned(),
-            ErrorType::InvalidUtf8 => match std::str::from_utf8(&self.original) {
-                Err(u) => format!("not valid UTF-8 (at byte {})", u.valid_up_to() + bom),
-                Ok(_) => "invalid \\u escape in a string".to_owned(),
-            },
-            ErrorType::InvalidUnicodeCodepoint => "invalid \\u escape in a string".to_owned(),
-            ErrorType::InvalidEscape => "invalid escape sequence in a string".to_owned(),
-            ErrorType::DepthLimitExceeded => format!(
-                "nested deeper than {} levels (at byte {at})",
-                simd_json::DEFAULT_MAX_DEPTH
-            ),
-            ErrorType::InternalError if trailing => {
-                // `at` is the root's closing bracket; point at what follows it.
-                let rest = self.original.get(e.index() + 1..).unwrap_or_default();
-                let gap = rest
-                    .iter()
-                    .take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-                    .count();
-                format!(
-                    "unexpected data after the JSON value (at byte {})",
-                    at + 1 + gap
-                )
-            }
-            ErrorType::TrailingData => "unexpected data after the JSON value".to_owned(),
-            ErrorType::InvalidNumber => format!("invalid number (at byte {at})"),
-            ErrorType::ExpectedTrue | ErrorType::ExpectedFalse | ErrorType::ExpectedNull => {
-                format!("invalid literal (at byte {at})")
-            }
-            ErrorType::ExpectedObjectColon => format!("expected ':' (at byte {at})"),
-            ErrorType::ExpectedObjectKey => format!("expected a string key (at byte {at})"),
-            ErrorType::ExpectedArrayContent => {
-                format!("expected ',' or ']', found '{c}' (at byte {at})")
-            }
-            ErrorType::ExpectedObjectContent => {
-                format!("expected ',', '}}' or a string key, found '{c}' (at byte {at})")
-            }
-            ErrorType::Syntax if e.character().is_none() => {
-                "unterminated string or control character in a string".to_owned()
-            }
-            ErrorType::Syntax => "unexpected end of the body".to_owned(),
-            _ if e.character().is_some() => format!("unexpected '{c}' (at byte {at})"),
-            other => format!("{other:?}"),
-        };
-        format!("the body is not valid JSON: {what}")
-    }
+/// The `invalid_json` message: what is wrong and, when simd-json knows, the byte offset in
+/// the body as sent (BOM included). `body` is the body after the BOM.
+#[cold]
+fn describe(body: &[u8], e: &simd_json::Error, trailing: bool, bom: usize) -> String {
+    let at = e.index() + bom;
+    let c = e.character().unwrap_or(' ');
+    let what = match e.error() {
+        ErrorType::Eof => "the body is empty".to_owned(),
+        ErrorType::InvalidUtf8 => match std::str::from_utf8(body) {
+            Err(u) => format!("not valid UTF-8 (at byte {})", u.valid_up_to() + bom),
+            Ok(_) => "invalid \\u escape in a string".to_owned(),
+        },
+        ErrorType::InvalidUnicodeCodepoint => "invalid \\u escape in a string".to_owned(),
+        ErrorType::InvalidEscape => "invalid escape sequence in a string".to_owned(),
+        ErrorType::DepthLimitExceeded => format!(
+            "nested deeper than {} levels (at byte {at})",
+            simd_json::DEFAULT_MAX_DEPTH
+        ),
+        ErrorType::InternalError if trailing => {
+            // `at` is the root's closing bracket; point at what follows it.
+            let rest = body.get(e.index() + 1..).unwrap_or_default();
+            let gap = rest
+                .iter()
+                .take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+                .count();
+            format!(
+                "unexpected data after the JSON value (at byte {})",
+                at + 1 + gap
+            )
+        }
+        ErrorType::TrailingData => "unexpected data after the JSON value".to_owned(),
+        ErrorType::InvalidNumber => format!("invalid number (at byte {at})"),
+        ErrorType::ExpectedTrue | ErrorType::ExpectedFalse | ErrorType::ExpectedNull => {
+            format!("invalid literal (at byte {at})")
+        }
+        ErrorType::ExpectedObjectColon => format!("expected ':' (at byte {at})"),
+        ErrorType::ExpectedObjectKey => format!("expected a string key (at byte {at})"),
+        ErrorType::ExpectedArrayContent => {
+            format!("expected ',' or ']', found '{c}' (at byte {at})")
+        }
+        ErrorType::ExpectedObjectContent => {
+            format!("expected ',', '}}' or a string key, found '{c}' (at byte {at})")
+        }
+        ErrorType::Syntax if e.character().is_none() => {
+            "unterminated string or control character in a string".to_owned()
+        }
+        ErrorType::Syntax => "unexpected end of the body".to_owned(),
+        _ if e.character().is_some() => format!("unexpected '{c}' (at byte {at})"),
+        other => format!("{other:?}"),
+    };
+    format!("the body is not valid JSON: {what}")
 }
 
 /// After a failed parse: whether the failure was data after a complete top-level object or

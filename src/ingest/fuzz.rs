@@ -9,7 +9,7 @@
 //! valid, decode exactly the values the oracle reads, and build rows for them without panicking.
 
 use std::cell::RefCell;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use bumpalo::Bump;
 
@@ -79,23 +79,11 @@ pub fn fuzz_decode(data: &[u8]) {
     });
 }
 
-/// An account on the default plan, for building rows outside a server.
-fn test_account() -> Arc<crate::admission::Account> {
-    static PLANS: OnceLock<crate::admission::plan::Plans> = OnceLock::new();
-    let plans = PLANS.get_or_init(|| {
-        crate::admission::plan::Plans::resolve(None, "self-hosted", None).expect("built-in plans")
-    });
-    Arc::new(crate::admission::Account::new(
-        "org".into(),
-        plans.default_plan(),
-    ))
-}
-
 /// Rows for an accepted batch: may only fail on a cost too large to store.
 fn build_rows(batch: &Batch<'_>) {
     static TABLE: OnceLock<PriceTable> = OnceLock::new();
     let table = TABLE.get_or_init(PriceTable::builtin);
-    let principal = Principal::new(Arc::from("org"), Arc::from(""), test_account());
+    let principal = Principal::unlimited("org", "");
     let mut out = RowBatch::default();
     let result = super::rows::build(
         batch,

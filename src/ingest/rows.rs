@@ -88,6 +88,24 @@ fn merged_metadata(out: &mut RowBatch, trace: Run, span: &Span<'_>) -> Run {
     }
 }
 
+/// Entries `build` pushes into `RowBatch::meta` (at most) and `RowBatch::ints` (exactly).
+fn side_lengths(batch: &Batch<'_>) -> (usize, usize) {
+    let (mut meta, mut ints) = (0, 0);
+    for trace in batch.traces {
+        meta += trace.metadata.len();
+        for span in trace.spans {
+            if !span.metadata.is_empty() {
+                meta += trace.metadata.len() + span.metadata.len();
+            }
+            ints += span.chunk_offsets.len()
+                + span.chunk_tokens.len()
+                + span.reasoning_offsets.len()
+                + span.reasoning_chunk_tokens.len();
+        }
+    }
+    (meta, ints)
+}
+
 /// Builds the rows of a validated batch. Pricing happens here, against one table for the whole
 /// batch; a usage too large to price in `Decimal(18, 10)` is a schema issue of that span.
 pub fn build(
@@ -99,10 +117,14 @@ pub fn build(
     body_len: usize,
     out: &mut RowBatch,
 ) -> Result<(), Vec<Issue>> {
+    // Every vector is sized once up front, so none grows (reallocates) per span.
     out.rows.reserve_exact(batch.span_count);
     // Row strings are a subset of the body's, plus org/project once.
     out.text
         .reserve(body_len + principal.org_id.len() + principal.project_id.len());
+    let (meta, ints) = side_lengths(batch);
+    out.meta.reserve_exact(meta);
+    out.ints.reserve_exact(ints);
     let org_id = out.push_str(&principal.org_id);
     let project_id = out.push_str(&principal.project_id);
     let mut issues = Vec::new();

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::admission::{Accounts, Clock};
 use crate::auth::KeyStore;
-use crate::config::Config;
+use crate::config::{Config, ServeArgs};
 use crate::metrics::Metrics;
 use crate::pricing::SharedPrices;
 use crate::sink::flush::FlushStats;
@@ -51,5 +51,36 @@ impl Shared {
     /// Memory and spool are both full: `/ingest` refuses batches and `/ready` is false.
     pub fn is_buffer_full(&self) -> bool {
         self.flush_stats.full.load(Ordering::Relaxed)
+    }
+
+    /// State for benches and tests that run `ingest::Pipeline` without a server: the settings
+    /// `serve` would resolve from its defaults and the `INGEST_*` environment, the built-in
+    /// price table, no API keys, and no flush thread (whoever drains the channel subtracts what
+    /// it takes from `buffered_rows`, as the flush thread does). Does no I/O.
+    ///
+    /// # Panics
+    /// If an `INGEST_*` variable in the environment is invalid.
+    pub fn for_bench() -> Shared {
+        #[derive(clap::Parser)]
+        struct Defaults {
+            #[command(flatten)]
+            serve: ServeArgs,
+        }
+        let config = <Defaults as clap::Parser>::try_parse_from(["bench"])
+            .map_err(|e| e.to_string())
+            .and_then(|d| d.serve.resolve())
+            .unwrap_or_else(|e| panic!("default settings do not resolve: {e}"));
+        Shared {
+            keys: KeyStore::new(&config.key_prefix),
+            prices: Arc::new(SharedPrices::builtin()),
+            draining: AtomicBool::new(false),
+            buffered_rows: Arc::new(AtomicU64::new(0)),
+            buffer_max_rows: config.buffer_max_rows,
+            flush_stats: Arc::default(),
+            metrics: Metrics::default(),
+            clock: Clock::new(config.clock_offset_ms),
+            accounts: Accounts::default(),
+            config,
+        }
     }
 }

@@ -26,6 +26,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use clickhouse_rs::errors::{codes, Error as ChError};
+use clickhouse_rs::types::column::{FlatArrays, FlatStringArrays};
 use clickhouse_rs::types::{Block, Complex, Decimal};
 use clickhouse_rs::{ClientHandle, Options, Pool};
 
@@ -50,9 +51,35 @@ macro_rules! buffer_type {
     ($lt:lifetime, Money) => { Vec<Option<Decimal>> };
     ($lt:lifetime, Time) => { Vec<DateTime<Tz>> };
     ($lt:lifetime, OptTime) => { Vec<Option<DateTime<Tz>>> };
-    ($lt:lifetime, Ints) => { Vec<Vec<u64>> };
-    ($lt:lifetime, MetaKeys) => { Vec<Vec<&$lt str>> };
-    ($lt:lifetime, MetaValues) => { Vec<Vec<&$lt str>> };
+    ($lt:lifetime, Ints) => { FlatArrays<u64> };
+    ($lt:lifetime, MetaKeys) => { FlatStringArrays<$lt> };
+    ($lt:lifetime, MetaValues) => { FlatStringArrays<$lt> };
+}
+
+/// An empty column buffer for `rows` rows. Arrays are kept flat (values back to back plus each
+/// row's end offset), so building the block allocates nothing per row.
+macro_rules! new_buffer {
+    (Ints, $rows:expr) => {
+        FlatArrays {
+            values: Vec::new(),
+            offsets: Vec::with_capacity($rows),
+        }
+    };
+    (MetaKeys, $rows:expr) => {
+        FlatStringArrays {
+            values: Vec::new(),
+            offsets: Vec::with_capacity($rows),
+        }
+    };
+    (MetaValues, $rows:expr) => {
+        FlatStringArrays {
+            values: Vec::new(),
+            offsets: Vec::with_capacity($rows),
+        }
+    };
+    ($kind:ident, $rows:expr) => {
+        Vec::with_capacity($rows)
+    };
 }
 
 /// How a `Row` field becomes a column.
@@ -131,31 +158,28 @@ macro_rules! push_value {
     }};
     (Ints, $col:expr, $b:expr, $v:expr) => {{
         let ints = $b.ints($v);
-        $col.push(ints.to_vec());
+        $col.values.extend_from_slice(ints);
+        $col.offsets.push($col.values.len() as u64);
         8 + 8 * ints.len()
     }};
     (MetaKeys, $col:expr, $b:expr, $v:expr) => {{
         let mut bytes = 8;
-        let pairs = $b.meta($v);
-        let mut keys = Vec::with_capacity(pairs.len());
-        for &(k, _) in pairs {
+        for &(k, _) in $b.meta($v) {
             let s = $b.str(k);
             bytes += s.len() + 1;
-            keys.push(s);
+            $col.values.push(s.as_bytes());
         }
-        $col.push(keys);
+        $col.offsets.push($col.values.len() as u64);
         bytes
     }};
     (MetaValues, $col:expr, $b:expr, $v:expr) => {{
         let mut bytes = 8;
-        let pairs = $b.meta($v);
-        let mut values = Vec::with_capacity(pairs.len());
-        for &(_, v) in pairs {
+        for &(_, v) in $b.meta($v) {
             let s = $b.str(v);
             bytes += s.len() + 1;
-            values.push(s);
+            $col.values.push(s.as_bytes());
         }
-        $col.push(values);
+        $col.offsets.push($col.values.len() as u64);
         bytes
     }};
 }
@@ -224,7 +248,7 @@ macro_rules! spans_columns {
         impl<'a> SpanColumns<'a> {
             fn with_capacity(rows: usize) -> Self {
                 SpanColumns {
-                    $($name: Vec::with_capacity(rows),)*
+                    $($name: new_buffer!($kind, rows),)*
                     bytes: 0,
                 }
             }
@@ -1763,6 +1787,37 @@ mod tests {
             }
         }
         check(row, &expected);
+    }
+
+    /// An insert whose money columns hold no value at all: the client crate gives such a column
+    /// a default scale, converted to the table's before sending (vendor/clickhouse-rs patch).
+    #[test]
+    fn an_insert_of_only_unpriced_rows_stores_null_costs() {
+        if skip() {
+            return;
+        }
+        let db = TestDb::new("unpriced");
+        let store = Store::new(NATIVE_URL, &db.0).unwrap();
+        let rt = rt();
+        rt.block_on(store.migrate()).unwrap();
+        let mut b = RowBatch::default();
+        push_row(
+            &mut b,
+            "org-u",
+            "trace-u",
+            "span-1",
+            1_700_000_000_001,
+            false,
+        );
+        rt.block_on(store.insert_spans(std::slice::from_ref(&b)))
+            .unwrap();
+        let rows = json_rows(&format!(
+            "SELECT *, toUInt32(priced_at) AS priced_at_s, toUInt32(ingested_at) AS ingested_at_s \
+             FROM `{}`.spans",
+            db.0
+        ));
+        assert_eq!(rows.len(), 1);
+        check_sparse_row(&rows[0], "org-u", "trace-u", "span-1", 1_700_000_000_001);
     }
 
     #[test]

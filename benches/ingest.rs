@@ -1,0 +1,145 @@
+//! Criterion benches of the request path on the three fixtures, each stage on its own and the
+//! whole path, next to simd-json's own parse of the same bytes (the reference line).
+//!
+//! Per fixture (group `ingest_<fixture>`, throughput in body bytes):
+//! - `simd_json_tape`: `simd_json::fill_tape` with reused buffers, the least any JSON reader of
+//!   this body can do on this machine;
+//! - `decode_validate`: `Decoder::decode` (parse + schema walk into the arena);
+//! - `build_rows`: pricing and row building from an already decoded batch;
+//! - `whole_path`: `Pipeline::ingest`, body bytes to a `RowBatch` handed over a real crossbeam
+//!   channel to a thread that drains it, as the flush thread does. No network.
+//!
+//! Every routine gets a fresh copy of the body (parsing unescapes in place); making the copy is
+//! not timed.
+
+use std::hint::black_box;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+#[path = "../perf/fixtures.rs"]
+mod fixtures;
+
+use bumpalo::Bump;
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use simd_json::{Buffers, Node, Tape};
+use traceingest::auth::Principal;
+use traceingest::http::response::LimitHeaders;
+use traceingest::ingest::decode::Decoder;
+use traceingest::ingest::handoff::Handoff;
+use traceingest::ingest::{rows, Pipeline};
+use traceingest::pricing::Pricer;
+use traceingest::row::RowBatch;
+use traceingest::server::Shared;
+
+const NOW_MS: u64 = 1_760_000_000_000;
+
+fn principal() -> Principal {
+    Principal::unlimited("org-bench", "project-bench")
+}
+
+fn ingest(c: &mut Criterion) {
+    let shared = Arc::new(Shared::for_bench());
+    let (sender, receiver) = crossbeam_channel::unbounded::<RowBatch>();
+    // Stands in for the flush thread: takes each batch, gives its rows back to the buffer count
+    // and drops it.
+    let drain = {
+        let shared = shared.clone();
+        std::thread::spawn(move || {
+            for batch in receiver {
+                shared
+                    .buffered_rows
+                    .fetch_sub(batch.len() as u64, Ordering::AcqRel);
+            }
+        })
+    };
+    let mut pipeline = Pipeline::new(Handoff::Buffer(sender));
+    let principal = principal();
+
+    for (name, body, size) in [
+        ("small", fixtures::small(), BatchSize::SmallInput),
+        ("typical", fixtures::typical(), BatchSize::PerIteration),
+        ("large", fixtures::large(), BatchSize::PerIteration),
+    ] {
+        let mut g = c.benchmark_group(format!("ingest_{name}"));
+        g.throughput(Throughput::Bytes(body.len() as u64));
+        if name == "large" {
+            g.sample_size(20);
+        }
+
+        let mut buffers = Buffers::default();
+        let mut tape_store: Vec<Node<'static>> = Vec::new();
+        g.bench_function("simd_json_tape", |b| {
+            b.iter_batched_ref(
+                || body.clone(),
+                |input| {
+                    let mut tape: Tape<'_> = Tape(std::mem::take(&mut tape_store)).reset();
+                    simd_json::fill_tape(input, &mut buffers, &mut tape).expect("valid JSON");
+                    black_box(tape.0.len());
+                    tape_store = tape.reset().0;
+                },
+                size,
+            )
+        });
+
+        let mut decoder = Decoder::new();
+        let mut arena = Bump::new();
+        g.bench_function("decode_validate", |b| {
+            b.iter_batched_ref(
+                || body.clone(),
+                |input| {
+                    arena.reset();
+                    let batch = decoder.decode(input, &arena).expect("valid batch");
+                    black_box(batch.span_count);
+                },
+                size,
+            )
+        });
+
+        {
+            let mut input = body.clone();
+            let arena = Bump::new();
+            let batch = decoder.decode(&mut input, &arena).expect("valid batch");
+            let table = shared.prices.current();
+            let mut pricer = Pricer::new();
+            g.bench_function("build_rows", |b| {
+                b.iter_batched(
+                    RowBatch::default,
+                    |mut out| {
+                        rows::build(
+                            &batch,
+                            &principal,
+                            &table,
+                            &mut pricer,
+                            (NOW_MS / 1000) as u32,
+                            body.len(),
+                            &mut out,
+                        )
+                        .expect("prices fit");
+                        out
+                    },
+                    size,
+                )
+            });
+        }
+
+        g.bench_function("whole_path", |b| {
+            b.iter_batched_ref(
+                || body.clone(),
+                |input| {
+                    let mut limits = LimitHeaders::default();
+                    let handed = pipeline
+                        .ingest(&shared, &principal, input, NOW_MS, &mut limits)
+                        .expect("accepted");
+                    let _ = black_box(handed);
+                },
+                size,
+            )
+        });
+        g.finish();
+    }
+    drop(pipeline);
+    drain.join().expect("drain thread");
+}
+
+criterion_group!(benches, ingest);
+criterion_main!(benches);

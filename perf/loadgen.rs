@@ -1,0 +1,507 @@
+//! Open-loop load generator and meter for a running traceingest: drives `POST /ingest` over
+//! loopback with the seeded fixtures and measures what the server spends, writing JSON figures.
+//!
+//! Started by `perf/run.sh`, which owns the server and ClickHouse. Phases:
+//! 1. `max_typical`, `max_small`: closed loop (every connection sends back to back) to find the
+//!    most the server accepts, with its CPU time from `/proc/<pid>` (process and per thread),
+//!    counted until the flush thread has written everything accepted;
+//! 2. `open_50`, `open_80`: open loop at 50% and 80% of the typical maximum (the rate the
+//!    server sustains with its ClickHouse: accepted spans that also left the write buffer during
+//!    the closed loop, which keeps the buffer full); request `i` is due
+//!    at `start + i / rate`, and its latency runs from that due time, not from when a connection
+//!    was free to send it (corrects for coordinated omission, as wrk2 does);
+//! 3. `sustain`: open loop at 80% for `--sustain` seconds, sampling every second the spans
+//!    accepted, the rows counted in ClickHouse and the rows buffered in the server.
+//!
+//! Every batch gets unique trace ids (`fixtures::stamp`), so no row is deduplicated away.
+
+#[path = "fixtures.rs"]
+mod fixtures;
+#[path = "meter.rs"]
+mod meter;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use meter::{http_get, Cpu};
+
+struct Args {
+    addr: SocketAddr,
+    key: String,
+    pid: u32,
+    database: String,
+    connections: usize,
+    phase: Duration,
+    sustain: Duration,
+    out: String,
+    /// Only this closed-loop phase (`typical` or `small`), e.g. to profile the server under it.
+    only: Option<String>,
+}
+
+fn parse_args() -> Args {
+    let mut a = Args {
+        addr: "127.0.0.1:4000".parse().unwrap(),
+        key: String::new(),
+        pid: 0,
+        database: String::new(),
+        connections: 8,
+        phase: Duration::from_secs(15),
+        sustain: Duration::from_secs(20),
+        out: "perf/out/load.json".into(),
+        only: None,
+    };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    for pair in args.chunks(2) {
+        let v = pair.get(1).cloned().unwrap_or_default();
+        match pair[0].as_str() {
+            "--addr" => a.addr = v.parse().expect("--addr host:port"),
+            "--key" => a.key = v,
+            "--pid" => a.pid = v.parse().expect("--pid"),
+            "--database" => a.database = v,
+            "--connections" => a.connections = v.parse().expect("--connections"),
+            "--phase-secs" => a.phase = Duration::from_secs(v.parse().expect("--phase-secs")),
+            "--sustain-secs" => a.sustain = Duration::from_secs(v.parse().expect("--sustain-secs")),
+            "--out" => a.out = v,
+            "--only" => a.only = Some(v),
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    assert!(!a.key.is_empty() && a.pid != 0 && !a.database.is_empty());
+    a
+}
+
+/// A fixture ready to send: body, span count and where its trace ids are.
+struct Fixture {
+    name: &'static str,
+    body: Vec<u8>,
+    spans: u64,
+    offsets: Vec<usize>,
+}
+
+impl Fixture {
+    fn new(name: &'static str, body: Vec<u8>, spans: u64) -> Fixture {
+        let offsets = fixtures::trace_id_offsets(&body);
+        Fixture {
+            name,
+            body,
+            spans,
+            offsets,
+        }
+    }
+}
+
+/// Numbers every batch sent by this process, so trace ids never repeat.
+static BATCH: AtomicU64 = AtomicU64::new(1);
+
+/// One keep-alive connection.
+struct Conn {
+    stream: TcpStream,
+    head: Vec<u8>,
+    body: Vec<u8>,
+    buf: Vec<u8>,
+}
+
+impl Conn {
+    fn open(addr: SocketAddr, key: &str, f: &Fixture) -> Conn {
+        let stream = TcpStream::connect(addr).expect("connect to the server");
+        stream.set_nodelay(true).unwrap();
+        let head = format!(
+            "POST /ingest HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Authorization: Bearer {key}\r\nContent-Length: {}\r\n\r\n",
+            f.body.len()
+        )
+        .into_bytes();
+        Conn {
+            stream,
+            head,
+            body: f.body.clone(),
+            buf: vec![0; 64 * 1024],
+        }
+    }
+
+    /// Sends the fixture with fresh trace ids and returns the answer's status.
+    fn post(&mut self, f: &Fixture) -> u16 {
+        fixtures::stamp(
+            &mut self.body,
+            &f.offsets,
+            BATCH.fetch_add(1, Ordering::Relaxed),
+        );
+        self.stream.write_all(&self.head).expect("send head");
+        self.stream.write_all(&self.body).expect("send body");
+        let mut have = 0;
+        loop {
+            let n = self
+                .stream
+                .read(&mut self.buf[have..])
+                .expect("read answer");
+            assert!(n > 0, "server closed the connection");
+            have += n;
+            let text = &self.buf[..have];
+            let Some(end) = text.windows(4).position(|w| w == b"\r\n\r\n") else {
+                continue;
+            };
+            let head = std::str::from_utf8(&text[..end]).expect("ASCII head");
+            let status: u16 = head[9..12].parse().expect("status");
+            let len: usize = head
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("content-length")
+                        .then(|| v.trim().parse().ok())?
+                })
+                .unwrap_or(0);
+            while have < end + 4 + len {
+                let n = self.stream.read(&mut self.buf[have..]).expect("read body");
+                assert!(n > 0, "server closed the connection");
+                have += n;
+            }
+            return status;
+        }
+    }
+}
+
+/// What one phase did.
+#[derive(Default)]
+struct Tally {
+    accepted: u64,
+    refused: u64,
+    /// Latency of each accepted request from its due time, microseconds (open loop only).
+    latencies_us: Vec<u64>,
+}
+
+/// Runs `connections` threads against the server. With `rate`, request `i` is due at
+/// `start + i / rate` (open loop); without, each connection sends back to back (closed loop).
+fn drive(a: &Args, f: &Fixture, connections: usize, rate: Option<f64>, run: Duration) -> Tally {
+    let total = Arc::new(Mutex::new(Tally::default()));
+    let next = Arc::new(AtomicU64::new(0));
+    let start = Instant::now() + Duration::from_millis(50);
+    std::thread::scope(|s| {
+        for _ in 0..connections {
+            let (total, next) = (total.clone(), next.clone());
+            s.spawn(move || {
+                let mut conn = Conn::open(a.addr, &a.key, f);
+                let mut t = Tally::default();
+                loop {
+                    let due = match rate {
+                        Some(r) => {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            start + Duration::from_secs_f64(i as f64 / r)
+                        }
+                        None => Instant::now().max(start),
+                    };
+                    if due >= start + run {
+                        break;
+                    }
+                    if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                        std::thread::sleep(wait);
+                    }
+                    let status = conn.post(f);
+                    if status == 202 {
+                        t.accepted += 1;
+                        if rate.is_some() {
+                            t.latencies_us.push(due.elapsed().as_micros() as u64);
+                        }
+                    } else {
+                        t.refused += 1;
+                    }
+                }
+                let mut total = total.lock().unwrap();
+                total.accepted += t.accepted;
+                total.refused += t.refused;
+                total.latencies_us.extend(t.latencies_us);
+            });
+        }
+    });
+    Arc::into_inner(total).unwrap().into_inner().unwrap()
+}
+
+/// Rows accepted and not yet written, from `/health`.
+fn buffered(addr: SocketAddr) -> u64 {
+    let body = http_get(addr, "/health", "");
+    let v: Value = serde_json::from_str(&body).unwrap_or_default();
+    v["buffered"].as_u64().unwrap_or(0)
+}
+
+/// Rows in the `spans` table (raw count: every batch has unique ids).
+fn rows_in_clickhouse(database: &str) -> u64 {
+    let ch: SocketAddr = "127.0.0.1:8123".parse().unwrap();
+    let q = format!("SELECT count() FROM {database}.spans");
+    http_get(ch, "/", &q).trim().parse().unwrap_or(0)
+}
+
+/// Polls `/health` in the background for the largest buffered row count.
+struct PeakBuffered {
+    stop: Arc<AtomicBool>,
+    peak: Arc<AtomicU64>,
+    handle: std::thread::JoinHandle<()>,
+}
+
+impl PeakBuffered {
+    fn start(addr: SocketAddr) -> PeakBuffered {
+        let stop = Arc::new(AtomicBool::new(false));
+        let peak = Arc::new(AtomicU64::new(0));
+        let (s, p) = (stop.clone(), peak.clone());
+        let handle = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                p.fetch_max(buffered(addr), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        PeakBuffered { stop, peak, handle }
+    }
+
+    fn finish(self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.handle.join();
+        self.peak.load(Ordering::Relaxed)
+    }
+}
+
+/// Waits until everything accepted is written (or 60 s).
+fn wait_drained(addr: SocketAddr) {
+    let until = Instant::now() + Duration::from_secs(60);
+    while buffered(addr) > 0 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn percentile(sorted: &[u64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[i] as f64 / 1000.0
+}
+
+/// Closed-loop maximum: throughput and the server's CPU per byte and per span.
+fn max_phase(a: &Args, f: &Fixture, connections: usize) -> Value {
+    wait_drained(a.addr);
+    let peak = PeakBuffered::start(a.addr);
+    let ch = meter::clickhouse_pid();
+    let ch_before = ch.map(Cpu::read);
+    let before = Cpu::read(a.pid);
+    let t0 = Instant::now();
+    let buffered_start = buffered(a.addr);
+    let tally = drive(a, f, connections, None, a.phase);
+    let secs = t0.elapsed().as_secs_f64();
+    let buffered_end = buffered(a.addr);
+    // The flush thread's work for these rows counts too.
+    wait_drained(a.addr);
+    let drained_after = t0.elapsed().as_secs_f64();
+    let cpu = Cpu::read(a.pid).since(&before);
+    let ch_cpu = match (ch, ch_before) {
+        (Some(pid), Some(b)) => Cpu::read(pid).since(&b).total,
+        _ => f64::NAN,
+    };
+    let peak_buffered = peak.finish();
+    let bytes = tally.accepted * f.body.len() as u64;
+    let spans = tally.accepted * f.spans;
+    // What the server sustains with its ClickHouse: accepted spans that also left the write
+    // buffer during the phase. The rest of the accepted rate only filled the buffer, which a
+    // longer run cannot repeat.
+    let left_buffer = spans as f64 - (buffered_end as f64 - buffered_start as f64);
+    json!({
+        "fixture": f.name,
+        "connections": connections,
+        "seconds": secs,
+        "requests_per_s": tally.accepted as f64 / secs,
+        "processed_requests_per_s": (tally.accepted + tally.refused) as f64 / secs,
+        "sustained_requests_per_s": left_buffer / f.spans as f64 / secs,
+        "spans_per_s": spans as f64 / secs,
+        "body_mb_per_s": bytes as f64 / secs / 1e6,
+        "refused": tally.refused,
+        "cpu": cpu.to_json(),
+        "cpu_s_per_gb": cpu.total / (bytes as f64 / 1e9),
+        "worker_cpu_s_per_gb": cpu.workers / (bytes as f64 / 1e9),
+        "cpu_s_per_million_spans": cpu.total / (spans as f64 / 1e6),
+        "spans_per_cpu_s": spans as f64 / cpu.total,
+        "peak_buffered_rows": peak_buffered,
+        "drained_after_s": drained_after,
+        "clickhouse_cpu_s": ch_cpu,
+        "clickhouse_cpu_us_per_row": ch_cpu / spans as f64 * 1e6,
+        "flush_cpu_us_per_row": cpu.flush / spans as f64 * 1e6,
+        "body_bytes": f.body.len(),
+        "spans_per_batch": f.spans,
+    })
+}
+
+/// Open loop at `rate` requests per second: latency percentiles from the due time.
+fn open_phase(a: &Args, f: &Fixture, rate: f64, label: &str) -> Value {
+    wait_drained(a.addr);
+    let peak = PeakBuffered::start(a.addr);
+    let tally = drive(a, f, a.connections, Some(rate), a.phase);
+    let peak_buffered = peak.finish();
+    let mut l = tally.latencies_us;
+    l.sort_unstable();
+    json!({
+        "label": label,
+        "fixture": f.name,
+        "offered_per_s": rate,
+        "connections": a.connections,
+        "accepted": tally.accepted,
+        "refused": tally.refused,
+        "p50_ms": percentile(&l, 50.0),
+        "p99_ms": percentile(&l, 99.0),
+        "p999_ms": percentile(&l, 99.9),
+        "max_ms": l.last().map_or(0.0, |&v| v as f64 / 1000.0),
+        "peak_buffered_rows": peak_buffered,
+    })
+}
+
+/// Open loop at `rate` for the sustain time, sampling intake and ClickHouse every second.
+fn sustain_phase(a: &Args, f: &Fixture, rate: f64) -> Value {
+    wait_drained(a.addr);
+    let ch = meter::clickhouse_pid();
+    let (server_before, ch_before) = (Cpu::read(a.pid), ch.map(Cpu::read));
+    let stop = Arc::new(AtomicBool::new(false));
+    let samples = std::thread::scope(|s| {
+        let sampler = {
+            let stop = stop.clone();
+            s.spawn(move || {
+                let t0 = Instant::now();
+                let mut out = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    out.push(json!({
+                        "t": t0.elapsed().as_secs_f64(),
+                        "accepted_spans": meter::metric(a.addr, "traceingest_spans_accepted_total"),
+                        "rows_in_clickhouse": rows_in_clickhouse(&a.database),
+                        "buffered_rows": buffered(a.addr),
+                    }));
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+                out
+            })
+        };
+        let tally = drive(a, f, a.connections, Some(rate), a.sustain);
+        stop.store(true, Ordering::Relaxed);
+        (tally, sampler.join().unwrap())
+    });
+    let (tally, samples) = samples;
+    // After intake stops: how long until ClickHouse has every row.
+    let t0 = Instant::now();
+    let target = meter::metric(a.addr, "traceingest_spans_accepted_total");
+    while rows_in_clickhouse(&a.database) < target && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let catch_up = t0.elapsed().as_secs_f64();
+    let server = Cpu::read(a.pid).since(&server_before);
+    let ch_cpu = match (ch, ch_before) {
+        (Some(pid), Some(b)) => Cpu::read(pid).since(&b).total,
+        _ => f64::NAN,
+    };
+    let written = rows_in_clickhouse(&a.database) as f64;
+    let first = &samples[0];
+    let last = &samples[samples.len() - 1];
+    let dt = last["t"].as_f64().unwrap() - first["t"].as_f64().unwrap();
+    let d = |k: &str| last[k].as_u64().unwrap_or(0) as f64 - first[k].as_u64().unwrap_or(0) as f64;
+    let max_buffered = samples
+        .iter()
+        .filter_map(|s| s["buffered_rows"].as_u64())
+        .max()
+        .unwrap_or(0);
+    json!({
+        "fixture": f.name,
+        "offered_per_s": rate,
+        "seconds": a.sustain.as_secs_f64(),
+        "accepted": tally.accepted,
+        "refused": tally.refused,
+        "accepted_spans_per_s": d("accepted_spans") / dt,
+        "clickhouse_rows_per_s": d("rows_in_clickhouse") / dt,
+        "max_buffered_rows": max_buffered,
+        "catch_up_s": catch_up,
+        "cpu": server.to_json(),
+        "flush_busy_share": server.flush / (a.sustain.as_secs_f64() + catch_up),
+        "flush_cpu_us_per_row": server.flush / written * 1e6,
+        "clickhouse_cpu_s": ch_cpu,
+        "clickhouse_cpu_us_per_row": ch_cpu / written * 1e6,
+        "rows_in_clickhouse_at_end": rows_in_clickhouse(&a.database),
+        "accepted_spans_at_end": target,
+        "samples": samples,
+    })
+}
+
+/// Waits until the server knows the key (it reloads keys periodically).
+fn wait_for_key(a: &Args) {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut s = TcpStream::connect(a.addr).expect("connect to the server");
+        let req = format!(
+            "POST /ingest HTTP/1.0\r\nAuthorization: Bearer {}\r\nContent-Length: 2\r\n\r\n{{}}",
+            a.key
+        );
+        s.write_all(req.as_bytes()).expect("send");
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        if !out.starts_with(b"HTTP/1.1 401") && !out.starts_with(b"HTTP/1.0 401") {
+            return;
+        }
+        assert!(Instant::now() < until, "the server never accepted the key");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn main() {
+    let a = parse_args();
+    wait_for_key(&a);
+    let typical = Fixture::new(
+        "typical",
+        fixtures::typical(),
+        fixtures::span_count(50, fixtures::SPANS_PER_TRACE) as u64,
+    );
+    let small = Fixture::new("small", fixtures::small(), 5);
+
+    eprintln!("loadgen: warming up");
+    drive(&a, &typical, 2, None, Duration::from_secs(2));
+    if let Some(only) = &a.only {
+        let f = if only == "small" { &small } else { &typical };
+        eprintln!("loadgen: closed loop, {only} only");
+        eprintln!("  {}", max_phase(&a, f, 4));
+        return;
+    }
+    eprintln!("loadgen: closed loop, typical");
+    let max_typical = max_phase(&a, &typical, 4);
+    eprintln!("  {max_typical}");
+    eprintln!("loadgen: closed loop, small");
+    let max_small = max_phase(&a, &small, 4);
+    eprintln!("  {max_small}");
+    // The open-loop rates are fractions of what the server sustains with its ClickHouse (an
+    // offered rate above that only queues until the write buffer is full, then is refused).
+    let max_rate = max_typical["sustained_requests_per_s"].as_f64().unwrap();
+    let mut open = Vec::new();
+    for (pct, label) in [(0.5, "50%"), (0.8, "80%")] {
+        eprintln!("loadgen: open loop at {label} of the maximum");
+        let v = open_phase(&a, &typical, max_rate * pct, label);
+        eprintln!("  {v}");
+        open.push(v);
+    }
+    let mut sustain = Value::Null;
+    if !a.sustain.is_zero() {
+        eprintln!("loadgen: sustain at 80% for {:?}", a.sustain);
+        sustain = sustain_phase(&a, &typical, max_rate * 0.8);
+        eprintln!(
+            "  clickhouse {:.0} rows/s vs accepted {:.0} spans/s",
+            sustain["clickhouse_rows_per_s"], sustain["accepted_spans_per_s"]
+        );
+    }
+    let status = meter::proc_status(a.pid);
+    let result = json!({
+        "connections": a.connections,
+        "phase_seconds": a.phase.as_secs_f64(),
+        "max_typical": max_typical,
+        "max_small": max_small,
+        "open_loop": open,
+        "sustain": sustain,
+        "vm_hwm_bytes": status.0,
+        "vm_rss_bytes": status.1,
+    });
+    if let Some(dir) = std::path::Path::new(&a.out).parent() {
+        std::fs::create_dir_all(dir).expect("create output directory");
+    }
+    std::fs::write(&a.out, serde_json::to_string_pretty(&result).unwrap()).expect("write");
+    eprintln!("loadgen: wrote {}", a.out);
+}

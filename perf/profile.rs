@@ -1,0 +1,198 @@
+//! Runs one stage of the request path in a loop on a fixture, for `valgrind --tool=callgrind`
+//! (see `perf/profile.sh`): exact instruction counts per stage, no network, no ClickHouse.
+//!
+//! `cargo run --release --example profile -- <small|typical|large> <whole|decode|simd|flush> [N]`
+//!
+//! `flush` is the flush thread's side: one `Store::insert_spans` of ten requests' rows into
+//! ClickHouse (database `perf_profile`, which `perf/profile.sh` drops afterwards).
+//!
+//! Only `iteration` is meant to be measured (`--toggle-collect=*profile*iteration*`), so
+//! generating the fixture and warming up do not count.
+
+#[path = "fixtures.rs"]
+mod fixtures;
+
+use std::hint::black_box;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bumpalo::Bump;
+use simd_json::{Buffers, Node, Tape};
+use traceingest::auth::Principal;
+use traceingest::http::response::LimitHeaders;
+use traceingest::ingest::decode::Decoder;
+use traceingest::ingest::handoff::{Handed, Handoff};
+use traceingest::ingest::Pipeline;
+use traceingest::row::RowBatch;
+use traceingest::server::Shared;
+use traceingest::sink::Store;
+
+/// The stage to run.
+#[derive(Clone, Copy)]
+enum Stage {
+    /// `Pipeline::ingest`: decode, validate, price, build rows, hand over.
+    Whole,
+    /// `Decoder::decode` only.
+    Decode,
+    /// `simd_json::fill_tape` only: the reference.
+    Simd,
+    /// `Store::insert_spans` of ten requests' rows: block building and the ClickHouse protocol.
+    Flush,
+}
+
+/// Rows ready to insert, for `Stage::Flush`.
+struct FlushState {
+    rt: tokio::runtime::Runtime,
+    store: Store,
+    batches: Vec<RowBatch>,
+}
+
+struct State {
+    stage: Stage,
+    shared: Arc<Shared>,
+    pipeline: Pipeline,
+    principal: Principal,
+    decoder: Decoder,
+    arena: Bump,
+    buffers: Buffers,
+    tape: Vec<Node<'static>>,
+    flush: Option<FlushState>,
+}
+
+/// One request's worth of work on `body` (a fresh copy of the fixture).
+#[inline(never)]
+fn iteration(s: &mut State, body: &mut [u8]) -> usize {
+    match s.stage {
+        Stage::Whole => {
+            let mut limits = LimitHeaders::default();
+            match s
+                .pipeline
+                .ingest(
+                    &s.shared,
+                    &s.principal,
+                    body,
+                    1_760_000_000_000,
+                    &mut limits,
+                )
+                .expect("accepted")
+            {
+                Handed::Buffered { spans } => spans,
+                Handed::Logging { spans, .. } => spans,
+            }
+        }
+        Stage::Decode => {
+            s.arena.reset();
+            let batch = s.decoder.decode(body, &s.arena).expect("valid batch");
+            batch.span_count
+        }
+        Stage::Simd => {
+            let mut tape: Tape<'_> = Tape(std::mem::take(&mut s.tape)).reset();
+            simd_json::fill_tape(body, &mut s.buffers, &mut tape).expect("valid JSON");
+            let n = tape.0.len();
+            s.tape = tape.reset().0;
+            n
+        }
+        Stage::Flush => {
+            let f = s.flush.as_ref().expect("flush state");
+            f.rt.block_on(f.store.insert_spans(&f.batches))
+                .expect("insert into ClickHouse");
+            f.batches.iter().map(RowBatch::len).sum()
+        }
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let usage = "usage: profile <small|typical|large> <whole|decode|simd> [iterations]";
+    let body = match args.first().map(String::as_str) {
+        Some("small") => fixtures::small(),
+        Some("typical") => fixtures::typical(),
+        Some("large") => fixtures::large(),
+        _ => panic!("{usage}"),
+    };
+    let stage = match args.get(1).map(String::as_str) {
+        Some("whole") => Stage::Whole,
+        Some("decode") => Stage::Decode,
+        Some("simd") => Stage::Simd,
+        Some("flush") => Stage::Flush,
+        _ => panic!("{usage}"),
+    };
+    let n: usize = args.get(2).map_or(10, |s| s.parse().expect("iterations"));
+
+    let shared = Arc::new(Shared::for_bench());
+    let (sender, receiver) = crossbeam_channel::unbounded::<RowBatch>();
+    let mut state = State {
+        stage,
+        shared: shared.clone(),
+        pipeline: Pipeline::new(Handoff::Buffer(sender)),
+        principal: Principal::unlimited("org-profile", ""),
+        decoder: Decoder::new(),
+        arena: Bump::new(),
+        buffers: Buffers::default(),
+        tape: Vec::new(),
+        flush: None,
+    };
+    if let Stage::Flush = stage {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let store = Store::new("tcp://127.0.0.1:9000", "perf_profile").expect("store");
+        rt.block_on(store.migrate()).expect("migrate perf_profile");
+        let mut batches = Vec::new();
+        for _ in 0..10 {
+            let mut copy = body.clone();
+            let rows = state
+                .pipeline
+                .decode_and_build(&shared, &state.principal, &mut copy, 1_760_000_000_000)
+                .expect("valid batch");
+            batches.push(rows);
+        }
+        state.flush = Some(FlushState { rt, store, batches });
+    }
+    let mut copy = body.clone();
+    // Warm-up: buffers, arena and price cache at their working size.
+    for _ in 0..2 {
+        copy.copy_from_slice(&body);
+        black_box(iteration(&mut state, &mut copy));
+        while let Ok(b) = receiver.try_recv() {
+            shared
+                .buffered_rows
+                .fetch_sub(b.len() as u64, Ordering::AcqRel);
+        }
+    }
+    let mut items = 0;
+    let (t0, cpu0) = (std::time::Instant::now(), cpu_seconds());
+    for _ in 0..n {
+        copy.copy_from_slice(&body);
+        items += black_box(iteration(&mut state, &mut copy));
+        // Rows are dropped here, as the flush thread would, outside `iteration`.
+        while let Ok(b) = receiver.try_recv() {
+            shared
+                .buffered_rows
+                .fetch_sub(b.len() as u64, Ordering::AcqRel);
+        }
+    }
+    let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
+    println!("{} iterations of {} bytes: {items} items", n, body.len());
+    if let Stage::Flush = stage {
+        // Meaningful only outside valgrind.
+        println!(
+            "insert_spans: {:.0} rows/s wall, {:.2} µs of this process's CPU per row",
+            items as f64 / wall,
+            cpu / items as f64 * 1e6
+        );
+    }
+}
+
+/// User + system CPU seconds of this process so far.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage only fills the struct it is given; RUSAGE_SELF is always valid.
+    let usage = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut u);
+        u
+    };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    t(usage.ru_utime) + t(usage.ru_stime)
+}

@@ -1,0 +1,7 @@
+pub(crate) use self::{encoder::Encoder, parser::Parser, read_ex::ReadEx, uvarint::put_uvarint};
+
+mod encoder;
+mod parser;
+pub mod protocol;
+mod read_ex;
+mod uvarint;

@@ -1,0 +1,3 @@
+mod get_handle;
+
+pub use self::get_handle::GetHandle;
