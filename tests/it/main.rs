@@ -12,5 +12,6 @@ mod connections;
 mod contract;
 mod durability;
 mod hardening;
+mod pricing;
 mod shutdown;
 mod storage;
