@@ -14,6 +14,10 @@
 //!    accepted, the rows counted in ClickHouse and the rows buffered in the server.
 //!
 //! Every batch gets unique trace ids (`fixtures::stamp`), so no row is deduplicated away.
+//!
+//! `--only typical|small|open:<req/s>` runs one phase alone (after the warm-up), e.g. under
+//! `perf record`; an open-loop phase also lists when each request over 10 ms was due, which
+//! shows whether slow requests come alone or in a stall.
 
 #[path = "fixtures.rs"]
 mod fixtures;
@@ -39,7 +43,8 @@ struct Args {
     phase: Duration,
     sustain: Duration,
     out: String,
-    /// Only this closed-loop phase (`typical` or `small`), e.g. to profile the server under it.
+    /// Only this phase: a closed loop (`typical` or `small`) or an open loop of the typical
+    /// fixture (`open:<requests per second>`), e.g. to profile the server under it.
     only: Option<String>,
 }
 
@@ -172,6 +177,8 @@ struct Tally {
     refused: u64,
     /// Latency of each accepted request from its due time, microseconds (open loop only).
     latencies_us: Vec<u64>,
+    /// (seconds into the phase it was due, latency ms) of requests over 10 ms (open loop).
+    slow: Vec<(f64, f64)>,
 }
 
 /// Runs `connections` threads against the server. With `rate`, request `i` is due at
@@ -204,7 +211,12 @@ fn drive(a: &Args, f: &Fixture, connections: usize, rate: Option<f64>, run: Dura
                     if status == 202 {
                         t.accepted += 1;
                         if rate.is_some() {
-                            t.latencies_us.push(due.elapsed().as_micros() as u64);
+                            let us = due.elapsed().as_micros() as u64;
+                            t.latencies_us.push(us);
+                            if us > 10_000 {
+                                let at = due.duration_since(start).as_secs_f64();
+                                t.slow.push((at, us as f64 / 1000.0));
+                            }
                         }
                     } else {
                         t.refused += 1;
@@ -214,6 +226,7 @@ fn drive(a: &Args, f: &Fixture, connections: usize, rate: Option<f64>, run: Dura
                 total.accepted += t.accepted;
                 total.refused += t.refused;
                 total.latencies_us.extend(t.latencies_us);
+                total.slow.extend(t.slow);
             });
         }
     });
@@ -338,6 +351,8 @@ fn open_phase(a: &Args, f: &Fixture, rate: f64, label: &str) -> Value {
     let peak_buffered = peak.finish();
     let mut l = tally.latencies_us;
     l.sort_unstable();
+    let mut slow = tally.slow;
+    slow.sort_by(|a, b| a.0.total_cmp(&b.0));
     json!({
         "label": label,
         "fixture": f.name,
@@ -350,6 +365,7 @@ fn open_phase(a: &Args, f: &Fixture, rate: f64, label: &str) -> Value {
         "p999_ms": percentile(&l, 99.9),
         "max_ms": l.last().map_or(0.0, |&v| v as f64 / 1000.0),
         "peak_buffered_rows": peak_buffered,
+        "over_10ms_at_s_ms": slow,
     })
 }
 
@@ -457,6 +473,12 @@ fn main() {
 
     eprintln!("loadgen: warming up");
     drive(&a, &typical, 2, None, Duration::from_secs(2));
+    if let Some(rate) = a.only.as_deref().and_then(|o| o.strip_prefix("open:")) {
+        let rate: f64 = rate.parse().expect("--only open:<requests per second>");
+        eprintln!("loadgen: open loop at {rate} req/s only");
+        eprintln!("  {}", open_phase(&a, &typical, rate, "only"));
+        return;
+    }
     if let Some(only) = &a.only {
         let f = if only == "small" { &small } else { &typical };
         eprintln!("loadgen: closed loop, {only} only");
