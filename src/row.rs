@@ -47,6 +47,22 @@ pub struct CostColumns {
     pub total: Option<Money>,
 }
 
+impl CostColumns {
+    /// The eight dimensions without the total, in the order of `pricing::Dimension`.
+    pub fn dimensions(&self) -> [Option<Money>; 8] {
+        [
+            self.prompt,
+            self.completion,
+            self.request,
+            self.image,
+            self.web_search,
+            self.internal_reasoning,
+            self.cache_read,
+            self.cache_write,
+        ]
+    }
+}
+
 /// One span as stored. Field order follows the `spans` table; see `sink/clickhouse.rs`.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Row {

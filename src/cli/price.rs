@@ -131,17 +131,7 @@ fn explain(
         "USD per unit".to_string(),
         "cost USD".to_string(),
     ]];
-    let c = b.costs;
-    let costs = [
-        c.prompt,
-        c.completion,
-        c.request,
-        c.image,
-        c.web_search,
-        c.internal_reasoning,
-        c.cache_read,
-        c.cache_write,
-    ];
+    let costs = b.costs.dimensions();
     for d in Dimension::ALL {
         let i = d as usize;
         rows.push([
@@ -155,7 +145,7 @@ fn explain(
         "total".to_string(),
         String::new(),
         String::new(),
-        c.total.map_or("-".to_string(), format_money),
+        b.costs.total.map_or("-".to_string(), format_money),
     ]);
     out += &table_text(&rows, &[false, true, false, true]);
     Ok(Some(out))

@@ -9,7 +9,7 @@
 use std::sync::OnceLock;
 
 use crate::ingest::wire::Usage;
-use crate::row::{CostColumns, Money};
+use crate::row::Money;
 
 use super::money::{Price, MAX_MONEY};
 use super::table::{Dimension, LongContext, ModelPrice, PriceTable, Rates, Source};
@@ -220,11 +220,11 @@ fn check_model(call: &FuzzCall, usage: Option<&Usage>) {
     match (got, expected) {
         (Ok(c), Ok((costs, total))) => {
             assert_eq!(
-                columns(&c),
+                c.dimensions(),
                 costs.map(|c| c.map(|c| c as Money)),
                 "{call:?}"
             );
-            let sum: Money = columns(&c).iter().flatten().sum();
+            let sum: Money = c.dimensions().iter().flatten().sum();
             assert_eq!(c.total, Some(sum), "total is not the sum: {call:?}");
             assert_eq!(c.total, Some(total as Money), "{call:?}");
             let breakdown = model.breakdown(usage).expect("costs succeeded");
@@ -234,20 +234,6 @@ fn check_model(call: &FuzzCall, usage: Option<&Usage>) {
         (Err(_), Err(())) => {}
         (got, want) => panic!("costs {got:?}, expected {want:?} for {call:?}"),
     }
-}
-
-/// The nine cost columns but the total, in `Dimension` order.
-fn columns(c: &CostColumns) -> [Option<Money>; 8] {
-    [
-        c.prompt,
-        c.completion,
-        c.request,
-        c.image,
-        c.web_search,
-        c.internal_reasoning,
-        c.cache_read,
-        c.cache_write,
-    ]
 }
 
 /// Billable counts per dimension (`Dimension` order), from the contract's pricing rules.
