@@ -105,15 +105,19 @@ pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError
     let mut storage = [httparse::EMPTY_HEADER; 128];
     let max = limits.max_headers.min(storage.len());
     let mut req = httparse::Request::new(&mut storage[..max]);
-    let status = match req.parse(buf) {
+    // Only the first `max_head_bytes` can belong to an acceptable head: looking past them would
+    // let a bad byte beyond the cap decide the answer, which then depends on how the bytes were
+    // split into reads (found by the http_request fuzz target).
+    let view = &buf[..buf.len().min(limits.max_head_bytes)];
+    let status = match req.parse(view) {
         Ok(s) => s,
         Err(httparse::Error::TooManyHeaders) => return Err(HttpError::HeadTooLarge),
-        Err(httparse::Error::Version) => return version_error(buf, limits),
+        Err(httparse::Error::Version) => return version_error(view, limits),
         Err(e) => return Err(HttpError::BadRequest(bad_head_reason(e))),
     };
     let len = match status {
         httparse::Status::Partial => {
-            return if buf.len() > limits.max_head_bytes {
+            return if view.len() >= limits.max_head_bytes {
                 Err(HttpError::HeadTooLarge)
             } else {
                 Ok(Parsed::Partial)
@@ -121,9 +125,6 @@ pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError
         }
         httparse::Status::Complete(len) => len,
     };
-    if len > limits.max_head_bytes {
-        return Err(HttpError::HeadTooLarge);
-    }
     if let Some(why) = bare_line_break(&buf[..len]) {
         return Err(HttpError::BadRequest(why));
     }
@@ -231,7 +232,7 @@ pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError
 #[cold]
 fn version_error(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError> {
     let Some(line_end) = buf.iter().position(|&b| b == b'\r' || b == b'\n') else {
-        return if buf.len() > limits.max_head_bytes {
+        return if buf.len() >= limits.max_head_bytes {
             Err(HttpError::HeadTooLarge)
         } else {
             Ok(Parsed::Partial)
@@ -875,6 +876,36 @@ mod tests {
         fuzz_split_equivalence(
             b"\xc7\x80POST /ingest HTTP/2.1\r\nHost: t\r\nAuthorization: Bearer ti_x\x10\x10\
               GET /health HTTP/\r\nCon1te.n",
+        );
+    }
+
+    /// Found by the http_request fuzz target: a byte httparse refuses that lies past the head
+    /// cap gave `400` when the whole input was parsed at once but `431` when a read ended
+    /// before it, because the parser looked beyond the cap. Only the first `max_head_bytes`
+    /// are parsed now, so an unterminated head over the cap is `431` however it arrives.
+    #[test]
+    fn regression_a_bad_byte_past_the_head_cap_does_not_decide_the_answer() {
+        let limits = Limits {
+            max_head_bytes: 2048,
+            max_headers: 16,
+            max_body_bytes: 4096,
+        };
+        let mut raw = b"POST /ingest HTTP/1.1\r\nHost: ".to_vec();
+        raw.extend(std::iter::repeat_n(b'a', 2100));
+        raw.push(0xff);
+        raw.extend_from_slice(b"\r\n\r\n");
+        assert_eq!(parse_head(&raw, &limits), Err(HttpError::HeadTooLarge));
+        assert_eq!(
+            parse_head(&raw[..2100], &limits),
+            Err(HttpError::HeadTooLarge)
+        );
+        let mut input = vec![64, 128];
+        input.extend_from_slice(&raw);
+        fuzz_split_equivalence(&input);
+        // A bad byte inside the cap is still a bad request.
+        assert_eq!(
+            head("POST /ingest HTTP/1.1\r\nHost: \x7f\r\n\r\n"),
+            Err(HttpError::BadRequest("invalid header value"))
         );
     }
 
