@@ -367,6 +367,16 @@ impl<K: ColumnType> Block<K> {
         }
     }
 
+    /// traceingest patch: bytes the block's columns will take on the wire, as far as they know
+    /// it (see `ColumnData::wire_size_hint`), plus room for names, types and headers.
+    pub(crate) fn wire_size_hint(&self) -> usize {
+        self.columns
+            .iter()
+            .map(|c| c.data.wire_size_hint() + c.name.len() + 64)
+            .sum::<usize>()
+            + 4096
+    }
+
     pub(crate) fn send_data(&self, encoder: &mut Encoder, compress: bool) {
         encoder.uvarint(protocol::CLIENT_DATA);
         encoder.string(""); // temporary table

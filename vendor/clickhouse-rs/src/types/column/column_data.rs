@@ -31,6 +31,17 @@ pub trait ColumnData {
     fn cast_to(&self, _this: &ArcColumnData, _target: &SqlType) -> Option<ArcColumnData> {
         None
     }
+
+    /// traceingest patch: true for `EncodedColumn`, which holds wire bytes, not values.
+    fn is_encoded(&self) -> bool {
+        false
+    }
+
+    /// traceingest patch: bytes `save` will write for the whole column, when known in advance
+    /// (0 = unknown), so the send buffer is sized once instead of growing and copying itself.
+    fn wire_size_hint(&self) -> usize {
+        0
+    }
 }
 
 pub(crate) trait ColumnDataExt {

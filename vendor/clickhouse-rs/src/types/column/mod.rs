@@ -30,6 +30,7 @@ use self::chunk::ChunkColumnData;
 pub(crate) use self::{column_data::ColumnData, string_pool::StringPool};
 pub use self::{concat::ConcatColumnData, numeric::VectorColumnData};
 // traceingest patch
+pub use self::encoded::EncodedColumn;
 pub use self::flat::{FlatArrays, FlatStringArrays};
 
 mod array;
@@ -43,6 +44,7 @@ mod decimal;
 mod enums;
 mod factory;
 // traceingest patch
+mod encoded;
 mod flat;
 pub(crate) mod fixed_string;
 mod ip;
@@ -236,6 +238,19 @@ impl<K: ColumnType> Column<K> {
 
         if dst_type == src_type {
             return Ok(self);
+        }
+
+        // traceingest patch: an already encoded column cannot be converted (see `encoded.rs`);
+        // it is accepted when its type reads the same as the table's (`DateTime` has several
+        // `SqlType` forms that all mean the table's plain `DateTime`).
+        if self.data.is_encoded() {
+            if dst_type.to_string() == src_type.to_string() {
+                return Ok(self);
+            }
+            return Err(Error::FromSql(FromSqlError::InvalidType {
+                src: src_type.to_string(),
+                dst: dst_type.to_string(),
+            }));
         }
 
         // traceingest patch: a decimal column that can convert itself up front does (see
