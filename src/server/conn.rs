@@ -90,6 +90,11 @@ struct Conn {
     write_timeout: Duration,
     /// An answer that closes the connection was written: linger before closing.
     closing: bool,
+    /// Cancels a read or write whose deadline passed. One per connection, reused: a fresh
+    /// `Canceller` per operation cost two allocations per request (its shared state and the
+    /// first insert into its set); after a cancel, `Canceller::cancel` hands back a new one that
+    /// keeps the set's memory.
+    canceller: Canceller,
 }
 
 /// Serves one connection until it closes; `slot` is its place under the worker's cap.
@@ -103,6 +108,7 @@ pub async fn serve(stream: TcpStream, slot: ActiveGuard) {
         out: Vec::new(),
         write_timeout: worker.shared.config.idle_timeout,
         closing: false,
+        canceller: Canceller::new(),
     };
     let _ = conn.run(&worker).await;
     let flushed = conn.out.is_empty() || conn.flush().await.is_ok();
@@ -527,14 +533,13 @@ impl Conn {
             let len = buf.len();
             // A cancelled read hands its buffer back, so a timeout never loses buffered bytes.
             let (res, slice) = {
-                let canceller = Canceller::new();
                 let mut recv = std::pin::pin!(self
                     .stream
-                    .cancelable_read(buf.slice_mut(len..), canceller.handle()));
+                    .cancelable_read(buf.slice_mut(len..), self.canceller.handle()));
                 monoio::select! {
                     r = &mut recv => r,
                     _ = monoio::time::sleep(wait) => {
-                        canceller.cancel();
+                        self.canceller = std::mem::take(&mut self.canceller).cancel();
                         recv.await
                     }
                 }
@@ -593,16 +598,15 @@ impl Conn {
         let timeout = self.write_timeout;
         // A cancelled write ends (with its buffer) before the connection is closed, so no
         // operation outlives the socket.
-        let canceller = Canceller::new();
         let mut write = std::pin::pin!(CancelableAsyncWriteRentExt::write_all(
             &mut self.stream,
             out,
-            canceller.handle()
+            self.canceller.handle()
         ));
         let (res, mut out) = monoio::select! {
             r = &mut write => r,
             _ = monoio::time::sleep(timeout) => {
-                canceller.cancel();
+                self.canceller = std::mem::take(&mut self.canceller).cancel();
                 write.await
             }
         };
