@@ -82,6 +82,11 @@ impl Wire {
     /// A `String`: varint length, then the bytes.
     #[inline]
     fn string(out: &mut Vec<u8>, s: &[u8]) {
+        if s.is_empty() {
+            // Most optional text columns are empty: no length loop, no copy call.
+            out.push(0);
+            return;
+        }
         let mut n = s.len() as u64;
         while n >= 0x80 {
             out.push(n as u8 | 0x80);
@@ -743,7 +748,7 @@ pub struct Store {
     /// whole after the client crate panicked (see `guard`).
     pool: Mutex<Pool>,
     /// The column buffers of the last span insert, kept for the next (see `spans_block`).
-    spares: Mutex<Vec<Vec<u8>>>,
+    spares: Mutex<Spares>,
     /// What the pool was made from, to make a new one.
     options: Options,
     /// The database name as given (validated: ASCII letters, digits, `_`).
@@ -781,7 +786,7 @@ impl Store {
         let options = options_from_url(url)?;
         Ok(Store {
             pool: Mutex::new(Pool::new(options.clone())),
-            spares: Mutex::new(Vec::new()),
+            spares: Mutex::new(Spares::default()),
             options,
             database: database.to_string(),
             spans_table: format!("`{database}`.`spans`"),
@@ -967,13 +972,21 @@ impl Store {
         self.guard(async {
             // Connect first: while ClickHouse is down, retries cost no block building.
             let mut c = self.handle().await?;
-            let spares =
-                std::mem::take(&mut *self.spares.lock().unwrap_or_else(PoisonError::into_inner));
+            let spares = std::mem::take(
+                &mut self
+                    .spares
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .buffers,
+            );
             let (block, taken, bytes) = spans_block(runs, rows, spares);
             let sent = c.insert(self.spans_table.as_str(), block).await;
             // On error the handle is dropped here and its connection discarded, not pooled.
             drop(c);
-            *self.spares.lock().unwrap_or_else(PoisonError::into_inner) = reclaim(taken);
+            self.spares
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .reclaim(taken, bytes);
             sent?;
             Ok(Inserted { rows, bytes })
         })
@@ -1257,21 +1270,51 @@ fn spans_block(
 /// The buffers of a sent block, emptied for the next one, in the order they were taken. A buffer
 /// still shared (the client kept the block) is replaced by an empty one; one far larger than
 /// this block needed (after a burst) is shrunk, so an idle server does not keep it.
-fn reclaim(taken: Vec<Arc<Vec<u8>>>) -> Vec<Vec<u8>> {
-    taken
-        .into_iter()
-        .map(|shared| match Arc::try_unwrap(shared) {
-            Ok(mut buffer) => {
-                let used = buffer.len();
-                buffer.clear();
-                if buffer.capacity() > (4 * used).max(1 << 20) {
-                    buffer.shrink_to(2 * used);
+/// The spare column buffers between inserts, and how large the recent inserts were.
+#[derive(Default)]
+struct Spares {
+    buffers: Vec<Vec<u8>>,
+    /// Bytes of the largest block of the current and of the previous `SPARES_WINDOW` inserts.
+    peak: usize,
+    previous_peak: usize,
+    inserts: usize,
+}
+
+/// Inserts per window of `Spares::peak`.
+const SPARES_WINDOW: usize = 64;
+
+impl Spares {
+    /// Takes back a sent block's buffers (`used` bytes in all), emptied, in the order they were
+    /// taken. Insert sizes vary a lot (the flush thread inserts what has arrived), so buffers
+    /// keep their size across small blocks; only when they hold over 4 times what the largest
+    /// block of the last 64 to 128 inserts needed (a burst is over) are they freed, so an
+    /// idle server does not keep a burst's memory. A buffer the client still shares is
+    /// replaced by an empty one.
+    fn reclaim(&mut self, taken: Vec<Arc<Vec<u8>>>, used: usize) {
+        self.peak = self.peak.max(used);
+        self.inserts += 1;
+        if self.inserts == SPARES_WINDOW {
+            self.previous_peak = self.peak;
+            self.peak = 0;
+            self.inserts = 0;
+        }
+        let recent = self.peak.max(self.previous_peak);
+        let mut held = 0;
+        self.buffers = taken
+            .into_iter()
+            .map(|shared| match Arc::try_unwrap(shared) {
+                Ok(mut buffer) => {
+                    buffer.clear();
+                    held += buffer.capacity();
+                    buffer
                 }
-                buffer
-            }
-            Err(_) => Vec::new(),
-        })
-        .collect()
+                Err(_) => Vec::new(),
+            })
+            .collect();
+        if held > 4 * recent + (1 << 20) {
+            self.buffers.clear();
+        }
+    }
 }
 
 fn create_table_sql(table: &str, columns: &[(&str, &str)], engine: &str) -> String {
@@ -2155,6 +2198,7 @@ mod tests {
             .spares
             .lock()
             .unwrap()
+            .buffers
             .iter()
             .map(|b| (b.len(), b.capacity()))
             .collect();

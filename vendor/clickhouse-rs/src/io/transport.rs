@@ -236,7 +236,9 @@ impl ClickhouseTransport {
                     None => return Poll::Ready(Ok(())),
                     Some(cmd) => {
                         let bytes = cmd.get_packed_command()?;
-                        self.wr = Cursor::new(bytes)
+                        // traceingest patch: the written buffer is kept for the next block.
+                        let written = std::mem::replace(&mut self.wr, Cursor::new(bytes));
+                        crate::binary::give_back(written.into_inner());
                     }
                 }
             }

@@ -156,9 +156,10 @@ fn serialize_settings(encoder: &mut Encoder, options: &Options, format: Settings
 }
 
 fn encode_data(block: &Block, context: &Context) -> Result<Vec<u8>> {
-    let mut encoder = Encoder::new();
     let options = context.options.get()?;
-    // traceingest patch: the buffer is sized once (a block of encoded columns knows its size).
+    // traceingest patch: the buffer is the previous large command's (see `Encoder::reuse`) and
+    // is sized once (a block of encoded columns knows its size).
+    let mut encoder = Encoder::reuse();
     if !options.compression {
         encoder.reserve(block.wire_size_hint());
     }
