@@ -13,7 +13,6 @@
 //! not timed.
 
 use std::hint::black_box;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 #[path = "../perf/fixtures.rs"]
@@ -46,9 +45,7 @@ fn ingest(c: &mut Criterion) {
         let shared = shared.clone();
         std::thread::spawn(move || {
             for batch in receiver {
-                shared
-                    .buffered_rows
-                    .fetch_sub(batch.len() as u64, Ordering::AcqRel);
+                shared.release_buffered(&batch);
             }
         })
     };

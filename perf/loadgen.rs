@@ -7,7 +7,8 @@
 //!    counted until the flush thread has written everything accepted;
 //! 2. `open_50`, `open_80`: open loop at 50% and 80% of the typical maximum (the rate the
 //!    server sustains with its ClickHouse: accepted spans that also left the write buffer during
-//!    the closed loop, which keeps the buffer full); request `i` is due
+//!    the closed loop, which keeps the buffer full), then the small fixture at 80% of its own;
+//!    each also measures the server's CPU in this steady state; request `i` is due
 //!    at `start + i / rate`, and its latency runs from that due time, not from when a connection
 //!    was free to send it (corrects for coordinated omission, as wrk2 does);
 //! 3. `sustain`: open loop at 80% for `--sustain` seconds, sampling every second the spans
@@ -15,7 +16,7 @@
 //!
 //! Every batch gets unique trace ids (`fixtures::stamp`), so no row is deduplicated away.
 //!
-//! `--only typical|small|open:<req/s>` runs one phase alone (after the warm-up), e.g. under
+//! `--only typical|small|open:<req/s>|open-small:<req/s>` runs one phase alone (after the warm-up), e.g. under
 //! `perf record`; an open-loop phase also lists when each request over 10 ms was due, which
 //! shows whether slow requests come alone or in a stall.
 
@@ -343,12 +344,21 @@ fn max_phase(a: &Args, f: &Fixture, connections: usize) -> Value {
     })
 }
 
-/// Open loop at `rate` requests per second: latency percentiles from the due time.
+/// Open loop at `rate` requests per second: latency percentiles from the due time, and the
+/// server's CPU per byte and per span in this steady state (nothing refused, nothing spooled),
+/// counted until the flush thread has written every accepted row.
 fn open_phase(a: &Args, f: &Fixture, rate: f64, label: &str) -> Value {
     wait_drained(a.addr);
     let peak = PeakBuffered::start(a.addr);
+    let before = Cpu::read(a.pid);
+    let t0 = Instant::now();
     let tally = drive(a, f, a.connections, Some(rate), a.phase);
+    let secs = t0.elapsed().as_secs_f64();
+    wait_drained(a.addr);
+    let cpu = Cpu::read(a.pid).since(&before);
     let peak_buffered = peak.finish();
+    let bytes = tally.accepted * f.body.len() as u64;
+    let spans = tally.accepted * f.spans;
     let mut l = tally.latencies_us;
     l.sort_unstable();
     let mut slow = tally.slow;
@@ -366,6 +376,18 @@ fn open_phase(a: &Args, f: &Fixture, rate: f64, label: &str) -> Value {
         "max_ms": l.last().map_or(0.0, |&v| v as f64 / 1000.0),
         "peak_buffered_rows": peak_buffered,
         "over_10ms_at_s_ms": slow,
+        "seconds": secs,
+        "spans_per_s": spans as f64 / secs,
+        "body_mb_per_s": bytes as f64 / secs / 1e6,
+        "cpu": cpu.to_json(),
+        "cpu_s_per_gb": cpu.total / (bytes as f64 / 1e9),
+        "worker_cpu_s_per_gb": cpu.workers / (bytes as f64 / 1e9),
+        "cpu_s_per_million_spans": cpu.total / (spans as f64 / 1e6),
+        "spans_per_cpu_s": spans as f64 / cpu.total,
+        "worker_cpu_us_per_request": cpu.workers / tally.accepted as f64 * 1e6,
+        "flush_cpu_us_per_row": cpu.flush / spans as f64 * 1e6,
+        "body_bytes": f.body.len(),
+        "spans_per_batch": f.spans,
     })
 }
 
@@ -374,6 +396,8 @@ fn sustain_phase(a: &Args, f: &Fixture, rate: f64) -> Value {
     wait_drained(a.addr);
     let ch = meter::clickhouse_pid();
     let (server_before, ch_before) = (Cpu::read(a.pid), ch.map(Cpu::read));
+    // The table holds the earlier phases' rows too.
+    let rows_before = rows_in_clickhouse(&a.database);
     let stop = Arc::new(AtomicBool::new(false));
     let samples = std::thread::scope(|s| {
         let sampler = {
@@ -410,7 +434,7 @@ fn sustain_phase(a: &Args, f: &Fixture, rate: f64) -> Value {
         (Some(pid), Some(b)) => Cpu::read(pid).since(&b).total,
         _ => f64::NAN,
     };
-    let written = rows_in_clickhouse(&a.database) as f64;
+    let written = rows_in_clickhouse(&a.database).saturating_sub(rows_before) as f64;
     let first = &samples[0];
     let last = &samples[samples.len() - 1];
     let dt = last["t"].as_f64().unwrap() - first["t"].as_f64().unwrap();
@@ -471,12 +495,27 @@ fn main() {
     );
     let small = Fixture::new("small", fixtures::small(), 5);
 
+    // Warm-up at a rate ClickHouse on the same cores keeps up with: a closed loop here would
+    // fill the write buffer and leave the next phase replaying the spool.
     eprintln!("loadgen: warming up");
-    drive(&a, &typical, 2, None, Duration::from_secs(2));
+    drive(&a, &typical, 2, Some(10.0), Duration::from_secs(2));
+    wait_drained(a.addr);
     if let Some(rate) = a.only.as_deref().and_then(|o| o.strip_prefix("open:")) {
         let rate: f64 = rate.parse().expect("--only open:<requests per second>");
         eprintln!("loadgen: open loop at {rate} req/s only");
         eprintln!("  {}", open_phase(&a, &typical, rate, "only"));
+        return;
+    }
+    if let Some(rate) = a
+        .only
+        .as_deref()
+        .and_then(|o| o.strip_prefix("open-small:"))
+    {
+        let rate: f64 = rate
+            .parse()
+            .expect("--only open-small:<requests per second>");
+        eprintln!("loadgen: open loop of the small fixture at {rate} req/s only");
+        eprintln!("  {}", open_phase(&a, &small, rate, "only"));
         return;
     }
     if let Some(only) = &a.only {
@@ -501,6 +540,11 @@ fn main() {
         eprintln!("  {v}");
         open.push(v);
     }
+    // The small fixture's steady state, for its CPU per span.
+    let max_small_rate = max_small["sustained_requests_per_s"].as_f64().unwrap();
+    eprintln!("loadgen: open loop of the small fixture at 80% of its maximum");
+    let open_small = open_phase(&a, &small, max_small_rate * 0.8, "80%");
+    eprintln!("  {open_small}");
     let mut sustain = Value::Null;
     if !a.sustain.is_zero() {
         eprintln!("loadgen: sustain at 80% for {:?}", a.sustain);
@@ -517,6 +561,7 @@ fn main() {
         "max_typical": max_typical,
         "max_small": max_small,
         "open_loop": open,
+        "open_small": open_small,
         "sustain": sustain,
         "vm_hwm_bytes": status.0,
         "vm_rss_bytes": status.1,

@@ -13,7 +13,6 @@
 mod fixtures;
 
 use std::hint::black_box;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bumpalo::Bump;
@@ -156,9 +155,7 @@ fn main() {
         copy.copy_from_slice(&body);
         black_box(iteration(&mut state, &mut copy));
         while let Ok(b) = receiver.try_recv() {
-            shared
-                .buffered_rows
-                .fetch_sub(b.len() as u64, Ordering::AcqRel);
+            shared.release_buffered(&b);
         }
     }
     let mut items = 0;
@@ -168,9 +165,7 @@ fn main() {
         items += black_box(iteration(&mut state, &mut copy));
         // Rows are dropped here, as the flush thread would, outside `iteration`.
         while let Ok(b) = receiver.try_recv() {
-            shared
-                .buffered_rows
-                .fetch_sub(b.len() as u64, Ordering::AcqRel);
+            shared.release_buffered(&b);
         }
     }
     let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0);

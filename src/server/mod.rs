@@ -48,6 +48,17 @@ impl Shared {
             + self.flush_stats.spool_rows.load(Ordering::Relaxed)
     }
 
+    /// Gives a handed-over batch's room in the write buffer back (its rows and its heap bytes),
+    /// as the flush thread does once the batch is written. For benches and tools that stand in
+    /// for the flush thread.
+    pub fn release_buffered(&self, batch: &crate::row::RowBatch) {
+        self.buffered_rows
+            .fetch_sub(batch.len() as u64, Ordering::AcqRel);
+        self.flush_stats
+            .buffered_bytes
+            .fetch_sub(batch.heap_bytes() as u64, Ordering::AcqRel);
+    }
+
     /// Memory and spool are both full: `/ingest` refuses batches and `/ready` is false.
     pub fn is_buffer_full(&self) -> bool {
         self.flush_stats.full.load(Ordering::Relaxed)
