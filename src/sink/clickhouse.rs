@@ -2187,6 +2187,35 @@ mod tests {
     }
 
     #[test]
+    fn spare_buffers_survive_small_inserts_and_go_after_a_burst() {
+        let sent = |bytes: usize| vec![Arc::new(Vec::<u8>::with_capacity(bytes))];
+        let mut spares = Spares::default();
+        // A large block, then smaller ones: the buffer keeps its size for the next large one.
+        spares.reclaim(sent(8 << 20), 8 << 20);
+        for _ in 0..10 {
+            let taken = std::mem::take(&mut spares.buffers);
+            assert!(
+                taken[0].capacity() >= 8 << 20,
+                "shrunk after a small insert"
+            );
+            spares.reclaim(vec![Arc::new(taken.into_iter().next().unwrap())], 100 << 10);
+        }
+        // Two windows of small blocks only: the burst is over and the memory goes.
+        for _ in 0..2 * SPARES_WINDOW {
+            let taken = std::mem::take(&mut spares.buffers);
+            let buffer = taken.into_iter().next().unwrap_or_default();
+            spares.reclaim(vec![Arc::new(buffer)], 100 << 10);
+        }
+        assert!(spares.buffers.iter().all(|b| b.capacity() == 0));
+        // A buffer the client still holds is replaced by an empty one, not waited for.
+        let shared = Arc::new(Vec::<u8>::with_capacity(1024));
+        let _client = shared.clone();
+        spares.reclaim(vec![shared], 1024);
+        assert_eq!(spares.buffers.len(), 1);
+        assert_eq!(spares.buffers[0].capacity(), 0);
+    }
+
+    #[test]
     fn an_insert_gives_its_column_buffers_back_for_the_next() {
         let db = TestDb::new("spares");
         let store = Store::new(NATIVE_URL, &db.0).unwrap();
