@@ -43,7 +43,7 @@ const MONEY_SCALE: u8 = 10;
 /// One column of the insert block, written straight in ClickHouse's native wire format as rows
 /// are pushed: `head` is the whole column for plain types, the null map of a `Nullable`, or the
 /// end offsets of an `Array`; `tail` holds a `Nullable`'s or an `Array`'s values. The buffers
-/// come from the previous insert (see `Store::spare`), so after warm-up building a block
+/// come from the previous insert (see `Spares`), so after warm-up building a block
 /// allocates nothing and touches no fresh pages, and every string is copied exactly once on the
 /// way in (plus once into the client's send buffer).
 #[derive(Default)]
