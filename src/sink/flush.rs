@@ -9,9 +9,10 @@
 //! - an insert starts when `max_rows` rows are waiting or `interval` has passed since the oldest
 //!   waiting row arrived, whichever comes first; every flush writes everything that was waiting
 //!   when it began, in inserts of at most `max_rows` rows (a batch is never cut in normal
-//!   operation). Rows that arrive during a flush wait for their own interval (unless `max_rows`
-//!   of them are waiting or the spool has a backlog), so under steady load ClickHouse gets one
-//!   insert per interval, not one after another as fast as they complete;
+//!   operation). Rows that arrive during a flush wait for their own interval unless a quarter of
+//!   `max_rows` or of the memory room is waiting (or the spool has a backlog), so under steady
+//!   load ClickHouse gets one insert per interval, or inserts of at least a quarter of
+//!   `max_rows`, not a stream of small ones as fast as they complete;
 //! - memory is bounded: workers reserve each batch's rows and heap bytes against
 //!   `INGEST_BUFFER_MAX_ROWS`/`INGEST_BUFFER_MAX_BYTES` (`ingest::handoff`); past the bound
 //!   less room for the largest batch seen (`State::room`), this thread moves the newest batches
@@ -488,9 +489,10 @@ impl Flusher {
     /// Writes everything that was waiting when it began (reading the spool back as memory
     /// allows), insert by insert, until done or a transient failure. In normal operation it
     /// goes on past that only while the next insert is due anyway (`max_rows` waiting, or a
-    /// spool backlog): chaining inserts of whatever arrived during the last one made hundreds of
-    /// small inserts a minute under steady load, and ClickHouse spent most of its CPU merging
-    /// their parts. The shutdown (`deadline`) writes everything.
+    /// spool backlog) or is large enough (`worth_chaining`): chaining inserts of whatever
+    /// arrived during the last one made hundreds of small inserts a minute under steady load,
+    /// and ClickHouse spent most of its CPU merging their parts. The shutdown (`deadline`)
+    /// writes everything.
     fn flush(&mut self, deadline: Option<Instant>) {
         let began = Instant::now();
         loop {
@@ -504,6 +506,7 @@ impl Flusher {
             };
             if deadline.is_none()
                 && front.arrived > began
+                && !self.st.worth_chaining()
                 && self.st.due().is_none_or(|at| at > Instant::now())
             {
                 return;
@@ -757,6 +760,14 @@ impl State {
             keep(self.cfg.buffer_max_rows, &stats.largest_batch_rows),
             keep(self.cfg.buffer_max_bytes, &stats.largest_batch_bytes),
         )
+    }
+
+    /// Enough waits for the next insert to go at once, without waiting for its interval: a
+    /// quarter of `max_rows` (an insert that size is cheap for ClickHouse to merge), or a
+    /// quarter of the memory room (so that a fast intake does not fill memory, and spool,
+    /// while the interval runs).
+    fn worth_chaining(&self) -> bool {
+        self.queued_rows >= (self.cfg.max_rows / 4).max(1) || self.over(1, 4)
     }
 
     /// Memory is over `room() * num / den`.
