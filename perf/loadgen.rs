@@ -5,18 +5,21 @@
 //! 1. `max_typical`, `max_small`: closed loop (every connection sends back to back) to find the
 //!    most the server accepts, with its CPU time from `/proc/<pid>` (process and per thread),
 //!    counted until the flush thread has written everything accepted;
-//! 2. `open_50`, `open_80`: open loop at 50% and 80% of the typical maximum (the rate the
-//!    server sustains with its ClickHouse: accepted spans that also left the write buffer during
-//!    the closed loop, which keeps the buffer full), then the small fixture at 80% of its own;
+//! 2. `ramp_typical`, `ramp_small`: the maximum rate, the highest open-loop rate the server
+//!    keeps up with, ClickHouse included (`ramp`), searched in 20% steps from what the closed
+//!    loop sustained (accepted spans that also left the write buffer during it);
+//! 3. `open_50`, `open_80`: open loop at 50% and 80% of the typical maximum, then the small
+//!    fixture at 80% of its own;
 //!    each also measures the server's CPU in this steady state; request `i` is due
 //!    at `start + i / rate`, and its latency runs from that due time, not from when a connection
 //!    was free to send it (corrects for coordinated omission, as wrk2 does);
-//! 3. `sustain`: open loop at 80% for `--sustain` seconds, sampling every second the spans
+//! 4. `sustain`: open loop at 80% for `--sustain` seconds, sampling every second the spans
 //!    accepted, the rows counted in ClickHouse and the rows buffered in the server.
 //!
 //! Every batch gets unique trace ids (`fixtures::stamp`), so no row is deduplicated away.
 //!
-//! `--only typical|small|open:<req/s>|open-small:<req/s>` runs one phase alone (after the warm-up), e.g. under
+//! `--only typical|small|open:<req/s>|open-small:<req/s>|ramp-typical:<req/s>|ramp-small:<req/s>`
+//! runs one phase alone (after the warm-up), e.g. under
 //! `perf record`; an open-loop phase also lists when each request over 10 ms was due, which
 //! shows whether slow requests come alone or in a stall.
 
@@ -344,6 +347,59 @@ fn max_phase(a: &Args, f: &Fixture, connections: usize) -> Value {
     })
 }
 
+/// Seconds of each ramp step.
+const RAMP_STEP: Duration = Duration::from_secs(6);
+
+/// The highest offered rate the server keeps up with, open loop, starting from `start` (the
+/// closed loop's sustained rate): up in steps of 20% while a `RAMP_STEP` run at the rate keeps
+/// up, or down in steps of 20% until one does (at most 12 steps). A rate is kept up with when nothing is refused,
+/// the last request went out less than half a second late (the worker was not queueing
+/// requests), and the server had written everything within 3 s of the end (ClickHouse was
+/// not queueing rows: with the 1 s flush interval about two seconds' worth wait at any time).
+///
+/// The closed loop alone is a poor estimate: it overloads the two shared cores, so how much
+/// reaches ClickHouse there depends on how the CPU is split between the worker taking requests
+/// it will spool and the flush thread and ClickHouse draining them.
+fn ramp(a: &Args, f: &Fixture, start: f64) -> Value {
+    let mut steps = Vec::new();
+    let mut best: Option<f64> = None;
+    let mut rate = start;
+    for _ in 0..12 {
+        wait_drained(a.addr);
+        let t0 = Instant::now();
+        let tally = drive(a, f, a.connections, Some(rate), RAMP_STEP);
+        let late = t0.elapsed().as_secs_f64() - RAMP_STEP.as_secs_f64();
+        let end = Instant::now();
+        wait_drained(a.addr);
+        let drain = end.elapsed().as_secs_f64();
+        let kept = tally.refused == 0 && late < 0.5 && drain < 3.0;
+        steps.push(json!({
+            "offered_per_s": rate,
+            "accepted": tally.accepted,
+            "refused": tally.refused,
+            "late_s": late,
+            "drained_after_s": drain,
+            "kept_up": kept,
+        }));
+        match (kept, best) {
+            (true, _) => {
+                best = Some(rate);
+                rate *= 1.2;
+            }
+            // The first rate that fails after one that kept up ends the ramp.
+            (false, Some(_)) => break,
+            (false, None) => rate /= 1.2,
+        }
+    }
+    json!({
+        "fixture": f.name,
+        "start_per_s": start,
+        "step_seconds": RAMP_STEP.as_secs_f64(),
+        "max_per_s": best.unwrap_or(rate),
+        "steps": steps,
+    })
+}
+
 /// Open loop at `rate` requests per second: latency percentiles from the due time, and the
 /// server's CPU per byte and per span in this steady state (nothing refused, nothing spooled),
 /// counted until the flush thread has written every accepted row.
@@ -518,6 +574,20 @@ fn main() {
         eprintln!("  {}", open_phase(&a, &small, rate, "only"));
         return;
     }
+    if let Some((which, start)) = a
+        .only
+        .as_deref()
+        .and_then(|o| o.strip_prefix("ramp-"))
+        .and_then(|o| o.split_once(':'))
+    {
+        let start: f64 = start
+            .parse()
+            .expect("--only ramp-typical|ramp-small:<start req/s>");
+        let f = if which == "small" { &small } else { &typical };
+        eprintln!("loadgen: ramp of the {which} fixture from {start} req/s only");
+        eprintln!("  {}", ramp(&a, f, start));
+        return;
+    }
     if let Some(only) = &a.only {
         let f = if only == "small" { &small } else { &typical };
         eprintln!("loadgen: closed loop, {only} only");
@@ -530,9 +600,24 @@ fn main() {
     eprintln!("loadgen: closed loop, small");
     let max_small = max_phase(&a, &small, 4);
     eprintln!("  {max_small}");
-    // The open-loop rates are fractions of what the server sustains with its ClickHouse (an
-    // offered rate above that only queues until the write buffer is full, then is refused).
-    let max_rate = max_typical["sustained_requests_per_s"].as_f64().unwrap();
+    // The open-loop rates are fractions of the most the server keeps up with, ClickHouse
+    // included (an offered rate above that only queues until the write buffer is full, then
+    // is refused), found by a ramp from the closed loop's sustained rate.
+    eprintln!("loadgen: ramp, typical");
+    let ramp_typical = ramp(
+        &a,
+        &typical,
+        max_typical["sustained_requests_per_s"].as_f64().unwrap(),
+    );
+    eprintln!("  {ramp_typical}");
+    eprintln!("loadgen: ramp, small");
+    let ramp_small = ramp(
+        &a,
+        &small,
+        max_small["sustained_requests_per_s"].as_f64().unwrap(),
+    );
+    eprintln!("  {ramp_small}");
+    let max_rate = ramp_typical["max_per_s"].as_f64().unwrap();
     let mut open = Vec::new();
     for (pct, label) in [(0.5, "50%"), (0.8, "80%")] {
         eprintln!("loadgen: open loop at {label} of the maximum");
@@ -541,7 +626,7 @@ fn main() {
         open.push(v);
     }
     // The small fixture's steady state, for its CPU per span.
-    let max_small_rate = max_small["sustained_requests_per_s"].as_f64().unwrap();
+    let max_small_rate = ramp_small["max_per_s"].as_f64().unwrap();
     eprintln!("loadgen: open loop of the small fixture at 80% of its maximum");
     let open_small = open_phase(&a, &small, max_small_rate * 0.8, "80%");
     eprintln!("  {open_small}");
@@ -560,6 +645,8 @@ fn main() {
         "phase_seconds": a.phase.as_secs_f64(),
         "max_typical": max_typical,
         "max_small": max_small,
+        "ramp_typical": ramp_typical,
+        "ramp_small": ramp_small,
         "open_loop": open,
         "open_small": open_small,
         "sustain": sustain,

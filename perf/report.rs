@@ -306,9 +306,49 @@ fn main() {
          was accepted; the \"overloaded\" figures in the targets divide each thread's CPU by \
          what it handled. The CPU targets are judged on the open loops below. \"Processed\" is what the \
          worker got through (accepted + refused); \"sustained\" is what also left the write \
-         buffer for ClickHouse during the phase, the maximum rate the open-loop phases below \
-         take their 50% and 80% of.\n"
+         buffer for ClickHouse during the phase, where the ramp below starts.\n"
     );
+
+    // ----- the maximum rate -----
+    let _ = writeln!(
+        o,
+        "The **maximum rate** the open loops below take their 50% and 80% of is the highest \
+         open-loop rate the server kept up with, ClickHouse included, found by a ramp in 20% \
+         steps of {:.0} s from the closed loop's sustained rate (`ramp` in `perf/loadgen.rs`): \
+         kept up = nothing refused, the last request sent less than 0.5 s late, and every \
+         accepted row in ClickHouse within 3 s of the end.\n",
+        f(&load["ramp_typical"]["step_seconds"])
+    );
+    let _ = writeln!(
+        o,
+        "| ramp | from req/s | steps (req/s: kept up?) | maximum req/s |\n|---|---|---|---|"
+    );
+    for key in ["ramp_typical", "ramp_small"] {
+        let r = &load[key];
+        let steps: Vec<String> = r["steps"]
+            .as_array()
+            .map(|v| {
+                v.iter()
+                    .map(|s| {
+                        let yes = if s["kept_up"].as_bool() == Some(true) {
+                            "yes"
+                        } else {
+                            "no"
+                        };
+                        format!("{:.0}: {yes}", f(&s["offered_per_s"]))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "| {} | {:.0} | {} | {:.0} |",
+            r["fixture"].as_str().unwrap_or(""),
+            f(&r["start_per_s"]),
+            steps.join(", "),
+            f(&r["max_per_s"])
+        );
+    }
     let _ = writeln!(
         o,
         "| open loop | offered req/s | accepted | p50 ms | p99 ms | p99.9 ms | max ms | server CPU-s per GB | spans per CPU-s | worker µs per request | flush µs per row |\n|---|---|---|---|---|---|---|---|---|---|---|"
