@@ -351,7 +351,7 @@ fn main() {
     }
     let _ = writeln!(
         o,
-        "| open loop | offered req/s | accepted | p50 ms | p99 ms | p99.9 ms | max ms | server CPU-s per GB | spans per CPU-s | worker µs per request | flush µs per row |\n|---|---|---|---|---|---|---|---|---|---|---|"
+        "\n| open loop | offered req/s | accepted | p50 ms | p99 ms | p99.9 ms | max ms | server CPU-s per GB | spans per CPU-s | worker µs per request | flush µs per row |\n|---|---|---|---|---|---|---|---|---|---|---|"
     );
     let mut open = load["open_loop"].as_array().cloned().unwrap_or_default();
     open.push(open_small.clone());
