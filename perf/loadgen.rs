@@ -352,10 +352,11 @@ const RAMP_STEP: Duration = Duration::from_secs(6);
 
 /// The highest offered rate the server keeps up with, open loop, starting from `start` (the
 /// closed loop's sustained rate): up in steps of 20% while a `RAMP_STEP` run at the rate keeps
-/// up, or down in steps of 20% until one does (at most 12 steps). A rate is kept up with when nothing is refused,
-/// the last request went out less than half a second late (the worker was not queueing
-/// requests), and the server had written everything within 3 s of the end (ClickHouse was
-/// not queueing rows: with the 1 s flush interval about two seconds' worth wait at any time).
+/// up, or down in steps of 20% until one does (at most 12 steps). A rate is kept up with when
+/// nothing is refused, the last request went out less than half a second late (the worker was
+/// not queueing requests), and the server had written everything within 3 s of the end
+/// (ClickHouse was not queueing rows: with the 1 s flush interval about two seconds' worth
+/// wait at any time).
 ///
 /// The closed loop alone is a poor estimate: it overloads the two shared cores, so how much
 /// reaches ClickHouse there depends on how the CPU is split between the worker taking requests
