@@ -101,6 +101,8 @@ fn iteration(s: &mut State, body: &mut [u8]) -> usize {
 }
 
 fn main() {
+    // The server's malloc settings, so the stages are measured as they run there.
+    traceingest::server::keep_freed_memory();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage = "usage: profile <small|typical|large> <whole|decode|simd> [iterations]";
     let body = match args.first().map(String::as_str) {

@@ -67,20 +67,6 @@ enum Command {
     Price(PriceArgs),
 }
 
-/// glibc's malloc, left to itself, serves each request's row batch (about 2 MB for a 1 MB body)
-/// with fresh pages: above its dynamic mmap threshold a block is mapped and unmapped, below it
-/// the freed top of the worker's arena is trimmed, and either way the kernel faults the pages
-/// back in on the next request (hundreds of faults per request). Batches are allocated on the
-/// workers and freed on the flush thread, and blocks up to 32 MiB now stay in the arenas, whose
-/// free memory is returned to the system only past 512 MiB.
-fn keep_freed_memory() {
-    // SAFETY: mallopt only changes malloc's parameters; called once, before other threads.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 512 << 20);
-    }
-}
-
 fn main() {
     let cli = Cli::parse();
     init_logging();
@@ -151,7 +137,7 @@ async fn migrate_when_up(store: &Store, patience: Duration) -> anyhow::Result<()
 
 fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let config = args.resolve().map_err(anyhow::Error::msg)?;
-    keep_freed_memory();
+    traceingest::server::keep_freed_memory();
 
     let prices = Arc::new(SharedPrices::builtin());
     if let Some(path) = &config.pricing_file {

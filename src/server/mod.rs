@@ -15,6 +15,24 @@ use crate::metrics::Metrics;
 use crate::pricing::SharedPrices;
 use crate::sink::flush::FlushStats;
 
+/// glibc's malloc, left to itself, serves each request's row batch (about 2 MB for a 1 MB body)
+/// with fresh pages: above its dynamic mmap threshold a block is mapped and unmapped, below it
+/// the freed top of the worker's arena is trimmed, and either way the kernel faults the pages
+/// back in on the next request (hundreds of faults per request). Batches are allocated on the
+/// workers and freed on the flush thread, and blocks up to 32 MiB now stay in the arenas, whose
+/// free memory is returned to the system only past 512 MiB.
+///
+/// `serve` calls it first thing; the benches and `perf/profile.rs` call it too, so they measure
+/// the request path with the memory behaviour it has in the server.
+pub fn keep_freed_memory() {
+    // SAFETY: mallopt only changes malloc's parameters (under the arena lock); callers call it
+    // once, at start-up, before their other threads.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 512 << 20);
+    }
+}
+
 /// State shared by all workers. Everything in it is read lock-free on the request path.
 pub struct Shared {
     pub config: Config,
