@@ -103,24 +103,21 @@ fn ingest(c: &mut Criterion) {
             let batch = decoder.decode(&mut input, &arena).expect("valid batch");
             let table = shared.prices.current();
             let mut pricer = Pricer::new();
+            let mut scratch = Bump::new();
             g.bench_function("build_rows", |b| {
-                b.iter_batched(
-                    RowBatch::default,
-                    |mut out| {
-                        rows::build(
-                            &batch,
-                            &principal,
-                            &table,
-                            &mut pricer,
-                            (NOW_MS / 1000) as u32,
-                            body.len(),
-                            &mut out,
-                        )
-                        .expect("prices fit");
-                        out
-                    },
-                    size,
-                )
+                b.iter(|| {
+                    scratch.reset();
+                    rows::build(
+                        &batch,
+                        &principal,
+                        &table,
+                        &mut pricer,
+                        (NOW_MS / 1000) as u32,
+                        u64::MAX,
+                        &scratch,
+                    )
+                    .expect("prices fit")
+                })
             });
         }
 

@@ -138,6 +138,17 @@ async fn migrate_when_up(store: &Store, patience: Duration) -> anyhow::Result<()
 fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let config = args.resolve().map_err(anyhow::Error::msg)?;
     traceingest::server::keep_freed_memory();
+    let batch_limit = traceingest::ingest::batch_limit(config.buffer_max_bytes);
+    if batch_limit < 2 * config.limits.max_body_bytes {
+        tracing::warn!(
+            buffer_max_bytes = config.buffer_max_bytes,
+            batch_limit,
+            max_body_bytes = config.limits.max_body_bytes,
+            "one batch's rows may take a quarter of INGEST_BUFFER_MAX_BYTES, less than twice \
+             INGEST_MAX_BODY_BYTES: bodies near the body cap may be refused with 413 \
+             batch_too_large; set INGEST_BUFFER_MAX_BYTES to at least 8 x INGEST_MAX_BODY_BYTES"
+        );
+    }
 
     let prices = Arc::new(SharedPrices::builtin());
     if let Some(path) = &config.pricing_file {

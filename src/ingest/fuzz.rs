@@ -84,19 +84,26 @@ fn build_rows(batch: &Batch<'_>) {
     static TABLE: OnceLock<PriceTable> = OnceLock::new();
     let table = TABLE.get_or_init(PriceTable::builtin);
     let principal = Principal::unlimited("org", "");
-    let mut out = RowBatch::default();
+    let arena = bumpalo::Bump::new();
     let result = super::rows::build(
         batch,
         &principal,
         table,
         &mut Pricer::new(),
         1_700_000_000,
-        0,
-        &mut out,
+        u64::MAX,
+        &arena,
     );
     match result {
-        Ok(()) => assert_eq!(out.rows.len(), batch.span_count),
-        Err(issues) => {
+        Ok(rows) => {
+            assert_eq!(rows.len(), batch.span_count);
+            // What the flush thread and the spool rely on: the layout checks out.
+            let back = RowBatch::from_parts(rows.len(), *rows.bounds(), rows.data().to_vec())
+                .expect("a built batch has a valid layout");
+            assert_eq!(back, rows);
+        }
+        Err(super::rows::BuildError::TooLarge(t)) => panic!("no limit, yet too large: {t:?}"),
+        Err(super::rows::BuildError::Issues(issues)) => {
             for i in &issues {
                 let last = i.path.last();
                 assert!(

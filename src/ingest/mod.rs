@@ -20,8 +20,9 @@ use crate::auth::Principal;
 use crate::http::response::{LimitHeaders, Refusal};
 use crate::ingest::decode::{DecodeError, Decoder};
 use crate::ingest::handoff::{Handed, Handoff};
+use crate::ingest::rows::BuildError;
 use crate::pricing::Pricer;
-use crate::row::RowBatch;
+use crate::row::{RowBatch, TooLarge};
 use crate::server::Shared;
 
 pub use fuzz::fuzz_decode;
@@ -88,19 +89,42 @@ impl Pipeline {
         };
         // One table for the whole batch, even if a reload lands meanwhile.
         let table = shared.prices.current();
-        let mut rows = RowBatch::default();
         rows::build(
             &batch,
             principal,
             &table,
             &mut self.pricer,
             (now_ms / 1000) as u32,
-            body_len,
-            &mut rows,
+            batch_limit(shared.config.buffer_max_bytes),
+            &self.arena,
         )
-        .map_err(schema_refusal)?;
-        Ok(rows)
+        .map_err(|e| match e {
+            BuildError::Issues(issues) => schema_refusal(issues),
+            BuildError::TooLarge(t) => too_large_refusal(t, body_len),
+        })
     }
+}
+
+/// The most one batch's rows may take in the write buffer: a quarter of it, so that a batch
+/// always fits beside others. Real batches take about 1.6 times their body (strings of a
+/// trace are stored with each of its spans), far below this for any body under the body cap;
+/// only trace-level strings repeated over thousands of spans come near it.
+pub fn batch_limit(buffer_max_bytes: u64) -> u64 {
+    buffer_max_bytes / 4
+}
+
+#[cold]
+fn too_large_refusal(t: TooLarge, body_len: usize) -> Refusal {
+    Refusal::new(
+        413,
+        "batch_too_large",
+        format!(
+            "the batch's spans would take {} bytes as rows ({body_len} bytes of body), more than \
+             the {} bytes one batch may take; send fewer spans per batch, or repeat less \
+             trace-level data (trace metadata and names are stored with every span)",
+            t.bytes, t.limit
+        ),
+    )
 }
 
 #[cold]

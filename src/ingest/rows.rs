@@ -1,239 +1,222 @@
-//! Decoded, validated spans -> one priced storage `Row` each, packed into a `RowBatch`.
+//! Decoded, validated spans -> one priced storage row each, written into a `RowBatch` in the
+//! `spans` columns' native layout (see `row.rs`).
 //!
-//! Strings shared by many rows (organisation, project, trace-level fields, trace metadata) are
-//! copied into the batch once and referenced by every row that needs them.
+//! Every span is priced once, first (a usage too large to price is a schema issue of that
+//! span, and the priced model id is a column whose size must be known). Then `RowBatch::build`
+//! takes the rows twice, measuring then writing; each pass makes each span's `RowRef` afresh
+//! from the decoded batch, which costs a few dozen moves, so no row is kept in between.
+
+use bumpalo::collections::Vec as BVec;
+use bumpalo::Bump;
 
 use crate::auth::Principal;
 use crate::ingest::validate::{Issue, PathSeg};
+use crate::ingest::wire::Metadata;
 use crate::ingest::wire::{Batch, Span, Trace};
-use crate::pricing::{PriceError, PriceTable, Pricer};
-use crate::row::{CostColumns, Row, RowBatch, Run, Text};
+use crate::pricing::{PriceError, PriceTable, Priced, Pricer};
+use crate::row::{CostColumns, RowBatch, RowRef, RowSource, TooLarge};
 
-/// Copies an optional string into the batch; absent is the empty string.
-#[inline]
-fn opt(out: &mut RowBatch, s: Option<&str>) -> Text {
-    match s {
-        Some(s) if !s.is_empty() => out.push_str(s),
-        _ => Text::default(),
-    }
+/// Why a validated batch got no rows.
+#[derive(Debug)]
+pub enum BuildError {
+    /// Spans whose cost cannot be stored (`too_big` at their `usage`).
+    Issues(Vec<Issue>),
+    /// The rows would take more of the write buffer than one batch may.
+    TooLarge(TooLarge),
 }
 
-/// Trace-level values every span row of the trace repeats.
-struct TraceText {
-    trace_id: Text,
-    trace_name: Text,
-    agent_name: Text,
-    workflow_name: Text,
-    workflow_run_id: Text,
-    session_id: Text,
-    customer_id: Text,
-    customer_name: Text,
-    customer_image_url: Text,
-    /// The trace's metadata in `out.meta`, pushed once.
-    metadata: Run,
-}
-
-fn trace_text(out: &mut RowBatch, t: &Trace<'_>) -> TraceText {
-    let metadata_start = out.meta.len() as u32;
-    for (k, v) in t.metadata {
-        let k = out.push_str(k);
-        let v = out.push_str(v);
-        out.meta.push((k, v));
-    }
-    TraceText {
-        trace_id: out.push_str(t.trace_id),
-        trace_name: opt(out, t.trace_name),
-        agent_name: opt(out, t.agent_name),
-        workflow_name: opt(out, t.workflow_name),
-        workflow_run_id: opt(out, t.workflow_run_id),
-        session_id: opt(out, t.session_id),
-        customer_id: opt(out, t.customer.map(|c| c.id)),
-        customer_name: opt(out, t.customer.and_then(|c| c.name)),
-        customer_image_url: opt(out, t.customer.and_then(|c| c.image_url)),
-        metadata: Run {
-            start: metadata_start,
-            len: t.metadata.len() as u32,
-        },
-    }
-}
-
-/// Merges trace and span metadata into `out.meta`, the span winning on equal keys. Keys keep
-/// the trace's order, then the span's own new keys follow in its order.
-fn merged_metadata(out: &mut RowBatch, trace: Run, span: &Span<'_>) -> Run {
-    if span.metadata.is_empty() {
-        // The trace's run is shared as is: no copy at all.
-        return trace;
-    }
-    let start = out.meta.len() as u32;
-    for i in trace.range() {
-        let (k, v) = out.meta[i];
-        let key = out.str(k);
-        let value = match span.metadata.iter().find(|(sk, _)| *sk == key) {
-            Some((_, sv)) => out.push_str(sv),
-            None => v,
-        };
-        out.meta.push((k, value));
-    }
-    for (sk, sv) in span.metadata {
-        let in_trace = trace.range().any(|i| out.str(out.meta[i].0) == *sk);
-        if !in_trace {
-            let k = out.push_str(sk);
-            let v = out.push_str(sv);
-            out.meta.push((k, v));
-        }
-    }
-    Run {
-        start,
-        len: out.meta.len() as u32 - start,
-    }
-}
-
-/// Entries `build` pushes into `RowBatch::meta` (at most) and `RowBatch::ints` (exactly).
-fn side_lengths(batch: &Batch<'_>) -> (usize, usize) {
-    let (mut meta, mut ints) = (0, 0);
-    for trace in batch.traces {
-        meta += trace.metadata.len();
-        for span in trace.spans {
-            if !span.metadata.is_empty() {
-                meta += trace.metadata.len() + span.metadata.len();
-            }
-            ints += span.chunk_offsets.len()
-                + span.chunk_tokens.len()
-                + span.reasoning_offsets.len()
-                + span.reasoning_chunk_tokens.len();
-        }
-    }
-    (meta, ints)
-}
-
-/// Builds the rows of a validated batch. Pricing happens here, against one table for the whole
-/// batch; a usage too large to price in `Decimal(18, 10)` is a schema issue of that span.
+/// Builds the rows of a validated batch, priced against one table for the whole batch. `limit`
+/// is the most the rows may take (bytes); `arena` holds the prices between the passes.
 pub fn build(
     batch: &Batch<'_>,
     principal: &Principal,
     table: &PriceTable,
     pricer: &mut Pricer,
     now_s: u32,
-    body_len: usize,
-    out: &mut RowBatch,
-) -> Result<(), Vec<Issue>> {
-    // Every vector is sized once up front, so none grows (reallocates) per span.
-    out.rows.reserve_exact(batch.span_count);
-    // Row strings are a subset of the body's, plus org/project once.
-    out.text
-        .reserve(body_len + principal.org_id.len() + principal.project_id.len());
-    let (meta, ints) = side_lengths(batch);
-    out.meta.reserve_exact(meta);
-    out.ints.reserve_exact(ints);
-    let org_id = out.push_str(&principal.org_id);
-    let project_id = out.push_str(&principal.project_id);
+    limit: u64,
+    arena: &Bump,
+) -> Result<RowBatch, BuildError> {
+    let mut priced = BVec::with_capacity_in(batch.span_count, arena);
+    let mut metadata = BVec::with_capacity_in(batch.span_count, arena);
     let mut issues = Vec::new();
-
     for (ti, trace) in batch.traces.iter().enumerate() {
-        let tt = trace_text(out, trace);
         for (si, span) in trace.spans.iter().enumerate() {
-            let priced = if span.span_type.is_priced() {
-                match pricer.price(table, span.provider, span.model_id, span.usage.as_ref()) {
-                    Ok(p) => p,
-                    Err(PriceError::Overflow) => {
-                        issues.push(overflow_issue(ti, si));
-                        continue;
-                    }
+            metadata.push(merge_metadata(trace.metadata, span.metadata, arena));
+            match pricer.price_span(table, span) {
+                Ok(p) => priced.push(p),
+                Err(PriceError::Overflow) => {
+                    issues.push(overflow_issue(ti, si));
+                    priced.push(None);
                 }
-            } else {
-                None
-            };
-            let usage = span.usage.unwrap_or_default();
-            let (costs, priced_model_id, pricing_source, priced_at) = match &priced {
-                Some(p) => (p.costs, opt(out, Some(p.model_id)), p.source, Some(now_s)),
-                None => (CostColumns::default(), Text::default(), "", None),
-            };
-            let request_count = match (usage.request_count, priced.is_some()) {
-                (Some(n), _) => n,
-                (None, true) => 1,
-                (None, false) => 0,
-            };
-            let rl = span.rate_limit.unwrap_or_default();
-            let jitter = span.chunk_jitter;
-            let metadata = merged_metadata(out, tt.metadata, span);
-            let row = Row {
-                org_id,
-                project_id,
-                trace_id: tt.trace_id,
-                span_id: out.push_str(span.span_id),
-                parent_span_id: opt(out, span.parent_span_id),
-                span_type: span.span_type.as_str(),
-                name: opt(out, Some(span.name)),
-                start_time_ms: span.start_time,
-                end_time_ms: span.end_time,
-                duration_ms: span.end_time.saturating_sub(span.start_time),
-                status: span.status.as_str(),
-                error_message: opt(out, span.error_message),
-                provider: opt(out, span.provider),
-                model_id: opt(out, span.model_id),
-                priced_model_id,
-                input_tokens: usage.input_tokens.unwrap_or(0),
-                output_tokens: usage.output_tokens.unwrap_or(0),
-                total_tokens: usage.total_tokens.unwrap_or(0),
-                reasoning_tokens: usage.reasoning_tokens.unwrap_or(0),
-                cached_input_tokens: usage.cached_input_tokens.unwrap_or(0),
-                cache_write_input_tokens: usage.cache_write_input_tokens.unwrap_or(0),
-                image_count: usage.image_count.unwrap_or(0),
-                web_search_count: usage.web_search_count.unwrap_or(0),
-                request_count,
-                ttft_ms: span.ttft_ms,
-                reasoning_duration_ms: span.reasoning_duration_ms,
-                model_call_ms: span.model_call_ms,
-                costs,
-                pricing_source,
-                priced_at,
-                trace_name: tt.trace_name,
-                agent_name: tt.agent_name,
-                workflow_name: tt.workflow_name,
-                workflow_run_id: tt.workflow_run_id,
-                session_id: tt.session_id,
-                metadata,
-                input: opt(out, span.input),
-                output: opt(out, span.output),
-                tool_catalog: opt(out, span.tool_catalog),
-                system_fingerprint: opt(out, span.system_fingerprint),
-                safety_metadata: opt(out, span.safety_metadata),
-                sources: opt(out, span.sources),
-                rate_limit_requests_limit: rl.requests_limit,
-                rate_limit_requests_remaining: rl.requests_remaining,
-                rate_limit_requests_reset_ms: rl.requests_reset_ms,
-                rate_limit_tokens_limit: rl.tokens_limit,
-                rate_limit_tokens_remaining: rl.tokens_remaining,
-                rate_limit_tokens_reset_ms: rl.tokens_reset_ms,
-                chunk_offsets: out.push_ints(span.chunk_offsets),
-                chunk_tokens: out.push_ints(span.chunk_tokens),
-                reasoning_offsets: out.push_ints(span.reasoning_offsets),
-                reasoning_chunk_tokens: out.push_ints(span.reasoning_chunk_tokens),
-                customer_id: tt.customer_id,
-                customer_name: tt.customer_name,
-                customer_image_url: tt.customer_image_url,
-                response_time_ms: span.response_time_ms,
-                effective_output_tps: span.effective_output_tps,
-                effective_total_tps: span.effective_total_tps,
-                output_tps: span.output_tps,
-                input_tps: span.input_tps,
-                chunk_jitter_min: jitter.map(|j| j.min),
-                chunk_jitter_p10: jitter.map(|j| j.p10),
-                chunk_jitter_median: jitter.map(|j| j.median),
-                chunk_jitter_avg: jitter.map(|j| j.avg),
-                chunk_jitter_p90: jitter.map(|j| j.p90),
-                chunk_jitter_max: jitter.map(|j| j.max),
-                ingested_at: now_s,
-            };
-            out.rows.push(row);
+            }
         }
     }
-    if issues.is_empty() {
-        Ok(())
-    } else {
+    if !issues.is_empty() {
         issues.truncate(100);
-        Err(issues)
+        return Err(BuildError::Issues(issues));
     }
+    let mut spans = Spans {
+        batch,
+        principal,
+        priced: &priced,
+        metadata: &metadata,
+        now_s,
+    };
+    RowBatch::build(batch.span_count, limit, &mut spans).map_err(BuildError::TooLarge)
+}
+
+/// The rows of a decoded batch, made from its spans on each pass.
+struct Spans<'s, 'a, 't> {
+    batch: &'s Batch<'a>,
+    principal: &'s Principal,
+    /// One per span, in order.
+    priced: &'s [Option<Priced<'t>>],
+    /// One per span, in order.
+    metadata: &'s [Metadata<'s>],
+    now_s: u32,
+}
+
+impl RowSource for Spans<'_, '_, '_> {
+    fn each_row<'s>(&'s mut self, mut f: impl FnMut(RowRef<'s>)) {
+        let mut per_span = self.priced.iter().zip(self.metadata);
+        for trace in self.batch.traces {
+            for span in trace.spans {
+                let (p, &meta) = per_span.next().expect("one price per span");
+                f(row(
+                    self.principal,
+                    trace,
+                    span,
+                    p.as_ref(),
+                    meta,
+                    self.now_s,
+                ));
+            }
+        }
+    }
+}
+
+/// One span's row.
+#[inline(always)]
+fn row<'a>(
+    principal: &'a Principal,
+    trace: &Trace<'a>,
+    span: &Span<'a>,
+    priced: Option<&Priced<'a>>,
+    metadata: Metadata<'a>,
+    now_s: u32,
+) -> RowRef<'a> {
+    let usage = span.usage.unwrap_or_default();
+    let (costs, priced_model_id, pricing_source, priced_at) = match priced {
+        Some(p) => (p.costs, p.model_id, p.source, Some(now_s)),
+        None => (CostColumns::default(), "", "", None),
+    };
+    let request_count = match (usage.request_count, priced.is_some()) {
+        (Some(n), _) => n,
+        (None, true) => 1,
+        (None, false) => 0,
+    };
+    let rl = span.rate_limit.unwrap_or_default();
+    let jitter = span.chunk_jitter;
+    let customer = trace.customer;
+    RowRef {
+        org_id: &principal.org_id,
+        project_id: &principal.project_id,
+        trace_id: trace.trace_id,
+        span_id: span.span_id,
+        parent_span_id: span.parent_span_id.unwrap_or(""),
+        span_type: span.span_type.as_str(),
+        name: span.name,
+        start_time_ms: span.start_time,
+        end_time_ms: span.end_time,
+        duration_ms: span.end_time.saturating_sub(span.start_time),
+        status: span.status.as_str(),
+        error_message: span.error_message.unwrap_or(""),
+        provider: span.provider.unwrap_or(""),
+        model_id: span.model_id.unwrap_or(""),
+        priced_model_id,
+        input_tokens: usage.input_tokens.unwrap_or(0),
+        output_tokens: usage.output_tokens.unwrap_or(0),
+        total_tokens: usage.total_tokens.unwrap_or(0),
+        reasoning_tokens: usage.reasoning_tokens.unwrap_or(0),
+        cached_input_tokens: usage.cached_input_tokens.unwrap_or(0),
+        cache_write_input_tokens: usage.cache_write_input_tokens.unwrap_or(0),
+        image_count: usage.image_count.unwrap_or(0),
+        web_search_count: usage.web_search_count.unwrap_or(0),
+        request_count,
+        ttft_ms: span.ttft_ms,
+        reasoning_duration_ms: span.reasoning_duration_ms,
+        model_call_ms: span.model_call_ms,
+        costs,
+        pricing_source,
+        priced_at,
+        trace_name: trace.trace_name.unwrap_or(""),
+        agent_name: trace.agent_name.unwrap_or(""),
+        workflow_name: trace.workflow_name.unwrap_or(""),
+        workflow_run_id: trace.workflow_run_id.unwrap_or(""),
+        session_id: trace.session_id.unwrap_or(""),
+        metadata,
+        input: span.input.unwrap_or(""),
+        output: span.output.unwrap_or(""),
+        tool_catalog: span.tool_catalog.unwrap_or(""),
+        system_fingerprint: span.system_fingerprint.unwrap_or(""),
+        safety_metadata: span.safety_metadata.unwrap_or(""),
+        sources: span.sources.unwrap_or(""),
+        rate_limit_requests_limit: rl.requests_limit,
+        rate_limit_requests_remaining: rl.requests_remaining,
+        rate_limit_requests_reset_ms: rl.requests_reset_ms,
+        rate_limit_tokens_limit: rl.tokens_limit,
+        rate_limit_tokens_remaining: rl.tokens_remaining,
+        rate_limit_tokens_reset_ms: rl.tokens_reset_ms,
+        chunk_offsets: span.chunk_offsets,
+        chunk_tokens: span.chunk_tokens,
+        reasoning_offsets: span.reasoning_offsets,
+        reasoning_chunk_tokens: span.reasoning_chunk_tokens,
+        customer_id: customer.map_or("", |c| c.id),
+        customer_name: customer.and_then(|c| c.name).unwrap_or(""),
+        customer_image_url: customer.and_then(|c| c.image_url).unwrap_or(""),
+        response_time_ms: span.response_time_ms,
+        effective_output_tps: span.effective_output_tps,
+        effective_total_tps: span.effective_total_tps,
+        output_tps: span.output_tps,
+        input_tps: span.input_tps,
+        chunk_jitter_min: jitter.map(|j| j.min),
+        chunk_jitter_p10: jitter.map(|j| j.p10),
+        chunk_jitter_median: jitter.map(|j| j.median),
+        chunk_jitter_avg: jitter.map(|j| j.avg),
+        chunk_jitter_p90: jitter.map(|j| j.p90),
+        chunk_jitter_max: jitter.map(|j| j.max),
+        ingested_at: now_s,
+    }
+}
+
+/// A span's metadata: its trace's, with its own on top. The span's value wins on an equal key;
+/// keys keep the trace's order, then the span's new keys follow in its order. Only a span with
+/// metadata of its own costs a copy (in `arena`); the others share their trace's.
+pub fn merge_metadata<'a>(
+    trace: Metadata<'a>,
+    span: Metadata<'a>,
+    arena: &'a Bump,
+) -> Metadata<'a> {
+    if span.is_empty() {
+        return trace;
+    }
+    if trace.is_empty() {
+        return span;
+    }
+    let mut merged = BVec::with_capacity_in(trace.len() + span.len(), arena);
+    for &(k, v) in trace {
+        let v = span
+            .iter()
+            .find(|(sk, _)| *sk == k)
+            .map_or(v, |&(_, sv)| sv);
+        merged.push((k, v));
+    }
+    for &(sk, sv) in span {
+        if !trace.iter().any(|(k, _)| *k == sk) {
+            merged.push((sk, sv));
+        }
+    }
+    merged.into_bump_slice()
 }
 
 #[cold]
@@ -249,5 +232,23 @@ fn overflow_issue(trace: usize, span: usize) -> Issue {
         code: "too_big",
         message: "usage counts give a cost above 99999999.9999999999 USD, which cannot be stored"
             .into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_metadata_follows_the_trace_order_and_the_span_wins() {
+        let arena = Bump::new();
+        let trace: Metadata<'_> = &[("a", "1"), ("b", "2")];
+        let span: Metadata<'_> = &[("c", "3"), ("a", "span")];
+        assert_eq!(
+            merge_metadata(trace, span, &arena),
+            [("a", "span"), ("b", "2"), ("c", "3")]
+        );
+        assert_eq!(merge_metadata(trace, &[], &arena), trace);
+        assert_eq!(merge_metadata(&[], span, &arena), span);
     }
 }

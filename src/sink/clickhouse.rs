@@ -1,4 +1,4 @@
-//! The only code that knows ClickHouse: schema and migration, span inserts, error classes, API
+//! The only code that talks to ClickHouse: schema and migration, span inserts, error classes, API
 //! keys, organisations and their monthly span counts.
 //!
 //! Everything here is async on tokio and is driven by the flush thread or the control thread, each
@@ -6,11 +6,12 @@
 //! that opened them, so every thread builds its own `Store`; `Store::new` does no I/O.
 //!
 //! Invariants:
-//! - The `spans` table is written in ONE native insert block per call, written straight in the
-//!   wire format from the rows' batches into reused column buffers: every string is copied once
-//!   into its column, and once more by the client into its send buffer.
-//! - The column list below is the single source of truth: the DDL, the migration check and the
-//!   insert block are all generated from it, so they cannot disagree.
+//! - The `spans` table is written in ONE native insert block per call. The workers already
+//!   wrote every batch in the columns' native layout (`row.rs`), so building the block is
+//!   appending each batch's column regions to reused buffers (once more copied by the client
+//!   into its send buffer).
+//! - The column list (`row::SPANS_COLUMNS`) is the single source of truth: the DDL, the
+//!   migration check and the insert block are all generated from it, so they cannot disagree.
 //! - Only types that ClickHouse 18.16 and current releases share: no DateTime64, Map,
 //!   LowCardinality, CODEC, TTL.
 //! - A failed operation's connection is dropped, never returned to the pool, and a panic of
@@ -18,6 +19,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::ops::Range;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -31,412 +33,120 @@ use clickhouse_rs::types::column::EncodedColumn;
 use clickhouse_rs::types::{Block, Complex, DateTimeType, SqlType};
 use clickhouse_rs::{ClientHandle, Options, Pool};
 
-use crate::row::{Row, RowBatch};
+pub use crate::row::SPANS_COLUMNS;
+use crate::row::{Kind, RowBatch, Value, COLUMNS, KINDS, REGIONS};
 
 /// Scale of every money column: `Decimal(18, 10)`, i.e. `Money` units of 1e-10 USD.
 const MONEY_SCALE: u8 = 10;
 
-// ---------------------------------------------------------------------------------------------
-// The `spans` columns: one list drives DDL, migration and the insert block.
-// ---------------------------------------------------------------------------------------------
-
-/// One column of the insert block, written straight in ClickHouse's native wire format as rows
-/// are pushed: `head` is the whole column for plain types, the null map of a `Nullable`, or the
-/// end offsets of an `Array`; `tail` holds a `Nullable`'s or an `Array`'s values. The buffers
-/// come from the previous insert (see `Spares`), so after warm-up building a block
-/// allocates nothing and touches no fresh pages, and every string is copied exactly once on the
-/// way in (plus once into the client's send buffer).
-#[derive(Default)]
-struct Wire {
-    head: Vec<u8>,
-    tail: Vec<u8>,
-    /// Array columns: values so far (the next end offset).
-    count: u64,
-}
-
-impl Wire {
-    /// Takes the next two spare buffers, emptied, for a block of `rows` rows whose heads take
-    /// `head_width` bytes per row.
-    fn from_spares(
-        spares: &mut impl Iterator<Item = Vec<u8>>,
-        rows: usize,
-        head_width: usize,
-    ) -> Wire {
-        let mut head = spares.next().unwrap_or_default();
-        let mut tail = spares.next().unwrap_or_default();
-        head.clear();
-        tail.clear();
-        head.reserve(rows * head_width);
-        Wire {
-            head,
-            tail,
-            count: 0,
-        }
-    }
-
-    #[inline]
-    fn bytes(&self) -> usize {
-        self.head.len() + self.tail.len()
-    }
-
-    /// A `String`: varint length, then the bytes.
-    #[inline]
-    fn string(out: &mut Vec<u8>, s: &[u8]) {
-        if s.is_empty() {
-            // Most optional text columns are empty: no length loop, no copy call.
-            out.push(0);
-            return;
-        }
-        let mut n = s.len() as u64;
-        while n >= 0x80 {
-            out.push(n as u8 | 0x80);
-            n >>= 7;
-        }
-        out.push(n as u8);
-        out.extend_from_slice(s);
-    }
-
-    #[inline]
-    fn nullable(&mut self, value: Option<[u8; 8]>) {
-        self.head.push(u8::from(value.is_none()));
-        self.tail.extend_from_slice(&value.unwrap_or_default());
-    }
-
-    /// Ends an array row: `n` more values were written to `tail`.
-    #[inline]
-    fn end_array(&mut self, n: usize) {
-        self.count += n as u64;
-        self.head.extend_from_slice(&self.count.to_le_bytes());
-    }
-
-    /// The column for the client crate, and the buffers to take back after the insert.
-    fn into_column(
-        self,
-        sql_type: SqlType,
-        rows: usize,
-        taken: &mut Vec<Arc<Vec<u8>>>,
-    ) -> EncodedColumn {
-        let head = Arc::new(self.head);
-        let tail = Arc::new(self.tail);
-        taken.push(head.clone());
-        taken.push(tail.clone());
-        EncodedColumn {
-            sql_type,
-            rows,
-            parts: vec![head, tail],
-        }
-    }
-}
-
-/// How a `Row` field becomes a column.
-#[derive(Clone, Copy)]
-enum Kind {
-    /// A `Text` in the batch: `String`, empty = absent.
-    Text,
-    /// A `&'static str`: `String`.
-    Label,
-    U64,
-    OptU64,
-    OptF64,
-    /// `Option<Money>`: units of 1e-10 USD.
-    Money,
-    /// Epoch seconds.
-    Time,
-    OptTime,
-    /// A run of `RowBatch::ints`.
-    Ints,
-    /// The keys, or the values, of a run of `RowBatch::meta`.
-    MetaKeys,
-    MetaValues,
-}
-
 static DECIMAL_18_10: SqlType = SqlType::Decimal(18, MONEY_SCALE);
 static DATETIME: SqlType = SqlType::DateTime(DateTimeType::DateTime32);
 
-impl Kind {
-    const fn sql_type(self) -> &'static str {
-        match self {
-            Kind::Text | Kind::Label => "String",
-            Kind::U64 => "UInt64",
-            Kind::OptU64 => "Nullable(UInt64)",
-            Kind::OptF64 => "Nullable(Float64)",
-            Kind::Money => "Nullable(Decimal(18, 10))",
-            Kind::Time => "DateTime",
-            Kind::OptTime => "Nullable(DateTime)",
-            Kind::Ints => "Array(UInt64)",
-            Kind::MetaKeys | Kind::MetaValues => "Array(String)",
-        }
-    }
-
-    /// The same type for the client crate (checked against `sql_type` by a test, and against
-    /// the table by the client before it sends the block).
-    fn wire_type(self) -> SqlType {
-        match self {
-            Kind::Text | Kind::Label => SqlType::String,
-            Kind::U64 => SqlType::UInt64,
-            Kind::OptU64 => SqlType::Nullable(&SqlType::UInt64),
-            Kind::OptF64 => SqlType::Nullable(&SqlType::Float64),
-            Kind::Money => SqlType::Nullable(&DECIMAL_18_10),
-            Kind::Time => DATETIME.clone(),
-            Kind::OptTime => SqlType::Nullable(&DATETIME),
-            Kind::Ints => SqlType::Array(&SqlType::UInt64),
-            Kind::MetaKeys | Kind::MetaValues => SqlType::Array(&SqlType::String),
-        }
-    }
-
-    /// Bytes per row in `Wire::head`.
-    const fn head_width(self) -> usize {
-        match self {
-            Kind::Text | Kind::Label => 1,
-            Kind::U64 | Kind::Ints | Kind::MetaKeys | Kind::MetaValues => 8,
-            Kind::Time => 4,
-            Kind::OptU64 | Kind::OptF64 | Kind::Money | Kind::OptTime => 1,
-        }
+/// A column kind's type for the client crate (checked against `Kind::sql_type` by a test, and
+/// against the table by the client before it sends the block).
+fn wire_type(kind: Kind) -> SqlType {
+    match kind {
+        Kind::Str => SqlType::String,
+        Kind::U64 => SqlType::UInt64,
+        Kind::OptU64 => SqlType::Nullable(&SqlType::UInt64),
+        Kind::OptF64 => SqlType::Nullable(&SqlType::Float64),
+        Kind::Money => SqlType::Nullable(&DECIMAL_18_10),
+        Kind::Time => DATETIME.clone(),
+        Kind::OptTime => SqlType::Nullable(&DATETIME),
+        Kind::Ints => SqlType::Array(&SqlType::UInt64),
+        Kind::MetaKeys | Kind::MetaValues => SqlType::Array(&SqlType::String),
     }
 }
 
-/// Appends one row's value to a column, in the wire format.
-macro_rules! push_value {
-    (Text, $col:expr, $b:expr, $v:expr) => {
-        Wire::string(&mut $col.head, $b.str($v).as_bytes())
-    };
-    (Label, $col:expr, $b:expr, $v:expr) => {{
-        let s: &'static str = $v;
-        Wire::string(&mut $col.head, s.as_bytes())
-    }};
-    (U64, $col:expr, $b:expr, $v:expr) => {
-        $col.head.extend_from_slice(&u64::to_le_bytes($v))
-    };
-    (OptU64, $col:expr, $b:expr, $v:expr) => {
-        $col.nullable($v.map(u64::to_le_bytes))
-    };
-    (OptF64, $col:expr, $b:expr, $v:expr) => {
-        $col.nullable($v.map(f64::to_le_bytes))
-    };
-    (Money, $col:expr, $b:expr, $v:expr) => {
-        // Decimal(18, 10) is an Int64 of units of 1e-10: exactly `Money`.
-        $col.nullable($v.map(i64::to_le_bytes))
-    };
-    (Time, $col:expr, $b:expr, $v:expr) => {
-        $col.head.extend_from_slice(&u32::to_le_bytes($v))
-    };
-    (OptTime, $col:expr, $b:expr, $v:expr) => {{
-        let v: Option<u32> = $v;
-        $col.head.push(u8::from(v.is_none()));
-        $col.tail.extend_from_slice(&v.unwrap_or(0).to_le_bytes());
-    }};
-    (Ints, $col:expr, $b:expr, $v:expr) => {{
-        let ints = $b.ints($v);
-        for i in ints {
-            $col.tail.extend_from_slice(&i.to_le_bytes());
-        }
-        $col.end_array(ints.len());
-    }};
-    (MetaKeys, $col:expr, $b:expr, $v:expr) => {{
-        let meta = $b.meta($v);
-        for &(k, _) in meta {
-            Wire::string(&mut $col.tail, $b.str(k).as_bytes());
-        }
-        $col.end_array(meta.len());
-    }};
-    (MetaValues, $col:expr, $b:expr, $v:expr) => {{
-        let meta = $b.meta($v);
-        for &(_, v) in meta {
-            Wire::string(&mut $col.tail, $b.str(v).as_bytes());
-        }
-        $col.end_array(meta.len());
-    }};
-}
-
-/// One value of a row as JSON, for the dead-letter file: strings as strings, money as an exact
-/// decimal string, times as epoch seconds, absent values as `null`.
-macro_rules! json_value {
-    (Text, $b:expr, $v:expr) => {
-        serde_json::Value::from($b.str($v))
-    };
-    (Label, $b:expr, $v:expr) => {
-        serde_json::Value::from($v)
-    };
-    (U64, $b:expr, $v:expr) => {
-        serde_json::Value::from($v)
-    };
-    (OptU64, $b:expr, $v:expr) => {
-        serde_json::Value::from($v)
-    };
-    (OptF64, $b:expr, $v:expr) => {
-        serde_json::Value::from($v)
-    };
-    (Money, $b:expr, $v:expr) => {
-        serde_json::Value::from($v.map(crate::pricing::format_money))
-    };
-    (Time, $b:expr, $v:expr) => {
-        serde_json::Value::from($v)
-    };
-    (OptTime, $b:expr, $v:expr) => {
-        serde_json::Value::from($v)
-    };
-    (Ints, $b:expr, $v:expr) => {
-        serde_json::Value::from($b.ints($v).to_vec())
-    };
-    (MetaKeys, $b:expr, $v:expr) => {
-        serde_json::Value::from(
-            $b.meta($v)
-                .iter()
-                .map(|&(k, _)| $b.str(k))
-                .collect::<Vec<&str>>(),
-        )
-    };
-    (MetaValues, $b:expr, $v:expr) => {
-        serde_json::Value::from(
-            $b.meta($v)
-                .iter()
-                .map(|&(_, v)| $b.str(v))
-                .collect::<Vec<&str>>(),
-        )
-    };
-}
-
-/// Declares the `spans` columns in table order as `name: Kind(row.field.path)`.
-macro_rules! spans_columns {
-    ($($name:ident: $kind:ident($($field:ident).+)),* $(,)?) => {
-        /// `spans` columns in table order: (name, ClickHouse type).
-        pub const SPANS_COLUMNS: &[(&str, &str)] = &[$((stringify!($name), Kind::$kind.sql_type())),*];
-
-        /// One insert block under construction: a wire buffer per column, filled row by row.
-        struct SpanColumns {
-            $($name: Wire,)*
-            rows: usize,
-        }
-
-        impl SpanColumns {
-            /// Empty columns for `rows` rows, in the spare buffers of an earlier block (taken in
-            /// the same order as `into_block` gives them back, so each column gets its own).
-            fn from_spares(spares: Vec<Vec<u8>>, rows: usize) -> Self {
-                let mut spares = spares.into_iter();
-                SpanColumns {
-                    $($name: Wire::from_spares(&mut spares, rows, Kind::$kind.head_width()),)*
-                    rows: 0,
+/// Builds the insert block from runs of rows: every batch already holds its rows in the
+/// columns' native layout, so each run's regions are appended to the block's column buffers
+/// whole (a few copies per batch, whatever its width). Only array end offsets are rewritten:
+/// a batch counts them from its own first row, the block from its first. Returns the block,
+/// the buffers it shares (to give back to `spares` once the insert is done) and the block's
+/// size on the wire.
+fn spans_block(
+    runs: &[RowRun<'_>],
+    rows: usize,
+    spares: Vec<Vec<u8>>,
+) -> (Block, Vec<Arc<Vec<u8>>>, usize) {
+    let mut spares = spares.into_iter();
+    let mut bufs: Vec<Vec<u8>> = (0..REGIONS)
+        .map(|i| {
+            let mut b = spares.next().unwrap_or_default();
+            b.clear();
+            // At most the runs' whole regions (a run may be part of a batch).
+            b.reserve(runs.iter().map(|r| r.batch.region(i).len()).sum());
+            b
+        })
+        .collect();
+    // Array columns: elements in the block so far.
+    let mut elems = [0u64; COLUMNS];
+    for run in runs {
+        let b = run.batch;
+        let (from, to) = (b.cut(run.rows.start), b.cut(run.rows.end));
+        for (c, kind) in KINDS.iter().enumerate() {
+            let (h, t) = (2 * c, 2 * c + 1);
+            let head = &b.head(c)[from[h]..to[h]];
+            if kind.is_array() {
+                let first = b.elems_before(c, run.rows.start) as u64;
+                if first == elems[c] {
+                    bufs[h].extend_from_slice(head);
+                } else {
+                    for o in head.chunks_exact(8) {
+                        let o = u64::from_le_bytes(o.try_into().expect("8 bytes"));
+                        bufs[h].extend_from_slice(&(o - first + elems[c]).to_le_bytes());
+                    }
                 }
+                elems[c] += b.elems_before(c, run.rows.end) as u64 - first;
+            } else {
+                bufs[h].extend_from_slice(head);
             }
-
-            /// Appends rows of one batch. Column by column over a few rows at a time: the rows
-            /// stay in the L1/L2 cache while every column takes its values, and each column's
-            /// buffer is written sequentially (row by row across all 76 columns at once was
-            /// twice as slow, from the cache and TLB misses of 150 interleaved output streams).
-            fn push(&mut self, b: &RowBatch, rows: &[Row]) {
-                for chunk in rows.chunks(32) {
-                    $(for r in chunk {
-                        push_value!($kind, self.$name, b, r.$($field).+);
-                    })*
-                }
-                self.rows += rows.len();
-            }
-
-            /// Size of the block's data on the wire.
-            fn bytes(&self) -> usize {
-                0 $(+ self.$name.bytes())*
-            }
-
-            /// The block, and every buffer it shares, in column order.
-            fn into_block(self) -> (Block, Vec<Arc<Vec<u8>>>) {
-                let mut taken = Vec::with_capacity(2 * SPANS_COLUMNS.len());
-                let rows = self.rows;
-                let block = Block::new()$(.column(
-                    stringify!($name),
-                    self.$name.into_column(Kind::$kind.wire_type(), rows, &mut taken),
-                ))*;
-                (block, taken)
-            }
+            bufs[t].extend_from_slice(&b.tail(c)[from[t]..to[t]]);
         }
-
-        /// A row as a JSON object with one key per `spans` column: what the
-        /// dead-letter file keeps of a row ClickHouse refused.
-        pub fn row_json(b: &RowBatch, r: &Row) -> serde_json::Map<String, serde_json::Value> {
-            let mut m = serde_json::Map::with_capacity(SPANS_COLUMNS.len());
-            $(m.insert(stringify!($name).to_string(), json_value!($kind, b, r.$($field).+));)*
-            m
-        }
-    };
+    }
+    let bytes = bufs.iter().map(Vec::len).sum();
+    let mut taken = Vec::with_capacity(REGIONS);
+    let mut bufs = bufs.into_iter();
+    let mut block = Block::new();
+    for (&(name, _), &kind) in SPANS_COLUMNS.iter().zip(KINDS) {
+        let head = Arc::new(bufs.next().expect("a head per column"));
+        let tail = Arc::new(bufs.next().expect("a tail per column"));
+        taken.push(head.clone());
+        taken.push(tail.clone());
+        block = block.column(
+            name,
+            EncodedColumn {
+                sql_type: wire_type(kind),
+                rows,
+                parts: vec![head, tail],
+            },
+        );
+    }
+    (block, taken, bytes)
 }
 
-spans_columns! {
-    org_id: Text(org_id),
-    project_id: Text(project_id),
-    trace_id: Text(trace_id),
-    span_id: Text(span_id),
-    parent_span_id: Text(parent_span_id),
-    span_type: Label(span_type),
-    name: Text(name),
-    start_time_ms: U64(start_time_ms),
-    end_time_ms: U64(end_time_ms),
-    duration_ms: U64(duration_ms),
-    status: Label(status),
-    error_message: Text(error_message),
-    provider: Text(provider),
-    model_id: Text(model_id),
-    priced_model_id: Text(priced_model_id),
-    input_tokens: U64(input_tokens),
-    output_tokens: U64(output_tokens),
-    total_tokens: U64(total_tokens),
-    reasoning_tokens: U64(reasoning_tokens),
-    cached_input_tokens: U64(cached_input_tokens),
-    cache_write_input_tokens: U64(cache_write_input_tokens),
-    image_count: U64(image_count),
-    web_search_count: U64(web_search_count),
-    request_count: U64(request_count),
-    ttft_ms: OptF64(ttft_ms),
-    reasoning_duration_ms: OptU64(reasoning_duration_ms),
-    model_call_ms: OptU64(model_call_ms),
-    prompt_cost: Money(costs.prompt),
-    completion_cost: Money(costs.completion),
-    request_cost: Money(costs.request),
-    image_cost: Money(costs.image),
-    web_search_cost: Money(costs.web_search),
-    internal_reasoning_cost: Money(costs.internal_reasoning),
-    cache_read_cost: Money(costs.cache_read),
-    cache_write_cost: Money(costs.cache_write),
-    total_cost: Money(costs.total),
-    pricing_source: Label(pricing_source),
-    priced_at: OptTime(priced_at),
-    trace_name: Text(trace_name),
-    agent_name: Text(agent_name),
-    workflow_name: Text(workflow_name),
-    workflow_run_id: Text(workflow_run_id),
-    session_id: Text(session_id),
-    metadata_keys: MetaKeys(metadata),
-    metadata_values: MetaValues(metadata),
-    input: Text(input),
-    output: Text(output),
-    tool_catalog: Text(tool_catalog),
-    system_fingerprint: Text(system_fingerprint),
-    safety_metadata: Text(safety_metadata),
-    sources: Text(sources),
-    rate_limit_requests_limit: OptU64(rate_limit_requests_limit),
-    rate_limit_requests_remaining: OptU64(rate_limit_requests_remaining),
-    rate_limit_requests_reset_ms: OptU64(rate_limit_requests_reset_ms),
-    rate_limit_tokens_limit: OptU64(rate_limit_tokens_limit),
-    rate_limit_tokens_remaining: OptU64(rate_limit_tokens_remaining),
-    rate_limit_tokens_reset_ms: OptU64(rate_limit_tokens_reset_ms),
-    chunk_offsets: Ints(chunk_offsets),
-    chunk_tokens: Ints(chunk_tokens),
-    reasoning_offsets: Ints(reasoning_offsets),
-    reasoning_chunk_tokens: Ints(reasoning_chunk_tokens),
-    ingested_at: Time(ingested_at),
-    // Fields newer v1 clients send.
-    customer_id: Text(customer_id),
-    customer_name: Text(customer_name),
-    customer_image_url: Text(customer_image_url),
-    response_time_ms: OptU64(response_time_ms),
-    effective_output_tps: OptF64(effective_output_tps),
-    effective_total_tps: OptF64(effective_total_tps),
-    output_tps: OptF64(output_tps),
-    input_tps: OptF64(input_tps),
-    chunk_jitter_min: OptF64(chunk_jitter_min),
-    chunk_jitter_p10: OptF64(chunk_jitter_p10),
-    chunk_jitter_median: OptF64(chunk_jitter_median),
-    chunk_jitter_avg: OptF64(chunk_jitter_avg),
-    chunk_jitter_p90: OptF64(chunk_jitter_p90),
-    chunk_jitter_max: OptF64(chunk_jitter_max),
+/// A refused row as a JSON object with one key per `spans` column, for the dead-letter file:
+/// strings as strings, money as an exact decimal string, times as epoch seconds, absent
+/// values as `null`.
+pub fn row_json(values: Vec<Value<'_>>) -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::with_capacity(COLUMNS);
+    for ((&(name, _), &kind), v) in SPANS_COLUMNS.iter().zip(KINDS).zip(values) {
+        let v = match v {
+            Value::Str(s) => serde_json::Value::from(s),
+            Value::U64(n) => serde_json::Value::from(n),
+            Value::I64(units) if kind == Kind::Money => {
+                serde_json::Value::from(crate::pricing::format_money(units))
+            }
+            Value::I64(n) => serde_json::Value::from(n),
+            Value::F64(f) => serde_json::Value::from(f),
+            Value::U32(n) => serde_json::Value::from(n),
+            Value::Null => serde_json::Value::Null,
+            Value::Ints(v) => serde_json::Value::from(v),
+            Value::Strs(v) => serde_json::Value::from(v),
+        };
+        m.insert(name.to_string(), v);
+    }
+    m
 }
 
 /// Engine of `spans`. ReplacingMergeTree keyed on (org, trace, start, span) makes a client's
@@ -690,12 +400,11 @@ const AUTHENTICATION_FAILED: u32 = 516;
 
 /// Rows of one batch that go into an insert together: whole batches normally, parts of one
 /// while the flush thread is isolating a bad row.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct RowRun<'a> {
-    /// Owns the strings and side arrays the rows point into.
     pub batch: &'a RowBatch,
-    /// A slice of `batch.rows`.
-    pub rows: &'a [Row],
+    /// A range of the batch's rows.
+    pub rows: Range<usize>,
 }
 
 /// What one successful insert wrote.
@@ -957,7 +666,7 @@ impl Store {
             .iter()
             .map(|batch| RowRun {
                 batch,
-                rows: &batch.rows,
+                rows: 0..batch.len(),
             })
             .collect();
         self.insert_runs(&runs).await.map(|_| ())
@@ -1250,23 +959,6 @@ impl<T> Future for CatchUnwind<'_, T> {
     }
 }
 
-/// Builds the insert block: one pass over the rows, each value written into its column. Returns
-/// the block, the buffers it shares (to give back to `spares` once the insert is done) and the
-/// block's size on the wire.
-fn spans_block(
-    runs: &[RowRun<'_>],
-    rows: usize,
-    spares: Vec<Vec<u8>>,
-) -> (Block, Vec<Arc<Vec<u8>>>, usize) {
-    let mut columns = SpanColumns::from_spares(spares, rows);
-    for run in runs {
-        columns.push(run.batch, run.rows);
-    }
-    let bytes = columns.bytes();
-    let (block, taken) = columns.into_block();
-    (block, taken, bytes)
-}
-
 /// The buffers of a sent block, emptied for the next one, in the order they were taken. A buffer
 /// still shared (the client kept the block) is replaced by an empty one; one far larger than
 /// this block needed (after a burst) is shrunk, so an idle server does not keep it.
@@ -1457,8 +1149,6 @@ pub(crate) mod test_support {
     use std::io::{Read, Write};
     use std::net::TcpStream;
 
-    use crate::row::{CostColumns, Row, RowBatch, Run};
-
     pub const NATIVE_URL: &str = "tcp://127.0.0.1:9000";
     const HTTP_ADDR: &str = "127.0.0.1:8123";
 
@@ -1523,124 +1213,14 @@ pub(crate) mod test_support {
         }
     }
 
-    /// Appends a row with every column set (`full`) or every optional column absent.
-    pub fn push_row(b: &mut RowBatch, org: &str, trace: &str, span: &str, start: u64, full: bool) {
-        let t = |b: &mut RowBatch, s: &str| b.push_str(s);
-        let mut row = Row {
-            org_id: t(b, org),
-            project_id: t(b, "proj-é"),
-            trace_id: t(b, trace),
-            span_id: t(b, span),
-            span_type: "llm",
-            name: t(b, "chat 🚀 ünïcödé"),
-            start_time_ms: start,
-            end_time_ms: start + 1500,
-            duration_ms: 1500,
-            status: "ok",
-            ingested_at: 1_700_000_100,
-            ..Row::default()
-        };
-        if full {
-            row.parent_span_id = t(b, "parent-1");
-            row.status = "error";
-            row.error_message = t(b, "boom \"quoted\" \\ back\nslash\ttab \u{0} nul");
-            row.provider = t(b, "openai.chat");
-            row.model_id = t(b, "gpt-4o-2024-08-06");
-            row.priced_model_id = t(b, "openai/gpt-4o");
-            row.input_tokens = 1000;
-            row.output_tokens = 200;
-            row.total_tokens = 1200;
-            row.reasoning_tokens = 50;
-            row.cached_input_tokens = 300;
-            row.cache_write_input_tokens = 7;
-            row.image_count = 2;
-            row.web_search_count = 3;
-            row.request_count = 1;
-            row.ttft_ms = Some(123.5);
-            row.reasoning_duration_ms = Some(400);
-            row.model_call_ms = Some(1400);
-            row.costs = CostColumns {
-                prompt: Some(12345),
-                completion: Some(1),
-                request: Some(10_000_000_000),
-                image: Some(0),
-                web_search: Some(999_999_999_999_999_999),
-                internal_reasoning: None,
-                cache_read: Some(250),
-                cache_write: Some(3),
-                total: Some(10_000_012_599),
-            };
-            row.pricing_source = "builtin";
-            row.priced_at = Some(1_700_000_050);
-            row.trace_name = t(b, "trace ✓");
-            row.agent_name = t(b, "agent 😀");
-            row.workflow_name = t(b, "wf");
-            row.workflow_run_id = t(b, "run-1");
-            row.session_id = t(b, "sess-1");
-            let meta_start = b.meta.len() as u32;
-            for (k, v) in [("env", "prod"), ("ключ", "значение 🎉"), ("empty", "")] {
-                let (k, v) = (t(b, k), t(b, v));
-                b.meta.push((k, v));
-            }
-            row.metadata = Run {
-                start: meta_start,
-                len: 3,
-            };
-            row.input = t(b, "input: 你好 🌍");
-            row.output = t(b, "output");
-            row.tool_catalog = t(b, "[{\"name\":\"search\"}]");
-            row.system_fingerprint = t(b, "fp_123");
-            row.safety_metadata = t(b, "{}");
-            row.sources = t(b, "https://example.com");
-            row.rate_limit_requests_limit = Some(500);
-            row.rate_limit_requests_remaining = Some(499);
-            row.rate_limit_requests_reset_ms = Some(60_000);
-            row.rate_limit_tokens_limit = Some(u64::MAX);
-            row.rate_limit_tokens_remaining = Some(0);
-            row.rate_limit_tokens_reset_ms = Some(1);
-            row.chunk_offsets = b.push_ints(&[0, 10, 20]);
-            row.chunk_tokens = b.push_ints(&[5, 6, 7]);
-            row.reasoning_offsets = b.push_ints(&[1]);
-            row.reasoning_chunk_tokens = b.push_ints(&[u64::MAX]);
-            row.customer_id = t(b, "cust-1");
-            row.customer_name = t(b, "Ćustomer");
-            row.customer_image_url = t(b, "https://example.com/a.png");
-            row.response_time_ms = Some(1600);
-            row.effective_output_tps = Some(133.25);
-            row.effective_total_tps = Some(800.5);
-            row.output_tps = Some(142.75);
-            row.input_tps = Some(0.0);
-            row.chunk_jitter_min = Some(0.5);
-            row.chunk_jitter_p10 = Some(1.0);
-            row.chunk_jitter_median = Some(2.25);
-            row.chunk_jitter_avg = Some(2.5);
-            row.chunk_jitter_p90 = Some(4.0);
-            row.chunk_jitter_max = Some(9.75);
-        }
-        b.rows.push(row);
-    }
-
-    /// `spans` rows of `org`, alternating full and sparse rows.
-    pub fn batch(org: &str, trace: &str, spans: usize, start: u64) -> RowBatch {
-        let mut b = RowBatch::default();
-        for i in 0..spans {
-            push_row(
-                &mut b,
-                org,
-                trace,
-                &format!("span-{i}"),
-                start + i as u64,
-                i % 2 == 0,
-            );
-        }
-        b
-    }
+    pub use crate::row::test_rows::{batch, batch_then, row};
 }
 
 #[cfg(test)]
 mod tests {
     use super::test_support::*;
     use super::*;
+    use crate::row::RowRef;
     use serde_json::{json, Value};
 
     fn rt() -> tokio::runtime::Runtime {
@@ -1955,15 +1535,7 @@ mod tests {
         let store = Store::new(NATIVE_URL, &db.0).unwrap();
         let rt = rt();
         rt.block_on(store.migrate()).unwrap();
-        let mut b = RowBatch::default();
-        push_row(
-            &mut b,
-            "org-u",
-            "trace-u",
-            "span-1",
-            1_700_000_000_001,
-            false,
-        );
+        let b = RowBatch::from_rows(&[row("org-u", "trace-u", "span-1", 1_700_000_000_001, false)]);
         rt.block_on(store.insert_spans(std::slice::from_ref(&b)))
             .unwrap();
         let rows = json_rows(&format!(
@@ -2147,10 +1719,15 @@ mod tests {
 
         // `batch` rows are ingested at 1_700_000_100 (2023-11-14).
         let mut batches = vec![batch("org-a", "t1", 3, 0), batch("org-b'q", "t2", 2, 0)];
-        batches.push(batch("org-a", "t3", 4, 0));
-        for r in &mut batches[2].rows {
-            r.ingested_at = 1_701_388_800; // 2023-12-01 00:00:00
-        }
+        let ids = ["s0", "s1", "s2", "s3"];
+        let december: Vec<_> = ids
+            .iter()
+            .map(|id| RowRef {
+                ingested_at: 1_701_388_800, // 2023-12-01 00:00:00
+                ..row("org-a", "t3", id, 0, true)
+            })
+            .collect();
+        batches.push(RowBatch::from_rows(&december));
         rt.block_on(store.insert_spans(&batches)).unwrap();
         let november = (1_698_796_800, 1_701_388_800);
         let mut counts = rt
@@ -2171,13 +1748,89 @@ mod tests {
         assert_eq!(december, vec![("org-a".to_string(), 4)]);
     }
 
+    /// Parts of batches in one insert: every run's regions are cut at its rows, and array
+    /// offsets (counted from each batch's first row) are rebased on the block's.
+    #[test]
+    fn runs_of_parts_of_batches_store_every_row_whole() {
+        if skip() {
+            return;
+        }
+        let db = TestDb::new("runs");
+        let store = Store::new(NATIVE_URL, &db.0).unwrap();
+        let rt = rt();
+        rt.block_on(store.migrate()).unwrap();
+        // Even rows are full (metadata, sample arrays), odd ones sparse.
+        let a = batch("org-a", "trace-a", 6, 1_700_000_000_000);
+        let b = batch("org-b", "trace-b", 3, 1_700_000_000_000);
+        let runs = [
+            RowRun {
+                batch: &a,
+                rows: 1..4,
+            },
+            RowRun {
+                batch: &b,
+                rows: 0..2,
+            },
+            RowRun {
+                batch: &a,
+                rows: 4..6,
+            },
+        ];
+        let inserted = rt.block_on(store.insert_runs(&runs)).unwrap();
+        assert_eq!(inserted.rows, 7);
+        let rows = json_rows(&format!(
+            "SELECT org_id, span_id, metadata_keys, metadata_values, chunk_offsets, \
+             reasoning_chunk_tokens, toString(total_cost) AS total_s, input \
+             FROM `{}`.spans ORDER BY org_id, span_id",
+            db.0
+        ));
+        let got: Vec<(String, String)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r["org_id"].as_str().unwrap().to_string(),
+                    r["span_id"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        let want: Vec<(String, String)> = [
+            ("org-a", "span-1"),
+            ("org-a", "span-2"),
+            ("org-a", "span-3"),
+            ("org-a", "span-4"),
+            ("org-a", "span-5"),
+            ("org-b", "span-0"),
+            ("org-b", "span-1"),
+        ]
+        .iter()
+        .map(|(o, s)| (o.to_string(), s.to_string()))
+        .collect();
+        assert_eq!(got, want);
+        for r in &rows {
+            let n: usize = r["span_id"].as_str().unwrap()[5..].parse().unwrap();
+            if n.is_multiple_of(2) {
+                assert_eq!(r["metadata_keys"], json!(["env", "ключ", "empty"]), "{r}");
+                assert_eq!(r["metadata_values"], json!(["prod", "значение 🎉", ""]));
+                assert_eq!(r["chunk_offsets"], json!(["0", "10", "20"]));
+                assert_eq!(r["reasoning_chunk_tokens"], json!([u64::MAX.to_string()]));
+                assert_eq!(r["total_s"], "1.0000012599");
+                assert_eq!(r["input"], "input: 你好 🌍");
+            } else {
+                assert_eq!(r["metadata_keys"], json!([]), "{r}");
+                assert_eq!(r["chunk_offsets"], json!([]));
+                assert_eq!(r["total_s"], Value::Null);
+                assert_eq!(r["input"], "");
+            }
+        }
+    }
+
     #[test]
     fn every_kind_has_the_same_type_for_the_client_as_in_the_table() {
         use Kind::*;
         for kind in [
-            Text, Label, U64, OptU64, OptF64, Money, Time, OptTime, Ints, MetaKeys, MetaValues,
+            Str, U64, OptU64, OptF64, Money, Time, OptTime, Ints, MetaKeys, MetaValues,
         ] {
-            let wire = kind.wire_type().to_string();
+            let wire = wire_type(kind).to_string();
             assert!(
                 same_type(&wire, kind.sql_type()),
                 "{wire} vs {}",
@@ -2264,23 +1917,18 @@ mod tests {
             .iter()
             .map(|b| RowRun {
                 batch: b,
-                rows: &b.rows,
+                rows: 0..b.len(),
             })
             .collect();
         let t0 = std::time::Instant::now();
-        let mut columns = SpanColumns::from_spares(Vec::new(), rows);
-        for run in &runs {
-            columns.push(run.batch, run.rows);
-        }
-        let gather = t0.elapsed();
-        let _block = columns.into_block();
+        let _block = spans_block(&runs, rows, Vec::new());
         let build = t0.elapsed();
         let t1 = std::time::Instant::now();
         rt.block_on(store.insert_runs(&runs)).unwrap();
         let total = t1.elapsed();
         let rate = |d: std::time::Duration| rows as f64 / d.as_secs_f64();
         eprintln!(
-            "{rows} rows: gather {gather:?}, block {build:?} ({:.0} rows/s), \
+            "{rows} rows: block {build:?} ({:.0} rows/s), \
              block+insert {total:?} ({:.0} rows/s)",
             rate(build),
             rate(total)

@@ -3,31 +3,33 @@
 //! A record written by one build is read back by the same or a later one, after a crash or
 //! restart; the segment layer (`segment.rs`) has already checked its CRC, so what can go wrong
 //! here is a program bug or a format from another version, never a torn write. Decoding still
-//! checks every offset, every run and the UTF-8 of the text, because `RowBatch::str` trusts
-//! them (`from_utf8_unchecked`).
+//! checks the whole layout (`RowBatch::from_parts`: every region's size, string lengths, null
+//! flags, array offsets, UTF-8), because reading a batch back trusts it.
 //!
 //! ```text
-//! batch   = version:u8=1 rows:u32 text_len:u32 meta:u32 ints:u32
-//!           text[text_len] (start:u32 len:u32)x2 x meta  u64 x ints  row x rows
-//! row     = the fields of `Row` in declaration order (see `row_fields!`):
-//!           Text = start:u32 len:u32; Run = start:u32 len:u32; u64; u32;
-//!           label = len:u8 bytes; Option<T> = 0 | 1 T; f64 as its IEEE bits
+//! batch v2 = version:u8=2 rows:u32 columns:u16 bound:u32 x (2 x columns + 1) data
 //! ```
 //!
-//! Both directions are generated from one field list and destructure `Row` without `..`, so a
-//! field added to `Row` and forgotten here is a compile error, not a silently empty column.
+//! `data` is the batch's column regions as they are in memory (ClickHouse's native layout, see
+//! `row.rs`), so writing a record is one copy and reading one back a copy and a check.
+//!
+//! Version 1, the first format (a fixed-size row struct per span plus a text buffer), is still
+//! read: a spool written by an earlier build is replayed after an upgrade. Its records are
+//! turned into rows and written into a version-2 batch (`legacy`).
 
 use std::fmt;
 use std::sync::Mutex;
 
-use crate::admission::UsageTicket;
-use crate::row::{CostColumns, Row, RowBatch, Run, Text};
+use crate::row::{CostColumns, RowBatch, RowRef, COLUMNS, REGIONS};
 
-/// First byte of every encoded batch.
-const VERSION: u8 = 1;
+/// First byte of every batch this build writes.
+const VERSION: u8 = 2;
 
-/// Bytes before the text: version, four counts.
-const HEADER: usize = 1 + 4 * 4;
+/// First byte of the previous format's batches.
+const VERSION_1: u8 = 1;
+
+/// Bytes before the bounds: version, rows, columns.
+const HEADER: usize = 1 + 4 + 2;
 
 /// A record that does not decode to a valid batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,385 +43,50 @@ impl fmt::Display for CodecError {
 
 impl std::error::Error for CodecError {}
 
-/// Appends `batch` to `out`.
+/// Appends `batch` to `out`. The quota ticket is process-local accounting, not data, so it is
+/// not written; a decoded batch carries an empty one.
 pub fn encode(batch: &RowBatch, out: &mut Vec<u8>) {
-    // Destructured without `..`: a field added to `RowBatch` must be placed here. The quota
-    // ticket is process-local accounting, not data, so it is not written; a decoded batch
-    // carries an empty one.
-    let RowBatch {
-        rows,
-        text,
-        meta,
-        ints,
-        usage: _,
-    } = batch;
-    out.reserve(HEADER + text.len() + meta.len() * 16 + ints.len() * 8 + rows.len() * 512);
+    let data = batch.data();
+    out.reserve(HEADER + 4 * (REGIONS + 1) + data.len());
     out.push(VERSION);
-    for n in [rows.len(), text.len(), meta.len(), ints.len()] {
-        put_u32(out, n as u32);
+    out.extend_from_slice(&(batch.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(COLUMNS as u16).to_le_bytes());
+    for b in batch.bounds() {
+        out.extend_from_slice(&b.to_le_bytes());
     }
-    out.extend_from_slice(text);
-    for &(k, v) in meta {
-        put_text(out, k);
-        put_text(out, v);
-    }
-    for &i in ints {
-        out.extend_from_slice(&i.to_le_bytes());
-    }
-    for row in rows {
-        encode_row(row, out);
-    }
+    out.extend_from_slice(data);
 }
 
 /// The number of rows of an encoded batch, read from its header only.
 pub fn rows_in(bytes: &[u8]) -> Result<u32, CodecError> {
-    if bytes.len() < HEADER || bytes[0] != VERSION {
+    if bytes.len() < 5 || !matches!(bytes[0], VERSION | VERSION_1) {
         return Err(CodecError("unknown version or short header"));
     }
     Ok(u32::from_le_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]))
 }
 
-/// Rebuilds a batch, checking that every string and run it refers to is inside the batch.
+/// Rebuilds a batch, checking its whole layout.
 pub fn decode(bytes: &[u8]) -> Result<RowBatch, CodecError> {
-    let mut r = Reader { bytes, at: 0 };
-    if r.u8()? != VERSION {
-        return Err(CodecError("unknown version"));
+    match bytes.first() {
+        Some(&VERSION) => {}
+        Some(&VERSION_1) => return legacy::decode(bytes),
+        _ => return Err(CodecError("unknown version")),
     }
+    let mut r = Reader { bytes, at: 1 };
     let rows = r.u32()? as usize;
-    let text_len = r.u32()? as usize;
-    let meta_len = r.u32()? as usize;
-    let ints_len = r.u32()? as usize;
-    // Every count is bounded by the bytes left, so a corrupt count cannot allocate wildly.
-    let left = bytes.len().saturating_sub(HEADER);
-    if text_len > left || meta_len > left / 16 || ints_len > left / 8 || rows > left / 64 {
-        return Err(CodecError("counts larger than the record"));
+    let columns = u16::from_le_bytes(r.array()?);
+    if usize::from(columns) != COLUMNS {
+        return Err(CodecError("written with another column list"));
     }
-    let text = r.take(text_len)?.to_vec();
-    let mut meta = Vec::with_capacity(meta_len);
-    for _ in 0..meta_len {
-        meta.push((r.text()?, r.text()?));
+    let mut bounds = [0u32; REGIONS + 1];
+    for b in &mut bounds {
+        *b = r.u32()?;
     }
-    let mut ints = Vec::with_capacity(ints_len);
-    for _ in 0..ints_len {
-        ints.push(r.u64()?);
-    }
-    let mut batch = RowBatch {
-        rows: Vec::with_capacity(rows),
-        text,
-        meta,
-        ints,
-        usage: UsageTicket::default(),
-    };
-    for _ in 0..rows {
-        let row = decode_row(&mut r)?;
-        batch.rows.push(row);
-    }
+    let data = r.take(bounds[REGIONS] as usize)?.to_vec();
     if r.at != bytes.len() {
         return Err(CodecError("trailing bytes"));
     }
-    check(&batch)?;
-    Ok(batch)
-}
-
-// ---------------------------------------------------------------------------------------------
-// The row, field by field.
-// ---------------------------------------------------------------------------------------------
-
-/// Declares how each `Row` field is written; generates `encode_row`, `decode_row` and `check_row`.
-macro_rules! row_fields {
-    ($($field:ident: $kind:ident),* $(,)?) => {
-        fn encode_row(row: &Row, out: &mut Vec<u8>) {
-            // No `..`: a new field of `Row` must be added to the list below.
-            let Row { $($field),* } = *row;
-            $(put!($kind, out, $field);)*
-        }
-
-        fn decode_row(r: &mut Reader<'_>) -> Result<Row, CodecError> {
-            Ok(Row { $($field: get!($kind, r),)* })
-        }
-
-        fn check_row(text: &str, row: &Row) -> Result<(), CodecError> {
-            $(check!($kind, text, row.$field);)*
-            Ok(())
-        }
-    };
-}
-
-macro_rules! put {
-    (Text, $out:expr, $v:expr) => {
-        put_text($out, $v)
-    };
-    (Run, $out:expr, $v:expr) => {
-        put_run($out, $v)
-    };
-    (Label, $out:expr, $v:expr) => {
-        put_label($out, $v)
-    };
-    (U64, $out:expr, $v:expr) => {
-        $out.extend_from_slice(&$v.to_le_bytes())
-    };
-    (U32, $out:expr, $v:expr) => {
-        put_u32($out, $v)
-    };
-    (OptU64, $out:expr, $v:expr) => {
-        put_opt($out, $v.map(u64::to_le_bytes))
-    };
-    (OptU32, $out:expr, $v:expr) => {
-        put_opt($out, $v.map(u32::to_le_bytes))
-    };
-    (OptF64, $out:expr, $v:expr) => {
-        put_opt($out, $v.map(|f: f64| f.to_bits().to_le_bytes()))
-    };
-    (Costs, $out:expr, $v:expr) => {
-        put_costs($out, &$v)
-    };
-}
-
-macro_rules! get {
-    (Text, $r:expr) => {
-        $r.text()?
-    };
-    (Run, $r:expr) => {
-        $r.run()?
-    };
-    (Label, $r:expr) => {
-        $r.label()?
-    };
-    (U64, $r:expr) => {
-        $r.u64()?
-    };
-    (U32, $r:expr) => {
-        $r.u32()?
-    };
-    (OptU64, $r:expr) => {
-        $r.opt(|r| r.u64())?
-    };
-    (OptU32, $r:expr) => {
-        $r.opt(|r| r.u32())?
-    };
-    (OptF64, $r:expr) => {
-        $r.opt(|r| r.u64().map(f64::from_bits))?
-    };
-    (Costs, $r:expr) => {
-        $r.costs()?
-    };
-}
-
-macro_rules! check {
-    (Text, $text:expr, $v:expr) => {
-        check_text($text, $v)?
-    };
-    // Which side vector a run indexes is checked by the caller (`check`); other kinds hold no
-    // reference into the batch.
-    ($other:ident, $text:expr, $v:expr) => {
-        ()
-    };
-}
-
-row_fields! {
-    org_id: Text,
-    project_id: Text,
-    trace_id: Text,
-    span_id: Text,
-    parent_span_id: Text,
-    span_type: Label,
-    name: Text,
-    start_time_ms: U64,
-    end_time_ms: U64,
-    duration_ms: U64,
-    status: Label,
-    error_message: Text,
-    provider: Text,
-    model_id: Text,
-    priced_model_id: Text,
-    input_tokens: U64,
-    output_tokens: U64,
-    total_tokens: U64,
-    reasoning_tokens: U64,
-    cached_input_tokens: U64,
-    cache_write_input_tokens: U64,
-    image_count: U64,
-    web_search_count: U64,
-    request_count: U64,
-    ttft_ms: OptF64,
-    reasoning_duration_ms: OptU64,
-    model_call_ms: OptU64,
-    costs: Costs,
-    pricing_source: Label,
-    priced_at: OptU32,
-    trace_name: Text,
-    agent_name: Text,
-    workflow_name: Text,
-    workflow_run_id: Text,
-    session_id: Text,
-    metadata: Run,
-    input: Text,
-    output: Text,
-    tool_catalog: Text,
-    system_fingerprint: Text,
-    safety_metadata: Text,
-    sources: Text,
-    rate_limit_requests_limit: OptU64,
-    rate_limit_requests_remaining: OptU64,
-    rate_limit_requests_reset_ms: OptU64,
-    rate_limit_tokens_limit: OptU64,
-    rate_limit_tokens_remaining: OptU64,
-    rate_limit_tokens_reset_ms: OptU64,
-    chunk_offsets: Run,
-    chunk_tokens: Run,
-    reasoning_offsets: Run,
-    reasoning_chunk_tokens: Run,
-    customer_id: Text,
-    customer_name: Text,
-    customer_image_url: Text,
-    response_time_ms: OptU64,
-    effective_output_tps: OptF64,
-    effective_total_tps: OptF64,
-    output_tps: OptF64,
-    input_tps: OptF64,
-    chunk_jitter_min: OptF64,
-    chunk_jitter_p10: OptF64,
-    chunk_jitter_median: OptF64,
-    chunk_jitter_avg: OptF64,
-    chunk_jitter_p90: OptF64,
-    chunk_jitter_max: OptF64,
-    ingested_at: U32,
-}
-
-/// Every `Text` on a char boundary inside `text`, every run inside its vector.
-fn check(b: &RowBatch) -> Result<(), CodecError> {
-    let text = std::str::from_utf8(&b.text).map_err(|_| CodecError("text is not UTF-8"))?;
-    for &(k, v) in &b.meta {
-        check_text(text, k)?;
-        check_text(text, v)?;
-    }
-    for row in &b.rows {
-        check_row(text, row)?;
-        check_run(row.metadata, b.meta.len())?;
-        for run in [
-            row.chunk_offsets,
-            row.chunk_tokens,
-            row.reasoning_offsets,
-            row.reasoning_chunk_tokens,
-        ] {
-            check_run(run, b.ints.len())?;
-        }
-    }
-    Ok(())
-}
-
-/// A slice of valid UTF-8 between two char boundaries is valid UTF-8: what `RowBatch::str` needs.
-fn check_text(text: &str, t: Text) -> Result<(), CodecError> {
-    let (start, end) = (t.start as usize, t.start as usize + t.len as usize);
-    if end > text.len() || !text.is_char_boundary(start) || !text.is_char_boundary(end) {
-        return Err(CodecError("a string outside the batch text"));
-    }
-    Ok(())
-}
-
-fn check_run(r: Run, len: usize) -> Result<(), CodecError> {
-    if r.start as usize + r.len as usize > len {
-        return Err(CodecError("a run outside its vector"));
-    }
-    Ok(())
-}
-
-// ---------------------------------------------------------------------------------------------
-// Primitives
-// ---------------------------------------------------------------------------------------------
-
-fn put_u32(out: &mut Vec<u8>, v: u32) {
-    out.extend_from_slice(&v.to_le_bytes());
-}
-
-fn put_text(out: &mut Vec<u8>, t: Text) {
-    put_u32(out, t.start);
-    put_u32(out, t.len);
-}
-
-fn put_run(out: &mut Vec<u8>, r: Run) {
-    put_u32(out, r.start);
-    put_u32(out, r.len);
-}
-
-fn put_label(out: &mut Vec<u8>, s: &'static str) {
-    // Labels are short enum names ("llm", "builtin"); a longer one is a program bug.
-    let len = u8::try_from(s.len()).expect("a row label longer than 255 bytes");
-    out.push(len);
-    out.extend_from_slice(s.as_bytes());
-}
-
-fn put_opt<const N: usize>(out: &mut Vec<u8>, v: Option<[u8; N]>) {
-    match v {
-        None => out.push(0),
-        Some(bytes) => {
-            out.push(1);
-            out.extend_from_slice(&bytes);
-        }
-    }
-}
-
-fn put_costs(out: &mut Vec<u8>, c: &CostColumns) {
-    let CostColumns {
-        prompt,
-        completion,
-        request,
-        image,
-        web_search,
-        internal_reasoning,
-        cache_read,
-        cache_write,
-        total,
-    } = *c;
-    for v in [
-        prompt,
-        completion,
-        request,
-        image,
-        web_search,
-        internal_reasoning,
-        cache_read,
-        cache_write,
-        total,
-    ] {
-        put_opt(out, v.map(i64::to_le_bytes));
-    }
-}
-
-/// Every label a `Row` can hold today; others (from a later build) are interned on first sight.
-const KNOWN_LABELS: &[&str] = &[
-    "",
-    "agent",
-    "llm",
-    "tool",
-    "embedding",
-    "other",
-    "ok",
-    "error",
-    "aborted",
-    "builtin",
-    "file",
-];
-
-/// Labels read back that `KNOWN_LABELS` lacks; leaked once each, at most `MAX_INTERNED`.
-static INTERNED: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
-const MAX_INTERNED: usize = 64;
-
-fn intern(s: &str) -> Result<&'static str, CodecError> {
-    if let Some(&k) = KNOWN_LABELS.iter().find(|&&k| k == s) {
-        return Ok(k);
-    }
-    // Only the flush thread decodes, and only for labels a newer build wrote: never contended.
-    let mut interned = INTERNED.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(&k) = interned.iter().find(|&&k| k == s) {
-        return Ok(k);
-    }
-    if interned.len() >= MAX_INTERNED {
-        return Err(CodecError("too many distinct labels"));
-    }
-    let leaked: &'static str = Box::leak(s.to_owned().into_boxed_str());
-    interned.push(leaked);
-    Ok(leaked)
+    RowBatch::from_parts(rows, bounds, data).map_err(CodecError)
 }
 
 struct Reader<'a> {
@@ -460,47 +127,544 @@ impl<'a> Reader<'a> {
     fn i64(&mut self) -> Result<i64, CodecError> {
         self.array().map(i64::from_le_bytes)
     }
+}
 
-    fn text(&mut self) -> Result<Text, CodecError> {
-        Ok(Text {
-            start: self.u32()?,
-            len: self.u32()?,
-        })
+mod legacy {
+    //! Version 1: `batch = version:u8=1 rows:u32 text_len:u32 meta:u32 ints:u32 text[text_len]
+    //! (start:u32 len:u32)x2 x meta  u64 x ints  row x rows`, where a row is the fields of
+    //! `Row` below in order (Text = start:u32 len:u32; Run = start:u32 len:u32; u64; u32;
+    //! label = len:u8 bytes; Option<T> = 0 | 1 T; f64 as its IEEE bits).
+
+    use super::*;
+
+    /// Bytes before the text: version, four counts.
+    pub(super) const HEADER_1: usize = 1 + 4 * 4;
+
+    /// A string of the record's text: byte offset and length.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    pub(super) struct Text {
+        pub start: u32,
+        pub len: u32,
     }
 
-    fn run(&mut self) -> Result<Run, CodecError> {
-        Ok(Run {
-            start: self.u32()?,
-            len: self.u32()?,
-        })
+    /// A run of entries in one of the record's side vectors.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    pub(super) struct Run {
+        pub start: u32,
+        pub len: u32,
     }
 
-    fn label(&mut self) -> Result<&'static str, CodecError> {
-        let len = self.u8()? as usize;
-        let bytes = self.take(len)?;
-        let s = std::str::from_utf8(bytes).map_err(|_| CodecError("label is not UTF-8"))?;
-        intern(s)
-    }
-
-    fn opt<T>(
-        &mut self,
-        f: impl FnOnce(&mut Self) -> Result<T, CodecError>,
-    ) -> Result<Option<T>, CodecError> {
-        match self.u8()? {
-            0 => Ok(None),
-            1 => f(self).map(Some),
-            _ => Err(CodecError("bad option tag")),
+    impl Run {
+        fn range(self) -> std::ops::Range<usize> {
+            self.start as usize..(self.start + self.len) as usize
         }
     }
 
-    fn costs(&mut self) -> Result<CostColumns, CodecError> {
-        let mut v = [None; 9];
-        for slot in &mut v {
-            *slot = self.opt(|r| r.i64())?;
+    /// One span as version 1 wrote it.
+    #[derive(Debug, Clone, Copy, Default, PartialEq)]
+    pub(super) struct Row {
+        pub org_id: Text,
+        pub project_id: Text,
+        pub trace_id: Text,
+        pub span_id: Text,
+        pub parent_span_id: Text,
+        pub span_type: &'static str,
+        pub name: Text,
+        pub start_time_ms: u64,
+        pub end_time_ms: u64,
+        pub duration_ms: u64,
+        pub status: &'static str,
+        pub error_message: Text,
+        pub provider: Text,
+        pub model_id: Text,
+        pub priced_model_id: Text,
+        pub input_tokens: u64,
+        pub output_tokens: u64,
+        pub total_tokens: u64,
+        pub reasoning_tokens: u64,
+        pub cached_input_tokens: u64,
+        pub cache_write_input_tokens: u64,
+        pub image_count: u64,
+        pub web_search_count: u64,
+        pub request_count: u64,
+        pub ttft_ms: Option<f64>,
+        pub reasoning_duration_ms: Option<u64>,
+        pub model_call_ms: Option<u64>,
+        pub costs: CostColumns,
+        pub pricing_source: &'static str,
+        pub priced_at: Option<u32>,
+        pub trace_name: Text,
+        pub agent_name: Text,
+        pub workflow_name: Text,
+        pub workflow_run_id: Text,
+        pub session_id: Text,
+        pub metadata: Run,
+        pub input: Text,
+        pub output: Text,
+        pub tool_catalog: Text,
+        pub system_fingerprint: Text,
+        pub safety_metadata: Text,
+        pub sources: Text,
+        pub rate_limit_requests_limit: Option<u64>,
+        pub rate_limit_requests_remaining: Option<u64>,
+        pub rate_limit_requests_reset_ms: Option<u64>,
+        pub rate_limit_tokens_limit: Option<u64>,
+        pub rate_limit_tokens_remaining: Option<u64>,
+        pub rate_limit_tokens_reset_ms: Option<u64>,
+        pub chunk_offsets: Run,
+        pub chunk_tokens: Run,
+        pub reasoning_offsets: Run,
+        pub reasoning_chunk_tokens: Run,
+        pub customer_id: Text,
+        pub customer_name: Text,
+        pub customer_image_url: Text,
+        pub response_time_ms: Option<u64>,
+        pub effective_output_tps: Option<f64>,
+        pub effective_total_tps: Option<f64>,
+        pub output_tps: Option<f64>,
+        pub input_tps: Option<f64>,
+        pub chunk_jitter_min: Option<f64>,
+        pub chunk_jitter_p10: Option<f64>,
+        pub chunk_jitter_median: Option<f64>,
+        pub chunk_jitter_avg: Option<f64>,
+        pub chunk_jitter_p90: Option<f64>,
+        pub chunk_jitter_max: Option<f64>,
+        pub ingested_at: u32,
+    }
+
+    /// A version-1 record, decoded and checked.
+    #[derive(Debug, Default)]
+    pub(super) struct Batch {
+        pub rows: Vec<Row>,
+        pub text: Vec<u8>,
+        pub meta: Vec<(Text, Text)>,
+        pub ints: Vec<u64>,
+    }
+
+    impl Batch {
+        fn str(&self, t: Text) -> &str {
+            // Checked by `check`: on char boundaries of UTF-8 text.
+            std::str::from_utf8(&self.text[t.start as usize..(t.start + t.len) as usize])
+                .unwrap_or_default()
         }
-        let [prompt, completion, request, image, web_search, internal_reasoning, cache_read, cache_write, total] =
-            v;
-        Ok(CostColumns {
+
+        fn ints(&self, r: Run) -> &[u64] {
+            &self.ints[r.range()]
+        }
+
+        /// The rows as `RowRef`s, written into a batch of the current layout.
+        fn convert(&self) -> RowBatch {
+            let meta: Vec<Vec<(&str, &str)>> = self
+                .rows
+                .iter()
+                .map(|r| {
+                    self.meta[r.metadata.range()]
+                        .iter()
+                        .map(|&(k, v)| (self.str(k), self.str(v)))
+                        .collect()
+                })
+                .collect();
+            let rows: Vec<RowRef<'_>> = self
+                .rows
+                .iter()
+                .zip(&meta)
+                .map(|(r, meta)| {
+                    let t = |x: Text| self.str(x);
+                    RowRef {
+                        org_id: t(r.org_id),
+                        project_id: t(r.project_id),
+                        trace_id: t(r.trace_id),
+                        span_id: t(r.span_id),
+                        parent_span_id: t(r.parent_span_id),
+                        span_type: r.span_type,
+                        name: t(r.name),
+                        start_time_ms: r.start_time_ms,
+                        end_time_ms: r.end_time_ms,
+                        duration_ms: r.duration_ms,
+                        status: r.status,
+                        error_message: t(r.error_message),
+                        provider: t(r.provider),
+                        model_id: t(r.model_id),
+                        priced_model_id: t(r.priced_model_id),
+                        input_tokens: r.input_tokens,
+                        output_tokens: r.output_tokens,
+                        total_tokens: r.total_tokens,
+                        reasoning_tokens: r.reasoning_tokens,
+                        cached_input_tokens: r.cached_input_tokens,
+                        cache_write_input_tokens: r.cache_write_input_tokens,
+                        image_count: r.image_count,
+                        web_search_count: r.web_search_count,
+                        request_count: r.request_count,
+                        ttft_ms: r.ttft_ms,
+                        reasoning_duration_ms: r.reasoning_duration_ms,
+                        model_call_ms: r.model_call_ms,
+                        costs: r.costs,
+                        pricing_source: r.pricing_source,
+                        priced_at: r.priced_at,
+                        trace_name: t(r.trace_name),
+                        agent_name: t(r.agent_name),
+                        workflow_name: t(r.workflow_name),
+                        workflow_run_id: t(r.workflow_run_id),
+                        session_id: t(r.session_id),
+                        metadata: meta,
+                        input: t(r.input),
+                        output: t(r.output),
+                        tool_catalog: t(r.tool_catalog),
+                        system_fingerprint: t(r.system_fingerprint),
+                        safety_metadata: t(r.safety_metadata),
+                        sources: t(r.sources),
+                        rate_limit_requests_limit: r.rate_limit_requests_limit,
+                        rate_limit_requests_remaining: r.rate_limit_requests_remaining,
+                        rate_limit_requests_reset_ms: r.rate_limit_requests_reset_ms,
+                        rate_limit_tokens_limit: r.rate_limit_tokens_limit,
+                        rate_limit_tokens_remaining: r.rate_limit_tokens_remaining,
+                        rate_limit_tokens_reset_ms: r.rate_limit_tokens_reset_ms,
+                        chunk_offsets: self.ints(r.chunk_offsets),
+                        chunk_tokens: self.ints(r.chunk_tokens),
+                        reasoning_offsets: self.ints(r.reasoning_offsets),
+                        reasoning_chunk_tokens: self.ints(r.reasoning_chunk_tokens),
+                        customer_id: t(r.customer_id),
+                        customer_name: t(r.customer_name),
+                        customer_image_url: t(r.customer_image_url),
+                        response_time_ms: r.response_time_ms,
+                        effective_output_tps: r.effective_output_tps,
+                        effective_total_tps: r.effective_total_tps,
+                        output_tps: r.output_tps,
+                        input_tps: r.input_tps,
+                        chunk_jitter_min: r.chunk_jitter_min,
+                        chunk_jitter_p10: r.chunk_jitter_p10,
+                        chunk_jitter_median: r.chunk_jitter_median,
+                        chunk_jitter_avg: r.chunk_jitter_avg,
+                        chunk_jitter_p90: r.chunk_jitter_p90,
+                        chunk_jitter_max: r.chunk_jitter_max,
+                        ingested_at: r.ingested_at,
+                    }
+                })
+                .collect();
+            RowBatch::from_rows(&rows)
+        }
+    }
+
+    /// A version-1 record, as a batch of the current layout.
+    pub(super) fn decode(bytes: &[u8]) -> Result<RowBatch, CodecError> {
+        decode_v1(bytes).map(|b| b.convert())
+    }
+
+    /// Reads and checks a version-1 record.
+    pub(super) fn decode_v1(bytes: &[u8]) -> Result<Batch, CodecError> {
+        let mut r = Reader { bytes, at: 0 };
+        if r.u8()? != VERSION_1 {
+            return Err(CodecError("unknown version"));
+        }
+        let rows = r.u32()? as usize;
+        let text_len = r.u32()? as usize;
+        let meta_len = r.u32()? as usize;
+        let ints_len = r.u32()? as usize;
+        // Every count is bounded by the bytes left, so a corrupt count cannot allocate wildly.
+        let left = bytes.len().saturating_sub(HEADER_1);
+        if text_len > left || meta_len > left / 16 || ints_len > left / 8 || rows > left / 64 {
+            return Err(CodecError("counts larger than the record"));
+        }
+        let text = r.take(text_len)?.to_vec();
+        let mut meta = Vec::with_capacity(meta_len);
+        for _ in 0..meta_len {
+            meta.push((r.text()?, r.text()?));
+        }
+        let mut ints = Vec::with_capacity(ints_len);
+        for _ in 0..ints_len {
+            ints.push(r.u64()?);
+        }
+        let mut batch = Batch {
+            rows: Vec::with_capacity(rows),
+            text,
+            meta,
+            ints,
+        };
+        for _ in 0..rows {
+            let row = decode_row(&mut r)?;
+            batch.rows.push(row);
+        }
+        if r.at != bytes.len() {
+            return Err(CodecError("trailing bytes"));
+        }
+        check(&batch)?;
+        Ok(batch)
+    }
+
+    /// Writes a version-1 record: only tests write the old format, to check it is still read.
+    #[cfg(test)]
+    pub(super) fn encode_v1(batch: &Batch, out: &mut Vec<u8>) {
+        let Batch {
+            rows,
+            text,
+            meta,
+            ints,
+        } = batch;
+        out.push(VERSION_1);
+        for n in [rows.len(), text.len(), meta.len(), ints.len()] {
+            put_u32(out, n as u32);
+        }
+        out.extend_from_slice(text);
+        for &(k, v) in meta {
+            put_text(out, k);
+            put_text(out, v);
+        }
+        for &i in ints {
+            out.extend_from_slice(&i.to_le_bytes());
+        }
+        for row in rows {
+            encode_row(row, out);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // The row, field by field.
+    // ---------------------------------------------------------------------------------------------
+
+    /// Declares how each `Row` field is written; generates `encode_row`, `decode_row` and `check_row`.
+    macro_rules! row_fields {
+        ($($field:ident: $kind:ident),* $(,)?) => {
+            #[cfg(test)]
+            fn encode_row(row: &Row, out: &mut Vec<u8>) {
+                // No `..`: a new field of `Row` must be added to the list below.
+                let Row { $($field),* } = *row;
+                $(put!($kind, out, $field);)*
+            }
+
+            fn decode_row(r: &mut Reader<'_>) -> Result<Row, CodecError> {
+                Ok(Row { $($field: get!($kind, r),)* })
+            }
+
+            fn check_row(text: &str, row: &Row) -> Result<(), CodecError> {
+                $(check!($kind, text, row.$field);)*
+                Ok(())
+            }
+        };
+    }
+
+    #[cfg(test)]
+    macro_rules! put {
+        (Text, $out:expr, $v:expr) => {
+            put_text($out, $v)
+        };
+        (Run, $out:expr, $v:expr) => {
+            put_run($out, $v)
+        };
+        (Label, $out:expr, $v:expr) => {
+            put_label($out, $v)
+        };
+        (U64, $out:expr, $v:expr) => {
+            $out.extend_from_slice(&$v.to_le_bytes())
+        };
+        (U32, $out:expr, $v:expr) => {
+            put_u32($out, $v)
+        };
+        (OptU64, $out:expr, $v:expr) => {
+            put_opt($out, $v.map(u64::to_le_bytes))
+        };
+        (OptU32, $out:expr, $v:expr) => {
+            put_opt($out, $v.map(u32::to_le_bytes))
+        };
+        (OptF64, $out:expr, $v:expr) => {
+            put_opt($out, $v.map(|f: f64| f.to_bits().to_le_bytes()))
+        };
+        (Costs, $out:expr, $v:expr) => {
+            put_costs($out, &$v)
+        };
+    }
+
+    macro_rules! get {
+        (Text, $r:expr) => {
+            $r.text()?
+        };
+        (Run, $r:expr) => {
+            $r.run()?
+        };
+        (Label, $r:expr) => {
+            $r.label()?
+        };
+        (U64, $r:expr) => {
+            $r.u64()?
+        };
+        (U32, $r:expr) => {
+            $r.u32()?
+        };
+        (OptU64, $r:expr) => {
+            $r.opt(|r| r.u64())?
+        };
+        (OptU32, $r:expr) => {
+            $r.opt(|r| r.u32())?
+        };
+        (OptF64, $r:expr) => {
+            $r.opt(|r| r.u64().map(f64::from_bits))?
+        };
+        (Costs, $r:expr) => {
+            $r.costs()?
+        };
+    }
+
+    macro_rules! check {
+        (Text, $text:expr, $v:expr) => {
+            check_text($text, $v)?
+        };
+        // Which side vector a run indexes is checked by the caller (`check`); other kinds hold no
+        // reference into the batch.
+        ($other:ident, $text:expr, $v:expr) => {
+            ()
+        };
+    }
+
+    row_fields! {
+        org_id: Text,
+        project_id: Text,
+        trace_id: Text,
+        span_id: Text,
+        parent_span_id: Text,
+        span_type: Label,
+        name: Text,
+        start_time_ms: U64,
+        end_time_ms: U64,
+        duration_ms: U64,
+        status: Label,
+        error_message: Text,
+        provider: Text,
+        model_id: Text,
+        priced_model_id: Text,
+        input_tokens: U64,
+        output_tokens: U64,
+        total_tokens: U64,
+        reasoning_tokens: U64,
+        cached_input_tokens: U64,
+        cache_write_input_tokens: U64,
+        image_count: U64,
+        web_search_count: U64,
+        request_count: U64,
+        ttft_ms: OptF64,
+        reasoning_duration_ms: OptU64,
+        model_call_ms: OptU64,
+        costs: Costs,
+        pricing_source: Label,
+        priced_at: OptU32,
+        trace_name: Text,
+        agent_name: Text,
+        workflow_name: Text,
+        workflow_run_id: Text,
+        session_id: Text,
+        metadata: Run,
+        input: Text,
+        output: Text,
+        tool_catalog: Text,
+        system_fingerprint: Text,
+        safety_metadata: Text,
+        sources: Text,
+        rate_limit_requests_limit: OptU64,
+        rate_limit_requests_remaining: OptU64,
+        rate_limit_requests_reset_ms: OptU64,
+        rate_limit_tokens_limit: OptU64,
+        rate_limit_tokens_remaining: OptU64,
+        rate_limit_tokens_reset_ms: OptU64,
+        chunk_offsets: Run,
+        chunk_tokens: Run,
+        reasoning_offsets: Run,
+        reasoning_chunk_tokens: Run,
+        customer_id: Text,
+        customer_name: Text,
+        customer_image_url: Text,
+        response_time_ms: OptU64,
+        effective_output_tps: OptF64,
+        effective_total_tps: OptF64,
+        output_tps: OptF64,
+        input_tps: OptF64,
+        chunk_jitter_min: OptF64,
+        chunk_jitter_p10: OptF64,
+        chunk_jitter_median: OptF64,
+        chunk_jitter_avg: OptF64,
+        chunk_jitter_p90: OptF64,
+        chunk_jitter_max: OptF64,
+        ingested_at: U32,
+    }
+
+    /// Every `Text` on a char boundary inside `text`, every run inside its vector.
+    fn check(b: &Batch) -> Result<(), CodecError> {
+        let text = std::str::from_utf8(&b.text).map_err(|_| CodecError("text is not UTF-8"))?;
+        for &(k, v) in &b.meta {
+            check_text(text, k)?;
+            check_text(text, v)?;
+        }
+        for row in &b.rows {
+            check_row(text, row)?;
+            check_run(row.metadata, b.meta.len())?;
+            for run in [
+                row.chunk_offsets,
+                row.chunk_tokens,
+                row.reasoning_offsets,
+                row.reasoning_chunk_tokens,
+            ] {
+                check_run(run, b.ints.len())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A slice of valid UTF-8 between two char boundaries is valid UTF-8.
+    fn check_text(text: &str, t: Text) -> Result<(), CodecError> {
+        let (start, end) = (t.start as usize, t.start as usize + t.len as usize);
+        if end > text.len() || !text.is_char_boundary(start) || !text.is_char_boundary(end) {
+            return Err(CodecError("a string outside the batch text"));
+        }
+        Ok(())
+    }
+
+    fn check_run(r: Run, len: usize) -> Result<(), CodecError> {
+        if r.start as usize + r.len as usize > len {
+            return Err(CodecError("a run outside its vector"));
+        }
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Primitives
+    // ---------------------------------------------------------------------------------------------
+
+    #[cfg(test)]
+    fn put_u32(out: &mut Vec<u8>, v: u32) {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+
+    #[cfg(test)]
+    fn put_text(out: &mut Vec<u8>, t: Text) {
+        put_u32(out, t.start);
+        put_u32(out, t.len);
+    }
+
+    #[cfg(test)]
+    fn put_run(out: &mut Vec<u8>, r: Run) {
+        put_u32(out, r.start);
+        put_u32(out, r.len);
+    }
+
+    #[cfg(test)]
+    fn put_label(out: &mut Vec<u8>, s: &'static str) {
+        // Labels are short enum names ("llm", "builtin"); a longer one is a program bug.
+        let len = u8::try_from(s.len()).expect("a row label longer than 255 bytes");
+        out.push(len);
+        out.extend_from_slice(s.as_bytes());
+    }
+
+    #[cfg(test)]
+    fn put_opt<const N: usize>(out: &mut Vec<u8>, v: Option<[u8; N]>) {
+        match v {
+            None => out.push(0),
+            Some(bytes) => {
+                out.push(1);
+                out.extend_from_slice(&bytes);
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn put_costs(out: &mut Vec<u8>, c: &CostColumns) {
+        let CostColumns {
             prompt,
             completion,
             request,
@@ -510,14 +674,118 @@ impl<'a> Reader<'a> {
             cache_read,
             cache_write,
             total,
-        })
+        } = *c;
+        for v in [
+            prompt,
+            completion,
+            request,
+            image,
+            web_search,
+            internal_reasoning,
+            cache_read,
+            cache_write,
+            total,
+        ] {
+            put_opt(out, v.map(i64::to_le_bytes));
+        }
+    }
+
+    /// Every label a `Row` can hold today; others (from a later build) are interned on first sight.
+    const KNOWN_LABELS: &[&str] = &[
+        "",
+        "agent",
+        "llm",
+        "tool",
+        "embedding",
+        "other",
+        "ok",
+        "error",
+        "aborted",
+        "builtin",
+        "file",
+    ];
+
+    /// Labels read back that `KNOWN_LABELS` lacks; leaked once each, at most `MAX_INTERNED`.
+    static INTERNED: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    const MAX_INTERNED: usize = 64;
+
+    pub(super) fn intern(s: &str) -> Result<&'static str, CodecError> {
+        if let Some(&k) = KNOWN_LABELS.iter().find(|&&k| k == s) {
+            return Ok(k);
+        }
+        // Only the flush thread decodes, and only for labels a newer build wrote: never contended.
+        let mut interned = INTERNED.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&k) = interned.iter().find(|&&k| k == s) {
+            return Ok(k);
+        }
+        if interned.len() >= MAX_INTERNED {
+            return Err(CodecError("too many distinct labels"));
+        }
+        let leaked: &'static str = Box::leak(s.to_owned().into_boxed_str());
+        interned.push(leaked);
+        Ok(leaked)
+    }
+
+    impl Reader<'_> {
+        fn text(&mut self) -> Result<Text, CodecError> {
+            Ok(Text {
+                start: self.u32()?,
+                len: self.u32()?,
+            })
+        }
+
+        fn run(&mut self) -> Result<Run, CodecError> {
+            Ok(Run {
+                start: self.u32()?,
+                len: self.u32()?,
+            })
+        }
+
+        fn label(&mut self) -> Result<&'static str, CodecError> {
+            let len = self.u8()? as usize;
+            let bytes = self.take(len)?;
+            let s = std::str::from_utf8(bytes).map_err(|_| CodecError("label is not UTF-8"))?;
+            intern(s)
+        }
+
+        fn opt<T>(
+            &mut self,
+            f: impl FnOnce(&mut Self) -> Result<T, CodecError>,
+        ) -> Result<Option<T>, CodecError> {
+            match self.u8()? {
+                0 => Ok(None),
+                1 => f(self).map(Some),
+                _ => Err(CodecError("bad option tag")),
+            }
+        }
+
+        fn costs(&mut self) -> Result<CostColumns, CodecError> {
+            let mut v = [None; 9];
+            for slot in &mut v {
+                *slot = self.opt(|r| r.i64())?;
+            }
+            let [prompt, completion, request, image, web_search, internal_reasoning, cache_read, cache_write, total] =
+                v;
+            Ok(CostColumns {
+                prompt,
+                completion,
+                request,
+                image,
+                web_search,
+                internal_reasoning,
+                cache_read,
+                cache_write,
+                total,
+            })
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::legacy::{self, Run, Text};
     use super::*;
-    use crate::sink::clickhouse::test_support::{batch, push_row};
+    use crate::row::test_rows::{batch, batch_then, row};
 
     fn round_trip(b: &RowBatch) -> RowBatch {
         let mut bytes = Vec::new();
@@ -528,40 +796,184 @@ mod tests {
 
     #[test]
     fn round_trips_full_sparse_and_empty_batches() {
-        let mut full = batch("org-é", "trace-1", 5, 1_700_000_000_000);
-        push_row(&mut full, "o", "t", "last", 42, true);
-        for b in [full, batch("o", "t", 1, 0), RowBatch::default()] {
-            let back = round_trip(&b);
-            assert_eq!(back.rows, b.rows);
-            assert_eq!(back.text, b.text);
-            assert_eq!(back.meta, b.meta);
-            assert_eq!(back.ints, b.ints);
+        for b in [
+            batch_then("org-é", "trace-1", 5, 1_700_000_000_000, "last"),
+            batch("o", "t", 1, 0),
+            RowBatch::default(),
+        ] {
+            assert_eq!(round_trip(&b), b);
         }
     }
 
     #[test]
-    fn labels_come_back_as_the_same_statics() {
-        let mut b = batch("o", "t", 2, 0);
-        b.rows[0].span_type = "embedding";
-        b.rows[1].status = "aborted";
-        b.rows[1].pricing_source = "a-label-from-a-later-build";
-        let back = round_trip(&b);
-        assert_eq!(back.rows[0].span_type, "embedding");
-        assert_eq!(back.rows[1].status, "aborted");
-        assert_eq!(back.rows[1].pricing_source, "a-label-from-a-later-build");
-    }
-
-    #[test]
-    fn refuses_what_would_break_the_batch_invariants() {
+    fn refuses_a_damaged_or_foreign_record() {
         let b = batch("o", "t", 2, 0);
         let mut good = Vec::new();
         encode(&b, &mut good);
-        let text_at = HEADER;
-        let rows_at = HEADER + b.text.len() + b.meta.len() * 16 + b.ints.len() * 8;
+        let data_at = HEADER + 4 * (REGIONS + 1);
+        type Mutate = fn(&mut Vec<u8>, usize);
+        let cases: [(&str, Mutate, &str); 6] = [
+            ("version", |v, _| v[0] = 9, "unknown version"),
+            (
+                "truncated",
+                |v, _| v.truncate(v.len() - 1),
+                "record ends early",
+            ),
+            ("trailing", |v, _| v.push(0), "trailing bytes"),
+            (
+                "columns",
+                |v, _| v[5..7].copy_from_slice(&7u16.to_le_bytes()),
+                "written with another column list",
+            ),
+            (
+                // The first string's length byte: org_id no longer holds its two rows.
+                "layout",
+                |v, d| v[d] = 0x7f,
+                "a string column does not hold its rows",
+            ),
+            (
+                "rows",
+                |v, _| v[1..5].copy_from_slice(&3u32.to_le_bytes()),
+                "a string column does not hold its rows",
+            ),
+        ];
+        for (what, mutate, want) in cases {
+            let mut bytes = good.clone();
+            mutate(&mut bytes, data_at);
+            assert_eq!(decode(&bytes).unwrap_err(), CodecError(want), "{what}");
+        }
+    }
+
+    /// The rows of `b` as a version-1 record, as an earlier build spooled them.
+    fn v1_record(rows: &[RowRef<'_>]) -> Vec<u8> {
+        let mut v1 = legacy::Batch::default();
+        let t = |v1: &mut legacy::Batch, s: &str| {
+            let start = v1.text.len() as u32;
+            v1.text.extend_from_slice(s.as_bytes());
+            Text {
+                start,
+                len: s.len() as u32,
+            }
+        };
+        for r in rows {
+            let meta_start = v1.meta.len() as u32;
+            let pairs = r.metadata;
+            for (k, v) in pairs {
+                let pair = (t(&mut v1, k), t(&mut v1, v));
+                v1.meta.push(pair);
+            }
+            let ints = |v1: &mut legacy::Batch, v: &[u64]| {
+                let start = v1.ints.len() as u32;
+                v1.ints.extend_from_slice(v);
+                Run {
+                    start,
+                    len: v.len() as u32,
+                }
+            };
+            let label = |s: &str| legacy::intern(s).unwrap();
+            let row = legacy::Row {
+                org_id: t(&mut v1, r.org_id),
+                project_id: t(&mut v1, r.project_id),
+                trace_id: t(&mut v1, r.trace_id),
+                span_id: t(&mut v1, r.span_id),
+                parent_span_id: t(&mut v1, r.parent_span_id),
+                span_type: label(r.span_type),
+                name: t(&mut v1, r.name),
+                start_time_ms: r.start_time_ms,
+                end_time_ms: r.end_time_ms,
+                duration_ms: r.duration_ms,
+                status: label(r.status),
+                error_message: t(&mut v1, r.error_message),
+                provider: t(&mut v1, r.provider),
+                model_id: t(&mut v1, r.model_id),
+                priced_model_id: t(&mut v1, r.priced_model_id),
+                input_tokens: r.input_tokens,
+                output_tokens: r.output_tokens,
+                total_tokens: r.total_tokens,
+                reasoning_tokens: r.reasoning_tokens,
+                cached_input_tokens: r.cached_input_tokens,
+                cache_write_input_tokens: r.cache_write_input_tokens,
+                image_count: r.image_count,
+                web_search_count: r.web_search_count,
+                request_count: r.request_count,
+                ttft_ms: r.ttft_ms,
+                reasoning_duration_ms: r.reasoning_duration_ms,
+                model_call_ms: r.model_call_ms,
+                costs: r.costs,
+                pricing_source: label(r.pricing_source),
+                priced_at: r.priced_at,
+                trace_name: t(&mut v1, r.trace_name),
+                agent_name: t(&mut v1, r.agent_name),
+                workflow_name: t(&mut v1, r.workflow_name),
+                workflow_run_id: t(&mut v1, r.workflow_run_id),
+                session_id: t(&mut v1, r.session_id),
+                metadata: Run {
+                    start: meta_start,
+                    len: pairs.len() as u32,
+                },
+                input: t(&mut v1, r.input),
+                output: t(&mut v1, r.output),
+                tool_catalog: t(&mut v1, r.tool_catalog),
+                system_fingerprint: t(&mut v1, r.system_fingerprint),
+                safety_metadata: t(&mut v1, r.safety_metadata),
+                sources: t(&mut v1, r.sources),
+                rate_limit_requests_limit: r.rate_limit_requests_limit,
+                rate_limit_requests_remaining: r.rate_limit_requests_remaining,
+                rate_limit_requests_reset_ms: r.rate_limit_requests_reset_ms,
+                rate_limit_tokens_limit: r.rate_limit_tokens_limit,
+                rate_limit_tokens_remaining: r.rate_limit_tokens_remaining,
+                rate_limit_tokens_reset_ms: r.rate_limit_tokens_reset_ms,
+                chunk_offsets: ints(&mut v1, r.chunk_offsets),
+                chunk_tokens: ints(&mut v1, r.chunk_tokens),
+                reasoning_offsets: ints(&mut v1, r.reasoning_offsets),
+                reasoning_chunk_tokens: ints(&mut v1, r.reasoning_chunk_tokens),
+                customer_id: t(&mut v1, r.customer_id),
+                customer_name: t(&mut v1, r.customer_name),
+                customer_image_url: t(&mut v1, r.customer_image_url),
+                response_time_ms: r.response_time_ms,
+                effective_output_tps: r.effective_output_tps,
+                effective_total_tps: r.effective_total_tps,
+                output_tps: r.output_tps,
+                input_tps: r.input_tps,
+                chunk_jitter_min: r.chunk_jitter_min,
+                chunk_jitter_p10: r.chunk_jitter_p10,
+                chunk_jitter_median: r.chunk_jitter_median,
+                chunk_jitter_avg: r.chunk_jitter_avg,
+                chunk_jitter_p90: r.chunk_jitter_p90,
+                chunk_jitter_max: r.chunk_jitter_max,
+                ingested_at: r.ingested_at,
+            };
+            v1.rows.push(row);
+        }
+        let mut bytes = Vec::new();
+        legacy::encode_v1(&v1, &mut bytes);
+        bytes
+    }
+
+    #[test]
+    fn a_record_of_the_first_format_reads_back_as_the_same_rows() {
+        let mut rows = vec![
+            row("org-é", "trace-1", "span-0", 1_700_000_000_000, true),
+            row("org-é", "trace-1", "span-1", 1_700_000_000_001, false),
+        ];
+        rows[1].span_type = "embedding";
+        rows[1].status = "aborted";
+        rows[1].pricing_source = "a-label-from-a-later-build";
+        let bytes = v1_record(&rows);
+        assert_eq!(rows_in(&bytes).unwrap(), 2);
+        assert_eq!(decode(&bytes).unwrap(), RowBatch::from_rows(&rows));
+    }
+
+    #[test]
+    fn refuses_a_first_format_record_that_breaks_its_invariants() {
+        let rows = [row("o", "t", "s", 0, true), row("o", "t", "s2", 0, false)];
+        let good = v1_record(&rows);
+        let v1 = legacy::decode_v1(&good).unwrap();
+        let text_at = legacy::HEADER_1;
+        let rows_at = legacy::HEADER_1 + v1.text.len() + v1.meta.len() * 16 + v1.ints.len() * 8;
         // (what, mutation, expected error)
         type Mutate = fn(&mut Vec<u8>, usize, usize);
-        let cases: [(&str, Mutate, &str); 6] = [
-            ("version", |v, _, _| v[0] = 9, "unknown version"),
+        let cases: [(&str, Mutate, &str); 5] = [
             (
                 "truncated",
                 |v, _, _| v.truncate(v.len() - 1),
@@ -586,23 +998,18 @@ mod tests {
             mutate(&mut bytes, text_at, rows_at);
             assert_eq!(decode(&bytes).unwrap_err(), CodecError(want), "{what}");
         }
-    }
-
-    #[test]
-    fn refuses_a_string_cut_inside_a_character() {
-        let mut b = RowBatch::default();
-        let t = b.push_str("é");
-        b.rows.push(Row {
-            org_id: Text {
-                start: t.start,
-                len: 1,
-            },
-            ..Row::default()
-        });
-        let mut bytes = Vec::new();
-        encode(&b, &mut bytes);
+        // A string cut inside a character: 'é' is two bytes, the row takes one.
+        let mut cut = good.clone();
+        let org_id_len = rows_at + 4;
+        cut[org_id_len..org_id_len + 4].copy_from_slice(&1u32.to_le_bytes());
+        let org_id_start = u32::from_le_bytes(cut[rows_at..rows_at + 4].try_into().unwrap());
+        // Point org_id at the 'é' of "proj-é" (project_id, the next string in the text).
+        let text = &v1.text;
+        let e = text.iter().position(|&b| b == 0xC3).unwrap() as u32;
+        assert_ne!(org_id_start, e);
+        cut[rows_at..rows_at + 4].copy_from_slice(&(e + 1).to_le_bytes());
         assert_eq!(
-            decode(&bytes).unwrap_err(),
+            decode(&cut).unwrap_err(),
             CodecError("a string outside the batch text")
         );
     }

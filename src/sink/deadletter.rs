@@ -37,16 +37,17 @@ impl DeadLetters {
         let mut out = Vec::new();
         let mut rows = 0;
         for run in runs {
-            let b = run.batch;
-            for row in run.rows {
+            let mut reader = run.batch.reader(run.rows.clone());
+            while let Some(values) = reader.next_row() {
+                let row = row_json(values);
                 let line = serde_json::json!({
                     "dead_lettered_at_ms": at,
                     "code": err.code,
                     "error": err.message,
-                    "org_id": b.str(row.org_id),
-                    "trace_id": b.str(row.trace_id),
-                    "span_id": b.str(row.span_id),
-                    "row": row_json(b, row),
+                    "org_id": row["org_id"],
+                    "trace_id": row["trace_id"],
+                    "span_id": row["span_id"],
+                    "row": row,
                 });
                 serde_json::to_writer(&mut out, &line).map_err(io::Error::other)?;
                 out.push(b'\n');
@@ -69,7 +70,7 @@ impl DeadLetters {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sink::clickhouse::test_support::{batch, push_row};
+    use crate::sink::clickhouse::test_support::batch_then;
     use crate::sink::clickhouse::Retry;
     use crate::sink::test_dir::TestDir;
 
@@ -77,15 +78,7 @@ mod tests {
     fn one_line_per_row_with_ids_error_and_values() {
         let dir = TestDir::new("deadletter");
         let dl = DeadLetters::new(&dir.path().join("deadletter"));
-        let mut b = batch("org-1", "trace-1", 1, 1_700_000_000_000);
-        push_row(
-            &mut b,
-            "org-1",
-            "trace-1",
-            "bad \"span\"",
-            1_700_000_000_000,
-            true,
-        );
+        let b = batch_then("org-1", "trace-1", 1, 1_700_000_000_000, "bad \"span\"");
         let err = InsertError {
             retry: Retry::Split,
             code: Some(395),
@@ -93,7 +86,7 @@ mod tests {
         };
         let runs = [RowRun {
             batch: &b,
-            rows: &b.rows[1..],
+            rows: 1..2,
         }];
         assert_eq!(dl.write(&runs, &err).unwrap(), 1);
         assert_eq!(dl.write(&runs, &err).unwrap(), 1);

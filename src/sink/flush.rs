@@ -58,7 +58,7 @@ use super::spool::{Spool, SpoolError};
 use super::wal::Logged;
 use crate::admission::UsageTicket;
 use crate::metrics::Histogram;
-use crate::row::RowBatch;
+use crate::row::{col, RowBatch, Value};
 
 /// While an insert runs, how often the thread takes new batches off the channel.
 const INTAKE_POLL: Duration = Duration::from_millis(5);
@@ -540,7 +540,7 @@ impl Flusher {
                     .iter()
                     .map(|(e, start, end)| RowRun {
                         batch: &e.batch,
-                        rows: &e.batch.rows[*start..*end],
+                        rows: *start..*end,
                     })
                     .collect();
                 drive(
@@ -1059,17 +1059,21 @@ impl State {
             .iter()
             .map(|p| RowRun {
                 batch: &p.entry.batch,
-                rows: &p.entry.batch.rows[p.start..p.end],
+                rows: p.start..p.end,
             })
             .collect();
         let written = self.dead.write(&runs, e);
         for p in &refused {
-            for row in &p.entry.batch.rows[p.start..p.end] {
-                let b = &p.entry.batch;
+            let mut reader = p.entry.batch.reader(p.start..p.end);
+            while let Some(values) = reader.next_row() {
+                let id = |c: usize| match &values[c] {
+                    Value::Str(s) => *s,
+                    _ => "",
+                };
                 tracing::error!(
-                    org_id = b.str(row.org_id),
-                    trace_id = b.str(row.trace_id),
-                    span_id = b.str(row.span_id),
+                    org_id = id(col::org_id),
+                    trace_id = id(col::trace_id),
+                    span_id = id(col::span_id),
                     code = e.code,
                     error = %e,
                     dead_letter = %self.dead.path().display(),
@@ -1405,8 +1409,7 @@ mod tests {
             ..config(&db.0, NATIVE_URL)
         };
         let h = Harness::start(cfg, TestDir::new("flush-poison"));
-        let mut bad = batch("o", "t1", 5, 1_700_000_000_000);
-        push_row(&mut bad, "o", "t1", "poison", 1_700_000_000_000, true);
+        let bad = batch_then("o", "t1", 5, 1_700_000_000_000, "poison");
         h.send(batch("o", "t0", 3, 1_700_000_000_000));
         h.send(bad);
         h.send(batch("o", "t2", 4, 1_700_000_000_000));

@@ -625,7 +625,7 @@ mod tests {
     }
 
     fn trace(r: &Replayed) -> String {
-        r.batch.str(r.batch.rows[0].trace_id).to_string()
+        crate::row::test_rows::str_at(&r.batch, crate::row::col::trace_id, 0)
     }
 
     fn files(dir: &TestDir, ext: &str) -> usize {

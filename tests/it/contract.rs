@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::support::*;
 
@@ -285,4 +285,49 @@ fn schema_issues_point_at_the_value() {
     // Nothing of the refused batches was stored.
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(server.count(), 0);
+}
+
+/// Rows are stored with their trace's strings repeated on every span, so a small body can ask
+/// for far more memory than it is long. A batch whose rows would take more than a quarter of
+/// the write buffer is refused with its own 413 before anything is allocated; the same spans
+/// with little trace-level data are accepted.
+#[test]
+fn a_batch_whose_rows_would_not_fit_the_buffer_is_refused() {
+    // A 64 KiB buffer: one batch's rows may take 16 KiB.
+    let server = Server::start_with(&[("INGEST_BUFFER_MAX_BYTES", "65536")]);
+    let key = server.ready_key("org-amplify");
+    let span = |s: usize| json!({"spanId": format!("s{s}"), "spanType": "tool", "name": "", "startTime": 1, "endTime": 2});
+    let spans: Vec<Value> = (0..100).map(span).collect();
+    // 100 spans each carrying the trace's 4 KB of metadata: about 400 KB of rows from a
+    // body of about 10 KB.
+    let metadata: serde_json::Map<String, Value> = (0..4)
+        .map(|i| (format!("k{i}"), Value::from("v".repeat(1000))))
+        .collect();
+    let amplified = json!({"version": "v1", "traces": [
+        {"traceId": "t-big", "traceName": "x", "metadata": metadata, "spans": spans}
+    ]});
+    let body = serde_json::to_vec(&amplified).unwrap();
+    assert!(body.len() < 16 * 1024, "{} bytes", body.len());
+    let r = server.post_ingest(&key, &body);
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (413, "batch_too_large"),
+        "{r:?}"
+    );
+    let message = r.json()["error"].as_str().unwrap().to_string();
+    assert!(message.contains("16384 bytes"), "{message}");
+    assert!(message.contains("trace metadata"), "{message}");
+
+    // The connection stays usable and the same spans without the metadata go in.
+    let lean = json!({"version": "v1", "traces": [
+        {"traceId": "t-lean", "traceName": "x", "spans": (0..20).map(span).collect::<Vec<_>>()}
+    ]});
+    let r = server.post_ingest(&key, &serde_json::to_vec(&lean).unwrap());
+    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+    server.wait_rows(20);
+    assert_eq!(
+        server.count(),
+        20,
+        "nothing of the refused batch was stored"
+    );
 }
