@@ -212,8 +212,12 @@ impl Kind {
 /// Bytes of `n` as an unsigned LEB128 varint (ClickHouse's string length prefix).
 #[inline]
 pub const fn varint_len(n: u64) -> u64 {
-    // 1 + floor(bits / 7), where 0 takes one byte.
-    let bits = 64 - (n | 1).leading_zeros() as u64;
+    if n < 0x80 {
+        // Most strings: ids, names, labels.
+        return 1;
+    }
+    // 7 bits a byte.
+    let bits = 64 - n.leading_zeros() as u64;
     bits.div_ceil(7)
 }
 
@@ -534,9 +538,30 @@ impl<'b> Writer<'b> {
     }
 }
 
-/// Rows produced on demand, twice: once to measure the batch, once to write it.
-pub trait RowSource {
-    fn each_row<'s>(&'s mut self, f: impl FnMut(RowRef<'s>));
+/// The rows `RowBatch::write` writes, produced on demand a chunk at a time, each row made
+/// straight into its slot of the chunk.
+pub trait RowSource<'a> {
+    /// Makes the next rows in `slots`, as many as fit (fewer only at the end), and returns
+    /// how many.
+    fn fill(&mut self, slots: &mut [MaybeUninit<RowRef<'a>>]) -> usize;
+}
+
+/// The rows of a slice.
+struct Slice<'s, 'a> {
+    rows: &'s [RowRef<'a>],
+    at: usize,
+}
+
+impl<'a> RowSource<'a> for Slice<'_, 'a> {
+    fn fill(&mut self, slots: &mut [MaybeUninit<RowRef<'a>>]) -> usize {
+        let rows = &self.rows[self.at..];
+        let n = rows.len().min(slots.len());
+        for (slot, r) in slots.iter_mut().zip(&rows[..n]) {
+            slot.write(*r);
+        }
+        self.at += n;
+        n
+    }
 }
 
 /// Rows written column by column at a time (see `write_chunk`): 32 rows of about 1 KB.
@@ -594,18 +619,47 @@ impl PartialEq for RowBatch {
     }
 }
 
+/// What a batch's rows take, column by column: the first of the two passes `RowBatch::write`
+/// needs, made by the caller as it produces the rows (`RowBatch::build` makes it itself).
+#[derive(Debug, Clone)]
+pub struct Measure {
+    rows: usize,
+    /// Bytes of each column that vary from row to row (strings, array values).
+    var: [u64; COLUMNS],
+}
+
+impl Default for Measure {
+    fn default() -> Self {
+        Measure {
+            rows: 0,
+            var: [0; COLUMNS],
+        }
+    }
+}
+
+impl Measure {
+    /// Counts one more row.
+    #[inline]
+    pub fn add(&mut self, r: &RowRef<'_>) {
+        measure_row(r, &mut self.var);
+        self.rows += 1;
+    }
+}
+
 impl RowBatch {
-    /// Builds a batch of `rows` rows from `source`, which yields exactly those rows on each of
-    /// two passes. Refused, before anything is allocated, when the rows would take more than
+    /// Writes the rows of `source`, which `measure` counted, into a batch allocated once at its
+    /// exact size. Refused, before anything is allocated, when the rows would take more than
     /// `limit` bytes (or 4 GiB, past which region offsets do not fit a `u32`).
-    pub fn build(rows: usize, limit: u64, source: &mut impl RowSource) -> Result<Self, TooLarge> {
-        let mut var = [0u64; COLUMNS];
-        let mut seen = 0;
-        source.each_row(|r| {
-            measure_row(&r, &mut var);
-            seen += 1;
-        });
-        assert_eq!(seen, rows, "a row source yields the rows it announced");
+    ///
+    /// # Panics
+    /// When `source` yields other rows than `measure` counted (a region would overflow, or not
+    /// be filled): a program bug, never bad input.
+    pub fn write<'a>(
+        measure: &Measure,
+        limit: u64,
+        source: &mut impl RowSource<'a>,
+    ) -> Result<Self, TooLarge> {
+        let (rows, var) = (measure.rows, &measure.var);
         let mut bounds = [0u32; REGIONS + 1];
         let mut at = 0u64;
         for (c, kind) in KINDS.iter().enumerate() {
@@ -636,25 +690,23 @@ impl RowBatch {
                 elems: [0; COLUMNS],
             };
             // Not initialised up front: 32 rows of 1 KB each would be zeroed for every batch.
-            let mut chunk = [const { MaybeUninit::<RowRef<'_>>::uninit() }; CHUNK];
-            let mut n = 0;
-            // SAFETY: the first `n` slots were written (`RowRef` is `Copy`: nothing to drop).
-            let filled = |chunk: &[MaybeUninit<RowRef<'_>>], n: usize| unsafe {
-                &*(&chunk[..n] as *const [MaybeUninit<RowRef<'_>>] as *const [RowRef<'_>])
-            };
-            source.each_row(|r| {
-                chunk[n].write(r);
-                n += 1;
-                if n == CHUNK {
-                    write_chunk(filled(&chunk, n), &mut w);
-                    n = 0;
+            let mut chunk = [const { MaybeUninit::<RowRef<'a>>::uninit() }; CHUNK];
+            loop {
+                let n = source.fill(&mut chunk);
+                // SAFETY: `fill` wrote the first `n` slots (`RowRef` is `Copy`: nothing to
+                // drop, and a slot written again is simply overwritten).
+                let rows = unsafe {
+                    &*(&chunk[..n] as *const [MaybeUninit<RowRef<'a>>] as *const [RowRef<'a>])
+                };
+                write_chunk(rows, &mut w);
+                if n < CHUNK {
+                    break;
                 }
-            });
-            write_chunk(filled(&chunk, n), &mut w);
+            }
             // Every byte of every region written: none left uninitialised.
             assert!(
                 w.cur.iter().all(|c| c.0.is_empty()),
-                "a row source yields the same rows on both passes"
+                "a row source yields the rows its measure counted"
             );
         }
         // SAFETY: the regions cover `data[..total]` exactly, and each was written to its end
@@ -670,15 +722,16 @@ impl RowBatch {
 
     /// A batch of the given rows (tests, and records of the first spool format).
     pub fn from_rows(rows: &[RowRef<'_>]) -> RowBatch {
-        struct Slice<'s, 'a>(&'s [RowRef<'a>]);
-        impl RowSource for Slice<'_, '_> {
-            fn each_row<'s>(&'s mut self, mut f: impl FnMut(RowRef<'s>)) {
-                for r in self.0 {
-                    f(*r);
-                }
-            }
+        RowBatch::from_rows_within(rows, u64::MAX).expect("rows under 4 GiB")
+    }
+
+    /// A batch of the given rows, unless they take more than `limit` bytes.
+    pub fn from_rows_within(rows: &[RowRef<'_>], limit: u64) -> Result<RowBatch, TooLarge> {
+        let mut measure = Measure::default();
+        for r in rows {
+            measure.add(r);
         }
-        RowBatch::build(rows.len(), u64::MAX, &mut Slice(rows)).expect("rows under 4 GiB")
+        RowBatch::write(&measure, limit, &mut Slice { rows, at: 0 })
     }
 
     pub fn len(&self) -> usize {
@@ -1323,20 +1376,14 @@ mod tests {
         let ids: Vec<String> = (0..4).map(|i| format!("s{i}")).collect();
         let rows = rows_of(&ids);
         let size = RowBatch::from_rows(&rows).data().len() as u64;
-        struct Slice<'s, 'a>(&'s [RowRef<'a>]);
-        impl RowSource for Slice<'_, '_> {
-            fn each_row<'s>(&'s mut self, mut f: impl FnMut(RowRef<'s>)) {
-                self.0.iter().for_each(|r| f(*r));
-            }
-        }
         assert_eq!(
-            RowBatch::build(4, size - 1, &mut Slice(&rows)).unwrap_err(),
+            RowBatch::from_rows_within(&rows, size - 1).unwrap_err(),
             TooLarge {
                 bytes: size,
                 limit: size - 1
             }
         );
-        assert!(RowBatch::build(4, size, &mut Slice(&rows)).is_ok());
+        assert!(RowBatch::from_rows_within(&rows, size).is_ok());
     }
 
     #[test]

@@ -1,10 +1,14 @@
 //! Decoded, validated spans -> one priced storage row each, written into a `RowBatch` in the
 //! `spans` columns' native layout (see `row.rs`).
 //!
-//! Every span is priced once, first (a usage too large to price is a schema issue of that
-//! span, and the priced model id is a column whose size must be known). Then `RowBatch::build`
-//! takes the rows twice, measuring then writing; each pass makes each span's `RowRef` afresh
-//! from the decoded batch, which costs a few dozen moves, so no row is kept in between.
+//! Two passes over the spans. The first prices each span (a usage too large to price is a
+//! schema issue of that span), merges its metadata with its trace's, and measures its row; the
+//! second, `RowBatch::write`, writes the rows into a buffer allocated once at the measured
+//! size. Each pass makes each span's `RowRef` afresh from the decoded batch (a few dozen
+//! moves), so no row is kept in between; only the prices and merged metadata are (in the
+//! request's arena).
+
+use std::mem::MaybeUninit;
 
 use bumpalo::collections::Vec as BVec;
 use bumpalo::Bump;
@@ -14,7 +18,7 @@ use crate::ingest::validate::{Issue, PathSeg};
 use crate::ingest::wire::Metadata;
 use crate::ingest::wire::{Batch, Span, Trace};
 use crate::pricing::{PriceError, PriceTable, Priced, Pricer};
-use crate::row::{CostColumns, RowBatch, RowRef, RowSource, TooLarge};
+use crate::row::{CostColumns, Measure, RowBatch, RowRef, RowSource, TooLarge};
 
 /// Why a validated batch got no rows.
 #[derive(Debug)]
@@ -39,16 +43,21 @@ pub fn build(
     let mut priced = BVec::with_capacity_in(batch.span_count, arena);
     let mut metadata = BVec::with_capacity_in(batch.span_count, arena);
     let mut issues = Vec::new();
+    // The first pass: price, merge metadata, and measure the rows.
+    let mut measure = Measure::default();
     for (ti, trace) in batch.traces.iter().enumerate() {
         for (si, span) in trace.spans.iter().enumerate() {
-            metadata.push(merge_metadata(trace.metadata, span.metadata, arena));
-            match pricer.price_span(table, span) {
-                Ok(p) => priced.push(p),
+            let meta = merge_metadata(trace.metadata, span.metadata, arena);
+            let p = match pricer.price_span(table, span) {
+                Ok(p) => p,
                 Err(PriceError::Overflow) => {
                     issues.push(overflow_issue(ti, si));
-                    priced.push(None);
+                    None
                 }
-            }
+            };
+            measure.add(&row(principal, trace, span, p.as_ref(), meta, now_s));
+            metadata.push(meta);
+            priced.push(p);
         }
     }
     if !issues.is_empty() {
@@ -61,8 +70,11 @@ pub fn build(
         priced: &priced,
         metadata: &metadata,
         now_s,
+        trace: 0,
+        span: 0,
+        at: 0,
     };
-    RowBatch::build(batch.span_count, limit, &mut spans).map_err(BuildError::TooLarge)
+    RowBatch::write(&measure, limit, &mut spans).map_err(BuildError::TooLarge)
 }
 
 /// The rows of a decoded batch, made from its spans on each pass.
@@ -74,24 +86,32 @@ struct Spans<'s, 'a, 't> {
     /// One per span, in order.
     metadata: &'s [Metadata<'s>],
     now_s: u32,
+    /// The next row: trace, span in it, span in the batch.
+    trace: usize,
+    span: usize,
+    at: usize,
 }
 
-impl RowSource for Spans<'_, '_, '_> {
-    fn each_row<'s>(&'s mut self, mut f: impl FnMut(RowRef<'s>)) {
-        let mut per_span = self.priced.iter().zip(self.metadata);
-        for trace in self.batch.traces {
-            for span in trace.spans {
-                let (p, &meta) = per_span.next().expect("one price per span");
-                f(row(
-                    self.principal,
-                    trace,
-                    span,
-                    p.as_ref(),
-                    meta,
-                    self.now_s,
-                ));
-            }
+impl<'s> RowSource<'s> for Spans<'s, '_, '_> {
+    fn fill(&mut self, slots: &mut [MaybeUninit<RowRef<'s>>]) -> usize {
+        let mut n = 0;
+        while n < slots.len() {
+            let Some(trace) = self.batch.traces.get(self.trace) else {
+                break;
+            };
+            let Some(span) = trace.spans.get(self.span) else {
+                self.trace += 1;
+                self.span = 0;
+                continue;
+            };
+            let p = self.priced[self.at].as_ref();
+            let meta = self.metadata[self.at];
+            slots[n].write(row(self.principal, trace, span, p, meta, self.now_s));
+            self.span += 1;
+            self.at += 1;
+            n += 1;
         }
+        n
     }
 }
 
@@ -207,16 +227,23 @@ pub fn merge_metadata<'a>(
     for &(k, v) in trace {
         let v = span
             .iter()
-            .find(|(sk, _)| *sk == k)
+            .find(|(sk, _)| same_key(sk, k))
             .map_or(v, |&(_, sv)| sv);
         merged.push((k, v));
     }
     for &(sk, sv) in span {
-        if !trace.iter().any(|(k, _)| *k == sk) {
+        if !trace.iter().any(|(k, _)| same_key(k, sk)) {
             merged.push((sk, sv));
         }
     }
     merged.into_bump_slice()
+}
+
+/// `a == b`, deciding most unequal keys by length and first byte without a `memcmp` call.
+#[inline]
+fn same_key(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    a.len() == b.len() && a.first() == b.first() && a == b
 }
 
 #[cold]
