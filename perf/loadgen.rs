@@ -295,17 +295,22 @@ fn merges_running(database: &str) -> u64 {
     http_get(ch, "/", &q).trim().parse().unwrap_or(0)
 }
 
-/// Before a measured phase: everything accepted is in ClickHouse, and ClickHouse has finished
-/// merging what the phases before left (at most `SETTLE_MAX`). ClickHouse shares the two
-/// cores, and the closed loops leave it minutes of merging a large table: a phase started
-/// meanwhile measures the previous phase's backlog, not its own steady state. Merges that a
-/// phase's own inserts cause run during it and are part of what it measures.
+/// Before a measured phase: everything accepted is in ClickHouse, ClickHouse has finished
+/// merging what the phases before left (at most `SETTLE_MAX`), and the table is emptied.
+/// ClickHouse shares the two cores: a phase started while it merges the previous phase's parts
+/// measures that backlog, and one that starts on the tens of millions of rows the earlier
+/// phases leave pays for merging them (in the 07:32 and 08:05 runs of 2026-11-24 the 60 s
+/// sustain run fell behind at 8.9 us of ClickHouse CPU per row, while the same rate on a fresh
+/// table kept up at 4.7 to 5.8). Merges that a phase's own inserts cause run during it and are
+/// part of what it measures.
 fn settle(a: &Args) -> f64 {
     wait_drained(a.addr);
     let t0 = Instant::now();
     while merges_running(&a.database) > 0 && t0.elapsed() < SETTLE_MAX {
         std::thread::sleep(Duration::from_millis(200));
     }
+    let ch: SocketAddr = "127.0.0.1:8123".parse().unwrap();
+    http_get(ch, "/", &format!("TRUNCATE TABLE {}.spans", a.database));
     t0.elapsed().as_secs_f64()
 }
 
@@ -486,8 +491,9 @@ fn sustain_phase(a: &Args, f: &Fixture, rate: f64) -> Value {
     let settled = settle(a);
     let ch = meter::clickhouse_pid();
     let (server_before, ch_before) = (Cpu::read(a.pid), ch.map(Cpu::read));
-    // The table holds the earlier phases' rows too.
+    // `settle` emptied the table; the server's count covers every phase.
     let rows_before = rows_in_clickhouse(&a.database);
+    let accepted_before = meter::metric(a.addr, "traceingest_spans_accepted_total");
     let stop = Arc::new(AtomicBool::new(false));
     let samples = std::thread::scope(|s| {
         let sampler = {
@@ -514,7 +520,8 @@ fn sustain_phase(a: &Args, f: &Fixture, rate: f64) -> Value {
     let (tally, samples) = samples;
     // After intake stops: how long until ClickHouse has every row.
     let t0 = Instant::now();
-    let target = meter::metric(a.addr, "traceingest_spans_accepted_total");
+    let target =
+        meter::metric(a.addr, "traceingest_spans_accepted_total") - accepted_before + rows_before;
     while rows_in_clickhouse(&a.database) < target && t0.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(100));
     }

@@ -318,8 +318,10 @@ fn main() {
          kept up = nothing refused, the last request sent less than 0.5 s late, and every \
          accepted row in ClickHouse within 2 s of the end. Every ramp step, open loop and the \
          sustain run starts once ClickHouse has finished the merges the phase before left \
-         (at most 2 minutes; the closed loops leave minutes of them on these shared cores), so \
-         each measures its own steady state, its own inserts' merges included.\n",
+         (at most 2 minutes; the closed loops leave minutes of them on these shared cores) and \
+         with the `spans` table emptied (`TRUNCATE`), so each measures its own steady state, \
+         its own inserts' merges included, not the merging of the tens of millions of rows the \
+         earlier phases wrote.\n",
         f(&load["ramp_typical"]["step_seconds"])
     );
     let _ = writeln!(

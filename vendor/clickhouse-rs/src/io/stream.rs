@@ -121,4 +121,33 @@ impl Stream {
             StreamProj::Secure(stream) => stream.poll_write(cx, buf),
         }
     }
+
+    /// traceingest patch: one `writev` for several buffers (a command's own bytes and the
+    /// shared parts of its encoded columns, see `Encoder::write_shared`).
+    pub(crate) fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.project() {
+            #[cfg(feature = "tokio_io")]
+            StreamProj::Plain(stream) => stream.poll_write_vectored(cx, bufs),
+            #[cfg(not(feature = "tokio_io"))]
+            StreamProj::Plain(stream) => {
+                let first = bufs
+                    .iter()
+                    .find(|b| !b.is_empty())
+                    .map_or(&[][..], |b| &**b);
+                stream.poll_write(cx, first)
+            }
+            #[cfg(feature = "tls")]
+            StreamProj::Secure(stream) => {
+                let first = bufs
+                    .iter()
+                    .find(|b| !b.is_empty())
+                    .map_or(&[][..], |b| &**b);
+                stream.poll_write(cx, first)
+            }
+        }
+    }
 }

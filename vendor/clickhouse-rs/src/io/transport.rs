@@ -17,7 +17,7 @@ use log::trace;
 use pin_project::pin_project;
 
 use crate::{
-    binary::Parser,
+    binary::{Packed, Parser},
     errors::{DriverError, Error, Result},
     io::{read_to_end::read_to_end, Stream as InnerStream},
     pool::{Inner, Pool},
@@ -38,8 +38,11 @@ pub(crate) struct ClickhouseTransport {
     rd: Vec<u8>,
     // Whether the buffer is known to be incomplete
     buf_is_incomplete: bool,
-    // Current buffer to write to the socket
-    wr: io::Cursor<Vec<u8>>,
+    // Current command to write to the socket (traceingest patch: its own bytes and the shared
+    // parts sent in place), the segment being written and how much of it is written.
+    wr: Packed,
+    wr_seg: usize,
+    wr_off: usize,
     // Queued commands
     cmds: VecDeque<Cmd>,
     // Server time zone
@@ -71,19 +74,24 @@ pub(crate) struct PacketStream {
 
 impl ClickhouseTransport {
     pub fn new(inner: InnerStream, compress: bool, pool: Option<Pool>) -> Self {
-        ClickhouseTransport {
+        let mut transport = ClickhouseTransport {
             inner,
             done: false,
             rd: vec![],
             buf_is_incomplete: false,
-            wr: io::Cursor::new(vec![]),
+            wr: Packed::default(),
+            wr_seg: 0,
+            wr_off: 0,
             cmds: VecDeque::new(),
             timezone: None,
             revision: 0,
             compress,
             inconsistent: false,
             status: Arc::new(TransportStatus::new(pool)),
-        }
+        };
+        // Nothing to write yet.
+        transport.wr_settle();
+        transport
     }
 
     pub(crate) fn set_inside(&self, value: bool) {
@@ -190,35 +198,61 @@ impl<'p> ClickhouseTransportProj<'p> {
 
 impl ClickhouseTransport {
     fn wr_is_empty(&self) -> bool {
-        self.wr_remaining() == 0
+        self.wr_seg >= self.wr.segments()
     }
 
-    fn wr_remaining(&self) -> usize {
-        self.wr.get_ref().len() - self.wr_pos()
+    /// Skips written and empty segments.
+    fn wr_settle(&mut self) {
+        while self.wr_seg < self.wr.segments() && self.wr_off >= self.wr.segment(self.wr_seg).len()
+        {
+            self.wr_seg += 1;
+            self.wr_off = 0;
+        }
+        if self.wr_is_empty() && !self.wr.splices.is_empty() {
+            // traceingest patch: the shared parts are written; their owners may reuse them now
+            // (the command's own bytes are kept for the next one, see `send`).
+            self.wr.splices.clear();
+            self.wr_seg = self.wr.segments();
+        }
     }
 
-    fn wr_pos(&self) -> usize {
-        self.wr.position() as usize
-    }
-
+    /// traceingest patch: writes as many of the remaining segments as one `writev` takes.
     fn wr_flush(&mut self, cx: &mut task::Context) -> io::Result<bool> {
-        // Making the borrow checker happy
+        const MAX_SLICES: usize = 64;
         let res = {
-            let buf = {
-                let pos = self.wr.position() as usize;
-                let buf = &self.wr.get_ref()[pos..];
-
-                trace!("writing; remaining={:?}", buf);
-                buf
-            };
-
-            Pin::new(&mut self.inner).poll_write(cx, buf)
+            let mut slices = [io::IoSlice::new(&[]); MAX_SLICES];
+            let mut n = 0;
+            let mut seg = self.wr_seg;
+            let mut off = self.wr_off;
+            while n < MAX_SLICES && seg < self.wr.segments() {
+                let bytes = &self.wr.segment(seg)[off..];
+                if !bytes.is_empty() {
+                    slices[n] = io::IoSlice::new(bytes);
+                    n += 1;
+                }
+                seg += 1;
+                off = 0;
+            }
+            trace!("writing; {n} slices");
+            Pin::new(&mut self.inner).poll_write_vectored(cx, &slices[..n])
         };
 
         match res {
             Poll::Ready(Ok(mut n)) => {
-                n += self.wr.position() as usize;
-                self.wr.set_position(n as u64);
+                if n == 0 && !self.wr_is_empty() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::WriteZero,
+                        "socket took no bytes",
+                    ));
+                }
+                while n > 0 {
+                    let left = self.wr.segment(self.wr_seg).len() - self.wr_off;
+                    let step = left.min(n);
+                    self.wr_off += step;
+                    n -= step;
+                    self.wr_settle();
+                }
+                self.wr_settle();
                 Ok(true)
             }
             Poll::Ready(Err(e)) => {
@@ -235,10 +269,12 @@ impl ClickhouseTransport {
                 match self.cmds.pop_front() {
                     None => return Poll::Ready(Ok(())),
                     Some(cmd) => {
-                        let bytes = cmd.get_packed_command()?;
+                        let packed = cmd.get_packed_command()?;
                         // traceingest patch: the written buffer is kept for the next block.
-                        let written = std::mem::replace(&mut self.wr, Cursor::new(bytes));
-                        crate::binary::give_back(written.into_inner());
+                        let written = std::mem::replace(&mut self.wr, packed);
+                        (self.wr_seg, self.wr_off) = (0, 0);
+                        self.wr_settle();
+                        crate::binary::give_back(written.bytes);
                     }
                 }
             }
@@ -280,6 +316,13 @@ impl Stream for ClickhouseTransport {
         }
 
         if *this.done {
+            // traceingest patch: packets that arrived with the close (an exception, typically)
+            // are still read; before, they were dropped and the caller saw no answer at all.
+            if !this.rd.is_empty() {
+                if let Poll::Ready(ret) = this.try_parse_msg()? {
+                    return Poll::Ready(ret.map(Ok));
+                }
+            }
             return Poll::Ready(None);
         }
 
@@ -309,7 +352,15 @@ impl PacketStream {
             }
         }
 
-        Ok((h.unwrap(), b))
+        // traceingest patch: a connection closed before the end of the answer is an error,
+        // not a panic.
+        let h = h.ok_or_else(|| {
+            Error::Io(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the server closed the connection before the end of its answer",
+            ))
+        })?;
+        Ok((h, b))
     }
 
     pub(crate) fn take_transport(&mut self) -> Option<ClickhouseTransport> {

@@ -1,7 +1,7 @@
 use log::trace;
 
 use crate::{
-    binary::{protocol, Encoder},
+    binary::{protocol, Encoder, Packed},
     client_info,
     errors::Result,
     types::{Context, Options, Query, SettingType, Simple},
@@ -19,9 +19,10 @@ pub(crate) enum Cmd {
 }
 
 impl Cmd {
-    /// Returns the packed command as a byte vector.
+    /// Returns the packed command: its bytes, and (traceingest patch) the large shared parts
+    /// of encoded columns to send in place.
     #[inline(always)]
-    pub(crate) fn get_packed_command(&self) -> Result<Vec<u8>> {
+    pub(crate) fn get_packed_command(&self) -> Result<Packed> {
         encode_command(self)
     }
 }
@@ -32,14 +33,14 @@ enum SettingsBinaryFormat {
     Strings,
 }
 
-fn encode_command(cmd: &Cmd) -> Result<Vec<u8>> {
+fn encode_command(cmd: &Cmd) -> Result<Packed> {
     match cmd {
-        Cmd::Hello(context) => encode_hello(context),
-        Cmd::Ping => Ok(encode_ping()),
-        Cmd::SendQuery(query, context) => encode_query(query, context),
+        Cmd::Hello(context) => encode_hello(context).map(Packed::from),
+        Cmd::Ping => Ok(encode_ping().into()),
+        Cmd::SendQuery(query, context) => encode_query(query, context).map(Packed::from),
         Cmd::SendData(block, context) => encode_data(block, context),
         Cmd::Union(first, second) => encode_union(first.as_ref(), second.as_ref()),
-        Cmd::Cancel => Ok(encode_cancel()),
+        Cmd::Cancel => Ok(encode_cancel().into()),
     }
 }
 
@@ -155,7 +156,7 @@ fn serialize_settings(encoder: &mut Encoder, options: &Options, format: Settings
     encoder.string(""); // end of settings marker
 }
 
-fn encode_data(block: &Block, context: &Context) -> Result<Vec<u8>> {
+fn encode_data(block: &Block, context: &Context) -> Result<Packed> {
     let options = context.options.get()?;
     // traceingest patch: the buffer is the previous large command's (see `Encoder::reuse`) and
     // is sized once (a block of encoded columns knows its size).
@@ -164,11 +165,11 @@ fn encode_data(block: &Block, context: &Context) -> Result<Vec<u8>> {
         encoder.reserve(block.wire_size_hint());
     }
     block.send_data(&mut encoder, options.compression);
-    Ok(encoder.get_buffer())
+    Ok(encoder.into_packed())
 }
 
-fn encode_union(first: &Cmd, second: &Cmd) -> Result<Vec<u8>> {
+fn encode_union(first: &Cmd, second: &Cmd) -> Result<Packed> {
     let mut result = encode_command(first)?;
-    result.extend((encode_command(second)?).iter());
+    result.append(encode_command(second)?);
     Ok(result)
 }

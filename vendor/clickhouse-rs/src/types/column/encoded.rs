@@ -6,7 +6,9 @@
 //! native protocol sends it (for `Nullable(T)` the null map, then the values; for `Array(T)` the
 //! end offsets, then the values; a `String` as its varint length and bytes), in one or more
 //! parts that are written back to back. The bytes are shared (`Arc`), so the caller can take its
-//! buffers back once the insert is done and reuse them for the next one.
+//! buffers back once the insert is done and reuse them for the next one. A part of at least
+//! `SHARE_MIN_BYTES` is not copied into the command's buffer at all: the transport writes it to
+//! the socket from where it is (`writev`), and drops its `Arc` once it is written.
 //!
 //! Limits: the column is write-only (`at` and `push` panic) and is written whole: a block of
 //! these columns must not be cut into chunks, i.e. it must have at most 1,048,576 rows. A column
@@ -15,7 +17,7 @@
 use std::sync::Arc;
 
 use crate::{
-    binary::Encoder,
+    binary::{Encoder, SHARE_MIN_BYTES},
     types::{SqlType, Value, ValueRef},
 };
 
@@ -50,8 +52,9 @@ impl ColumnData for EncodedColumn {
             self.rows
         );
         encoder.reserve(self.wire_size_hint());
+        // traceingest patch: large parts go to the socket from where they are.
         for part in &self.parts {
-            encoder.write_bytes(part);
+            encoder.write_shared(part);
         }
     }
 
@@ -75,7 +78,12 @@ impl ColumnData for EncodedColumn {
         true
     }
 
+    /// The bytes copied into the command's buffer: parts sent in place take none of it.
     fn wire_size_hint(&self) -> usize {
-        self.parts.iter().map(|p| p.len()).sum()
+        self.parts
+            .iter()
+            .map(|p| p.len())
+            .filter(|&n| n < SHARE_MIN_BYTES)
+            .sum()
     }
 }
