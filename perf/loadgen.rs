@@ -378,16 +378,18 @@ fn max_phase(a: &Args, f: &Fixture, connections: usize) -> Value {
 }
 
 /// Seconds of each ramp step.
-const RAMP_STEP: Duration = Duration::from_secs(12);
+const RAMP_STEP: Duration = Duration::from_secs(20);
 
 /// The highest offered rate the server keeps up with, open loop, starting from `start` (the
 /// closed loop's sustained rate): up in steps of 20% while a `RAMP_STEP` run at the rate keeps
 /// up, or down in steps of 20% until one does (at most 12 steps), each from a settled
 /// ClickHouse (`settle`). A rate is kept up with when nothing is refused, the last request
 /// went out less than half a second late (the worker was not queueing requests), and the
-/// server had written everything within 2 s of the end (ClickHouse was not queueing rows: with
-/// the 1 s flush interval up to an interval's worth plus an insert waits at any time; a
-/// backlog growing by a tenth of the intake over the 12 s step adds over a second).
+/// server had written everything within 1.5 s of the end (ClickHouse was not queueing rows:
+/// with the 1 s flush interval up to an interval's worth waits at any time, plus an insert; a
+/// backlog growing by a tenth of the intake over the 20 s step adds two seconds). 20 s rather
+/// than the 6 s of the first harness: on these two shared cores ClickHouse's merges grow with
+/// what a step has written, and a short step hid a backlog the 60 s sustain run then showed.
 ///
 /// The closed loop alone is a poor estimate: it overloads the two shared cores, so how much
 /// reaches ClickHouse there depends on how the CPU is split between the worker taking requests
@@ -404,7 +406,7 @@ fn ramp(a: &Args, f: &Fixture, start: f64) -> Value {
         let end = Instant::now();
         wait_drained(a.addr);
         let drain = end.elapsed().as_secs_f64();
-        let kept = tally.refused == 0 && late < 0.5 && drain < 2.0;
+        let kept = tally.refused == 0 && late < 0.5 && drain < 1.5;
         steps.push(json!({
             "settled_s": settled,
             "offered_per_s": rate,

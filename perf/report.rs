@@ -316,7 +316,7 @@ fn main() {
          open-loop rate the server kept up with, ClickHouse included, found by a ramp in 20% \
          steps of {:.0} s from the closed loop's sustained rate (`ramp` in `perf/loadgen.rs`): \
          kept up = nothing refused, the last request sent less than 0.5 s late, and every \
-         accepted row in ClickHouse within 2 s of the end. Every ramp step, open loop and the \
+         accepted row in ClickHouse within 1.5 s of the end. Every ramp step, open loop and the \
          sustain run starts once ClickHouse has finished the merges the phase before left \
          (at most 2 minutes; the closed loops leave minutes of them on these shared cores) and \
          with the `spans` table emptied (`TRUNCATE`), so each measures its own steady state, \

@@ -7,8 +7,8 @@
 #               [--no-bench] [--no-profile]
 #
 # Defaults: 15 s per load phase, a 20 s sustain run (the issue's 60 s: --sustain-secs 60), one
-# worker (a core's worth), 8 connections. About 7 minutes of load after the release build (the
-# ramps to the maximum rates take 1 to 2 minutes), then the benches and the profile.
+# worker (a core's worth), 8 connections. About 12 minutes of load after the release build (the
+# ramps to the maximum rates take 4 to 6 minutes), then the benches and the profile.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COMMAND="perf/run.sh $*"
