@@ -15,8 +15,7 @@ use bumpalo::Bump;
 
 use crate::auth::Principal;
 use crate::ingest::validate::{Issue, PathSeg};
-use crate::ingest::wire::Metadata;
-use crate::ingest::wire::{Batch, Span, Trace};
+use crate::ingest::wire::{Batch, Metadata, Span, Trace};
 use crate::pricing::{PriceError, PriceTable, Priced, Pricer};
 use crate::row::{CostColumns, Measure, RowBatch, RowRef, RowSource, TooLarge};
 
@@ -30,7 +29,8 @@ pub enum BuildError {
 }
 
 /// Builds the rows of a validated batch, priced against one table for the whole batch. `limit`
-/// is the most the rows may take (bytes); `arena` holds the prices between the passes.
+/// is the most the rows may take (bytes); `arena` holds the prices and merged metadata between
+/// the passes.
 pub fn build(
     batch: &Batch<'_>,
     principal: &Principal,
@@ -77,7 +77,7 @@ pub fn build(
     RowBatch::write(&measure, limit, &mut spans).map_err(BuildError::TooLarge)
 }
 
-/// The rows of a decoded batch, made from its spans on each pass.
+/// The rows of a decoded batch, made from its spans for the write pass.
 struct Spans<'s, 'a, 't> {
     batch: &'s Batch<'a>,
     principal: &'s Principal,
