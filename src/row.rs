@@ -272,48 +272,21 @@ macro_rules! write_column {
     (OptTime, $w:expr, $c:expr, $rows:expr, |$r:ident| $v:expr) => {
         $w.nullable::<4>($c, $rows, |$r| $v.map(u32::to_le_bytes))
     };
-    (Ints, $w:expr, $c:expr, $rows:expr, |$r:ident| $v:expr) => {{
-        let mut tail = $w.take(2 * $c + 1);
-        let mut elems = $w.elems[$c];
-        $w.fixed::<8>(2 * $c, $rows, |$r| {
+    (Ints, $w:expr, $c:expr, $rows:expr, |$r:ident| $v:expr) => {
+        $w.array($c, $rows, |$r, tail| {
             let ints: &[u64] = $v;
             for i in ints {
                 tail.put(&i.to_le_bytes());
             }
-            elems += ints.len() as u64;
-            elems.to_le_bytes()
-        });
-        $w.elems[$c] = elems;
-        $w.give(2 * $c + 1, tail);
-    }};
-    (MetaKeys, $w:expr, $c:expr, $rows:expr, |$r:ident| $v:expr) => {{
-        let mut tail = $w.take(2 * $c + 1);
-        let mut elems = $w.elems[$c];
-        $w.fixed::<8>(2 * $c, $rows, |$r| {
-            let meta: &[(&str, &str)] = $v;
-            for (k, _) in meta {
-                tail.string(k);
-            }
-            elems += meta.len() as u64;
-            elems.to_le_bytes()
-        });
-        $w.elems[$c] = elems;
-        $w.give(2 * $c + 1, tail);
-    }};
-    (MetaValues, $w:expr, $c:expr, $rows:expr, |$r:ident| $v:expr) => {{
-        let mut tail = $w.take(2 * $c + 1);
-        let mut elems = $w.elems[$c];
-        $w.fixed::<8>(2 * $c, $rows, |$r| {
-            let meta: &[(&str, &str)] = $v;
-            for (_, v) in meta {
-                tail.string(v);
-            }
-            elems += meta.len() as u64;
-            elems.to_le_bytes()
-        });
-        $w.elems[$c] = elems;
-        $w.give(2 * $c + 1, tail);
-    }};
+            ints.len()
+        })
+    };
+    (MetaKeys, $w:expr, $c:expr, $rows:expr, |$r:ident| $v:expr) => {
+        $w.metadata($c, $rows, |$r| $v, |&(k, _)| k)
+    };
+    (MetaValues, $w:expr, $c:expr, $rows:expr, |$r:ident| $v:expr) => {
+        $w.metadata($c, $rows, |$r| $v, |&(_, v)| v)
+    };
 }
 
 /// Declares the `spans` columns in table order as `name: Kind(row.field.path)`.
@@ -510,11 +483,11 @@ impl<'b> Writer<'b> {
 
     /// `W` bytes per row into region `i`: one bounds check for the whole chunk.
     #[inline]
-    fn fixed<const W: usize>(
+    fn fixed<'r, const W: usize>(
         &mut self,
         i: usize,
-        rows: &[RowRef<'_>],
-        mut value: impl FnMut(&RowRef<'_>) -> [u8; W],
+        rows: &[RowRef<'r>],
+        mut value: impl FnMut(&RowRef<'r>) -> [u8; W],
     ) {
         let dst = self.cur[i].advance(rows.len() * W);
         for (d, r) in dst.chunks_exact_mut(W).zip(rows) {
@@ -522,13 +495,50 @@ impl<'b> Writer<'b> {
         }
     }
 
-    /// A `Nullable` column: null flags into the head, values (zero where null) into the tail.
+    /// An `Array` column: `values` writes a row's elements into the tail and says how many;
+    /// the head gets each row's end offset.
     #[inline]
-    fn nullable<const W: usize>(
+    fn array<'r>(
         &mut self,
         c: usize,
-        rows: &[RowRef<'_>],
-        value: impl Fn(&RowRef<'_>) -> Option<[u8; W]>,
+        rows: &[RowRef<'r>],
+        mut values: impl FnMut(&RowRef<'r>, &mut Cursor<'b>) -> usize,
+    ) {
+        let mut tail = self.take(2 * c + 1);
+        let mut elems = self.elems[c];
+        self.fixed::<8>(2 * c, rows, |r| {
+            elems += values(r, &mut tail) as u64;
+            elems.to_le_bytes()
+        });
+        self.elems[c] = elems;
+        self.give(2 * c + 1, tail);
+    }
+
+    /// The keys or the values (`pick`) of each row's metadata, as an `Array(String)`.
+    #[inline]
+    fn metadata<'r>(
+        &mut self,
+        c: usize,
+        rows: &[RowRef<'r>],
+        meta: impl Fn(&RowRef<'r>) -> &'r [(&'r str, &'r str)],
+        pick: impl Fn(&(&'r str, &'r str)) -> &'r str,
+    ) {
+        self.array(c, rows, |r, tail| {
+            let pairs = meta(r);
+            for pair in pairs {
+                tail.string(pick(pair));
+            }
+            pairs.len()
+        });
+    }
+
+    /// A `Nullable` column: null flags into the head, values (zero where null) into the tail.
+    #[inline]
+    fn nullable<'r, const W: usize>(
+        &mut self,
+        c: usize,
+        rows: &[RowRef<'r>],
+        value: impl Fn(&RowRef<'r>) -> Option<[u8; W]>,
     ) {
         let flags = self.cur[2 * c].advance(rows.len());
         for (f, r) in flags.iter_mut().zip(rows) {

@@ -1331,15 +1331,7 @@ mod tests {
             "SELECT name, type FROM system.columns WHERE database = '{}' AND table = 'spans'",
             db.0
         ));
-        let found: Vec<(String, String)> = columns
-            .iter()
-            .map(|c| {
-                (
-                    c["name"].as_str().unwrap().to_string(),
-                    c["type"].as_str().unwrap().to_string(),
-                )
-            })
-            .collect();
+        let found = pairs(&columns, "name", "type");
         let expected: Vec<(String, String)> = SPANS_COLUMNS
             .iter()
             .map(|(n, t)| (n.to_string(), t.to_string()))
@@ -1365,6 +1357,12 @@ mod tests {
         check_full_row(&rows[0], "org-1", "trace-🚀", "span-0", 1_700_000_000_000);
         check_sparse_row(&rows[1], "org-1", "trace-🚀", "span-1", 1_700_000_000_001);
         check_full_row(&rows[2], "org-2", "trace-2", "span-0", 1_700_000_000_500);
+    }
+
+    /// The string columns `a` and `b` of every row.
+    fn pairs(rows: &[Value], a: &str, b: &str) -> Vec<(String, String)> {
+        let s = |v: &Value| v.as_str().unwrap().to_string();
+        rows.iter().map(|r| (s(&r[a]), s(&r[b]))).collect()
     }
 
     fn u64_of(v: &Value) -> u64 {
@@ -1784,15 +1782,7 @@ mod tests {
              FROM `{}`.spans ORDER BY org_id, span_id",
             db.0
         ));
-        let got: Vec<(String, String)> = rows
-            .iter()
-            .map(|r| {
-                (
-                    r["org_id"].as_str().unwrap().to_string(),
-                    r["span_id"].as_str().unwrap().to_string(),
-                )
-            })
-            .collect();
+        let got = pairs(&rows, "org_id", "span_id");
         let want: Vec<(String, String)> = [
             ("org-a", "span-1"),
             ("org-a", "span-2"),

@@ -268,80 +268,42 @@ mod legacy {
                 .rows
                 .iter()
                 .zip(&meta)
-                .map(|(r, meta)| {
-                    let t = |x: Text| self.str(x);
-                    RowRef {
-                        org_id: t(r.org_id),
-                        project_id: t(r.project_id),
-                        trace_id: t(r.trace_id),
-                        span_id: t(r.span_id),
-                        parent_span_id: t(r.parent_span_id),
-                        span_type: r.span_type,
-                        name: t(r.name),
-                        start_time_ms: r.start_time_ms,
-                        end_time_ms: r.end_time_ms,
-                        duration_ms: r.duration_ms,
-                        status: r.status,
-                        error_message: t(r.error_message),
-                        provider: t(r.provider),
-                        model_id: t(r.model_id),
-                        priced_model_id: t(r.priced_model_id),
-                        input_tokens: r.input_tokens,
-                        output_tokens: r.output_tokens,
-                        total_tokens: r.total_tokens,
-                        reasoning_tokens: r.reasoning_tokens,
-                        cached_input_tokens: r.cached_input_tokens,
-                        cache_write_input_tokens: r.cache_write_input_tokens,
-                        image_count: r.image_count,
-                        web_search_count: r.web_search_count,
-                        request_count: r.request_count,
-                        ttft_ms: r.ttft_ms,
-                        reasoning_duration_ms: r.reasoning_duration_ms,
-                        model_call_ms: r.model_call_ms,
-                        costs: r.costs,
-                        pricing_source: r.pricing_source,
-                        priced_at: r.priced_at,
-                        trace_name: t(r.trace_name),
-                        agent_name: t(r.agent_name),
-                        workflow_name: t(r.workflow_name),
-                        workflow_run_id: t(r.workflow_run_id),
-                        session_id: t(r.session_id),
-                        metadata: meta,
-                        input: t(r.input),
-                        output: t(r.output),
-                        tool_catalog: t(r.tool_catalog),
-                        system_fingerprint: t(r.system_fingerprint),
-                        safety_metadata: t(r.safety_metadata),
-                        sources: t(r.sources),
-                        rate_limit_requests_limit: r.rate_limit_requests_limit,
-                        rate_limit_requests_remaining: r.rate_limit_requests_remaining,
-                        rate_limit_requests_reset_ms: r.rate_limit_requests_reset_ms,
-                        rate_limit_tokens_limit: r.rate_limit_tokens_limit,
-                        rate_limit_tokens_remaining: r.rate_limit_tokens_remaining,
-                        rate_limit_tokens_reset_ms: r.rate_limit_tokens_reset_ms,
-                        chunk_offsets: self.ints(r.chunk_offsets),
-                        chunk_tokens: self.ints(r.chunk_tokens),
-                        reasoning_offsets: self.ints(r.reasoning_offsets),
-                        reasoning_chunk_tokens: self.ints(r.reasoning_chunk_tokens),
-                        customer_id: t(r.customer_id),
-                        customer_name: t(r.customer_name),
-                        customer_image_url: t(r.customer_image_url),
-                        response_time_ms: r.response_time_ms,
-                        effective_output_tps: r.effective_output_tps,
-                        effective_total_tps: r.effective_total_tps,
-                        output_tps: r.output_tps,
-                        input_tps: r.input_tps,
-                        chunk_jitter_min: r.chunk_jitter_min,
-                        chunk_jitter_p10: r.chunk_jitter_p10,
-                        chunk_jitter_median: r.chunk_jitter_median,
-                        chunk_jitter_avg: r.chunk_jitter_avg,
-                        chunk_jitter_p90: r.chunk_jitter_p90,
-                        chunk_jitter_max: r.chunk_jitter_max,
-                        ingested_at: r.ingested_at,
-                    }
-                })
+                .map(|(r, meta)| self.row_ref(r, meta))
                 .collect();
             RowBatch::from_rows(&rows)
+        }
+
+        #[cfg(test)]
+        fn push_str(&mut self, s: &str) -> Text {
+            let start = self.text.len() as u32;
+            self.text.extend_from_slice(s.as_bytes());
+            Text {
+                start,
+                len: s.len() as u32,
+            }
+        }
+
+        #[cfg(test)]
+        fn push_meta(&mut self, pairs: &[(&str, &str)]) -> Run {
+            let start = self.meta.len() as u32;
+            for (k, v) in pairs {
+                let pair = (self.push_str(k), self.push_str(v));
+                self.meta.push(pair);
+            }
+            Run {
+                start,
+                len: pairs.len() as u32,
+            }
+        }
+
+        #[cfg(test)]
+        fn push_ints(&mut self, v: &[u64]) -> Run {
+            let start = self.ints.len() as u32;
+            self.ints.extend_from_slice(v);
+            Run {
+                start,
+                len: v.len() as u32,
+            }
         }
     }
 
@@ -439,6 +401,57 @@ mod legacy {
                 $(check!($kind, text, row.$field);)*
                 Ok(())
             }
+
+            impl Batch {
+                /// A row of this record as a `RowRef` (its metadata pairs given, borrowed).
+                fn row_ref<'b>(&'b self, row: &Row, metadata: &'b [(&'b str, &'b str)]) -> RowRef<'b> {
+                    RowRef { $($field: as_ref!($kind, self, row.$field, metadata),)* }
+                }
+
+                /// Appends a row given as a `RowRef`: how an earlier build wrote it (tests).
+                #[cfg(test)]
+                pub(super) fn push(&mut self, r: &RowRef<'_>) {
+                    let row = Row { $($field: from_ref!($kind, self, r.$field),)* };
+                    self.rows.push(row);
+                }
+            }
+        };
+    }
+
+    /// A `Row` field as the `RowRef` field of the same name.
+    macro_rules! as_ref {
+        (Text, $b:expr, $v:expr, $meta:expr) => {
+            $b.str($v)
+        };
+        (Meta, $b:expr, $v:expr, $meta:expr) => {
+            $meta
+        };
+        (Ints, $b:expr, $v:expr, $meta:expr) => {
+            $b.ints($v)
+        };
+        ($same:ident, $b:expr, $v:expr, $meta:expr) => {
+            $v
+        };
+    }
+
+    /// A `RowRef` field as the `Row` field of the same name, its strings and runs appended to
+    /// the record.
+    #[cfg(test)]
+    macro_rules! from_ref {
+        (Text, $b:expr, $v:expr) => {
+            $b.push_str($v)
+        };
+        (Label, $b:expr, $v:expr) => {
+            intern($v).expect("a label")
+        };
+        (Meta, $b:expr, $v:expr) => {
+            $b.push_meta($v)
+        };
+        (Ints, $b:expr, $v:expr) => {
+            $b.push_ints($v)
+        };
+        ($same:ident, $b:expr, $v:expr) => {
+            $v
         };
     }
 
@@ -447,7 +460,10 @@ mod legacy {
         (Text, $out:expr, $v:expr) => {
             put_text($out, $v)
         };
-        (Run, $out:expr, $v:expr) => {
+        (Meta, $out:expr, $v:expr) => {
+            put_run($out, $v)
+        };
+        (Ints, $out:expr, $v:expr) => {
             put_run($out, $v)
         };
         (Label, $out:expr, $v:expr) => {
@@ -477,7 +493,10 @@ mod legacy {
         (Text, $r:expr) => {
             $r.text()?
         };
-        (Run, $r:expr) => {
+        (Meta, $r:expr) => {
+            $r.run()?
+        };
+        (Ints, $r:expr) => {
             $r.run()?
         };
         (Label, $r:expr) => {
@@ -550,7 +569,7 @@ mod legacy {
         workflow_name: Text,
         workflow_run_id: Text,
         session_id: Text,
-        metadata: Run,
+        metadata: Meta,
         input: Text,
         output: Text,
         tool_catalog: Text,
@@ -563,10 +582,10 @@ mod legacy {
         rate_limit_tokens_limit: OptU64,
         rate_limit_tokens_remaining: OptU64,
         rate_limit_tokens_reset_ms: OptU64,
-        chunk_offsets: Run,
-        chunk_tokens: Run,
-        reasoning_offsets: Run,
-        reasoning_chunk_tokens: Run,
+        chunk_offsets: Ints,
+        chunk_tokens: Ints,
+        reasoning_offsets: Ints,
+        reasoning_chunk_tokens: Ints,
         customer_id: Text,
         customer_name: Text,
         customer_image_url: Text,
@@ -783,7 +802,7 @@ mod legacy {
 
 #[cfg(test)]
 mod tests {
-    use super::legacy::{self, Run, Text};
+    use super::legacy;
     use super::*;
     use crate::row::test_rows::{batch, batch_then, row};
 
@@ -844,106 +863,11 @@ mod tests {
         }
     }
 
-    /// The rows of `b` as a version-1 record, as an earlier build spooled them.
+    /// The rows as a version-1 record, as an earlier build spooled them.
     fn v1_record(rows: &[RowRef<'_>]) -> Vec<u8> {
         let mut v1 = legacy::Batch::default();
-        let t = |v1: &mut legacy::Batch, s: &str| {
-            let start = v1.text.len() as u32;
-            v1.text.extend_from_slice(s.as_bytes());
-            Text {
-                start,
-                len: s.len() as u32,
-            }
-        };
         for r in rows {
-            let meta_start = v1.meta.len() as u32;
-            let pairs = r.metadata;
-            for (k, v) in pairs {
-                let pair = (t(&mut v1, k), t(&mut v1, v));
-                v1.meta.push(pair);
-            }
-            let ints = |v1: &mut legacy::Batch, v: &[u64]| {
-                let start = v1.ints.len() as u32;
-                v1.ints.extend_from_slice(v);
-                Run {
-                    start,
-                    len: v.len() as u32,
-                }
-            };
-            let label = |s: &str| legacy::intern(s).unwrap();
-            let row = legacy::Row {
-                org_id: t(&mut v1, r.org_id),
-                project_id: t(&mut v1, r.project_id),
-                trace_id: t(&mut v1, r.trace_id),
-                span_id: t(&mut v1, r.span_id),
-                parent_span_id: t(&mut v1, r.parent_span_id),
-                span_type: label(r.span_type),
-                name: t(&mut v1, r.name),
-                start_time_ms: r.start_time_ms,
-                end_time_ms: r.end_time_ms,
-                duration_ms: r.duration_ms,
-                status: label(r.status),
-                error_message: t(&mut v1, r.error_message),
-                provider: t(&mut v1, r.provider),
-                model_id: t(&mut v1, r.model_id),
-                priced_model_id: t(&mut v1, r.priced_model_id),
-                input_tokens: r.input_tokens,
-                output_tokens: r.output_tokens,
-                total_tokens: r.total_tokens,
-                reasoning_tokens: r.reasoning_tokens,
-                cached_input_tokens: r.cached_input_tokens,
-                cache_write_input_tokens: r.cache_write_input_tokens,
-                image_count: r.image_count,
-                web_search_count: r.web_search_count,
-                request_count: r.request_count,
-                ttft_ms: r.ttft_ms,
-                reasoning_duration_ms: r.reasoning_duration_ms,
-                model_call_ms: r.model_call_ms,
-                costs: r.costs,
-                pricing_source: label(r.pricing_source),
-                priced_at: r.priced_at,
-                trace_name: t(&mut v1, r.trace_name),
-                agent_name: t(&mut v1, r.agent_name),
-                workflow_name: t(&mut v1, r.workflow_name),
-                workflow_run_id: t(&mut v1, r.workflow_run_id),
-                session_id: t(&mut v1, r.session_id),
-                metadata: Run {
-                    start: meta_start,
-                    len: pairs.len() as u32,
-                },
-                input: t(&mut v1, r.input),
-                output: t(&mut v1, r.output),
-                tool_catalog: t(&mut v1, r.tool_catalog),
-                system_fingerprint: t(&mut v1, r.system_fingerprint),
-                safety_metadata: t(&mut v1, r.safety_metadata),
-                sources: t(&mut v1, r.sources),
-                rate_limit_requests_limit: r.rate_limit_requests_limit,
-                rate_limit_requests_remaining: r.rate_limit_requests_remaining,
-                rate_limit_requests_reset_ms: r.rate_limit_requests_reset_ms,
-                rate_limit_tokens_limit: r.rate_limit_tokens_limit,
-                rate_limit_tokens_remaining: r.rate_limit_tokens_remaining,
-                rate_limit_tokens_reset_ms: r.rate_limit_tokens_reset_ms,
-                chunk_offsets: ints(&mut v1, r.chunk_offsets),
-                chunk_tokens: ints(&mut v1, r.chunk_tokens),
-                reasoning_offsets: ints(&mut v1, r.reasoning_offsets),
-                reasoning_chunk_tokens: ints(&mut v1, r.reasoning_chunk_tokens),
-                customer_id: t(&mut v1, r.customer_id),
-                customer_name: t(&mut v1, r.customer_name),
-                customer_image_url: t(&mut v1, r.customer_image_url),
-                response_time_ms: r.response_time_ms,
-                effective_output_tps: r.effective_output_tps,
-                effective_total_tps: r.effective_total_tps,
-                output_tps: r.output_tps,
-                input_tps: r.input_tps,
-                chunk_jitter_min: r.chunk_jitter_min,
-                chunk_jitter_p10: r.chunk_jitter_p10,
-                chunk_jitter_median: r.chunk_jitter_median,
-                chunk_jitter_avg: r.chunk_jitter_avg,
-                chunk_jitter_p90: r.chunk_jitter_p90,
-                chunk_jitter_max: r.chunk_jitter_max,
-                ingested_at: r.ingested_at,
-            };
-            v1.rows.push(row);
+            v1.push(r);
         }
         let mut bytes = Vec::new();
         legacy::encode_v1(&v1, &mut bytes);
