@@ -245,11 +245,16 @@ fn buffered(addr: SocketAddr) -> u64 {
     v["buffered"].as_u64().unwrap_or(0)
 }
 
+/// A query's answer from the local ClickHouse's HTTP interface.
+fn clickhouse(query: &str) -> String {
+    let ch: SocketAddr = "127.0.0.1:8123".parse().unwrap();
+    http_get(ch, "/", query)
+}
+
 /// Rows in the `spans` table (raw count: every batch has unique ids).
 fn rows_in_clickhouse(database: &str) -> u64 {
-    let ch: SocketAddr = "127.0.0.1:8123".parse().unwrap();
     let q = format!("SELECT count() FROM {database}.spans");
-    http_get(ch, "/", &q).trim().parse().unwrap_or(0)
+    clickhouse(&q).trim().parse().unwrap_or(0)
 }
 
 /// Polls `/health` in the background for the largest buffered row count.
@@ -290,9 +295,8 @@ fn wait_drained(addr: SocketAddr) {
 
 /// Merges ClickHouse is running on the load's database.
 fn merges_running(database: &str) -> u64 {
-    let ch: SocketAddr = "127.0.0.1:8123".parse().unwrap();
     let q = format!("SELECT count() FROM system.merges WHERE database = '{database}'");
-    http_get(ch, "/", &q).trim().parse().unwrap_or(0)
+    clickhouse(&q).trim().parse().unwrap_or(0)
 }
 
 /// Before a measured phase: everything accepted is in ClickHouse, ClickHouse has finished
@@ -309,8 +313,7 @@ fn settle(a: &Args) -> f64 {
     while merges_running(&a.database) > 0 && t0.elapsed() < SETTLE_MAX {
         std::thread::sleep(Duration::from_millis(200));
     }
-    let ch: SocketAddr = "127.0.0.1:8123".parse().unwrap();
-    http_get(ch, "/", &format!("TRUNCATE TABLE {}.spans", a.database));
+    clickhouse(&format!("TRUNCATE TABLE {}.spans", a.database));
     t0.elapsed().as_secs_f64()
 }
 

@@ -799,10 +799,9 @@ impl RowBatch {
             let fixed_tail = rows.checked_mul(kind.tail_width());
             match kind {
                 Kind::Str => {
-                    if skip_strings(head, rows) != Some(head.len()) {
+                    if check_strings(head, rows)? != Some(head.len()) {
                         return Err("a string column does not hold its rows");
                     }
-                    check_strings(head, rows)?;
                 }
                 _ if fixed_head != Some(head.len()) => {
                     return Err("a column's size does not match its rows");
@@ -820,8 +819,7 @@ impl RowBatch {
                     let fits = if kind == Kind::Ints {
                         elems.checked_mul(8) == Some(tail.len())
                     } else {
-                        skip_strings(tail, elems) == Some(tail.len())
-                            && check_strings(tail, elems).is_ok()
+                        check_strings(tail, elems)? == Some(tail.len())
                     };
                     if !fits {
                         return Err("array values do not match their offsets");
@@ -920,29 +918,36 @@ impl RowBatch {
 
 /// Byte offset just past the first `n` strings of `bytes`, or `None` if they do not fit.
 fn skip_strings(bytes: &[u8], n: usize) -> Option<usize> {
+    strings_end(bytes, n, |_| true)
+}
+
+/// `skip_strings`, checking that every one of the strings is UTF-8.
+fn check_strings(bytes: &[u8], n: usize) -> Result<Option<usize>, &'static str> {
+    let mut utf8 = true;
+    let end = strings_end(bytes, n, |s| {
+        utf8 = std::str::from_utf8(s).is_ok();
+        utf8
+    });
+    if utf8 {
+        Ok(end)
+    } else {
+        Err("a string is not UTF-8")
+    }
+}
+
+/// Byte offset just past the first `n` strings of `bytes`, if they fit and each passes `ok`.
+#[inline]
+fn strings_end(bytes: &[u8], n: usize, mut ok: impl FnMut(&[u8]) -> bool) -> Option<usize> {
     let mut at = 0;
     for _ in 0..n {
         let (len, used) = read_varint(&bytes[at..])?;
-        at = at
-            .checked_add(used)?
-            .checked_add(usize::try_from(len).ok()?)?;
-        if at > bytes.len() {
+        let start = at.checked_add(used)?;
+        at = start.checked_add(usize::try_from(len).ok()?)?;
+        if at > bytes.len() || !ok(&bytes[start..at]) {
             return None;
         }
     }
     Some(at)
-}
-
-/// Every one of the first `n` strings of `bytes` (which `skip_strings` accepted) is UTF-8.
-fn check_strings(bytes: &[u8], n: usize) -> Result<(), &'static str> {
-    let mut at = 0;
-    for _ in 0..n {
-        let (len, used) = read_varint(&bytes[at..]).ok_or("bad string length")?;
-        let start = at + used;
-        at = start + len as usize;
-        std::str::from_utf8(&bytes[start..at]).map_err(|_| "a string is not UTF-8")?;
-    }
-    Ok(())
 }
 
 /// An unsigned LEB128 varint at the start of `bytes`: (value, bytes used).
@@ -1152,24 +1157,22 @@ pub(crate) mod test_rows {
     /// `spans` rows of `org` in one batch, alternating full and sparse rows; span ids
     /// `span-0`, `span-1`, ...
     pub fn batch(org: &str, trace: &str, spans: usize, start: u64) -> RowBatch {
-        let ids: Vec<String> = (0..spans).map(|i| format!("span-{i}")).collect();
-        let rows: Vec<RowRef<'_>> = ids
-            .iter()
-            .enumerate()
-            .map(|(i, id)| row(org, trace, id, start + i as u64, i % 2 == 0))
-            .collect();
-        RowBatch::from_rows(&rows)
+        batch_of(org, trace, spans, start, None)
     }
 
     /// `batch(org, trace, spans, start)` and then one full row with span id `last`.
     pub fn batch_then(org: &str, trace: &str, spans: usize, start: u64, last: &str) -> RowBatch {
+        batch_of(org, trace, spans, start, Some(last))
+    }
+
+    fn batch_of(org: &str, trace: &str, spans: usize, start: u64, last: Option<&str>) -> RowBatch {
         let ids: Vec<String> = (0..spans).map(|i| format!("span-{i}")).collect();
         let mut rows: Vec<RowRef<'_>> = ids
             .iter()
             .enumerate()
             .map(|(i, id)| row(org, trace, id, start + i as u64, i % 2 == 0))
             .collect();
-        rows.push(row(org, trace, last, start, true));
+        rows.extend(last.map(|last| row(org, trace, last, start, true)));
         RowBatch::from_rows(&rows)
     }
 
@@ -1424,8 +1427,14 @@ mod tests {
         data[offsets..offsets + 8].copy_from_slice(&9u64.to_le_bytes());
         assert!(RowBatch::from_parts(5, *b.bounds(), data).is_err());
 
-        let mut data = b.data().to_vec();
-        data[b.region(2 * col::org_id).start + 1] = 0xFF;
-        assert!(RowBatch::from_parts(5, *b.bounds(), data).is_err());
+        for region in [2 * col::org_id, 2 * col::metadata_values + 1] {
+            let mut data = b.data().to_vec();
+            data[b.region(region).start + 1] = 0xFF;
+            assert_eq!(
+                RowBatch::from_parts(5, *b.bounds(), data).unwrap_err(),
+                "a string is not UTF-8",
+                "region {region}"
+            );
+        }
     }
 }

@@ -132,22 +132,16 @@ impl<'a> Reader<'a> {
 mod legacy {
     //! Version 1: `batch = version:u8=1 rows:u32 text_len:u32 meta:u32 ints:u32 text[text_len]
     //! (start:u32 len:u32)x2 x meta  u64 x ints  row x rows`, where a row is the fields of
-    //! `Row` below in order (Text = start:u32 len:u32; Run = start:u32 len:u32; u64; u32;
-    //! label = len:u8 bytes; Option<T> = 0 | 1 T; f64 as its IEEE bits).
+    //! `Row` below in order (Text, Meta, Ints = a run, start:u32 len:u32; u64; u32; label =
+    //! len:u8 bytes; Option<T> = 0 | 1 T; f64 as its IEEE bits).
 
     use super::*;
 
     /// Bytes before the text: version, four counts.
     pub(super) const HEADER_1: usize = 1 + 4 * 4;
 
-    /// A string of the record's text: byte offset and length.
-    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-    pub(super) struct Text {
-        pub start: u32,
-        pub len: u32,
-    }
-
-    /// A run of entries in one of the record's side vectors.
+    /// A run of the record's text (bytes) or of one of its side vectors (entries): where it
+    /// starts and how long it is.
     #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
     pub(super) struct Run {
         pub start: u32,
@@ -156,80 +150,8 @@ mod legacy {
 
     impl Run {
         fn range(self) -> std::ops::Range<usize> {
-            self.start as usize..(self.start + self.len) as usize
+            self.start as usize..self.start as usize + self.len as usize
         }
-    }
-
-    /// One span as version 1 wrote it.
-    #[derive(Debug, Clone, Copy, Default, PartialEq)]
-    pub(super) struct Row {
-        pub org_id: Text,
-        pub project_id: Text,
-        pub trace_id: Text,
-        pub span_id: Text,
-        pub parent_span_id: Text,
-        pub span_type: &'static str,
-        pub name: Text,
-        pub start_time_ms: u64,
-        pub end_time_ms: u64,
-        pub duration_ms: u64,
-        pub status: &'static str,
-        pub error_message: Text,
-        pub provider: Text,
-        pub model_id: Text,
-        pub priced_model_id: Text,
-        pub input_tokens: u64,
-        pub output_tokens: u64,
-        pub total_tokens: u64,
-        pub reasoning_tokens: u64,
-        pub cached_input_tokens: u64,
-        pub cache_write_input_tokens: u64,
-        pub image_count: u64,
-        pub web_search_count: u64,
-        pub request_count: u64,
-        pub ttft_ms: Option<f64>,
-        pub reasoning_duration_ms: Option<u64>,
-        pub model_call_ms: Option<u64>,
-        pub costs: CostColumns,
-        pub pricing_source: &'static str,
-        pub priced_at: Option<u32>,
-        pub trace_name: Text,
-        pub agent_name: Text,
-        pub workflow_name: Text,
-        pub workflow_run_id: Text,
-        pub session_id: Text,
-        pub metadata: Run,
-        pub input: Text,
-        pub output: Text,
-        pub tool_catalog: Text,
-        pub system_fingerprint: Text,
-        pub safety_metadata: Text,
-        pub sources: Text,
-        pub rate_limit_requests_limit: Option<u64>,
-        pub rate_limit_requests_remaining: Option<u64>,
-        pub rate_limit_requests_reset_ms: Option<u64>,
-        pub rate_limit_tokens_limit: Option<u64>,
-        pub rate_limit_tokens_remaining: Option<u64>,
-        pub rate_limit_tokens_reset_ms: Option<u64>,
-        pub chunk_offsets: Run,
-        pub chunk_tokens: Run,
-        pub reasoning_offsets: Run,
-        pub reasoning_chunk_tokens: Run,
-        pub customer_id: Text,
-        pub customer_name: Text,
-        pub customer_image_url: Text,
-        pub response_time_ms: Option<u64>,
-        pub effective_output_tps: Option<f64>,
-        pub effective_total_tps: Option<f64>,
-        pub output_tps: Option<f64>,
-        pub input_tps: Option<f64>,
-        pub chunk_jitter_min: Option<f64>,
-        pub chunk_jitter_p10: Option<f64>,
-        pub chunk_jitter_median: Option<f64>,
-        pub chunk_jitter_avg: Option<f64>,
-        pub chunk_jitter_p90: Option<f64>,
-        pub chunk_jitter_max: Option<f64>,
-        pub ingested_at: u32,
     }
 
     /// A version-1 record, decoded and checked.
@@ -237,15 +159,14 @@ mod legacy {
     pub(super) struct Batch {
         pub rows: Vec<Row>,
         pub text: Vec<u8>,
-        pub meta: Vec<(Text, Text)>,
+        pub meta: Vec<(Run, Run)>,
         pub ints: Vec<u64>,
     }
 
     impl Batch {
-        fn str(&self, t: Text) -> &str {
+        fn str(&self, t: Run) -> &str {
             // Checked by `check`: on char boundaries of UTF-8 text.
-            std::str::from_utf8(&self.text[t.start as usize..(t.start + t.len) as usize])
-                .unwrap_or_default()
+            std::str::from_utf8(&self.text[t.range()]).unwrap_or_default()
         }
 
         fn ints(&self, r: Run) -> &[u64] {
@@ -274,10 +195,10 @@ mod legacy {
         }
 
         #[cfg(test)]
-        fn push_str(&mut self, s: &str) -> Text {
+        fn push_str(&mut self, s: &str) -> Run {
             let start = self.text.len() as u32;
             self.text.extend_from_slice(s.as_bytes());
-            Text {
+            Run {
                 start,
                 len: s.len() as u32,
             }
@@ -330,7 +251,7 @@ mod legacy {
         let text = r.take(text_len)?.to_vec();
         let mut meta = Vec::with_capacity(meta_len);
         for _ in 0..meta_len {
-            meta.push((r.text()?, r.text()?));
+            meta.push((r.run()?, r.run()?));
         }
         let mut ints = Vec::with_capacity(ints_len);
         for _ in 0..ints_len {
@@ -368,8 +289,8 @@ mod legacy {
         }
         out.extend_from_slice(text);
         for &(k, v) in meta {
-            put_text(out, k);
-            put_text(out, v);
+            put_run(out, k);
+            put_run(out, v);
         }
         for &i in ints {
             out.extend_from_slice(&i.to_le_bytes());
@@ -383,14 +304,19 @@ mod legacy {
     // The row, field by field.
     // ---------------------------------------------------------------------------------------------
 
-    /// Declares how each `Row` field is written; generates `encode_row`, `decode_row` and `check_row`.
+    /// Declares each field of a version-1 row and how it is written; generates `Row`,
+    /// `encode_row`, `decode_row`, `check_row` and the conversions from and to `RowRef`.
     macro_rules! row_fields {
         ($($field:ident: $kind:ident),* $(,)?) => {
+            /// One span as version 1 wrote it.
+            #[derive(Debug, Clone, Copy, Default, PartialEq)]
+            pub(super) struct Row {
+                $(pub $field: ty!($kind),)*
+            }
+
             #[cfg(test)]
             fn encode_row(row: &Row, out: &mut Vec<u8>) {
-                // No `..`: a new field of `Row` must be added to the list below.
-                let Row { $($field),* } = *row;
-                $(put!($kind, out, $field);)*
+                $(put!($kind, out, row.$field);)*
             }
 
             fn decode_row(r: &mut Reader<'_>) -> Result<Row, CodecError> {
@@ -416,6 +342,19 @@ mod legacy {
                 }
             }
         };
+    }
+
+    /// The type of a `Row` field.
+    macro_rules! ty {
+        (Label) => { &'static str };
+        (U64) => { u64 };
+        (U32) => { u32 };
+        (OptU64) => { Option<u64> };
+        (OptU32) => { Option<u32> };
+        (OptF64) => { Option<f64> };
+        (Costs) => { CostColumns };
+        // Text, Meta, Ints.
+        ($run:ident) => { Run };
     }
 
     /// A `Row` field as the `RowRef` field of the same name.
@@ -457,15 +396,6 @@ mod legacy {
 
     #[cfg(test)]
     macro_rules! put {
-        (Text, $out:expr, $v:expr) => {
-            put_text($out, $v)
-        };
-        (Meta, $out:expr, $v:expr) => {
-            put_run($out, $v)
-        };
-        (Ints, $out:expr, $v:expr) => {
-            put_run($out, $v)
-        };
         (Label, $out:expr, $v:expr) => {
             put_label($out, $v)
         };
@@ -487,18 +417,13 @@ mod legacy {
         (Costs, $out:expr, $v:expr) => {
             put_costs($out, &$v)
         };
+        // Text, Meta, Ints: a run.
+        ($run:ident, $out:expr, $v:expr) => {
+            put_run($out, $v)
+        };
     }
 
     macro_rules! get {
-        (Text, $r:expr) => {
-            $r.text()?
-        };
-        (Meta, $r:expr) => {
-            $r.run()?
-        };
-        (Ints, $r:expr) => {
-            $r.run()?
-        };
         (Label, $r:expr) => {
             $r.label()?
         };
@@ -519,6 +444,10 @@ mod legacy {
         };
         (Costs, $r:expr) => {
             $r.costs()?
+        };
+        // Text, Meta, Ints: a run.
+        ($run:ident, $r:expr) => {
+            $r.run()?
         };
     }
 
@@ -603,7 +532,7 @@ mod legacy {
         ingested_at: U32,
     }
 
-    /// Every `Text` on a char boundary inside `text`, every run inside its vector.
+    /// Every string's run on char boundaries inside `text`, every other run inside its vector.
     fn check(b: &Batch) -> Result<(), CodecError> {
         let text = std::str::from_utf8(&b.text).map_err(|_| CodecError("text is not UTF-8"))?;
         for &(k, v) in &b.meta {
@@ -626,9 +555,9 @@ mod legacy {
     }
 
     /// A slice of valid UTF-8 between two char boundaries is valid UTF-8.
-    fn check_text(text: &str, t: Text) -> Result<(), CodecError> {
-        let (start, end) = (t.start as usize, t.start as usize + t.len as usize);
-        if end > text.len() || !text.is_char_boundary(start) || !text.is_char_boundary(end) {
+    fn check_text(text: &str, t: Run) -> Result<(), CodecError> {
+        let r = t.range();
+        if r.end > text.len() || !text.is_char_boundary(r.start) || !text.is_char_boundary(r.end) {
             return Err(CodecError("a string outside the batch text"));
         }
         Ok(())
@@ -648,12 +577,6 @@ mod legacy {
     #[cfg(test)]
     fn put_u32(out: &mut Vec<u8>, v: u32) {
         out.extend_from_slice(&v.to_le_bytes());
-    }
-
-    #[cfg(test)]
-    fn put_text(out: &mut Vec<u8>, t: Text) {
-        put_u32(out, t.start);
-        put_u32(out, t.len);
     }
 
     #[cfg(test)]
@@ -681,30 +604,10 @@ mod legacy {
         }
     }
 
+    /// The nine costs, in table order (the eight dimensions, then the total).
     #[cfg(test)]
     fn put_costs(out: &mut Vec<u8>, c: &CostColumns) {
-        let CostColumns {
-            prompt,
-            completion,
-            request,
-            image,
-            web_search,
-            internal_reasoning,
-            cache_read,
-            cache_write,
-            total,
-        } = *c;
-        for v in [
-            prompt,
-            completion,
-            request,
-            image,
-            web_search,
-            internal_reasoning,
-            cache_read,
-            cache_write,
-            total,
-        ] {
+        for v in c.dimensions().into_iter().chain([c.total]) {
             put_opt(out, v.map(i64::to_le_bytes));
         }
     }
@@ -746,13 +649,6 @@ mod legacy {
     }
 
     impl Reader<'_> {
-        fn text(&mut self) -> Result<Text, CodecError> {
-            Ok(Text {
-                start: self.u32()?,
-                len: self.u32()?,
-            })
-        }
-
         fn run(&mut self) -> Result<Run, CodecError> {
             Ok(Run {
                 start: self.u32()?,
