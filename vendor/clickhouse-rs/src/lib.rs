@@ -308,7 +308,8 @@ impl ClientHandle {
 
         let mut h = None;
         let mut info = None;
-        let mut stream = self.inner.take().unwrap().call(Cmd::Hello(context.clone()));
+        // traceingest patch: a handle without a connection is an error, not a panic.
+        let mut stream = self.take_transport()?.call(Cmd::Hello(context.clone()));
 
         while let Some(packet) = stream.next().await {
             match packet {
@@ -323,8 +324,13 @@ impl ClientHandle {
             }
         }
 
-        self.inner = h;
-        self.context.server_info = info.unwrap();
+        // traceingest patch: the server closed the connection before its Hello: an error, not
+        // a panic on the missing answer.
+        let (Some(h), Some(info)) = (h, info) else {
+            return Err(closed_before_answer("Hello"));
+        };
+        self.inner = Some(h);
+        self.context.server_info = info;
         Ok(())
     }
 
@@ -337,7 +343,8 @@ impl ClientHandle {
 
                 let mut h = None;
 
-                let transport = self.inner.take().unwrap().clear().await?;
+                // traceingest patch: see `take_transport`.
+                let transport = self.take_transport()?.clear().await?;
                 let mut stream = transport.call(Cmd::Ping);
 
                 while let Some(packet) = stream.next().await {
@@ -352,12 +359,26 @@ impl ClientHandle {
                     }
                 }
 
-                self.inner = h;
+                // traceingest patch: a ping the server closed the connection on without a Pong
+                // failed. (It used to succeed with no connection left in the handle, and the next
+                // query panicked on `inner.take().unwrap()`.)
+                self.inner = Some(h.ok_or_else(|| closed_before_answer("Pong"))?);
                 Ok(())
             },
             timeout,
         )
         .await
+    }
+
+    /// traceingest patch: the handle's connection, or an error when an earlier failure left it
+    /// without one (instead of `inner.take().unwrap()` panicking).
+    fn take_transport(&mut self) -> Result<ClickhouseTransport> {
+        self.inner.take().ok_or_else(|| {
+            Error::Io(std::io::Error::new(
+                std::io::ErrorKind::NotConnected,
+                "the connection to ClickHouse was lost by an earlier failure",
+            ))
+        })
     }
 
     /// Executes Clickhouse `query` on Conn.
@@ -396,12 +417,13 @@ impl ClientHandle {
                 self.wrap_future(move |c| {
                     info!("[execute query] {}", query.get_sql());
 
-                    let transport = c.inner.take().unwrap();
+                    // traceingest patch: see `take_transport`.
+                    let transport = c.take_transport();
 
                     async move {
                         let mut h = None;
 
-                        let transport = transport.clear().await?;
+                        let transport = transport?.clear().await?;
                         let mut stream = transport.call(Cmd::SendQuery(query, context.clone()));
 
                         while let Some(packet) = stream.next().await {
@@ -416,7 +438,8 @@ impl ClientHandle {
                             }
                         }
 
-                        Ok(h.unwrap())
+                        // traceingest patch: no end of stream before the close is an error.
+                        h.ok_or_else(|| closed_before_answer("EndOfStream"))
                     }
                 })
                 .await
@@ -459,13 +482,15 @@ impl ClientHandle {
             async {
                 self.wrap_future(move |c| {
                     info!("[insert]     {}", query.get_sql());
-                    let transport = c.inner.take().unwrap();
+                    // traceingest patch: see `take_transport`.
+                    let transport = c.take_transport();
 
                     async move {
-                        let transport = transport.clear().await?;
+                        let transport = transport?.clear().await?;
                         let stream = transport.call(Cmd::SendQuery(query, context.clone()));
                         let (transport, b) = stream.read_block().await?;
-                        let dst_block = b.unwrap();
+                        // traceingest patch: no header block before the close is an error.
+                        let dst_block = b.ok_or_else(|| closed_before_answer("the table's header block"))?;
 
                         let casted_block = match block.cast_to(&dst_block) {
                             Ok(value) => value,
@@ -514,6 +539,11 @@ impl ClientHandle {
         if ping_before_query {
             let fut: BoxFuture<'a, BoxStream<'a, Result<Block>>> = Box::pin(async move {
                 let inner: BoxStream<'a, Result<Block>> = match self.check_connection().await {
+                    // traceingest patch: `f` takes the connection; a handle without one
+                    // answers an error.
+                    Ok(_) if self.inner.is_none() => Box::pin(stream::once(future::err(
+                        closed_before_answer("a usable connection"),
+                    ))),
                     Ok(_) => Box::pin(f(self)),
                     Err(err) => Box::pin(stream::once(future::err(err))),
                 };
@@ -521,6 +551,11 @@ impl ClientHandle {
             });
 
             Box::pin(fut.flatten_stream())
+        } else if self.inner.is_none() {
+            // traceingest patch: as above.
+            Box::pin(stream::once(future::err(closed_before_answer(
+                "a usable connection",
+            ))))
         } else {
             Box::pin(f(self))
         }
@@ -554,6 +589,14 @@ impl ClientHandle {
             unreachable!()
         }
     }
+}
+
+/// traceingest patch: the server closed the connection (or it was lost) before `what` arrived.
+fn closed_before_answer(what: &str) -> Error {
+    Error::Io(std::io::Error::new(
+        std::io::ErrorKind::UnexpectedEof,
+        format!("ClickHouse closed the connection before sending {what}"),
+    ))
 }
 
 fn column_name_to_string(name: &str) -> Result<String> {
@@ -609,5 +652,123 @@ pub(crate) mod test_misc {
         assert_eq!(column_name_to_string("234").unwrap(), "234");
         assert_eq!(column_name_to_string("ns:attr").unwrap(), "`ns:attr`");
         assert!(column_name_to_string("`").is_err());
+    }
+}
+
+/// traceingest patch: a connection the server closes at any point of a command is an error the
+/// caller can retry on a fresh handle, never a panic.
+#[cfg(test)]
+mod closed_connection_tests {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::{Options, Pool};
+
+    fn options(port: u16) -> Options {
+        Options::new(url::Url::parse(&format!("tcp://127.0.0.1:{port}")).unwrap())
+            .ping_before_query(true)
+            .send_retries(0)
+            .connection_timeout(Duration::from_secs(2))
+            .ping_timeout(Duration::from_secs(2))
+    }
+
+    /// A server that accepts every connection and closes it at once: the Hello never comes.
+    #[tokio::test]
+    async fn a_server_that_closes_before_hello_is_an_error() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for c in listener.incoming() {
+                // Read the client's Hello, then close cleanly (FIN, not a reset).
+                let Ok(mut c) = c else { return };
+                let mut buf = [0u8; 4096];
+                let _ = c.read(&mut buf);
+                let _ = c.shutdown(Shutdown::Write);
+                let _ = c.set_read_timeout(Some(Duration::from_secs(1)));
+                while matches!(c.read(&mut buf), Ok(n) if n > 0) {}
+            }
+        });
+        let pool = Pool::new(options(port));
+        let err = pool.get_handle().await.err().expect("no Hello: an error");
+        assert!(err.to_string().contains("closed the connection"), "{err}");
+    }
+
+    /// Forwards connections to ClickHouse until `cut` is set, then closes them: a pooled
+    /// connection the server side closes between commands, as a ClickHouse restart does.
+    fn cutting_proxy(cut: Arc<AtomicBool>) -> u16 {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                if cut.load(Ordering::Acquire) {
+                    drop(client);
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect("127.0.0.1:9000") else {
+                    return;
+                };
+                let cut = cut.clone();
+                std::thread::spawn(move || pump(client, server, cut));
+            }
+        });
+        port
+    }
+
+    fn pump(client: TcpStream, server: TcpStream, cut: Arc<AtomicBool>) {
+        for s in [&client, &server] {
+            s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        }
+        let mut ends = [client, server];
+        let mut buf = [0u8; 64 * 1024];
+        loop {
+            if cut.load(Ordering::Acquire) {
+                for s in &ends {
+                    let _ = s.shutdown(Shutdown::Both);
+                }
+                return;
+            }
+            for from in 0..2 {
+                let n = match ends[from].read(&mut buf) {
+                    Ok(0) => return,
+                    Ok(n) => n,
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        ) =>
+                    {
+                        continue
+                    }
+                    Err(_) => return,
+                };
+                if ends[1 - from].write_all(&buf[..n]).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Needs ClickHouse on 127.0.0.1:9000 (as the crate's other tests do).
+    #[tokio::test]
+    async fn a_connection_closed_between_commands_is_an_error_not_a_panic() {
+        let cut = Arc::new(AtomicBool::new(false));
+        let port = cutting_proxy(cut.clone());
+        let pool = Pool::new(options(port));
+        let mut c = pool.get_handle().await.expect("ClickHouse on 127.0.0.1:9000");
+        c.ping().await.unwrap();
+        cut.store(true, Ordering::Release);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // The ping finds the connection closed; reconnecting is refused too.
+        assert!(c.ping().await.is_err());
+        // A handle left without a connection answers errors, never panics.
+        assert!(c.query("SELECT 1").fetch_all().await.is_err());
+        assert!(c.execute("SELECT 1").await.is_err());
+        let block = crate::types::Block::new().column("x", vec![1u8]);
+        assert!(c.insert("t", block).await.is_err());
+        assert!(c.ping().await.is_err());
     }
 }

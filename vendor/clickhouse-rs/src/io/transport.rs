@@ -118,7 +118,14 @@ impl ClickhouseTransport {
             }
         }
 
-        let mut transport = h.unwrap();
+        // traceingest patch: the server closed the connection while the command was being
+        // cancelled: an error, not a panic.
+        let mut transport = h.ok_or_else(|| {
+            Error::Io(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "ClickHouse closed the connection while a command was being cancelled",
+            ))
+        })?;
         transport.inconsistent = false;
         Ok(transport)
     }

@@ -81,17 +81,20 @@ impl PoolBinding {
         !matches!(self, PoolBinding::None)
     }
 
+    // traceingest patch: `attach` and `detach` are idempotent. A failed reconnect in
+    // `check_connection` leaves the handle detached, and the next command detached it again
+    // (`unreachable!()` panicked).
     pub(crate) fn attach(&mut self) {
-        match self.take() {
-            PoolBinding::Detached(pool) => *self = PoolBinding::Attached(pool),
-            _ => unreachable!(),
+        *self = match self.take() {
+            PoolBinding::Detached(pool) | PoolBinding::Attached(pool) => PoolBinding::Attached(pool),
+            PoolBinding::None => PoolBinding::None,
         }
     }
 
     pub(crate) fn detach(&mut self) {
-        match self.take() {
-            PoolBinding::Attached(pool) => *self = PoolBinding::Detached(pool),
-            _ => unreachable!(),
+        *self = match self.take() {
+            PoolBinding::Attached(pool) | PoolBinding::Detached(pool) => PoolBinding::Detached(pool),
+            PoolBinding::None => PoolBinding::None,
         }
     }
 }

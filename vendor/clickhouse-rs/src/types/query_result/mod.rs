@@ -90,7 +90,13 @@ impl<'a> QueryResult<'a> {
 
                 let context = c.context.clone();
 
-                let inner = c.inner.take().unwrap().call(Cmd::SendQuery(query, context));
+                // traceingest patch: `wrap_stream` answers an error instead of calling this when the
+                // handle has no connection.
+                let inner = c
+                    .inner
+                    .take()
+                    .expect("wrap_stream checked the connection")
+                    .call(Cmd::SendQuery(query, context));
 
                 BlockStream::<'a>::new(c, inner, skip_first_block)
             })
