@@ -25,12 +25,12 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use simd_json::{Buffers, Node, Tape};
 use traceingest::auth::Principal;
 use traceingest::http::response::LimitHeaders;
-use traceingest::ingest::decode::Decoder;
-use traceingest::ingest::handoff::Handoff;
+use traceingest::ingest::v1::Decoder;
 use traceingest::ingest::{rows, Pipeline};
 use traceingest::pricing::Pricer;
 use traceingest::row::RowBatch;
 use traceingest::server::Shared;
+use traceingest::sink::Handoff;
 
 const NOW_MS: u64 = 1_760_000_000_000;
 
@@ -50,11 +50,14 @@ fn ingest(c: &mut Criterion) {
         let shared = shared.clone();
         std::thread::spawn(move || {
             for batch in receiver {
-                shared.release_buffered(&batch);
+                shared
+                    .budget
+                    .release(batch.len() as u64, batch.heap_bytes() as u64);
             }
         })
     };
-    let mut pipeline = Pipeline::new(Handoff::Buffer(sender));
+    let mut pipeline =
+        Pipeline::new(shared.pipeline_parts(Handoff::buffer(shared.budget.clone(), sender)));
     let principal = principal();
 
     for (name, body, size) in [
@@ -127,7 +130,7 @@ fn ingest(c: &mut Criterion) {
                 |input| {
                     let mut limits = LimitHeaders::default();
                     let handed = pipeline
-                        .ingest(&shared, &principal, input, NOW_MS, &mut limits)
+                        .ingest_v1(&principal, input, &mut limits)
                         .expect("accepted");
                     let _ = black_box(handed);
                 },

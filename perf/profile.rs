@@ -19,12 +19,11 @@ use bumpalo::Bump;
 use simd_json::{Buffers, Node, Tape};
 use traceingest::auth::Principal;
 use traceingest::http::response::LimitHeaders;
-use traceingest::ingest::decode::Decoder;
-use traceingest::ingest::handoff::{Handed, Handoff};
+use traceingest::ingest::v1::Decoder;
 use traceingest::ingest::Pipeline;
 use traceingest::row::RowBatch;
 use traceingest::server::Shared;
-use traceingest::sink::Store;
+use traceingest::sink::{Handed, Handoff, Store};
 
 /// The stage to run.
 #[derive(Clone, Copy)]
@@ -48,7 +47,6 @@ struct FlushState {
 
 struct State {
     stage: Stage,
-    shared: Arc<Shared>,
     pipeline: Pipeline,
     principal: Principal,
     decoder: Decoder,
@@ -66,13 +64,7 @@ fn iteration(s: &mut State, body: &mut [u8]) -> usize {
             let mut limits = LimitHeaders::default();
             match s
                 .pipeline
-                .ingest(
-                    &s.shared,
-                    &s.principal,
-                    body,
-                    1_760_000_000_000,
-                    &mut limits,
-                )
+                .ingest_v1(&s.principal, body, &mut limits)
                 .expect("accepted")
             {
                 Handed::Buffered { spans } => spans,
@@ -124,8 +116,9 @@ fn main() {
     let (sender, receiver) = crossbeam_channel::unbounded::<RowBatch>();
     let mut state = State {
         stage,
-        shared: shared.clone(),
-        pipeline: Pipeline::new(Handoff::Buffer(sender)),
+        pipeline: Pipeline::new(
+            shared.pipeline_parts(Handoff::buffer(shared.budget.clone(), sender)),
+        ),
         principal: Principal::unlimited("org-profile", ""),
         decoder: Decoder::new(),
         arena: Bump::new(),
@@ -145,7 +138,7 @@ fn main() {
             let mut copy = body.clone();
             let rows = state
                 .pipeline
-                .decode_and_build(&shared, &state.principal, &mut copy, 1_760_000_000_000)
+                .build_v1(&state.principal, &mut copy, 1_760_000_000_000)
                 .expect("valid batch");
             batches.push(rows);
         }
@@ -157,7 +150,7 @@ fn main() {
         copy.copy_from_slice(&body);
         black_box(iteration(&mut state, &mut copy));
         while let Ok(b) = receiver.try_recv() {
-            shared.release_buffered(&b);
+            shared.budget.release(b.len() as u64, b.heap_bytes() as u64);
         }
     }
     let mut items = 0;
@@ -167,7 +160,7 @@ fn main() {
         items += black_box(iteration(&mut state, &mut copy));
         // Rows are dropped here, as the flush thread would, outside `iteration`.
         while let Ok(b) = receiver.try_recv() {
-            shared.release_buffered(&b);
+            shared.budget.release(b.len() as u64, b.heap_bytes() as u64);
         }
     }
     let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0);

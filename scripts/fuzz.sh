@@ -15,7 +15,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
 
-cargo run --quiet --example fuzz_seeds -- fuzz/corpus
+cargo run --quiet --features fuzzing --example fuzz_seeds -- fuzz/corpus
 cargo fuzz build
 
 status=0

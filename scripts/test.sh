@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 scripts/clickhouse.sh
 cargo fmt --all -- --check
-cargo clippy --all-targets --quiet -- -D warnings
+cargo clippy --all-targets --all-features --quiet -- -D warnings
 cargo test --all-targets
 # The vendored clickhouse-rs and its traceingest patches (vendor/clickhouse-rs/PATCHES.md).
 # Skipped: one upstream test of date formatting that fails with the chrono this resolves to

@@ -19,21 +19,15 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use crate::admission::plan::Plans;
 use crate::admission::{Account, Accounts};
 use crate::auth::{KeySet, KeyStore, Principal};
 use crate::calendar::Month;
+use crate::clock;
 use crate::server::Shared;
 use crate::sink::clickhouse::Store;
-
-/// Milliseconds since the Unix epoch (the real clock, for key-set age and readiness).
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
 
 /// Builds key sets and keeps one `Account` per organisation for the life of the process.
 pub struct Refresher {
@@ -135,7 +129,7 @@ impl Refresher {
             );
         }
         let n = set.len();
-        keys.replace(set, now_ms());
+        keys.replace(set, clock::now_ms());
         Ok(n)
     }
 

@@ -28,6 +28,7 @@ pub mod admission;
 pub mod auth;
 pub mod calendar;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod control;
 pub mod http;

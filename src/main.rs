@@ -4,7 +4,7 @@
 //! keys, plans and this month's usage -> flush thread (and write-ahead thread) -> control
 //! thread -> workers -> wait for a signal -> drain -> flush or spool -> exit.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,22 +12,23 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
-use traceingest::admission::{Accounts, Clock};
+use traceingest::admission::Accounts;
 use traceingest::auth::KeyStore;
 use traceingest::cli::keys::KeysCommand;
 use traceingest::cli::orgs::OrgsCommand;
 use traceingest::cli::price::PriceArgs;
+use traceingest::clock::Clock;
 use traceingest::config::{Durability, PlanArgs, ServeArgs, StoreArgs};
 use traceingest::control::Refresher;
-use traceingest::ingest::handoff::Handoff;
 use traceingest::metrics::Metrics;
 use traceingest::pricing::SharedPrices;
 use traceingest::server::{runtime, Shared};
 use traceingest::sink::clickhouse::Store;
-use traceingest::sink::flush::{self, FlushConfig, FlushStats, Input};
+use traceingest::sink::flush::{self, FlushConfig, Input};
 use traceingest::sink::segment::Writer;
 use traceingest::sink::spool::{self, Spool, SpoolConfig};
 use traceingest::sink::wal;
+use traceingest::sink::{FlushStats, Handoff, MemoryBudget};
 use traceingest::{cli, control};
 
 #[derive(Debug, Parser)]
@@ -82,8 +83,8 @@ fn main() {
         Command::Migrate(store) => block_on(async {
             store.check().map_err(anyhow::Error::msg)?;
             let s = Store::new(&store.clickhouse_url, &store.clickhouse_database)?;
-            s.migrate().await?;
-            println!("database {} is up to date", store.clickhouse_database);
+            let done = s.migrate().await?;
+            println!("{}", done.to_string().trim_end());
             Ok(())
         }),
         Command::Keys { command, store } => block_on(cli::keys::run(&command, &store)),
@@ -123,7 +124,7 @@ async fn migrate_when_up(store: &Store, patience: Duration) -> anyhow::Result<()
     let start = Instant::now();
     loop {
         match store.migrate().await {
-            Ok(()) => return Ok(()),
+            Ok(_) => return Ok(()),
             Err(e) if start.elapsed() < patience => {
                 tracing::warn!(error = %e, "ClickHouse not ready; retrying");
                 tokio::time::sleep(Duration::from_millis(500)).await;
@@ -195,20 +196,22 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         Ok(())
     })?;
 
-    let buffered_rows = Arc::new(AtomicU64::new(0));
+    let budget = Arc::new(MemoryBudget::new(
+        config.buffer_max_rows,
+        config.buffer_max_bytes,
+    ));
     let mut flush_config = FlushConfig::new(&config.clickhouse_url, &config.clickhouse_database);
     flush_config.interval = config.flush_interval;
     flush_config.max_rows = config.flush_max_rows;
     flush_config.shutdown_timeout = config.shutdown_timeout;
-    flush_config.buffer_max_rows = config.buffer_max_rows;
-    flush_config.buffer_max_bytes = config.buffer_max_bytes;
+    flush_config.budget = budget.clone();
     flush_config.dead_letter_dir = config.data_dir.join("deadletter");
     flush_config.stats = flush_stats.clone();
     // buffer: workers -> flush thread. wal: workers -> write-ahead thread -> flush thread.
     let (sender, input, wal) = match config.durability {
         Durability::Buffer => {
             let (tx, rx) = crossbeam_channel::unbounded();
-            (Handoff::Buffer(tx), Input::Buffer(rx), None)
+            (Handoff::buffer(budget.clone(), tx), Input::Buffer(rx), None)
         }
         Durability::Wal => {
             let writer = Writer::create(&spool_config.dir, spool.take_next_id())
@@ -221,11 +224,15 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             let (logged_tx, logged_rx) = crossbeam_channel::unbounded();
             let wal = wal::spawn(spool_config, writer, flush_stats.clone(), rx, logged_tx)
                 .context("cannot start the write-ahead thread")?;
-            (Handoff::Wal(tx), Input::Logged(logged_rx), Some(wal))
+            (
+                Handoff::wal(budget.clone(), tx),
+                Input::Logged(logged_rx),
+                Some(wal),
+            )
         }
     };
-    let flusher = flush::spawn(flush_config, input, spool, buffered_rows.clone())
-        .context("cannot start the flush thread")?;
+    let flusher =
+        flush::spawn(flush_config, input, spool).context("cannot start the flush thread")?;
 
     let (listeners, addr) = runtime::bind(config.listen, config.workers)
         .with_context(|| format!("cannot listen on {}", config.listen))?;
@@ -233,8 +240,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         keys,
         prices,
         draining: AtomicBool::new(false),
-        buffered_rows,
-        buffer_max_rows: config.buffer_max_rows,
+        budget,
         flush_stats,
         metrics: Metrics::default(),
         clock,

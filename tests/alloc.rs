@@ -11,9 +11,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use traceingest::auth::Principal;
-use traceingest::ingest::handoff::Handoff;
 use traceingest::ingest::Pipeline;
 use traceingest::server::Shared;
+use traceingest::sink::Handoff;
 
 thread_local! {
     static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
@@ -58,7 +58,8 @@ fn allocations() -> u64 {
 fn request_path_allocations_do_not_grow_with_spans() {
     let shared = Shared::for_bench();
     let (sender, _receiver) = crossbeam_channel::unbounded();
-    let mut pipeline = Pipeline::new(Handoff::Buffer(sender));
+    let mut pipeline =
+        Pipeline::new(shared.pipeline_parts(Handoff::buffer(shared.budget.clone(), sender)));
     let principal = Principal::unlimited("org-alloc", "project-alloc");
     let typical = fixtures::typical();
     // The first 10 spans of the typical fixture's first trace (same seed, same draws).
@@ -70,7 +71,7 @@ fn request_path_allocations_do_not_grow_with_spans() {
         let mut body = body.to_vec();
         let before = allocations();
         let rows = pipeline
-            .decode_and_build(&shared, &principal, &mut body, 1_760_000_000_000)
+            .build_v1(&principal, &mut body, 1_760_000_000_000)
             .expect("fixtures are valid batches");
         let n = allocations() - before;
         (n, rows.len())

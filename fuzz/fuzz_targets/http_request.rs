@@ -3,4 +3,4 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| traceingest::http::request::fuzz_split_equivalence(data));
+fuzz_target!(|data: &[u8]| traceingest::http::fuzz_split_equivalence(data));

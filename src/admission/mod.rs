@@ -15,46 +15,42 @@ pub mod rate;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
 
 use crate::auth::Principal;
 use crate::calendar::Month;
-use crate::http::response::{LimitHeaders, Refusal};
 use plan::Plan;
 use quota::{hard_limit, near_limit, Usage};
 use rate::{Rate, Take};
 
-/// The service's clocks. `now_ms` is the wall clock that stamps rows (`ingested_at`) and picks
-/// the quota month; `mono_ns` is the monotonic clock of the rate limiter.
-#[derive(Debug, Clone, Copy)]
-pub struct Clock {
-    origin: Instant,
-    /// Test-only shift of the wall clock (`INGEST_TEST_CLOCK_OFFSET_MS`), 0 in production.
-    offset_ms: i64,
+/// Why a batch was not admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdmissionError {
+    /// The key's rate limit: `Retry-After` from the real deficit.
+    RateLimited {
+        per_second: u32,
+        burst: u32,
+        retry_after_s: u64,
+    },
+    /// The organisation's monthly quota is used up (not retryable this month).
+    QuotaExceeded {
+        limit: u64,
+        used: u64,
+        spans: u64,
+        month: Month,
+    },
 }
 
-impl Clock {
-    pub fn new(offset_ms: i64) -> Clock {
-        Clock {
-            origin: Instant::now(),
-            offset_ms,
-        }
-    }
-
-    /// Unix milliseconds (shifted by the test offset).
-    pub fn now_ms(&self) -> u64 {
-        let real = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
-        real.saturating_add(self.offset_ms).max(0) as u64
-    }
-
-    /// Nanoseconds since this clock was made; never goes back.
-    pub fn mono_ns(&self) -> u64 {
-        self.origin.elapsed().as_nanos() as u64
-    }
+/// Admission state reported on every answer that got past authentication.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LimitHeaders {
+    /// `X-RateLimit-Limit` (bucket capacity in spans) and `X-RateLimit-Remaining` (whole spans
+    /// left); absent when the key's plan has no rate limit.
+    pub rate: Option<(u64, u64)>,
+    /// `X-Quota-Used` and `X-Quota-Limit` (spans this UTC month) with `X-Quota-Warning: 90%`:
+    /// present once usage reaches 90% of the plan's quota, and on a `quota_exceeded` refusal.
+    pub quota: Option<(u64, u64)>,
 }
 
 /// Monthly quota word meaning "unlimited".
@@ -258,7 +254,7 @@ pub fn admit(
     mono_ns: u64,
     now_ms: u64,
     headers: &mut LimitHeaders,
-) -> Result<Reservation, Refusal> {
+) -> Result<Reservation, AdmissionError> {
     let account = &principal.account;
     let mut reservation = Reservation {
         cost_ns: 0,
@@ -275,7 +271,11 @@ pub fn admit(
                 remaining,
             } => {
                 headers.rate = Some((u64::from(rate.burst), remaining));
-                return Err(rate_limited(rate, retry_after_s));
+                return Err(AdmissionError::RateLimited {
+                    per_second: rate.per_second,
+                    burst: rate.burst,
+                    retry_after_s,
+                });
             }
         }
     }
@@ -297,37 +297,16 @@ pub fn admit(
                 }
                 headers.quota = Some((used, limit));
                 account.quota_refusals.fetch_add(1, Ordering::Relaxed);
-                return Err(quota_exceeded(limit, used, spans, month));
+                return Err(AdmissionError::QuotaExceeded {
+                    limit,
+                    used,
+                    spans,
+                    month,
+                });
             }
         }
     }
     Ok(reservation)
-}
-
-#[cold]
-fn rate_limited(rate: Rate, retry_after_s: u64) -> Refusal {
-    Refusal::new(
-        429,
-        "rate_limited",
-        format!(
-            "rate limit exceeded: this API key may send {} spans per second (bursts of {}); \
-             retry in {retry_after_s} s",
-            rate.per_second, rate.burst
-        ),
-    )
-    .retry_after(retry_after_s)
-}
-
-#[cold]
-fn quota_exceeded(limit: u64, used: u64, spans: u64, month: Month) -> Refusal {
-    Refusal::new(
-        429,
-        "quota_exceeded",
-        format!(
-            "the monthly quota of this organisation's plan is used up ({used} of {limit} spans \
-             used in {month}, this batch has {spans}); upgrade the plan to send more this month"
-        ),
-    )
 }
 
 #[cfg(test)]
@@ -365,7 +344,12 @@ mod tests {
                 drop(r.into_ticket(p));
                 (202, "", None, h.rate, h.quota)
             }
-            Err(r) => (r.status, r.code, r.retry_after, h.rate, h.quota),
+            Err(AdmissionError::RateLimited { retry_after_s, .. }) => {
+                (429, "rate_limited", Some(retry_after_s), h.rate, h.quota)
+            }
+            Err(AdmissionError::QuotaExceeded { .. }) => {
+                (429, "quota_exceeded", None, h.rate, h.quota)
+            }
         }
     }
 

@@ -137,22 +137,37 @@ pub fn well_formed(key: &[u8], prefix: &str) -> bool {
 }
 
 /// Extracts the key from the `Authorization` value (`Bearer <key>`, scheme case-insensitive)
-/// or else from `x-api-key`. `Authorization` wins when both are present, even if it is not a
-/// bearer credential (then there is no key).
+/// or else from `x-api-key`. `Authorization` wins when both are present: an empty one or an
+/// empty bearer credential is `Missing`, any other scheme (or a bare key) is `NotBearer`.
 pub fn key_from_headers<'a>(
     authorization: Option<&'a [u8]>,
     x_api_key: Option<&'a [u8]>,
-) -> Option<&'a [u8]> {
+) -> Result<&'a [u8], AuthError> {
     if let Some(v) = authorization {
         let v = trim(v);
-        if v.len() > 7 && v[..6].eq_ignore_ascii_case(b"bearer") && (v[6] == b' ' || v[6] == b'\t')
-        {
-            let key = trim(&v[7..]);
-            return (!key.is_empty()).then_some(key);
+        if v.len() >= 6 && v[..6].eq_ignore_ascii_case(b"bearer") {
+            if v.len() == 6 {
+                return Err(AuthError::Missing);
+            }
+            if v[6] == b' ' || v[6] == b'\t' {
+                let key = trim(&v[7..]);
+                return if key.is_empty() {
+                    Err(AuthError::Missing)
+                } else {
+                    Ok(key)
+                };
+            }
         }
-        return None;
+        return if v.is_empty() {
+            Err(AuthError::Missing)
+        } else {
+            Err(AuthError::NotBearer)
+        };
     }
-    x_api_key.map(trim).filter(|k| !k.is_empty())
+    x_api_key
+        .map(trim)
+        .filter(|k| !k.is_empty())
+        .ok_or(AuthError::Missing)
 }
 
 fn trim(v: &[u8]) -> &[u8] {
@@ -196,7 +211,11 @@ pub struct KeyStore {
 /// Why a request is not authenticated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AuthError {
+    /// No key sent.
     Missing,
+    /// An `Authorization` header that is not `Bearer <key>` (a bare key, `Basic ...`).
+    NotBearer,
+    /// A key of the wrong shape, or unknown, or revoked.
     Invalid,
 }
 
@@ -238,7 +257,7 @@ impl KeyStore {
         authorization: Option<&[u8]>,
         x_api_key: Option<&[u8]>,
     ) -> Result<Arc<Principal>, AuthError> {
-        let key = key_from_headers(authorization, x_api_key).ok_or(AuthError::Missing)?;
+        let key = key_from_headers(authorization, x_api_key)?;
         if !well_formed(key, &self.prefix) {
             return Err(AuthError::Invalid);
         }
@@ -271,15 +290,25 @@ mod tests {
 
     #[test]
     fn header_precedence() {
-        let cases: &[(Option<&str>, Option<&str>, Option<&str>)] = &[
-            (Some("Bearer abc"), None, Some("abc")),
-            (Some("  bearer   abc  "), None, Some("abc")),
-            (Some("BEARER\tabc"), Some("xyz"), Some("abc")),
-            (None, Some(" xyz "), Some("xyz")),
-            (Some("Basic abc"), Some("xyz"), None),
-            (Some("Bearer "), None, None),
-            (None, Some(""), None),
-            (None, None, None),
+        use AuthError::{Missing, NotBearer};
+        type Case = (
+            Option<&'static str>,
+            Option<&'static str>,
+            Result<&'static str, AuthError>,
+        );
+        let cases: &[Case] = &[
+            (Some("Bearer abc"), None, Ok("abc")),
+            (Some("  bearer   abc  "), None, Ok("abc")),
+            (Some("BEARER\tabc"), Some("xyz"), Ok("abc")),
+            (None, Some(" xyz "), Ok("xyz")),
+            (Some("Basic abc"), Some("xyz"), Err(NotBearer)),
+            (Some("ti_abc"), None, Err(NotBearer)),
+            (Some("Bearerabc"), None, Err(NotBearer)),
+            (Some("Bearer "), None, Err(Missing)),
+            (Some("bearer"), Some("xyz"), Err(Missing)),
+            (Some("  "), Some("xyz"), Err(Missing)),
+            (None, Some(""), Err(Missing)),
+            (None, None, Err(Missing)),
         ];
         for (auth, x, want) in cases {
             let got = key_from_headers(auth.map(str::as_bytes), x.map(str::as_bytes));
@@ -312,5 +341,9 @@ mod tests {
             Err(AuthError::Invalid)
         );
         assert_eq!(parse_hex(&hex(&hash_key(b"x"))), Some(hash_key(b"x")));
+        assert_eq!(parse_hex(&"ab".repeat(32)), Some([0xab; 32]));
+        assert_eq!(parse_hex(&"AB".repeat(32)), Some([0xab; 32]));
+        assert_eq!(parse_hex(&"zz".repeat(32)), None);
+        assert_eq!(parse_hex("ab"), None);
     }
 }

@@ -1,4 +1,12 @@
-//! HTTP/1.1 on the wire: request framing and answers.
+//! HTTP/1.1 on the wire: request framing (`request.rs`), the mapping of every refusal to its
+//! answer (`refusal.rs`), and writing answers (`response.rs`); `fuzz.rs` holds the fuzz
+//! property of framing (tests and fuzzing only).
 
+#[cfg(any(test, feature = "fuzzing"))]
+mod fuzz;
+pub mod refusal;
 pub mod request;
 pub mod response;
+
+#[cfg(any(test, feature = "fuzzing"))]
+pub use fuzz::fuzz_split_equivalence;

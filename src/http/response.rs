@@ -1,7 +1,9 @@
-//! The one place that turns an outcome into a status line, headers and a JSON body.
+//! Writes an answer: an `Outcome` (accepted, ok, or a `Refusal`) as a status line, headers
+//! and a JSON body.
 
-use crate::http::request::HttpError;
-use crate::ingest::validate::{write_json_string, Issue};
+pub use crate::admission::LimitHeaders;
+pub use crate::http::refusal::Refusal;
+use crate::ingest::{Issue, PathSeg};
 
 /// Everything `/ingest` and the other routes can answer, before it becomes bytes.
 #[derive(Debug)]
@@ -15,78 +17,6 @@ pub enum Outcome {
     },
     /// A refusal: status, stable code and message; schema failures carry their issues.
     Refused(Refusal),
-}
-
-/// A refused request. The codes are stable API: clients switch on them.
-#[derive(Debug)]
-pub struct Refusal {
-    pub status: u16,
-    pub code: &'static str,
-    pub message: String,
-    /// Seconds, for `429` rate limits and `503`.
-    pub retry_after: Option<u64>,
-    pub issues: Vec<Issue>,
-    /// The connection must be closed after this answer.
-    pub close: bool,
-}
-
-impl Refusal {
-    #[cold]
-    pub fn new(status: u16, code: &'static str, message: impl Into<String>) -> Refusal {
-        Refusal {
-            status,
-            code,
-            message: message.into(),
-            retry_after: None,
-            issues: Vec::new(),
-            close: false,
-        }
-    }
-
-    pub fn closing(mut self) -> Refusal {
-        self.close = true;
-        self
-    }
-
-    pub fn retry_after(mut self, seconds: u64) -> Refusal {
-        self.retry_after = Some(seconds);
-        self
-    }
-
-    #[cold]
-    pub fn from_http(e: HttpError, max_body: u64) -> Refusal {
-        match e {
-            HttpError::BadRequest(why) => {
-                Refusal::new(400, "bad_request", format!("malformed HTTP request: {why}"))
-            }
-            HttpError::HeadTooLarge => Refusal::new(
-                431,
-                "headers_too_large",
-                "request header block too large or too many header fields",
-            ),
-            HttpError::BodyTooLarge => Refusal::new(
-                413,
-                "payload_too_large",
-                format!("request body exceeds the limit of {max_body} bytes"),
-            ),
-            HttpError::UnsupportedTransferEncoding => Refusal::new(
-                501,
-                "unsupported_transfer_encoding",
-                "only Transfer-Encoding: chunked is supported",
-            ),
-            HttpError::UnsupportedVersion => Refusal::new(
-                505,
-                "http_version_not_supported",
-                "only HTTP/1.0 and HTTP/1.1 are supported",
-            ),
-            HttpError::ExpectationFailed => Refusal::new(
-                417,
-                "expectation_failed",
-                "the only supported expectation is Expect: 100-continue",
-            ),
-        }
-        .closing()
-    }
 }
 
 fn reason(status: u16) -> &'static str {
@@ -111,22 +41,11 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// Extra headers some answers carry (`Allow`, ...), written verbatim, plus the admission state.
+/// Headers beyond the fixed ones: the admission state reported on every `/ingest` answer that
+/// got past authentication.
 #[derive(Debug, Default)]
-pub struct ExtraHeaders<'a> {
-    pub lines: &'a [(&'a str, &'a str)],
+pub struct ExtraHeaders {
     pub limits: LimitHeaders,
-}
-
-/// Admission state reported on every `/ingest` answer that got past authentication.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LimitHeaders {
-    /// `X-RateLimit-Limit` (bucket capacity in spans) and `X-RateLimit-Remaining` (whole spans
-    /// left); absent when the key's plan has no rate limit.
-    pub rate: Option<(u64, u64)>,
-    /// `X-Quota-Used` and `X-Quota-Limit` (spans this UTC month) with `X-Quota-Warning: 90%`:
-    /// present once usage reaches 90% of the plan's quota, and on a `quota_exceeded` refusal.
-    pub quota: Option<(u64, u64)>,
 }
 
 /// Appends the whole answer to `out`. `keep_alive` is what the request allowed; the outcome may
@@ -136,43 +55,51 @@ pub fn write(
     outcome: &Outcome,
     keep_alive: bool,
     head_only: bool,
-    extra: &ExtraHeaders<'_>,
+    extra: &ExtraHeaders,
 ) -> bool {
     let mut body_buf = Vec::new();
-    let (status, content_type, body, close, retry_after): (u16, &str, &[u8], bool, Option<u64>) =
-        match outcome {
-            Outcome::Accepted { spans } => {
-                let mut digits = [0u8; 20];
-                let d = format_u64(*spans as u64, &mut digits);
-                let n = d.len();
-                let mut body = [0u8; 40];
-                body[..12].copy_from_slice(b"{\"accepted\":");
-                body[12..12 + n].copy_from_slice(d);
-                body[12 + n] = b'}';
-                // Fast path: one write, no allocation.
-                return write_raw(
-                    out,
-                    202,
-                    "application/json",
-                    &body[..13 + n],
-                    keep_alive,
-                    None,
-                    extra,
-                    head_only,
-                );
-            }
-            Outcome::Ok { content_type, body } => (200, content_type, body, false, None),
-            Outcome::Refused(r) => {
-                write_refusal_body(&mut body_buf, r);
-                (
-                    r.status,
-                    "application/json",
-                    &body_buf,
-                    r.close,
-                    r.retry_after,
-                )
-            }
-        };
+    let (status, content_type, body, close, retry_after, allow): (
+        u16,
+        &str,
+        &[u8],
+        bool,
+        Option<u64>,
+        Option<&str>,
+    ) = match outcome {
+        Outcome::Accepted { spans } => {
+            let mut digits = [0u8; 20];
+            let d = format_u64(*spans as u64, &mut digits);
+            let n = d.len();
+            let mut body = [0u8; 40];
+            body[..12].copy_from_slice(b"{\"accepted\":");
+            body[12..12 + n].copy_from_slice(d);
+            body[12 + n] = b'}';
+            // Fast path: one write, no allocation.
+            return write_raw(
+                out,
+                202,
+                "application/json",
+                &body[..13 + n],
+                keep_alive,
+                None,
+                None,
+                extra,
+                head_only,
+            );
+        }
+        Outcome::Ok { content_type, body } => (200, content_type, body, false, None, None),
+        Outcome::Refused(r) => {
+            write_refusal_body(&mut body_buf, r);
+            (
+                r.status,
+                "application/json",
+                &body_buf,
+                r.close,
+                r.retry_after,
+                r.allow,
+            )
+        }
+    };
     write_raw(
         out,
         status,
@@ -180,6 +107,7 @@ pub fn write(
         body,
         keep_alive && !close,
         retry_after,
+        allow,
         extra,
         head_only,
     )
@@ -192,7 +120,8 @@ fn write_raw(
     body: &[u8],
     keep_alive: bool,
     retry_after: Option<u64>,
-    extra: &ExtraHeaders<'_>,
+    allow: Option<&str>,
+    extra: &ExtraHeaders,
     head_only: bool,
 ) -> bool {
     // Byte by byte rather than `write!`: the formatting machinery was a visible share of a
@@ -225,8 +154,8 @@ fn write_raw(
     if let Some(s) = retry_after {
         line(out, &[b"retry-after: ", format_u64(s, &mut digits)]);
     }
-    for (name, value) in extra.lines {
-        line(out, &[name.as_bytes(), b": ", value.as_bytes()]);
+    if let Some(methods) = allow {
+        line(out, &[b"allow: ", methods.as_bytes()]);
     }
     if let Some((limit, remaining)) = extra.limits.rate {
         line(
@@ -270,11 +199,77 @@ fn write_refusal_body(out: &mut Vec<u8>, r: &Refusal) {
             if i > 0 {
                 out.push(b',');
             }
-            issue.write_json(out);
+            write_issue(out, issue);
         }
         out.push(b']');
     }
     out.push(b'}');
+}
+
+/// `{"path":[...],"code":"...","message":"..."}`
+fn write_issue(out: &mut Vec<u8>, issue: &Issue) {
+    out.extend_from_slice(b"{\"path\":[");
+    for (i, seg) in issue.path.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        match seg {
+            PathSeg::Key(k) => write_json_string(out, k),
+            PathSeg::Index(n) => {
+                let mut digits = [0u8; 20];
+                out.extend_from_slice(format_u64(*n as u64, &mut digits));
+            }
+        }
+    }
+    out.extend_from_slice(b"],\"code\":");
+    write_json_string(out, issue.code);
+    out.extend_from_slice(b",\"message\":");
+    write_json_string(out, &issue.message);
+    out.push(b'}');
+}
+
+/// What `write_json_string` does with each byte: 0 = copy, `u` = `\u00XX`, else `\` + that byte.
+const ESCAPE: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = b'u';
+        i += 1;
+    }
+    t[0x08] = b'b';
+    t[0x09] = b't';
+    t[0x0a] = b'n';
+    t[0x0c] = b'f';
+    t[0x0d] = b'r';
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t
+};
+
+/// Appends `s` as a JSON string literal (quotes, `\"`, `\\`, control characters escaped).
+fn write_json_string(out: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc = ESCAPE[b as usize];
+        if esc == 0 {
+            continue;
+        }
+        out.extend_from_slice(&bytes[start..i]);
+        if esc == b'u' {
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[(b >> 4) as usize]);
+            out.push(HEX[(b & 0xf) as usize]);
+        } else {
+            out.extend_from_slice(&[b'\\', esc]);
+        }
+        start = i + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
 }
 
 /// Decimal digits of `n`, written at the end of `digits`.
@@ -294,6 +289,38 @@ fn format_u64(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn check_issue(issue: Issue, expected: &str) {
+        let mut out = Vec::new();
+        write_issue(&mut out, &issue);
+        assert_eq!(String::from_utf8(out).unwrap(), expected);
+    }
+
+    #[test]
+    fn issue_json() {
+        check_issue(
+            Issue {
+                path: vec![
+                    PathSeg::Key("traces".into()),
+                    PathSeg::Index(0),
+                    PathSeg::Key("metadata".into()),
+                    PathSeg::Key("a\"b\\c\n\u{1}é😀".into()),
+                ],
+                code: "too_big",
+                message: "tab\there \u{7f}".into(),
+            },
+            "{\"path\":[\"traces\",0,\"metadata\",\"a\\\"b\\\\c\\n\\u0001é😀\"],\
+             \"code\":\"too_big\",\"message\":\"tab\\there \u{7f}\"}",
+        );
+        check_issue(
+            Issue {
+                path: vec![],
+                code: "invalid_type",
+                message: "\u{8}\u{c}\r\u{1f}".into(),
+            },
+            r#"{"path":[],"code":"invalid_type","message":"\b\f\r\u001f"}"#,
+        );
+    }
 
     fn render(outcome: &Outcome, keep_alive: bool) -> (String, bool) {
         let mut out = Vec::new();
@@ -319,22 +346,34 @@ mod tests {
 
     #[test]
     fn refusal_closes_when_asked() {
-        let r = Refusal::new(503, "draining", "server is shutting down")
-            .retry_after(1)
-            .closing();
+        let r = crate::http::refusal::refusal(crate::http::refusal::ConnError::Draining);
         let (s, open) = render(&Outcome::Refused(r), true);
         assert!(!open);
         assert!(s.starts_with("HTTP/1.1 503 Service Unavailable\r\n"));
         assert!(s.contains("retry-after: 1\r\n"));
         assert!(s.contains("connection: close\r\n"));
-        assert!(s.ends_with("{\"error\":\"server is shutting down\",\"code\":\"draining\"}"));
+        assert!(s.ends_with(
+            "{\"error\":\"the server is shutting down; retry on another instance\",\
+             \"code\":\"draining\"}"
+        ));
+    }
+
+    #[test]
+    fn method_not_allowed_says_what_is() {
+        let r = crate::http::refusal::refusal(crate::http::refusal::ConnError::MethodNotAllowed {
+            allow: "POST",
+            path: "/ingest",
+        });
+        let (s, open) = render(&Outcome::Refused(r), true);
+        assert!(open);
+        assert!(s.starts_with("HTTP/1.1 405 Method Not Allowed\r\n"), "{s}");
+        assert!(s.contains("\r\nallow: POST\r\n"), "{s}");
     }
 
     #[test]
     fn limit_headers() {
         let mut out = Vec::new();
         let extra = ExtraHeaders {
-            lines: &[("allow", "POST")],
             limits: LimitHeaders {
                 rate: Some((100, 0)),
                 quota: Some((9_500, 10_000)),
@@ -351,7 +390,7 @@ mod tests {
         assert_eq!(
             s,
             "HTTP/1.1 202 Accepted\r\ncontent-type: application/json\r\ncontent-length: 14\r\n\
-             allow: POST\r\nx-ratelimit-limit: 100\r\nx-ratelimit-remaining: 0\r\n\
+             x-ratelimit-limit: 100\r\nx-ratelimit-remaining: 0\r\n\
              x-quota-warning: 90%\r\nx-quota-used: 9500\r\nx-quota-limit: 10000\r\n\r\n\
              {\"accepted\":3}"
         );

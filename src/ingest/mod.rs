@@ -1,108 +1,199 @@
-//! The `/ingest` pipeline: body bytes -> decoded, validated batch -> priced rows -> write buffer.
+//! The ingest pipeline: a request body -> a decoded batch of borrowed spans (`wire`) -> priced
+//! rows (`rows`) -> admitted (`crate::admission`) -> handed to the storage side
+//! (`crate::sink::Handoff`).
 //!
-//! Everything here is synchronous and does no I/O: a worker calls `Pipeline::ingest` with the
-//! body buffer its connection owns and gets back either the rows handed over (`Handed`, to
-//! await in write-ahead mode) or the refusal to answer with. Admission (rate limit, quota) is
-//! `crate::admission`, called between the schema and the write buffer.
+//! Every wire format is a front end that decodes a body into the same `wire::Batch`; the rest
+//! of the pipeline is shared. Front ends: `v1` (the v1 JSON batch). Everything here is
+//! synchronous and does no I/O: a worker calls `Pipeline::ingest_v1` with the body buffer its
+//! connection owns and gets back either the rows handed over (`Handed`, to await in
+//! write-ahead mode) or why they were refused. The pipeline knows nothing of the server: it is
+//! built from what it needs (prices, the hand-off, the clock, the batch limit).
 
-pub mod decode;
-mod fuzz;
-pub mod handoff;
-pub mod issue;
 pub mod rows;
-pub mod validate;
+pub mod v1;
 pub mod wire;
+
+use std::sync::Arc;
 
 use bumpalo::Bump;
 
-use crate::admission;
+use crate::admission::{self, AdmissionError, LimitHeaders};
 use crate::auth::Principal;
-use crate::http::response::{LimitHeaders, Refusal};
-use crate::ingest::decode::{DecodeError, Decoder};
-use crate::ingest::handoff::{Handed, Handoff};
-use crate::ingest::rows::BuildError;
-use crate::pricing::Pricer;
-use crate::row::{RowBatch, TooLarge};
-use crate::server::Shared;
+use crate::clock::Clock;
+use crate::pricing::{Pricer, SharedPrices};
+use crate::row::RowBatch;
+use crate::sink::{Handed, Handoff, HandoffError};
+use rows::BuildError;
+use v1::Decoder;
+use wire::Batch;
 
-pub use fuzz::fuzz_decode;
+#[cfg(any(test, feature = "fuzzing"))]
+pub use v1::fuzz_decode;
+pub use v1::{Issue, PathSeg};
+
+/// Why a body was refused while decoding it or building its rows.
+#[derive(Debug)]
+pub enum DecodeError {
+    /// Not JSON or not UTF-8. Says what and, when known, where.
+    InvalidJson(String),
+    /// Fails the schema: these (at most 100) issues.
+    Schema(Vec<Issue>),
+    /// The rows would take `bytes` of the write buffer, more than the `limit` one batch may.
+    TooLarge {
+        bytes: u64,
+        limit: u64,
+        body_len: usize,
+    },
+}
+
+/// Why the pipeline refused a batch, by stage.
+#[derive(Debug)]
+pub enum IngestError {
+    Decode(DecodeError),
+    Admission(AdmissionError),
+    Handoff(HandoffError),
+}
+
+impl From<DecodeError> for IngestError {
+    fn from(e: DecodeError) -> IngestError {
+        IngestError::Decode(e)
+    }
+}
+
+impl From<AdmissionError> for IngestError {
+    fn from(e: AdmissionError) -> IngestError {
+        IngestError::Admission(e)
+    }
+}
+
+impl From<HandoffError> for IngestError {
+    fn from(e: HandoffError) -> IngestError {
+        IngestError::Handoff(e)
+    }
+}
+
+/// What a pipeline needs from the process, given once at start.
+#[derive(Clone)]
+pub struct Parts {
+    /// The price table in force (swapped whole on reload).
+    pub prices: Arc<SharedPrices>,
+    /// Where rows go, with the memory they are reserved in.
+    pub handoff: Handoff,
+    /// Wall clock (rows, quota month) and monotonic clock (rate limits).
+    pub clock: Clock,
+    /// The most one batch's rows may take (`batch_limit`).
+    pub batch_limit: u64,
+}
 
 /// Per-worker state reused by every request the worker serves.
 pub struct Pipeline {
-    decoder: Decoder,
+    parts: Parts,
+    v1: Decoder,
     /// Holds the decoded batch of the request being served; reset after each request.
     arena: Bump,
     /// The worker's model-match cache.
     pricer: Pricer,
-    /// This worker's end of the hand-off to the flush (or write-ahead) thread; dropping the
-    /// last one tells the storage side that intake is over.
-    handoff: Handoff,
 }
 
 impl Pipeline {
-    pub fn new(handoff: Handoff) -> Pipeline {
+    pub fn new(parts: Parts) -> Pipeline {
         Pipeline {
-            decoder: Decoder::new(),
+            parts,
+            v1: Decoder::new(),
             arena: Bump::with_capacity(1 << 20),
             pricer: Pricer::new(),
-            handoff,
         }
     }
 
-    /// Checks 4 to 8 of the contract's order (the caller did size, drain and key) and hands
-    /// the rows over. The caller answers `202` with the spans `Handed::settle` returns (at
-    /// once in `buffer` mode, after the fsync in `wal` mode); `limits` gets the rate-limit and
-    /// quota state the answer reports.
-    pub fn ingest(
-        &mut self,
-        shared: &Shared,
-        principal: &Principal,
-        body: &mut [u8],
-        now_ms: u64,
-        limits: &mut LimitHeaders,
-    ) -> Result<Handed, Refusal> {
-        let rows = self.decode_and_build(shared, principal, body, now_ms)?;
-        let n = rows.len() as u64;
-        // 6 and 7: the key's rate limit, then the organisation's monthly quota.
-        let admitted = admission::admit(principal, n, shared.clock.mono_ns(), now_ms, limits)?;
-        // 8: reserve room in the write buffer (refuse rather than grow without bound) and hand
-        // the rows over; a refusal from here on gives the rate-limit credit and quota back.
-        self.handoff.send(shared, principal, rows, admitted)
+    /// The hand-off this pipeline sends to (and its memory budget).
+    pub fn handoff(&self) -> &Handoff {
+        &self.parts.handoff
     }
 
-    /// Decodes, validates and prices a body into rows without handing them over.
-    pub fn decode_and_build(
+    /// A v1 batch: checks 4 to 8 of the contract's order (the caller did size, drain and key)
+    /// and hands the rows over. The caller answers `202` with the spans `Handed::settle`
+    /// returns (at once in `buffer` mode, after the fsync in `wal` mode); `limits` gets the
+    /// rate-limit and quota state the answer reports.
+    pub fn ingest_v1(
         &mut self,
-        shared: &Shared,
+        principal: &Principal,
+        body: &mut [u8],
+        limits: &mut LimitHeaders,
+    ) -> Result<Handed, IngestError> {
+        let now_ms = self.parts.clock.now_ms();
+        let rows = self.build_v1(principal, body, now_ms)?;
+        self.hand_over(principal, rows, now_ms, limits)
+    }
+
+    /// Decodes, validates and prices a v1 body into rows stamped `now_ms`, without handing
+    /// them over.
+    pub fn build_v1(
+        &mut self,
         principal: &Principal,
         body: &mut [u8],
         now_ms: u64,
-    ) -> Result<RowBatch, Refusal> {
+    ) -> Result<RowBatch, DecodeError> {
         self.arena.reset();
         let body_len = body.len();
-        let batch = match self.decoder.decode(body, &self.arena) {
-            Ok(b) => b,
-            Err(DecodeError::InvalidJson(msg)) => {
-                return Err(Refusal::new(400, "invalid_json", msg));
-            }
-            Err(DecodeError::Schema(issues)) => return Err(schema_refusal(issues)),
-        };
-        // One table for the whole batch, even if a reload lands meanwhile.
-        let table = shared.prices.current();
-        rows::build(
+        let batch = self.v1.decode(body, &self.arena)?;
+        build(
+            &self.parts,
+            &mut self.pricer,
             &batch,
             principal,
-            &table,
-            &mut self.pricer,
-            (now_ms / 1000) as u32,
-            batch_limit(shared.config.buffer_max_bytes),
+            now_ms,
+            body_len,
             &self.arena,
         )
-        .map_err(|e| match e {
-            BuildError::Issues(issues) => schema_refusal(issues),
-            BuildError::TooLarge(t) => too_large_refusal(t, body_len),
-        })
     }
+
+    /// Checks 6 to 8: the key's rate limit, the organisation's monthly quota, room in the
+    /// write buffer; then the rows are handed over. A refusal from the hand-off gives the
+    /// rate-limit credit and quota back.
+    fn hand_over(
+        &mut self,
+        principal: &Principal,
+        rows: RowBatch,
+        now_ms: u64,
+        limits: &mut LimitHeaders,
+    ) -> Result<Handed, IngestError> {
+        let n = rows.len() as u64;
+        let mono_ns = self.parts.clock.mono_ns();
+        let admitted = admission::admit(principal, n, mono_ns, now_ms, limits)?;
+        Ok(self.parts.handoff.send(principal, rows, admitted)?)
+    }
+}
+
+/// Prices a decoded batch's spans and builds their rows, against one price table for the
+/// whole batch even if a reload lands meanwhile.
+fn build(
+    parts: &Parts,
+    pricer: &mut Pricer,
+    batch: &Batch<'_>,
+    principal: &Principal,
+    now_ms: u64,
+    body_len: usize,
+    arena: &Bump,
+) -> Result<RowBatch, DecodeError> {
+    let table = parts.prices.current();
+    let now_s = (now_ms / 1000) as u32;
+    rows::build(
+        batch,
+        principal,
+        &table,
+        pricer,
+        now_s,
+        parts.batch_limit,
+        arena,
+    )
+    .map_err(|e| match e {
+        BuildError::Issues(issues) => DecodeError::Schema(issues),
+        BuildError::TooLarge(t) => DecodeError::TooLarge {
+            bytes: t.bytes,
+            limit: t.limit,
+            body_len,
+        },
+    })
 }
 
 /// The most one batch's rows may take in the write buffer: a quarter of it, so that a batch
@@ -111,33 +202,4 @@ impl Pipeline {
 /// only trace-level strings repeated over thousands of spans come near it.
 pub fn batch_limit(buffer_max_bytes: u64) -> u64 {
     buffer_max_bytes / 4
-}
-
-#[cold]
-fn too_large_refusal(t: TooLarge, body_len: usize) -> Refusal {
-    Refusal::new(
-        413,
-        "batch_too_large",
-        format!(
-            "the batch's spans would take {} bytes as rows ({body_len} bytes of body), more than \
-             the {} bytes one batch may take; send fewer spans per batch, or repeat less \
-             trace-level data (trace metadata and names are stored with every span)",
-            t.bytes, t.limit
-        ),
-    )
-}
-
-#[cold]
-fn schema_refusal(issues: Vec<validate::Issue>) -> Refusal {
-    let n = issues.len();
-    let mut r = Refusal::new(
-        400,
-        "validation_failed",
-        format!(
-            "the batch does not match the v1 schema ({n} issue{})",
-            if n == 1 { "" } else { "s" }
-        ),
-    );
-    r.issues = issues;
-    r
 }

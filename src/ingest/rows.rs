@@ -14,7 +14,7 @@ use bumpalo::collections::Vec as BVec;
 use bumpalo::Bump;
 
 use crate::auth::Principal;
-use crate::ingest::validate::{Issue, PathSeg};
+use crate::ingest::v1::{Issue, PathSeg};
 use crate::ingest::wire::{Batch, Metadata, Span, Trace};
 use crate::pricing::{PriceError, PriceTable, Priced, Pricer};
 use crate::row::{CostColumns, Measure, RowBatch, RowRef, RowSource, TooLarge};

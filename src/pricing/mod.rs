@@ -11,7 +11,8 @@
 //!   [`PricingFileError`]. The own format is documented there and in `docs/pricing-file.md`.
 //! - `json.rs`: a small JSON reader that keeps numbers as written.
 //! - `shared.rs`: [`SharedPrices`], the table in force, swapped whole on reload.
-//! - `fuzz.rs`: [`fuzz_price`], the fuzz property, checked against an independent computation.
+//! - `fuzz.rs` (tests and fuzzing only): `fuzz_price`, the fuzz property, checked against an
+//!   independent computation.
 //!
 //! **Invariant:** nothing on the request path ([`Pricer::price`]) does I/O, takes a lock, uses
 //! floating point, or allocates once a (provider, modelId) pair is cached. Only
@@ -28,6 +29,7 @@
 
 mod builtin;
 mod file;
+#[cfg(any(test, feature = "fuzzing"))]
 mod fuzz;
 mod json;
 mod matching;
@@ -41,6 +43,7 @@ mod tests;
 
 pub use builtin::CHECKED;
 pub use file::{parse as parse_pricing_file, FileFormat, PricingFileError};
+#[cfg(any(test, feature = "fuzzing"))]
 pub use fuzz::{fuzz_price, FuzzCall};
 pub use money::{format_money, Price, PriceError, MAX_MONEY};
 pub use pricer::{CacheStats, Priced, Pricer};

@@ -1,8 +1,9 @@
 //! One client connection: owns its read buffer, frames requests, runs them, writes answers.
 //!
 //! Requests are handled strictly in order, so pipelined requests are answered in order: answers
-//! accumulate in `out` and are written whenever the connection must wait for more input. The
-//! body of a request is parsed in place in `buf`; it is the only copy until rows are built.
+//! accumulate in `out` and are written whenever the connection must wait for more input. A
+//! request's body is read into `buf` and handed to the pipeline from there (the v1 decoder
+//! copies it once into its padded parse buffer).
 //!
 //! Every wait on the client has a deadline: the idle keep-alive timeout between requests, the
 //! header timeout from the first byte of a head, the minimum body rate (and the idle timeout)
@@ -23,10 +24,10 @@ use monoio::io::{AsyncWriteRent, CancelableAsyncReadRent, CancelableAsyncWriteRe
 use monoio::net::TcpStream;
 
 use crate::admission;
-use crate::auth::AuthError;
-use crate::http::request::{self, ChunkedDecoder, Framing, Head, Method, Parsed, Route};
-use crate::http::response::{self, ExtraHeaders, Outcome, Refusal};
-use crate::ingest::Pipeline;
+use crate::http::refusal::{refusal, ConnError, Refusal};
+use crate::http::request::{self, ChunkedDecoder, Framing, Head, HttpError, Method, Parsed, Route};
+use crate::http::response::{self, ExtraHeaders, Outcome};
+use crate::ingest::{IngestError, Pipeline};
 use crate::server::{ops, Shared};
 
 /// Read buffer of a new connection, and all an idle one keeps: most request heads fit, and
@@ -153,14 +154,17 @@ impl Conn {
                             // Idle past the keep-alive timeout: no request to answer.
                             Read::TimedOut if idle => return Err(Stop::Close),
                             Read::TimedOut => {
-                                let r = timeout_refusal("the request head did not arrive in time");
+                                let r = refusal(ConnError::HeadTimeout);
                                 self.answer(shared, &Outcome::Refused(r), false, false);
                                 return Err(Stop::Close);
                             }
                         }
                     }
-                    Err(e) => {
-                        let r = Refusal::from_http(e, limits.max_body_bytes);
+                    Err(error) => {
+                        let r = refusal(ConnError::Http {
+                            error,
+                            max_body: limits.max_body_bytes,
+                        });
                         self.answer(shared, &Outcome::Refused(r), false, false);
                         return Err(Stop::Close);
                     }
@@ -195,59 +199,44 @@ impl Conn {
                 return Ok(false);
             };
             let outcome = match (head.route, head.method) {
-                (_, Method::Post | Method::Other) => Outcome::Refused(Refusal::new(
-                    405,
-                    "method_not_allowed",
-                    "method not allowed on this path",
-                )),
+                (_, Method::Post | Method::Other) => {
+                    Outcome::Refused(refusal(ConnError::MethodNotAllowed {
+                        allow: "GET, HEAD",
+                        path: "this path",
+                    }))
+                }
                 (Route::Health, _) => ops::health(shared),
                 (Route::Ready, _) => ops::ready(shared),
                 (Route::Metrics, _) => ops::metrics(shared),
-                _ => Outcome::Refused(Refusal::new(
-                    404,
-                    "not_found",
-                    "no such path; POST batches to /ingest",
-                )),
+                _ => Outcome::Refused(refusal(ConnError::NotFound)),
             };
-            let allow: &[(&str, &str)] = if matches!(outcome, Outcome::Refused(ref r) if r.status == 405)
-            {
-                &[("allow", "GET, HEAD")]
-            } else {
-                &[]
-            };
-            return Ok(self.answer_with(shared, &outcome, keep_alive, head_only, allow));
+            return Ok(self.answer(shared, &outcome, keep_alive, head_only));
         }
         if head.method != Method::Post {
             let Some(keep_alive) = self.skip_body(shared, head).await? else {
                 return Ok(false);
             };
-            let r = Refusal::new(405, "method_not_allowed", "use POST on /ingest");
-            return Ok(self.answer_with(
-                shared,
-                &Outcome::Refused(r),
-                keep_alive,
-                head_only,
-                &[("allow", "POST")],
-            ));
+            let r = refusal(ConnError::MethodNotAllowed {
+                allow: "POST",
+                path: "/ingest",
+            });
+            return Ok(self.answer(shared, &Outcome::Refused(r), keep_alive, head_only));
         }
 
         // 1. Size, from Content-Length, before reading anything.
         if let Framing::Length(n) = head.framing {
             if n > max_body {
-                let r = Refusal::from_http(request::HttpError::BodyTooLarge, max_body);
+                let r = refusal(ConnError::Http {
+                    error: HttpError::BodyTooLarge,
+                    max_body,
+                });
                 self.answer(shared, &Outcome::Refused(r), false, false);
                 return Ok(false);
             }
         }
         // 2. Draining.
         if shared.is_draining() {
-            let r = Refusal::new(
-                503,
-                "draining",
-                "the server is shutting down; retry on another instance",
-            )
-            .retry_after(1)
-            .closing();
+            let r = refusal(ConnError::Draining);
             self.answer(shared, &Outcome::Refused(r), false, false);
             return Ok(false);
         }
@@ -261,16 +250,7 @@ impl Conn {
         let principal = match principal {
             Ok(p) => p,
             Err(e) => {
-                let r = match e {
-                    AuthError::Missing => Refusal::new(
-                        401,
-                        "missing_api_key",
-                        "send the API key as 'Authorization: Bearer <key>' or 'x-api-key: <key>'",
-                    ),
-                    AuthError::Invalid => {
-                        Refusal::new(401, "invalid_api_key", "the API key is unknown or revoked")
-                    }
-                };
+                let r = refusal(e);
                 // Keep the connection only if the whole body is already here to skip.
                 let keep = match head.framing {
                     Framing::None => head.keep_alive,
@@ -302,7 +282,7 @@ impl Conn {
                 &Outcome::Refused(refusal),
                 false,
                 false,
-                ExtraHeaders { lines: &[], limits },
+                ExtraHeaders { limits },
                 Some(&principal.org_id),
             );
             return Ok(false);
@@ -312,17 +292,19 @@ impl Conn {
             .body_bytes
             .fetch_add(body.len as u64, Ordering::Relaxed);
         let body_start = self.start + head.len;
-        let now_ms = shared.clock.now_ms();
         let result = {
             let mut pipeline = worker.pipeline.borrow_mut();
             let bytes = &mut self.buf[body_start..body_start + body.len];
-            pipeline.ingest(shared, &principal, bytes, now_ms, &mut limits)
+            pipeline.ingest_v1(&principal, bytes, &mut limits)
         };
         self.consume(head.len + body.raw);
         // In write-ahead mode this waits (without blocking the worker) for the fsync.
         let result = match result {
-            Ok(handed) => handed.settle(shared).await,
-            Err(r) => Err(r),
+            Ok(handed) => handed
+                .settle()
+                .await
+                .map_err(|e| refusal(IngestError::from(e))),
+            Err(e) => Err(refusal(e)),
         };
         let outcome = match result {
             Ok(spans) => {
@@ -343,7 +325,7 @@ impl Conn {
             &outcome,
             head.keep_alive,
             false,
-            ExtraHeaders { lines: &[], limits },
+            ExtraHeaders { limits },
             Some(&principal.org_id),
         ))
     }
@@ -375,21 +357,7 @@ impl Conn {
         keep_alive: bool,
         head_only: bool,
     ) -> bool {
-        self.answer_with(shared, outcome, keep_alive, head_only, &[])
-    }
-
-    fn answer_with(
-        &mut self,
-        shared: &Shared,
-        outcome: &Outcome,
-        keep_alive: bool,
-        head_only: bool,
-        extra: &[(&str, &str)],
-    ) -> bool {
-        let extra = ExtraHeaders {
-            lines: extra,
-            ..ExtraHeaders::default()
-        };
+        let extra = ExtraHeaders::default();
         self.answer_full(shared, outcome, keep_alive, head_only, extra, None)
     }
 
@@ -401,7 +369,7 @@ impl Conn {
         outcome: &Outcome,
         keep_alive: bool,
         head_only: bool,
-        extra: ExtraHeaders<'_>,
+        extra: ExtraHeaders,
         org: Option<&str>,
     ) -> bool {
         let (status, code) = match outcome {
@@ -437,10 +405,10 @@ impl Conn {
             Framing::None => Ok(BodyLen::default()),
             Framing::Length(n) => {
                 if n > max_body {
-                    return Ok(BodyLen::refused(Refusal::from_http(
-                        request::HttpError::BodyTooLarge,
+                    return Ok(BodyLen::refused(refusal(ConnError::Http {
+                        error: HttpError::BodyTooLarge,
                         max_body,
-                    )));
+                    })));
                 }
                 let need = self.start + head.len + n as usize;
                 if self.buf.capacity() < need {
@@ -480,7 +448,12 @@ impl Conn {
                                 Read::TimedOut => return Ok(BodyLen::refused(slow_body())),
                             }
                         }
-                        Err(e) => return Ok(BodyLen::refused(Refusal::from_http(e, max_body))),
+                        Err(error) => {
+                            return Ok(BodyLen::refused(refusal(ConnError::Http {
+                                error,
+                                max_body,
+                            })))
+                        }
                     }
                 }
             }
@@ -660,15 +633,9 @@ fn send_now(stream: &TcpStream, bytes: &[u8]) -> std::io::Result<usize> {
     }
 }
 
-/// `408` and close: the client was too slow for a deadline.
-#[cold]
-fn timeout_refusal(message: &'static str) -> Refusal {
-    Refusal::new(408, "request_timeout", message).closing()
-}
-
 #[cold]
 fn slow_body() -> Refusal {
-    timeout_refusal("the request body stalled or arrived below the minimum rate")
+    refusal(ConnError::SlowBody)
 }
 
 /// Sizes of a read body.

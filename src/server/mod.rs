@@ -5,15 +5,17 @@ pub mod conn;
 pub mod ops;
 pub mod runtime;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::admission::{Accounts, Clock};
+use crate::admission::Accounts;
 use crate::auth::KeyStore;
+use crate::clock::Clock;
 use crate::config::{Config, ServeArgs};
+use crate::ingest::{batch_limit, Parts};
 use crate::metrics::Metrics;
 use crate::pricing::SharedPrices;
-use crate::sink::flush::FlushStats;
+use crate::sink::{FlushStats, Handoff, MemoryBudget};
 
 /// glibc's malloc, left to itself, serves each request's row batch (about 2 MB for a 1 MB body)
 /// with fresh pages: above its dynamic mmap threshold a block is mapped and unmapped, below it
@@ -40,12 +42,9 @@ pub struct Shared {
     pub prices: Arc<SharedPrices>,
     /// Set once by the signal handler: from then on `/ingest` answers 503.
     pub draining: AtomicBool,
-    /// Rows accepted and held in memory (workers add, the flush thread subtracts once they are
-    /// written, dead-lettered or moved to the spool).
-    pub buffered_rows: Arc<AtomicU64>,
-    /// `buffered_rows` may not pass this (`INGEST_BUFFER_MAX_ROWS`); the heap bytes of the
-    /// batches in memory (`flush_stats.buffered_bytes`) may not pass `config.buffer_max_bytes`.
-    pub buffer_max_rows: u64,
+    /// Rows and bytes held in memory (workers reserve, the flush thread releases).
+    pub budget: Arc<MemoryBudget>,
+    /// The storage side's counters and gauges (spool, inserts, write-ahead log).
     pub flush_stats: Arc<FlushStats>,
     pub metrics: Metrics,
     /// Wall clock for rows and quota months, monotonic clock for rate limits.
@@ -62,19 +61,7 @@ impl Shared {
 
     /// Rows accepted and not yet written: in memory and in the spool.
     pub fn buffered(&self) -> u64 {
-        self.buffered_rows.load(Ordering::Relaxed)
-            + self.flush_stats.spool_rows.load(Ordering::Relaxed)
-    }
-
-    /// Gives a handed-over batch's room in the write buffer back (its rows and its heap bytes),
-    /// as the flush thread does once the batch is written. For benches and tools that stand in
-    /// for the flush thread.
-    pub fn release_buffered(&self, batch: &crate::row::RowBatch) {
-        self.buffered_rows
-            .fetch_sub(batch.len() as u64, Ordering::AcqRel);
-        self.flush_stats
-            .buffered_bytes
-            .fetch_sub(batch.heap_bytes() as u64, Ordering::AcqRel);
+        self.budget.rows() + self.flush_stats.spool_rows.load(Ordering::Relaxed)
     }
 
     /// Memory and spool are both full: `/ingest` refuses batches and `/ready` is false.
@@ -82,10 +69,20 @@ impl Shared {
         self.flush_stats.full.load(Ordering::Relaxed)
     }
 
+    /// What a worker's `ingest::Pipeline` needs, sending to `handoff`.
+    pub fn pipeline_parts(&self, handoff: Handoff) -> Parts {
+        Parts {
+            prices: self.prices.clone(),
+            handoff,
+            clock: self.clock,
+            batch_limit: batch_limit(self.config.buffer_max_bytes),
+        }
+    }
+
     /// State for benches and tests that run `ingest::Pipeline` without a server: the settings
     /// `serve` would resolve from its defaults and the `INGEST_*` environment, the built-in
-    /// price table, no API keys, and no flush thread (whoever drains the channel subtracts what
-    /// it takes from `buffered_rows`, as the flush thread does). Does no I/O.
+    /// price table, no API keys, and no flush thread (whoever drains the channel releases
+    /// what it takes from `budget`, as the flush thread does). Does no I/O.
     ///
     /// # Panics
     /// If an `INGEST_*` variable in the environment is invalid.
@@ -103,8 +100,10 @@ impl Shared {
             keys: KeyStore::new(&config.key_prefix),
             prices: Arc::new(SharedPrices::builtin()),
             draining: AtomicBool::new(false),
-            buffered_rows: Arc::new(AtomicU64::new(0)),
-            buffer_max_rows: config.buffer_max_rows,
+            budget: Arc::new(MemoryBudget::new(
+                config.buffer_max_rows,
+                config.buffer_max_bytes,
+            )),
             flush_stats: Arc::default(),
             metrics: Metrics::default(),
             clock: Clock::new(config.clock_offset_ms),

@@ -2,15 +2,16 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::control;
-use crate::http::response::{Outcome, Refusal};
+use crate::clock;
+use crate::http::refusal::refusal;
+use crate::http::response::Outcome;
 use crate::metrics::{self, Snapshot};
 use crate::server::Shared;
 
 /// Share of a bound (`INGEST_BUFFER_MAX_ROWS` of rows in memory, `INGEST_SPOOL_MAX_BYTES` of
 /// spool) past which the instance says it is not ready, so a load balancer sends new work
 /// elsewhere before batches get `503 buffer_full`.
-const READY_BUFFER_PERCENT: u64 = 90;
+pub const READY_BUFFER_PERCENT: u64 = 90;
 
 /// Why an instance is not ready.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,7 +89,7 @@ pub fn readiness(load: &Load) -> Result<(), NotReady> {
 
 /// Milliseconds since the key set was last loaded.
 fn key_set_age_ms(shared: &Shared) -> u64 {
-    control::now_ms().saturating_sub(shared.keys.refreshed_at_ms())
+    clock::now_ms().saturating_sub(shared.keys.refreshed_at_ms())
 }
 
 pub fn health(shared: &Shared) -> Outcome {
@@ -105,38 +106,18 @@ pub fn ready(shared: &Shared) -> Outcome {
         buffer_full: shared.is_buffer_full(),
         key_set_age_ms: key_set_age_ms(shared),
         store_timeout_ms: shared.config.ready_store_timeout.as_millis() as u64,
-        memory_rows: shared.buffered_rows.load(Ordering::Relaxed),
-        memory_max_rows: shared.buffer_max_rows,
+        memory_rows: shared.budget.rows(),
+        memory_max_rows: shared.budget.max_rows(),
         spool_bytes: stats.spool_bytes.load(Ordering::Relaxed),
         spool_max_bytes: shared.config.spool_max_bytes,
     });
-    let why = match verdict {
-        Ok(()) => {
-            return Outcome::Ok {
-                content_type: "application/json",
-                body: b"{\"ready\":true}".to_vec(),
-            }
-        }
-        Err(NotReady::BufferFull) => {
-            return Outcome::Refused(Refusal::new(
-                503,
-                "buffer_full",
-                "memory buffer and spool are full; batches are refused until ClickHouse takes rows",
-            ))
-        }
-        Err(NotReady::Draining) => "draining for shutdown".to_string(),
-        Err(NotReady::StoreUnreachable { for_ms }) => format!(
-            "ClickHouse has been unreachable for {} s (API keys not refreshed)",
-            for_ms / 1000
-        ),
-        Err(NotReady::BufferNearlyFull { buffered, max }) => format!(
-            "the write buffer is over {READY_BUFFER_PERCENT}% full ({buffered} of {max} rows in memory)"
-        ),
-        Err(NotReady::SpoolNearlyFull { bytes, max }) => format!(
-            "the spool is over {READY_BUFFER_PERCENT}% full ({bytes} of {max} bytes)"
-        ),
-    };
-    Outcome::Refused(Refusal::new(503, "not_ready", why))
+    match verdict {
+        Ok(()) => Outcome::Ok {
+            content_type: "application/json",
+            body: b"{\"ready\":true}".to_vec(),
+        },
+        Err(why) => Outcome::Refused(refusal(why)),
+    }
 }
 
 pub fn metrics(shared: &Shared) -> Outcome {
@@ -150,15 +131,15 @@ pub fn metrics(shared: &Shared) -> Outcome {
     s.flush_rejected_rows = load(&stats.rows_rejected);
     s.lost_rows = load(&stats.rows_lost);
     s.buffered_rows = shared.buffered();
-    s.buffer_max_rows = shared.buffer_max_rows;
-    s.buffered_bytes = load(&stats.buffered_bytes);
-    s.buffer_max_bytes = shared.config.buffer_max_bytes;
+    s.buffer_max_rows = shared.budget.max_rows();
+    s.buffered_bytes = shared.budget.bytes();
+    s.buffer_max_bytes = shared.budget.max_bytes();
     s.buffer_full = shared.is_buffer_full();
     s.spool_bytes = load(&stats.spool_bytes);
     s.spool_max_bytes = shared.config.spool_max_bytes;
     s.spool_segments = load(&stats.spool_segments);
     s.spool_rows = load(&stats.spool_rows);
-    s.spool_oldest_age_s = stats.spool_oldest_age_s(control::now_ms());
+    s.spool_oldest_age_s = stats.spool_oldest_age_s(clock::now_ms());
     s.spooled_rows = load(&stats.rows_spooled);
     s.replayed_rows = load(&stats.rows_replayed);
     s.spool_bad_records = load(&stats.spool_bad_records);

@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 use monoio::net::TcpListener;
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::ingest::handoff::Handoff;
 use crate::ingest::Pipeline;
 use crate::server::conn::{self, Worker};
 use crate::server::Shared;
+use crate::sink::Handoff;
 
 /// How often a worker looks at the drain flag.
 const DRAIN_POLL: Duration = Duration::from_millis(50);
@@ -114,7 +114,7 @@ async fn worker_main(listener: StdListener, shared: Arc<Shared>, sender: Handoff
         }
     };
     let worker = Rc::new(Worker {
-        pipeline: RefCell::new(Pipeline::new(sender)),
+        pipeline: RefCell::new(Pipeline::new(shared.pipeline_parts(sender))),
         active: Cell::new(0),
         shared,
     });

@@ -10,8 +10,9 @@ use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::clickhouse::{row_json, InsertError, RowRun};
-use super::segment::now_ms;
+use super::clickhouse::{InsertError, RowRun};
+use crate::clock::now_ms;
+use crate::row::{Kind, Value, COLUMNS, KINDS, SPANS_COLUMNS};
 
 /// Where refused rows go.
 #[derive(Debug, Clone)]
@@ -67,6 +68,30 @@ impl DeadLetters {
     }
 }
 
+/// A refused row as a JSON object with one key per `spans` column, for the dead-letter file:
+/// strings as strings, money as an exact decimal string, times as epoch seconds, absent
+/// values as `null`.
+pub fn row_json(values: Vec<Value<'_>>) -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::with_capacity(COLUMNS);
+    for ((&(name, _), &kind), v) in SPANS_COLUMNS.iter().zip(KINDS).zip(values) {
+        let v = match v {
+            Value::Str(s) => serde_json::Value::from(s),
+            Value::U64(n) => serde_json::Value::from(n),
+            Value::I64(units) if kind == Kind::Money => {
+                serde_json::Value::from(crate::pricing::format_money(units))
+            }
+            Value::I64(n) => serde_json::Value::from(n),
+            Value::F64(f) => serde_json::Value::from(f),
+            Value::U32(n) => serde_json::Value::from(n),
+            Value::Null => serde_json::Value::Null,
+            Value::Ints(v) => serde_json::Value::from(v),
+            Value::Strs(v) => serde_json::Value::from(v),
+        };
+        m.insert(name.to_string(), v);
+    }
+    m
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,7 +138,7 @@ mod tests {
         assert_eq!(row["ingested_at"], 1_700_000_100);
         assert_eq!(
             row.as_object().unwrap().len(),
-            crate::sink::clickhouse::SPANS_COLUMNS.len()
+            crate::row::SPANS_COLUMNS.len()
         );
     }
 }

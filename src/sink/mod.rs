@@ -1,25 +1,36 @@
-//! Storage side: the flush thread that batches accepted rows, the spool and write-ahead log on disk, and the ClickHouse store.
+//! The storage side: everything after a worker has priced a request's rows.
 //!
-//! Workers send each request's `RowBatch` over a crossbeam channel (after reserving its rows and
-//! bytes; `ingest::handoff`), to `flush` directly or through `wal` (write-ahead mode); `flush`
-//! buffers them in bounded memory, moves the excess to `spool` (files in `segment` format,
-//! batches in `codec` form), inserts on `max_rows` or `interval`, and sends refused rows to
-//! `deadletter`; `clickhouse` is the only code that knows ClickHouse (schema, inserts, error
-//! classes, keys). Each thread that talks to ClickHouse (flush, control) builds its own `Store`
+//! - `handoff.rs`: a worker's end: reserve memory (`budget.rs`), send the batch to the flush
+//!   thread (`buffer` mode) or the write-ahead thread (`wal`), await the fsync.
+//! - `wal.rs`: the write-ahead thread: append, one fsync per group, answer the workers.
+//! - `flush/`: the flush thread: memory queue, spool spill, inserts, retries, dead letters.
+//! - `spool.rs`, `segment.rs`, `codec.rs`: the spool on disk: segments of records, a
+//!   `RowBatch` as bytes.
+//! - `deadletter.rs`: rows ClickHouse refused for good, as JSON lines.
+//! - `clickhouse/`: the only code that talks to ClickHouse.
+//! - `stats.rs`: the counters and gauges all of these keep for `/metrics` and `/ready`.
+//!
+//! Each thread that talks to ClickHouse (flush, control, a CLI command) builds its own `Store`
 //! on its own current-thread tokio runtime; no other thread runs tokio.
 
+pub mod budget;
 pub mod clickhouse;
 pub mod codec;
 pub mod deadletter;
 pub mod flush;
+pub mod handoff;
 pub mod segment;
 pub mod spool;
+pub mod stats;
 pub mod wal;
 
+pub use budget::MemoryBudget;
 pub use clickhouse::{
-    ActiveKey, InsertError, Inserted, KeyRecord, Retry, RowRun, Store, StoreError,
+    ActiveKey, InsertError, Inserted, KeyRecord, Migrated, Retry, RowRun, Store, StoreError,
 };
-pub use flush::{spawn, FlushConfig, FlushReport, FlushStats};
+pub use flush::{spawn, FlushConfig, FlushReport};
+pub use handoff::{Handed, Handoff, HandoffError};
+pub use stats::FlushStats;
 
 #[cfg(test)]
 pub(crate) mod test_dir {

@@ -21,7 +21,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::clock;
 
 /// Identifies the format; a change of layout gets a new magic.
 pub const MAGIC: [u8; 8] = *b"TISPOOL1";
@@ -71,12 +72,6 @@ fn checksum(len: [u8; 4], payload: &[u8]) -> u32 {
     crc32c::crc32c_append(crc32c::crc32c(&len), payload)
 }
 
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
 /// Makes a new directory entry durable (a new segment must survive a power cut once fsynced).
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
@@ -104,7 +99,7 @@ impl Writer {
             .append(true)
             .create_new(true)
             .open(&path)?;
-        let created_ms = now_ms();
+        let created_ms = clock::now_ms();
         let mut header = [0u8; HEADER_LEN as usize];
         header[..8].copy_from_slice(&MAGIC);
         header[8..].copy_from_slice(&created_ms.to_le_bytes());
@@ -225,7 +220,7 @@ pub fn scan(path: &Path, mut rows_in: impl FnMut(u32, &[u8]) -> u64) -> Result<S
     if file_len < HEADER_LEN {
         // Torn while being created: nothing was ever written to it. Start it over.
         return Ok(Scanned {
-            created_ms: now_ms(),
+            created_ms: clock::now_ms(),
             records: 0,
             rows: 0,
             len: 0,

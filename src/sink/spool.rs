@@ -29,8 +29,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::codec;
-use super::flush::FlushStats;
 use super::segment::{self, RecordPos, ScanError, Writer, HEADER_LEN};
+use super::stats::FlushStats;
 use crate::row::RowBatch;
 
 /// Where the spool lives and how large it may grow.

@@ -24,9 +24,9 @@ use crossbeam_channel::{Receiver, Sender};
 use futures_channel::oneshot;
 
 use super::codec;
-use super::flush::FlushStats;
 use super::segment::{RecordPos, Writer, HEADER_LEN};
 use super::spool::SpoolConfig;
+use super::stats::FlushStats;
 use crate::row::RowBatch;
 
 /// Most requests made durable by one fsync.

@@ -24,71 +24,6 @@ pub struct Issue {
     pub message: String,
 }
 
-impl Issue {
-    /// `{"path":[...],"code":"...","message":"..."}`
-    pub fn write_json(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"{\"path\":[");
-        for (i, seg) in self.path.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            match seg {
-                PathSeg::Key(k) => write_json_string(out, k),
-                PathSeg::Index(n) => out.extend_from_slice(n.to_string().as_bytes()),
-            }
-        }
-        out.extend_from_slice(b"],\"code\":");
-        write_json_string(out, self.code);
-        out.extend_from_slice(b",\"message\":");
-        write_json_string(out, &self.message);
-        out.push(b'}');
-    }
-}
-
-/// What `write_json_string` does with each byte: 0 = copy, `u` = `\u00XX`, else `\` + that byte.
-const ESCAPE: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut i = 0;
-    while i < 0x20 {
-        t[i] = b'u';
-        i += 1;
-    }
-    t[0x08] = b'b';
-    t[0x09] = b't';
-    t[0x0a] = b'n';
-    t[0x0c] = b'f';
-    t[0x0d] = b'r';
-    t[b'"' as usize] = b'"';
-    t[b'\\' as usize] = b'\\';
-    t
-};
-
-/// Appends `s` as a JSON string literal (quotes, `\"`, `\\`, control characters escaped).
-pub fn write_json_string(out: &mut Vec<u8>, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let bytes = s.as_bytes();
-    out.reserve(bytes.len() + 2);
-    out.push(b'"');
-    let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let esc = ESCAPE[b as usize];
-        if esc == 0 {
-            continue;
-        }
-        out.extend_from_slice(&bytes[start..i]);
-        if esc == b'u' {
-            out.extend_from_slice(b"\\u00");
-            out.push(HEX[(b >> 4) as usize]);
-            out.push(HEX[(b & 0xf) as usize]);
-        } else {
-            out.extend_from_slice(&[b'\\', esc]);
-        }
-        start = i + 1;
-    }
-    out.extend_from_slice(&bytes[start..]);
-    out.push(b'"');
-}
-
 /// The path of the value being walked, as a chain of stack frames: building one costs nothing,
 /// and it only becomes a `Vec<PathSeg>` when an issue is recorded.
 #[derive(Clone, Copy)]
@@ -174,38 +109,6 @@ impl Issues {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn check(issue: Issue, expected: &str) {
-        let mut out = Vec::new();
-        issue.write_json(&mut out);
-        assert_eq!(String::from_utf8(out).unwrap(), expected);
-    }
-
-    #[test]
-    fn issue_json() {
-        check(
-            Issue {
-                path: vec![
-                    PathSeg::Key("traces".into()),
-                    PathSeg::Index(0),
-                    PathSeg::Key("metadata".into()),
-                    PathSeg::Key("a\"b\\c\n\u{1}é😀".into()),
-                ],
-                code: "too_big",
-                message: "tab\there \u{7f}".into(),
-            },
-            "{\"path\":[\"traces\",0,\"metadata\",\"a\\\"b\\\\c\\n\\u0001é😀\"],\
-             \"code\":\"too_big\",\"message\":\"tab\\there \u{7f}\"}",
-        );
-        check(
-            Issue {
-                path: vec![],
-                code: "invalid_type",
-                message: "\u{8}\u{c}\r\u{1f}".into(),
-            },
-            r#"{"path":[],"code":"invalid_type","message":"\b\f\r\u001f"}"#,
-        );
-    }
 
     #[test]
     fn issues_cap_and_paths() {

@@ -17,23 +17,15 @@ use std::mem;
 use bumpalo::Bump;
 use simd_json::{Buffers, ErrorType, Node, Tape, INPUT_PADDING};
 
-use super::validate::{self, Issue, Placeholder};
-use super::wire::Batch;
+use super::validate::{self, Placeholder};
+use crate::ingest::wire::Batch;
+use crate::ingest::DecodeError;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Repairs attempted per body: a surrogate pass and a number pass each fix every case at once,
 /// so two suffice for any body; the rest is margin.
 const MAX_REPAIRS: usize = 4;
-
-/// Why a body was refused before any span was looked at.
-#[derive(Debug)]
-pub enum DecodeError {
-    /// Not JSON or not UTF-8: HTTP 400 `invalid_json`. Says what and, when known, where.
-    InvalidJson(String),
-    /// Fails the schema: HTTP 400 `validation_failed` with these (at most 100) issues.
-    Schema(Vec<Issue>),
-}
 
 /// Per-worker decoding state, reused by every request so a warm decode allocates nothing
 /// outside the request's arena.
@@ -357,7 +349,7 @@ fn out_of_range(token: &[u8]) -> Option<f64> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::ingest::validate::PathSeg;
+    use crate::ingest::PathSeg;
 
     /// Decodes `input` and renders the outcome: `ok <spans>`, `invalid_json: <message>`, or one
     /// `<path> <code>` line per issue (path segments joined with `.`).
@@ -383,6 +375,7 @@ pub(crate) mod tests {
                 })
                 .collect::<Vec<_>>()
                 .join("\n"),
+            Err(e @ DecodeError::TooLarge { .. }) => format!("{e:?}"),
         }
     }
 

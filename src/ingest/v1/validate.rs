@@ -10,9 +10,9 @@ use bumpalo::collections::Vec as BVec;
 use bumpalo::Bump;
 use simd_json::{Node, StaticNode};
 
-pub use super::issue::{write_json_string, Issue, PathSeg, MAX_ISSUES};
+pub use super::issue::{Issue, PathSeg, MAX_ISSUES};
 use super::issue::{Issues, Path};
-use super::wire::{
+use crate::ingest::wire::{
     Batch, ChunkJitter, Customer, Metadata, RateLimit, Span, SpanType, Status, Trace, Usage,
 };
 
@@ -1092,7 +1092,7 @@ impl<'a> Walker<'_, 'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ingest::decode::tests::{check, with_batch, with_span, with_span_field};
+    use crate::ingest::v1::decode::tests::{check, with_batch, with_span, with_span_field};
 
     /// A batch whose one trace carries `trace_extra` and one minimal span.
     fn with_trace(trace_extra: &str) -> String {
@@ -1498,9 +1498,9 @@ mod tests {
         );
         let mut input = body.into_bytes();
         let arena = Bump::new();
-        let mut decoder = crate::ingest::decode::Decoder::new();
+        let mut decoder = crate::ingest::v1::Decoder::new();
         match decoder.decode(&mut input, &arena) {
-            Err(crate::ingest::decode::DecodeError::Schema(issues)) => {
+            Err(crate::ingest::DecodeError::Schema(issues)) => {
                 assert_eq!(issues.len(), MAX_ISSUES);
                 assert_eq!(
                     issues[99].path,

@@ -13,9 +13,11 @@ use std::sync::OnceLock;
 
 use bumpalo::Bump;
 
-use super::decode::{DecodeError, Decoder};
-use super::wire::Batch;
+use super::decode::Decoder;
 use crate::auth::Principal;
+use crate::ingest::rows;
+use crate::ingest::wire::Batch;
+use crate::ingest::DecodeError;
 use crate::pricing::{PriceTable, Pricer};
 use crate::row::RowBatch;
 
@@ -75,6 +77,7 @@ pub fn fuzz_decode(data: &[u8]) {
                 Ok(tree) if depth(&tree) >= PARSER_DEPTH => {}
                 Ok(_) => panic!("decoder refused JSON the oracle parses: {message}"),
             },
+            Err(e @ DecodeError::TooLarge { .. }) => panic!("the decoder builds no rows: {e:?}"),
         }
     });
 }
@@ -85,7 +88,7 @@ fn build_rows(batch: &Batch<'_>) {
     let table = TABLE.get_or_init(PriceTable::builtin);
     let principal = Principal::unlimited("org", "");
     let arena = bumpalo::Bump::new();
-    let result = super::rows::build(
+    let result = rows::build(
         batch,
         &principal,
         table,
@@ -102,8 +105,8 @@ fn build_rows(batch: &Batch<'_>) {
                 .expect("a built batch has a valid layout");
             assert_eq!(back, rows);
         }
-        Err(super::rows::BuildError::TooLarge(t)) => panic!("no limit, yet too large: {t:?}"),
-        Err(super::rows::BuildError::Issues(issues)) => {
+        Err(rows::BuildError::TooLarge(t)) => panic!("no limit, yet too large: {t:?}"),
+        Err(rows::BuildError::Issues(issues)) => {
             for i in &issues {
                 let last = i.path.last();
                 assert!(
@@ -878,7 +881,7 @@ impl Leaves {
 }
 
 #[cfg(test)]
-#[path = "../../perf/fixtures.rs"]
+#[path = "../../../perf/fixtures.rs"]
 #[rustfmt::skip] // Shared with the perf harness, which keeps its own layout.
 mod fixtures;
 

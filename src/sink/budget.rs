@@ -1,0 +1,149 @@
+//! `MemoryBudget`: the rows and heap bytes of accepted batches held in memory, against
+//! `INGEST_BUFFER_MAX_ROWS` and `INGEST_BUFFER_MAX_BYTES`.
+//!
+//! Workers `reserve` a batch before handing it over and are refused (`503 buffer_full`) past
+//! either bound; the flush thread `release`s what it wrote, dead-lettered or moved to the
+//! spool, `take`s what it reads back from the spool, and keeps memory under `room()` (the
+//! bound less the largest batch seen) by spooling, so that a worker is refused only when the
+//! spool cannot take more. Plain atomics: nothing here blocks.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The memory bound was reached: refuse the batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Full;
+
+/// Rows and bytes in memory and their bounds; shared by the workers and the flush thread.
+#[derive(Debug)]
+pub struct MemoryBudget {
+    /// Rows accepted and held in memory.
+    rows: AtomicU64,
+    /// Heap bytes of the batches held in memory (`RowBatch::heap_bytes`).
+    bytes: AtomicU64,
+    max_rows: u64,
+    max_bytes: u64,
+    /// The largest batch (rows, heap bytes) a worker has tried to reserve: the flush thread
+    /// keeps room for one more of it.
+    largest_rows: AtomicU64,
+    largest_bytes: AtomicU64,
+}
+
+impl MemoryBudget {
+    pub fn new(max_rows: u64, max_bytes: u64) -> MemoryBudget {
+        MemoryBudget {
+            rows: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            max_rows,
+            max_bytes,
+            largest_rows: AtomicU64::new(0),
+            largest_bytes: AtomicU64::new(0),
+        }
+    }
+
+    /// A worker's reservation for a batch of `rows` rows taking `bytes` heap bytes. A batch
+    /// larger than the whole byte bound still goes in when memory holds no bytes, so that no
+    /// valid batch is refused forever.
+    pub fn reserve(&self, rows: u64, bytes: u64) -> Result<(), Full> {
+        self.largest_rows.fetch_max(rows, Ordering::Relaxed);
+        self.largest_bytes.fetch_max(bytes, Ordering::Relaxed);
+        let before = self.rows.fetch_add(rows, Ordering::AcqRel);
+        if before + rows > self.max_rows {
+            self.rows.fetch_sub(rows, Ordering::AcqRel);
+            return Err(Full);
+        }
+        let before = self.bytes.fetch_add(bytes, Ordering::AcqRel);
+        if before > 0 && before + bytes > self.max_bytes {
+            self.bytes.fetch_sub(bytes, Ordering::AcqRel);
+            self.rows.fetch_sub(rows, Ordering::AcqRel);
+            return Err(Full);
+        }
+        Ok(())
+    }
+
+    /// Counts rows and bytes in without checking the bounds: what the flush thread reads back
+    /// from the spool (it reads only while there is room), and tests that stand in for workers.
+    pub fn take(&self, rows: u64, bytes: u64) {
+        self.rows.fetch_add(rows, Ordering::AcqRel);
+        self.bytes.fetch_add(bytes, Ordering::AcqRel);
+    }
+
+    /// Gives rows and bytes back: written, dead-lettered, spooled, or refused after reserving.
+    pub fn release(&self, rows: u64, bytes: u64) {
+        self.rows.fetch_sub(rows, Ordering::AcqRel);
+        self.bytes.fetch_sub(bytes, Ordering::AcqRel);
+    }
+
+    /// Rows held in memory.
+    pub fn rows(&self) -> u64 {
+        self.rows.load(Ordering::Acquire)
+    }
+
+    /// Heap bytes held in memory.
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Acquire)
+    }
+
+    /// `INGEST_BUFFER_MAX_ROWS`.
+    pub fn max_rows(&self) -> u64 {
+        self.max_rows
+    }
+
+    /// `INGEST_BUFFER_MAX_BYTES`.
+    pub fn max_bytes(&self) -> u64 {
+        self.max_bytes
+    }
+
+    /// The (rows, bytes) the flush thread lets its queue use: the bound less room for the
+    /// largest batch a worker has tried to hand over, but at least a quarter of the bound.
+    pub fn room(&self) -> (u64, u64) {
+        let keep = |max: u64, largest: &AtomicU64| {
+            max.saturating_sub(largest.load(Ordering::Relaxed))
+                .max(max / 4)
+        };
+        (
+            keep(self.max_rows, &self.largest_rows),
+            keep(self.max_bytes, &self.largest_bytes),
+        )
+    }
+
+    /// Memory is over `room() * num / den`, in rows or in bytes.
+    pub fn over(&self, num: u64, den: u64) -> bool {
+        let (room_rows, room_bytes) = self.room();
+        self.rows() > room_rows / den * num || self.bytes() > room_bytes / den * num
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserve_refuses_past_either_bound_and_takes_nothing_then() {
+        let b = MemoryBudget::new(100, 1000);
+        assert_eq!(b.reserve(60, 400), Ok(()));
+        assert_eq!(b.reserve(50, 10), Err(Full), "rows");
+        assert_eq!(b.reserve(10, 700), Err(Full), "bytes");
+        assert_eq!((b.rows(), b.bytes()), (60, 400));
+        b.release(60, 400);
+        assert_eq!(
+            b.reserve(1, 5000),
+            Ok(()),
+            "alone, a batch over the bound goes in"
+        );
+        assert_eq!(b.reserve(1, 1), Err(Full));
+    }
+
+    #[test]
+    fn room_keeps_space_for_the_largest_batch() {
+        let b = MemoryBudget::new(1000, 1000);
+        assert_eq!(b.room(), (1000, 1000));
+        let _ = b.reserve(100, 300);
+        b.release(100, 300);
+        assert_eq!(b.room(), (900, 700));
+        let _ = b.reserve(900, 900);
+        assert_eq!(b.room(), (250, 250), "at least a quarter");
+        assert!(b.over(1, 1));
+        b.release(900, 900);
+        assert!(!b.over(1, 1));
+    }
+}

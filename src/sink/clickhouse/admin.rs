@@ -1,0 +1,293 @@
+//! The small tables and the usage count: API keys (create, list, revoke, load the active
+//! ones), organisations and their plans, and the monthly span counts per organisation.
+//!
+//! `api_keys` and `orgs` are `ReplacingMergeTree`s: a change inserts a new version of a row
+//! and readers use `FINAL`.
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use clickhouse_rs::types::Block;
+
+use super::errors::StoreError;
+use super::{sql_string, Store};
+use crate::auth::parse_hex;
+use crate::clock;
+
+/// Most organisations named in one usage count, to keep the query text small.
+const COUNT_ORGS_PER_QUERY: usize = 1000;
+
+#[inline]
+fn utc(epoch_seconds: u32) -> DateTime<Tz> {
+    DateTime::<Utc>::from_timestamp(i64::from(epoch_seconds), 0)
+        .unwrap_or_default()
+        .with_timezone(&Tz::UTC)
+}
+
+/// An API key as stored: never the key itself, only its SHA-256.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRecord {
+    /// Lowercase hex SHA-256 of the whole key (64 characters).
+    pub key_hash: String,
+    /// First 12 characters of the key: what `list` shows and `revoke` takes.
+    pub display_prefix: String,
+    pub org_id: String,
+    /// Empty when the key is not tied to a project.
+    pub project_id: String,
+    /// Epoch seconds.
+    pub created_at: u32,
+    /// Epoch seconds; `None` while the key is active.
+    pub revoked_at: Option<u32>,
+}
+
+/// What the authenticator needs about one active key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActiveKey {
+    pub hash: [u8; 32],
+    pub org_id: String,
+    pub project_id: String,
+}
+
+/// An organisation as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrgRecord {
+    pub org_id: String,
+    /// A plan name; checked against the configured plans when written, not when read.
+    pub plan: String,
+    /// Epoch seconds.
+    pub created_at: u32,
+    /// Epoch seconds of the last plan change.
+    pub updated_at: u32,
+}
+
+impl Store {
+    /// Stores a new key (or a new version of one).
+    pub async fn insert_key(&self, key: &KeyRecord) -> Result<(), StoreError> {
+        if parse_hex(&key.key_hash).is_none() {
+            return Err(StoreError::new("key hash must be 64 hex characters"));
+        }
+        if key.display_prefix.is_empty() || key.org_id.is_empty() {
+            return Err(StoreError::new(
+                "a key needs a display prefix and an org id",
+            ));
+        }
+        self.write_keys(&[(key.clone(), clock::now_us())]).await
+    }
+
+    /// Every key, active or revoked, oldest first.
+    pub async fn list_keys(&self) -> Result<Vec<KeyRecord>, StoreError> {
+        let mut keys: Vec<KeyRecord> = self
+            .read_keys("")
+            .await?
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        keys.sort_by(|a, b| {
+            (a.created_at, &a.display_prefix).cmp(&(b.created_at, &b.display_prefix))
+        });
+        Ok(keys)
+    }
+
+    /// Revokes every active key with this display prefix; returns how many (0 if none).
+    pub async fn revoke_key(&self, display_prefix: &str) -> Result<usize, StoreError> {
+        // Filtering on `display_prefix` before FINAL is safe: all versions of a key share it.
+        let filter = format!(" WHERE display_prefix = {}", sql_string(display_prefix));
+        let now = clock::now_s();
+        let revoked: Vec<(KeyRecord, u64)> = self
+            .read_keys(&filter)
+            .await?
+            .into_iter()
+            .filter(|(k, _)| k.revoked_at.is_none())
+            .map(|(mut k, version)| {
+                k.revoked_at = Some(now);
+                (k, clock::now_us().max(version + 1))
+            })
+            .collect();
+        if !revoked.is_empty() {
+            self.write_keys(&revoked).await?;
+        }
+        Ok(revoked.len())
+    }
+
+    /// Hashes and owners of every key that is not revoked, for the in-memory key set.
+    /// A row whose hash is not 64 hex characters is skipped with a warning.
+    pub async fn load_active_keys(&self) -> Result<Vec<ActiveKey>, StoreError> {
+        let keys = self.read_keys("").await?;
+        let mut active = Vec::with_capacity(keys.len());
+        for (k, _) in keys {
+            if k.revoked_at.is_some() {
+                continue;
+            }
+            match parse_hex(&k.key_hash) {
+                Some(hash) => active.push(ActiveKey {
+                    hash,
+                    org_id: k.org_id,
+                    project_id: k.project_id,
+                }),
+                None => tracing::warn!(
+                    display_prefix = %k.display_prefix,
+                    "skipping API key with a malformed hash"
+                ),
+            }
+        }
+        Ok(active)
+    }
+
+    /// Latest version of each key (FINAL), with that version. The revoked filter is applied by
+    /// the caller, after FINAL: old servers may move a WHERE on a non-key column before it.
+    async fn read_keys(&self, filter: &str) -> Result<Vec<(KeyRecord, u64)>, StoreError> {
+        let block = self
+            .fetch(format!(
+                "SELECT key_hash, display_prefix, org_id, project_id, \
+                 toUInt32(created_at) AS created, toUInt32(revoked_at) AS revoked, version \
+                 FROM {} FINAL{filter}",
+                self.keys_table
+            ))
+            .await?;
+        let mut keys = Vec::with_capacity(block.row_count());
+        for row in block.rows() {
+            let key = KeyRecord {
+                key_hash: row.get("key_hash")?,
+                display_prefix: row.get("display_prefix")?,
+                org_id: row.get("org_id")?,
+                project_id: row.get("project_id")?,
+                created_at: row.get("created")?,
+                revoked_at: row.get("revoked")?,
+            };
+            keys.push((key, row.get("version")?));
+        }
+        Ok(keys)
+    }
+
+    async fn write_keys(&self, keys: &[(KeyRecord, u64)]) -> Result<(), StoreError> {
+        let now = utc(clock::now_s());
+        let strings =
+            |f: fn(&KeyRecord) -> &str| -> Vec<&str> { keys.iter().map(|(k, _)| f(k)).collect() };
+        let block = Block::new()
+            .column("key_hash", strings(|k| &k.key_hash))
+            .column("display_prefix", strings(|k| &k.display_prefix))
+            .column("org_id", strings(|k| &k.org_id))
+            .column("project_id", strings(|k| &k.project_id))
+            .column(
+                "created_at",
+                keys.iter()
+                    .map(|(k, _)| utc(k.created_at))
+                    .collect::<Vec<_>>(),
+            )
+            .column(
+                "revoked_at",
+                keys.iter()
+                    .map(|(k, _)| k.revoked_at.map(utc))
+                    .collect::<Vec<_>>(),
+            )
+            .column("updated_at", vec![now; keys.len()])
+            .column(
+                "version",
+                keys.iter().map(|&(_, v)| v).collect::<Vec<u64>>(),
+            );
+        self.insert_block(&self.keys_table, block).await?;
+        Ok(())
+    }
+
+    /// Every organisation with a record (latest version), by id.
+    pub async fn list_orgs(&self) -> Result<Vec<OrgRecord>, StoreError> {
+        let mut orgs: Vec<OrgRecord> = self
+            .read_orgs("")
+            .await?
+            .into_iter()
+            .map(|(o, _)| o)
+            .collect();
+        orgs.sort_by(|a, b| a.org_id.cmp(&b.org_id));
+        Ok(orgs)
+    }
+
+    /// One organisation's record, if it has one.
+    pub async fn get_org(&self, org_id: &str) -> Result<Option<OrgRecord>, StoreError> {
+        let filter = format!(" WHERE org_id = {}", sql_string(org_id));
+        Ok(self
+            .read_orgs(&filter)
+            .await?
+            .into_iter()
+            .next()
+            .map(|(o, _)| o))
+    }
+
+    /// Creates the organisation's record, or replaces its plan. `created_at` is kept from the
+    /// existing record; the new version is newer than any before.
+    pub async fn put_org(&self, org_id: &str, plan: &str) -> Result<(), StoreError> {
+        if org_id.is_empty() || plan.is_empty() {
+            return Err(StoreError::new("an organisation needs an id and a plan"));
+        }
+        let filter = format!(" WHERE org_id = {}", sql_string(org_id));
+        let previous = self.read_orgs(&filter).await?.into_iter().next();
+        let now = clock::now_s();
+        let (created_at, version) = match previous {
+            Some((o, v)) => (o.created_at, clock::now_us().max(v + 1)),
+            None => (now, clock::now_us()),
+        };
+        let block = Block::new()
+            .column("org_id", vec![org_id])
+            .column("plan", vec![plan])
+            .column("created_at", vec![utc(created_at)])
+            .column("updated_at", vec![utc(now)])
+            .column("version", vec![version]);
+        self.insert_block(&self.orgs_table, block).await?;
+        Ok(())
+    }
+
+    /// Latest version of each organisation (FINAL), with that version.
+    async fn read_orgs(&self, filter: &str) -> Result<Vec<(OrgRecord, u64)>, StoreError> {
+        let block = self
+            .fetch(format!(
+                "SELECT org_id, plan, toUInt32(created_at) AS created, \
+                 toUInt32(updated_at) AS updated, version FROM {} FINAL{filter}",
+                self.orgs_table
+            ))
+            .await?;
+        let mut orgs = Vec::with_capacity(block.row_count());
+        for row in block.rows() {
+            let org = OrgRecord {
+                org_id: row.get("org_id")?,
+                plan: row.get("plan")?,
+                created_at: row.get("created")?,
+                updated_at: row.get("updated")?,
+            };
+            orgs.push((org, row.get("version")?));
+        }
+        Ok(orgs)
+    }
+
+    /// Spans stored per organisation with `ingested_at` in `[from_s, to_s)` (Unix seconds), for
+    /// the given organisations; an organisation without spans is absent from the answer.
+    ///
+    /// Counts rows as stored, without `FINAL`: a client's retry that the table has not merged
+    /// away yet counts twice (it was accepted twice), and stops counting once merged. `FINAL`
+    /// over a month of spans every few seconds would cost far more than that is worth.
+    pub async fn count_spans_by_org(
+        &self,
+        org_ids: &[&str],
+        from_s: i64,
+        to_s: i64,
+    ) -> Result<Vec<(String, u64)>, StoreError> {
+        let mut counts = Vec::new();
+        for chunk in org_ids.chunks(COUNT_ORGS_PER_QUERY) {
+            let list = chunk
+                .iter()
+                .map(|o| sql_string(o))
+                .collect::<Vec<_>>()
+                .join(",");
+            let block = self
+                .fetch(format!(
+                    "SELECT org_id, count() AS n FROM {} \
+                     WHERE org_id IN ({list}) \
+                     AND ingested_at >= toDateTime({from_s}) AND ingested_at < toDateTime({to_s}) \
+                     GROUP BY org_id",
+                    self.spans_table
+                ))
+                .await?;
+            for row in block.rows() {
+                counts.push((row.get("org_id")?, row.get("n")?));
+            }
+        }
+        Ok(counts)
+    }
+}

@@ -1,0 +1,211 @@
+//! The span insert: runs of rows from many `RowBatch`es -> one native insert block, whose
+//! column buffers are kept for the next insert.
+//!
+//! Every batch already holds its rows in the columns' native layout (`row.rs`), so a block is
+//! each run's column regions appended to one buffer per region; only array end offsets are
+//! rewritten. Parts of 16 KiB and more go to the socket from these buffers (the client's
+//! `writev`); smaller ones are copied into its send buffer.
+
+use std::ops::Range;
+use std::sync::{Arc, PoisonError};
+
+use clickhouse_rs::types::column::EncodedColumn;
+use clickhouse_rs::types::{Block, DateTimeType, SqlType};
+
+use super::errors::InsertError;
+use super::Store;
+use crate::row::{Kind, RowBatch, COLUMNS, KINDS, REGIONS, SPANS_COLUMNS};
+
+/// Scale of every money column: `Decimal(18, 10)`, i.e. `Money` units of 1e-10 USD.
+const MONEY_SCALE: u8 = 10;
+
+static DECIMAL_18_10: SqlType = SqlType::Decimal(18, MONEY_SCALE);
+static DATETIME: SqlType = SqlType::DateTime(DateTimeType::DateTime32);
+
+/// A column kind's type for the client crate (checked against `Kind::sql_type` by a test, and
+/// against the table by the client before it sends the block).
+pub(super) fn wire_type(kind: Kind) -> SqlType {
+    match kind {
+        Kind::Str => SqlType::String,
+        Kind::U64 => SqlType::UInt64,
+        Kind::OptU64 => SqlType::Nullable(&SqlType::UInt64),
+        Kind::OptF64 => SqlType::Nullable(&SqlType::Float64),
+        Kind::Money => SqlType::Nullable(&DECIMAL_18_10),
+        Kind::Time => DATETIME.clone(),
+        Kind::OptTime => SqlType::Nullable(&DATETIME),
+        Kind::Ints => SqlType::Array(&SqlType::UInt64),
+        Kind::MetaKeys | Kind::MetaValues => SqlType::Array(&SqlType::String),
+    }
+}
+
+/// Builds the insert block from runs of rows: every batch already holds its rows in the
+/// columns' native layout, so each run's regions are appended to the block's column buffers
+/// whole (a few copies per batch, whatever its width). Only array end offsets are rewritten:
+/// a batch counts them from its own first row, the block from its first. Returns the block,
+/// the buffers it shares (to give back to `spares` once the insert is done) and the block's
+/// size on the wire.
+pub(super) fn spans_block(
+    runs: &[RowRun<'_>],
+    rows: usize,
+    spares: Vec<Vec<u8>>,
+) -> (Block, Vec<Arc<Vec<u8>>>, usize) {
+    let mut spares = spares.into_iter();
+    let mut bufs: Vec<Vec<u8>> = (0..REGIONS)
+        .map(|i| {
+            let mut b = spares.next().unwrap_or_default();
+            b.clear();
+            // At most the runs' whole regions (a run may be part of a batch).
+            b.reserve(runs.iter().map(|r| r.batch.region(i).len()).sum());
+            b
+        })
+        .collect();
+    // Array columns: elements in the block so far.
+    let mut elems = [0u64; COLUMNS];
+    for run in runs {
+        let b = run.batch;
+        let (from, to) = (b.cut(run.rows.start), b.cut(run.rows.end));
+        for (c, kind) in KINDS.iter().enumerate() {
+            let (h, t) = (2 * c, 2 * c + 1);
+            let head = &b.head(c)[from[h]..to[h]];
+            if kind.is_array() {
+                let first = b.elems_before(c, run.rows.start) as u64;
+                if first == elems[c] {
+                    bufs[h].extend_from_slice(head);
+                } else {
+                    for o in head.chunks_exact(8) {
+                        let o = u64::from_le_bytes(o.try_into().expect("8 bytes"));
+                        bufs[h].extend_from_slice(&(o - first + elems[c]).to_le_bytes());
+                    }
+                }
+                elems[c] += b.elems_before(c, run.rows.end) as u64 - first;
+            } else {
+                bufs[h].extend_from_slice(head);
+            }
+            bufs[t].extend_from_slice(&b.tail(c)[from[t]..to[t]]);
+        }
+    }
+    let bytes = bufs.iter().map(Vec::len).sum();
+    let mut taken = Vec::with_capacity(REGIONS);
+    let mut bufs = bufs.into_iter();
+    let mut block = Block::new();
+    for (&(name, _), &kind) in SPANS_COLUMNS.iter().zip(KINDS) {
+        let head = Arc::new(bufs.next().expect("a head per column"));
+        let tail = Arc::new(bufs.next().expect("a tail per column"));
+        taken.push(head.clone());
+        taken.push(tail.clone());
+        block = block.column(
+            name,
+            EncodedColumn {
+                sql_type: wire_type(kind),
+                rows,
+                parts: vec![head, tail],
+            },
+        );
+    }
+    (block, taken, bytes)
+}
+
+/// Rows of one batch that go into an insert together: whole batches normally, parts of one
+/// while the flush thread is isolating a bad row.
+#[derive(Debug, Clone)]
+pub struct RowRun<'a> {
+    pub batch: &'a RowBatch,
+    /// A range of the batch's rows.
+    pub rows: Range<usize>,
+}
+
+/// What one successful insert wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Inserted {
+    pub rows: usize,
+    /// Approximate uncompressed size of the data sent.
+    pub bytes: usize,
+}
+
+impl Store {
+    /// Inserts every row of every batch in one insert.
+    pub async fn insert_spans(&self, batches: &[RowBatch]) -> Result<(), InsertError> {
+        let runs: Vec<RowRun<'_>> = batches
+            .iter()
+            .map(|batch| RowRun {
+                batch,
+                rows: 0..batch.len(),
+            })
+            .collect();
+        self.insert_runs(&runs).await.map(|_| ())
+    }
+
+    /// Inserts the given runs of rows in one insert block.
+    pub async fn insert_runs(&self, runs: &[RowRun<'_>]) -> Result<Inserted, InsertError> {
+        let rows: usize = runs.iter().map(|r| r.rows.len()).sum();
+        if rows == 0 {
+            return Ok(Inserted { rows: 0, bytes: 0 });
+        }
+        // Connect first: while ClickHouse is down, retries cost no block building.
+        let mut c = self.handle().await?;
+        let spares = std::mem::take(
+            &mut self
+                .spares
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .buffers,
+        );
+        let (block, taken, bytes) = spans_block(runs, rows, spares);
+        let sent = c.insert(self.spans_table.as_str(), block).await;
+        // On error the handle has no connection left and nothing goes back to the pool.
+        drop(c);
+        self.spares
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .reclaim(taken, bytes);
+        sent?;
+        Ok(Inserted { rows, bytes })
+    }
+}
+
+/// The spare column buffers between inserts, and how large the recent inserts were.
+#[derive(Default)]
+pub(super) struct Spares {
+    pub(super) buffers: Vec<Vec<u8>>,
+    /// Bytes of the largest block of the current and of the previous `SPARES_WINDOW` inserts.
+    peak: usize,
+    previous_peak: usize,
+    inserts: usize,
+}
+
+/// Inserts per window of `Spares::peak`.
+pub(super) const SPARES_WINDOW: usize = 64;
+
+impl Spares {
+    /// Takes back a sent block's buffers (`used` bytes in all), emptied, in the order they were
+    /// taken. Insert sizes vary a lot (the flush thread inserts what has arrived), so buffers
+    /// keep their size across small blocks; only when they hold over 4 times what the largest
+    /// block of the last 64 to 128 inserts needed (a burst is over) are they freed, so an
+    /// idle server does not keep a burst's memory. A buffer the client still shares is
+    /// replaced by an empty one.
+    pub(super) fn reclaim(&mut self, taken: Vec<Arc<Vec<u8>>>, used: usize) {
+        self.peak = self.peak.max(used);
+        self.inserts += 1;
+        if self.inserts == SPARES_WINDOW {
+            self.previous_peak = self.peak;
+            self.peak = 0;
+            self.inserts = 0;
+        }
+        let recent = self.peak.max(self.previous_peak);
+        let mut held = 0;
+        self.buffers = taken
+            .into_iter()
+            .map(|shared| match Arc::try_unwrap(shared) {
+                Ok(mut buffer) => {
+                    buffer.clear();
+                    held += buffer.capacity();
+                    buffer
+                }
+                Err(_) => Vec::new(),
+            })
+            .collect();
+        if held > 4 * recent + (1 << 20) {
+            self.buffers.clear();
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! What a failed ClickHouse operation means: `InsertError` with its `Retry` class (read from the
+//! server's error code) for span inserts, `StoreError` for everything else.
+
+use std::fmt;
+
+use clickhouse_rs::errors::{codes, Error as ChError};
+
+/// What the flush thread should do with rows whose insert failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// Transient (network, timeouts, server overloaded): keep the rows, back off, retry.
+    Later,
+    /// The table or a column is missing: run `migrate`, then retry.
+    AfterMigrate,
+    /// Refused because of some rows' values: split the insert to isolate the bad rows.
+    Split,
+    /// Refused whatever the rows (schema mismatch, client-side error): retrying cannot succeed.
+    Never,
+    /// The server refused with a code this build does not know: retried like `Later`, but only
+    /// a few times on the same rows (the flush thread's cap), then split like `Split`, so an
+    /// unknown data error ends in the dead-letter file instead of being retried forever.
+    Unknown,
+}
+
+/// A failed span insert, classified from the ClickHouse server error code when there is one.
+#[derive(Debug, Clone)]
+pub struct InsertError {
+    pub retry: Retry,
+    /// ClickHouse server error code, when the server answered with an exception.
+    pub code: Option<u32>,
+    pub message: String,
+}
+
+impl InsertError {
+    #[cold]
+    pub(super) fn from_clickhouse(err: &ChError) -> InsertError {
+        let (retry, code) = classify(err);
+        InsertError {
+            retry,
+            code,
+            message: message(err),
+        }
+    }
+
+    /// An insert that did not finish before a caller's deadline.
+    #[cold]
+    pub fn timed_out() -> InsertError {
+        InsertError {
+            retry: Retry::Later,
+            code: None,
+            message: "insert did not finish before the deadline".to_string(),
+        }
+    }
+}
+
+impl From<ChError> for InsertError {
+    fn from(err: ChError) -> InsertError {
+        InsertError::from_clickhouse(&err)
+    }
+}
+
+impl fmt::Display for InsertError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for InsertError {}
+
+/// Any other storage failure: bad configuration, ClickHouse unreachable or refusing a query.
+#[derive(Debug, Clone)]
+pub struct StoreError {
+    /// ClickHouse server error code, when the server answered with an exception.
+    pub code: Option<u32>,
+    pub message: String,
+}
+
+impl StoreError {
+    #[cold]
+    pub(crate) fn new(message: impl Into<String>) -> StoreError {
+        StoreError {
+            code: None,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<ChError> for StoreError {
+    #[cold]
+    fn from(err: ChError) -> StoreError {
+        StoreError {
+            code: server_code(&err),
+            message: message(&err),
+        }
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// The client's message, without its "Input/output error" wrapper around an I/O error.
+fn message(err: &ChError) -> String {
+    match err {
+        ChError::Io(e) => e.to_string(),
+        e => e.to_string(),
+    }
+}
+
+fn server_code(err: &ChError) -> Option<u32> {
+    match err {
+        ChError::Server(e) => Some(e.code),
+        _ => None,
+    }
+}
+
+/// Decides what to do after a failed insert.
+///
+/// Errors that are nobody's rows' fault keep the rows (they wait in memory, then in the spool,
+/// and past both ingest answers `503`, which is visible and loses nothing); only errors that name
+/// the data split the insert; only errors that no retry can cure give up (to the dead-letter
+/// file). An unknown server code is `Unknown`: retried a few times, then split.
+fn classify(err: &ChError) -> (Retry, Option<u32>) {
+    let e = match err {
+        // Network, protocol desync, timeouts: a fresh connection may well succeed.
+        ChError::Io(_) | ChError::Connection(_) | ChError::Driver(_) => {
+            return (Retry::Later, None)
+        }
+        // The client refused the block before sending it (its types do not cast to the
+        // table's), a bad URL, or a local misuse: the same block can never succeed.
+        ChError::FromSql(_) | ChError::Url(_) | ChError::Other(_) => return (Retry::Never, None),
+        ChError::Server(e) => e,
+    };
+    let retry = match e.code {
+        codes::UNKNOWN_TABLE | codes::UNKNOWN_DATABASE | codes::NO_SUCH_COLUMN_IN_TABLE => {
+            Retry::AfterMigrate
+        }
+        // Current releases refuse one block spanning more than `max_partitions_per_insert_block`
+        // months with the same code as "too many parts": smaller inserts do succeed.
+        codes::TOO_MANY_PARTS if e.message.contains("partitions for single INSERT") => Retry::Split,
+        codes::CANNOT_PARSE_TEXT
+        | codes::CANNOT_PARSE_INPUT_ASSERTION_FAILED
+        | codes::CANNOT_PARSE_DATE
+        | codes::CANNOT_PARSE_DATETIME
+        | codes::CANNOT_PARSE_NUMBER
+        | codes::ARGUMENT_OUT_OF_BOUND
+        | codes::CANNOT_CONVERT_TYPE
+        | codes::INCORRECT_DATA
+        | codes::TOO_LARGE_ARRAY_SIZE
+        | codes::TOO_LARGE_STRING_SIZE
+        | codes::SIZES_OF_ARRAYS_DOESNT_MATCH
+        | codes::VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE
+        | codes::DECIMAL_OVERFLOW
+        | FUNCTION_THROW_IF_VALUE_IS_NON_ZERO
+        | VIOLATED_CONSTRAINT => Retry::Split,
+        codes::UNSUPPORTED_METHOD
+        | codes::INCORRECT_NUMBER_OF_COLUMNS
+        | codes::THERE_IS_NO_COLUMN
+        | codes::NOT_FOUND_COLUMN_IN_BLOCK
+        | codes::NUMBER_OF_COLUMNS_DOESNT_MATCH
+        | codes::ILLEGAL_COLUMN
+        | codes::UNKNOWN_IDENTIFIER
+        | codes::NOT_IMPLEMENTED
+        | codes::LOGICAL_ERROR
+        | codes::UNKNOWN_TYPE
+        | codes::TYPE_MISMATCH
+        | codes::SYNTAX_ERROR
+        | codes::DUPLICATE_COLUMN
+        | ILLEGAL_TYPE_OF_ARGUMENT => Retry::Never,
+        // The server is busy, short of something, or unreachable behind it: nobody's rows'
+        // fault, so these are retried for as long as it takes (the rows wait in the spool).
+        codes::TIMEOUT_EXCEEDED
+        | codes::TOO_SLOW
+        | codes::READONLY
+        | codes::CANNOT_ALLOCATE_MEMORY
+        | codes::UNKNOWN_USER
+        | codes::WRONG_PASSWORD
+        | codes::REQUIRED_PASSWORD
+        | codes::TOO_MANY_SIMULTANEOUS_QUERIES
+        | codes::NO_FREE_CONNECTION
+        | codes::SOCKET_TIMEOUT
+        | codes::NETWORK_ERROR
+        | codes::TABLE_IS_DROPPED
+        | codes::ABORTED
+        | codes::MEMORY_LIMIT_EXCEEDED
+        | codes::TABLE_IS_READ_ONLY
+        | codes::NOT_ENOUGH_SPACE
+        | codes::TOO_MANY_PARTS
+        | codes::ALL_CONNECTION_TRIES_FAILED
+        | codes::REPLICA_IS_NOT_IN_QUORUM
+        | codes::ALL_REPLICAS_ARE_STALE
+        | codes::QUERY_WAS_CANCELLED
+        | codes::ALL_REPLICAS_LOST
+        | codes::KEEPER_EXCEPTION
+        | AUTHENTICATION_FAILED => Retry::Later,
+        // Anything else: maybe transient, maybe the data; retried a few times, then split.
+        _ => Retry::Unknown,
+    };
+    (retry, Some(e.code))
+}
+
+/// Codes the client crate does not name.
+const ILLEGAL_TYPE_OF_ARGUMENT: u32 = 43;
+const FUNCTION_THROW_IF_VALUE_IS_NON_ZERO: u32 = 395;
+const VIOLATED_CONSTRAINT: u32 = 469;
+const AUTHENTICATION_FAILED: u32 = 516;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_classes() {
+        let server = |code: u32, message: &str| {
+            ChError::Server(clickhouse_rs::errors::ServerError {
+                code,
+                name: String::new(),
+                message: message.to_string(),
+                stack_trace: String::new(),
+            })
+        };
+        let io = ChError::Io(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        let cases = [
+            (io, Retry::Later),
+            (server(252, "Too many parts (300)"), Retry::Later),
+            (
+                server(
+                    252,
+                    "Too many partitions for single INSERT block (more than 100)",
+                ),
+                Retry::Split,
+            ),
+            (server(241, "Memory limit exceeded"), Retry::Later),
+            (server(159, "Timeout exceeded"), Retry::Later),
+            (server(60, "Table x doesn't exist"), Retry::AfterMigrate),
+            (server(16, "No such column"), Retry::AfterMigrate),
+            (server(53, "Type mismatch"), Retry::Never),
+            (server(395, "throwIf"), Retry::Split),
+            (server(117, "Incorrect data"), Retry::Split),
+            (server(100_000, "unknown"), Retry::Unknown),
+            (server(210, "Network error"), Retry::Later),
+            (server(516, "Authentication failed"), Retry::Later),
+            (ChError::Other("x".into()), Retry::Never),
+        ];
+        for (err, expected) in cases {
+            assert_eq!(InsertError::from_clickhouse(&err).retry, expected, "{err}");
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! The only code that talks to ClickHouse. This file: the `Store` (a connection pool to one
+//! server plus the database the service owns) and its URL; the jobs are one file each.
+//!
+//! - `schema.rs`: the tables and `migrate`.
+//! - `block.rs`: the span insert (`insert_runs`) and its reused column buffers.
+//! - `errors.rs`: `InsertError` and its `Retry` class, `StoreError`.
+//! - `admin.rs`: keys, organisations and the monthly span counts.
+//!
+//! Everything here is async on tokio and is driven by the flush thread or the control thread
+//! (or a CLI command), each from its own current-thread runtime. A `Store`'s pooled
+//! connections belong to the runtime that opened them, so every thread builds its own `Store`;
+//! `Store::new` does no I/O. A failed operation's connection is dropped, never returned to the
+//! pool: the next operation opens a fresh one.
+
+mod admin;
+mod block;
+mod errors;
+mod schema;
+#[cfg(test)]
+pub(crate) mod test_support;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use clickhouse_rs::errors::Error as ChError;
+use clickhouse_rs::types::{Block, Complex};
+use clickhouse_rs::{ClientHandle, Options, Pool};
+
+pub use admin::{ActiveKey, KeyRecord, OrgRecord};
+pub use block::{Inserted, RowRun};
+pub use errors::{InsertError, Retry, StoreError};
+pub use schema::{Migrated, API_KEYS_COLUMNS, ORGS_COLUMNS};
+
+/// A connection pool to one ClickHouse server plus the database the service owns.
+pub struct Store {
+    /// Connections are opened lazily by the first operation, on the caller's runtime.
+    pool: Pool,
+    /// The column buffers of the last span insert, kept for the next (see `block.rs`).
+    spares: Mutex<block::Spares>,
+    /// `tcp://host:port` without credentials, for messages.
+    address: String,
+    /// The database name as given (validated: ASCII letters, digits, `_`).
+    database: String,
+    /// `` `db`.`spans` ``, ready for SQL.
+    spans_table: String,
+    /// `` `db`.`api_keys` ``, ready for SQL.
+    keys_table: String,
+    /// `` `db`.`orgs` ``, ready for SQL.
+    orgs_table: String,
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store")
+            .field("address", &self.address)
+            .field("database", &self.database)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Checks the URL (`tcp://[user[:password]@]host[:port]`, optional `?compression=lz4`) and
+    /// the database name. Does no I/O; connections open on first use.
+    pub fn new(url: &str, database: &str) -> Result<Store, StoreError> {
+        if database.is_empty()
+            || database.len() > 128
+            || !database
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'_')
+        {
+            return Err(StoreError::new(format!(
+                "ClickHouse database name {database:?} must be 1 to 128 ASCII letters, digits or _"
+            )));
+        }
+        let (options, address) = options_from_url(url)?;
+        Ok(Store {
+            pool: Pool::new(options),
+            spares: Mutex::default(),
+            address,
+            database: database.to_string(),
+            spans_table: format!("`{database}`.`spans`"),
+            keys_table: format!("`{database}`.`api_keys`"),
+            orgs_table: format!("`{database}`.`orgs`"),
+        })
+    }
+
+    pub fn database(&self) -> &str {
+        &self.database
+    }
+
+    /// `tcp://host:port`, without credentials.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// A connection from the pool, opened if need be. A failure to connect names ClickHouse
+    /// and its address: it is what a user sees when ClickHouse is down.
+    async fn handle(&self) -> Result<ClientHandle, ChError> {
+        let unreachable = |why: String| {
+            ChError::Io(std::io::Error::new(
+                std::io::ErrorKind::ConnectionRefused,
+                format!("cannot reach ClickHouse at {}: {why}", self.address),
+            ))
+        };
+        self.pool.get_handle().await.map_err(|e| match e {
+            ChError::Io(e) => unreachable(e.to_string()),
+            ChError::Connection(e) => unreachable(e.to_string()),
+            other => other,
+        })
+    }
+
+    /// Runs a query and returns its whole result.
+    async fn fetch(&self, sql: String) -> Result<Block<Complex>, ChError> {
+        let mut c = self.handle().await?;
+        c.query(sql).fetch_all().await
+    }
+
+    /// Inserts one block.
+    async fn insert_block(&self, table: &str, block: Block) -> Result<(), ChError> {
+        let mut c = self.handle().await?;
+        c.insert(table, block).await
+    }
+
+    /// Health check: opens (or reuses) a connection and pings the server.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        let mut c = self.handle().await?;
+        c.ping().await?;
+        Ok(())
+    }
+}
+
+/// Client options. Server settings, if ever needed, go through `Options::with_setting`: as URL
+/// parameters they corrupt the protocol with 18.16.
+/// Returns the options and the address without credentials.
+fn options_from_url(url: &str) -> Result<(Options, String), StoreError> {
+    let bad = |why: &str| StoreError::new(format!("ClickHouse URL {url:?}: {why}"));
+    let parsed = url::Url::parse(url).map_err(|e| bad(&e.to_string()))?;
+    if parsed.scheme() != "tcp" {
+        return Err(bad(
+            "scheme must be tcp:// (the native protocol, port 9000)",
+        ));
+    }
+    let host = parsed.host_str().ok_or_else(|| bad("no host"))?;
+    if !matches!(parsed.path(), "" | "/") {
+        return Err(bad(
+            "no path allowed; the database is configured separately",
+        ));
+    }
+    let port = parsed.port().unwrap_or(9000);
+    let addr = url::Url::parse(&format!("tcp://{host}:{port}")).map_err(|e| bad(&e.to_string()))?;
+    let address = format!("tcp://{host}:{port}");
+    let mut options = Options::new(addr)
+        // One flush or control thread uses a Store at a time: one idle connection is enough.
+        .pool_min(1)
+        .pool_max(4)
+        // A stale pooled connection is found by the ping and replaced once; anything longer is
+        // the flush thread's backoff, which keeps accepting rows meanwhile.
+        .ping_before_query(true)
+        .send_retries(1)
+        .retry_timeout(Duration::from_millis(100))
+        .ping_timeout(Duration::from_secs(2))
+        .connection_timeout(Duration::from_secs(2))
+        .query_timeout(Duration::from_secs(30))
+        .insert_timeout(Some(Duration::from_secs(60)))
+        .execute_timeout(Some(Duration::from_secs(60)));
+    if !parsed.username().is_empty() {
+        options = options.username(&percent_decode(parsed.username()));
+    }
+    if let Some(password) = parsed.password() {
+        options = options.password(&percent_decode(password));
+    }
+    for (key, value) in parsed.query_pairs() {
+        match (&*key, &*value) {
+            ("compression", "lz4") => options = options.with_compression(),
+            ("compression", "none") => {}
+            _ => return Err(bad(&format!("unsupported parameter {key}={value}"))),
+        }
+    }
+    Ok((options, address))
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A ClickHouse string literal.
+pub(crate) fn sql_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for c in s.chars() {
+        if c == '\\' || c == '\'' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('\'');
+    out
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::*;
+
+    #[test]
+    fn urls_and_names() {
+        assert!(Store::new("tcp://127.0.0.1:9000", "ok_db_1").is_ok());
+        assert!(Store::new("tcp://u:p%40ss@h?compression=lz4", "x").is_ok());
+        for (url, db) in [
+            ("http://127.0.0.1:8123", "x"),
+            ("tcp://h/db", "x"),
+            ("tcp://h?database=y", "x"),
+            ("tcp://h", "bad-name"),
+            ("tcp://h", ""),
+            ("tcp://h", "a`b"),
+        ] {
+            assert!(Store::new(url, db).is_err(), "{url} {db}");
+        }
+        assert_eq!(percent_decode("p%40ss%zz"), "p@ss%zz");
+        assert_eq!(sql_string("a'b\\c"), "'a\\'b\\\\c'");
+    }
+}

@@ -1,0 +1,401 @@
+//! The flush thread: accepted batches in bounded memory, the excess in the spool, written to
+//! ClickHouse in large inserts.
+//!
+//! One named thread (`flush`) with its own current-thread tokio runtime; this file is its loop
+//! (`Flusher::run`: wait for batches or the next due insert, `flush`, and at the end
+//! `shutdown`). The jobs around it: `intake.rs` (taking batches off the channel), `queue.rs`
+//! (what waits, when an insert is due, what it takes), `spill.rs` (memory bound, spool),
+//! `retry.rs` (what a failed insert leads to). Invariants:
+//!
+//! - an insert starts when `max_rows` rows wait or `interval` has passed since the oldest
+//!   waiting row arrived; under steady load that is one insert per interval;
+//! - memory stays under the `MemoryBudget`, the spool under `INGEST_SPOOL_MAX_BYTES`; past
+//!   both, workers answer `503`;
+//! - no row is dropped silently: rows are inserted, dead-lettered with ClickHouse's error, or
+//!   kept (memory, then spool) and retried; a batch is confirmed in the spool once all its rows
+//!   are inserted or dead-lettered;
+//! - a replayed or retried row is byte for byte the row of the first attempt, so the
+//!   `ReplacingMergeTree` shows it once after `FINAL`.
+
+mod intake;
+mod queue;
+mod retry;
+mod spill;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::future::Future;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub use intake::Input;
+use queue::{Entry, Piece};
+
+use super::budget::MemoryBudget;
+use super::clickhouse::{InsertError, Retry, RowRun, Store, StoreError};
+use super::deadletter::DeadLetters;
+use super::spool::Spool;
+use super::stats::FlushStats;
+use crate::admission::UsageTicket;
+
+/// While an insert runs, how often the thread takes new batches off the channel.
+const INTAKE_POLL: Duration = Duration::from_millis(5);
+
+/// Everything the flush thread needs, built once at start-up.
+#[derive(Clone)]
+pub struct FlushConfig {
+    /// ClickHouse native-protocol URL, e.g. `tcp://127.0.0.1:9000`.
+    pub url: String,
+    /// Database holding the `spans` table.
+    pub database: String,
+    /// Longest time a row waits before its flush starts (`INGEST_FLUSH_INTERVAL_MS`).
+    pub interval: Duration,
+    /// Rows waiting that trigger a flush at once, and the largest insert (`INGEST_FLUSH_MAX_ROWS`).
+    pub max_rows: usize,
+    /// After the channel closes, how long the thread may take: a third inserting, the rest
+    /// for spooling what is left (which takes time in proportion to the memory bound).
+    pub shutdown_timeout: Duration,
+    /// First retry delay after a transient failure.
+    pub retry_min: Duration,
+    /// Cap of the exponential retry delay.
+    pub retry_max: Duration,
+    /// Rows and bytes in memory, shared with the workers: they reserve, this thread spools
+    /// before the bounds are reached and releases what it wrote.
+    pub budget: Arc<MemoryBudget>,
+    /// Insert attempts on the same rows refused with an unknown error code before splitting.
+    pub max_unknown_attempts: u32,
+    /// Where refused rows go (`INGEST_DATA_DIR/deadletter`).
+    pub dead_letter_dir: PathBuf,
+    /// Counters for the metrics endpoint; the caller keeps a clone.
+    pub stats: Arc<FlushStats>,
+}
+
+impl FlushConfig {
+    /// The defaults of the contract: flush every second or at 10 000 rows, retry 100 ms .. 5 s,
+    /// 10 s to drain at shutdown, 256 MiB / 1 M rows of memory.
+    pub fn new(url: impl Into<String>, database: impl Into<String>) -> FlushConfig {
+        FlushConfig {
+            url: url.into(),
+            database: database.into(),
+            interval: Duration::from_millis(1000),
+            max_rows: 10_000,
+            shutdown_timeout: Duration::from_secs(10),
+            retry_min: Duration::from_millis(100),
+            retry_max: Duration::from_secs(5),
+            budget: Arc::new(MemoryBudget::new(1_000_000, 256 << 20)),
+            max_unknown_attempts: 8,
+            dead_letter_dir: PathBuf::from("data/deadletter"),
+            stats: Arc::default(),
+        }
+    }
+}
+
+impl fmt::Debug for FlushConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The URL may carry a password.
+        let url = match url::Url::parse(&self.url) {
+            Ok(mut u) if u.password().is_some() => {
+                let _ = u.set_password(Some("***"));
+                u.to_string()
+            }
+            _ => self.url.clone(),
+        };
+        f.debug_struct("FlushConfig")
+            .field("url", &url)
+            .field("database", &self.database)
+            .field("interval", &self.interval)
+            .field("max_rows", &self.max_rows)
+            .field("shutdown_timeout", &self.shutdown_timeout)
+            .field("retry_min", &self.retry_min)
+            .field("retry_max", &self.retry_max)
+            .field("buffer_max_rows", &self.budget.max_rows())
+            .field("buffer_max_bytes", &self.budget.max_bytes())
+            .field("dead_letter_dir", &self.dead_letter_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the thread did, returned when it ends.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FlushReport {
+    pub rows_flushed: u64,
+    /// Rows ClickHouse refused for good; each is in the dead-letter file.
+    pub rows_rejected: u64,
+    /// Rows left in the spool for the next start.
+    pub rows_spooled: u64,
+    /// Rows kept nowhere (a disk failure); each was logged at error level.
+    pub rows_lost: u64,
+}
+
+/// Starts the flush thread. Fails only on a bad URL or database name, or if the runtime cannot
+/// be built: nothing is received before the store and runtime exist.
+pub fn spawn(
+    cfg: FlushConfig,
+    input: Input,
+    spool: Spool,
+) -> Result<JoinHandle<FlushReport>, StoreError> {
+    let store = Store::new(&cfg.url, &cfg.database)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| StoreError {
+            code: None,
+            message: format!("cannot build the flush thread's runtime: {e}"),
+        })?;
+    let handle = std::thread::Builder::new()
+        .name("flush".into())
+        .spawn(move || Flusher::new(cfg, store, rt, input, spool).run())
+        .map_err(|e| StoreError {
+            code: None,
+            message: format!("cannot start the flush thread: {e}"),
+        })?;
+    Ok(handle)
+}
+
+struct Flusher {
+    store: Store,
+    /// Entered only for one insert or migration at a time.
+    rt: tokio::runtime::Runtime,
+    st: State,
+}
+
+/// Everything but the store and runtime, so that an insert borrowing the store can run while
+/// intake mutates this.
+struct State {
+    cfg: FlushConfig,
+    input: Input,
+    /// Every sender is gone.
+    closed: bool,
+    /// Until when inserts may go on once intake has closed (a third of the shutdown timeout
+    /// after it closed); then what is left is spooled.
+    insert_until: Option<Instant>,
+    /// Shutting down: the spool is not read back any more.
+    stopping: bool,
+    /// Oldest first.
+    queue: VecDeque<Piece>,
+    queued_rows: usize,
+    /// Head pieces in the insert that is running: never moved to the spool.
+    inflight: usize,
+    spool: Spool,
+    /// Quota tickets of batches this process accepted that wait only in the spool, by record
+    /// (segment, index): their spans stay counted as buffered, not yet in ClickHouse, until the
+    /// record is confirmed (see `admission::quota`).
+    tickets: HashMap<(u64, u32), UsageTicket>,
+    dead: DeadLetters,
+    /// Consecutive transient failures, for the backoff.
+    attempt: u32,
+    /// No insert before this instant (backing off after a transient failure).
+    retry_at: Option<Instant>,
+    /// A failure said the table or a column is missing: migrate before the next insert.
+    needs_migrate: bool,
+    /// The last failure got no answer from ClickHouse (refused, unreachable, timed out).
+    unreachable: bool,
+    /// Consecutive failures of the head insert with a capped class (unknown code, missing
+    /// table after migrating).
+    capped_failures: u32,
+    /// Jitter source (splitmix64 state).
+    rng: u64,
+    report: FlushReport,
+    /// The last wait took batches in: wait by sleeping, not on the channel (`receive`).
+    busy: bool,
+    /// The last poll stopped at `INTAKE_BOUND` with more waiting: take it in without sleeping.
+    backlogged: bool,
+}
+
+fn drive<T>(
+    rt: &tokio::runtime::Runtime,
+    st: &mut State,
+    fut: impl Future<Output = T>,
+    deadline: Option<Instant>,
+) -> Result<T, InsertError> {
+    rt.block_on(async {
+        let bounded = async {
+            match deadline {
+                None => Ok(fut.await),
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    tokio::time::timeout(left, fut)
+                        .await
+                        .map_err(|_| InsertError::timed_out())
+                }
+            }
+        };
+        tokio::pin!(bounded);
+        // Once intake closes (shutdown), an insert gets a deadline if it had none: inserting
+        // stops a third of the shutdown timeout after intake closed; then its rows are spooled.
+        let far = tokio::time::Instant::now() + Duration::from_secs(86_400 * 365);
+        let mut stop_by: Option<tokio::time::Instant> = None;
+        loop {
+            if stop_by.is_none() && deadline.is_none() {
+                stop_by = st.insert_until.map(tokio::time::Instant::from_std);
+            }
+            let give_up = stop_by.unwrap_or(far);
+            tokio::select! {
+                biased;
+                r = &mut bounded => return r,
+                _ = tokio::time::sleep(INTAKE_POLL), if !st.closed => {
+                    st.poll_intake();
+                }
+                _ = tokio::time::sleep_until(give_up), if stop_by.is_some() => {
+                    return Err(InsertError::timed_out());
+                }
+            }
+        }
+    })
+}
+
+impl Flusher {
+    fn new(
+        cfg: FlushConfig,
+        store: Store,
+        rt: tokio::runtime::Runtime,
+        input: Input,
+        spool: Spool,
+    ) -> Flusher {
+        let seed = crate::clock::now_us() | 1;
+        Flusher {
+            store,
+            rt,
+            st: State {
+                dead: DeadLetters::new(&cfg.dead_letter_dir),
+                cfg,
+                input,
+                closed: false,
+                insert_until: None,
+                stopping: false,
+                queue: VecDeque::new(),
+                queued_rows: 0,
+                inflight: 0,
+                spool,
+                tickets: HashMap::new(),
+                attempt: 0,
+                retry_at: None,
+                needs_migrate: false,
+                unreachable: false,
+                capped_failures: 0,
+                rng: seed,
+                report: FlushReport::default(),
+                busy: false,
+                backlogged: false,
+            },
+        }
+    }
+
+    fn run(mut self) -> FlushReport {
+        while !self.st.closed {
+            // Also on timer wake-ups: a worker may wait for room for a larger batch.
+            self.st.relieve();
+            match self.st.due() {
+                Some(at) if at <= Instant::now() => self.flush(None),
+                at => self.st.receive(at),
+            }
+        }
+        self.shutdown()
+    }
+
+    /// Writes everything that was waiting when it began (reading the spool back as memory
+    /// allows), insert by insert, until done or a transient failure. In normal operation it
+    /// goes on past that only while the next insert is due anyway (`max_rows` waiting, or a
+    /// spool backlog) or is large enough (`worth_chaining`): chaining inserts of whatever
+    /// arrived during the last one made hundreds of small inserts a minute under steady load,
+    /// and ClickHouse spent most of its CPU merging their parts. The shutdown (`deadline`)
+    /// writes everything.
+    fn flush(&mut self, deadline: Option<Instant>) {
+        let began = Instant::now();
+        loop {
+            // Intake closed during an insert: the shutdown takes over, with its deadline.
+            if deadline.is_none() && self.st.closed {
+                return;
+            }
+            self.st.refill();
+            let Some(front) = self.st.queue.front() else {
+                return;
+            };
+            if deadline.is_none()
+                && front.arrived > began
+                && !self.st.worth_chaining()
+                && self.st.due().is_none_or(|at| at > Instant::now())
+            {
+                return;
+            }
+            if self.st.needs_migrate {
+                match drive(&self.rt, &mut self.st, self.store.migrate(), deadline) {
+                    Ok(Ok(_)) => self.st.needs_migrate = false,
+                    Ok(Err(e)) => {
+                        let err = InsertError {
+                            retry: Retry::AfterMigrate,
+                            code: e.code,
+                            message: format!("migrate before retry failed: {e}"),
+                        };
+                        return self.st.back_off(&err);
+                    }
+                    Err(timeout) => return self.st.back_off(&timeout),
+                }
+            }
+            let (pieces, rows) = self.st.next_insert();
+            let parts: Vec<(Rc<Entry>, usize, usize)> = self
+                .st
+                .queue
+                .iter()
+                .take(pieces)
+                .map(|p| (Rc::clone(&p.entry), p.start, p.end))
+                .collect();
+            self.st.inflight = pieces;
+            let started = Instant::now();
+            let result = {
+                let runs: Vec<RowRun<'_>> = parts
+                    .iter()
+                    .map(|(e, start, end)| RowRun {
+                        batch: &e.batch,
+                        rows: *start..*end,
+                    })
+                    .collect();
+                drive(
+                    &self.rt,
+                    &mut self.st,
+                    self.store.insert_runs(&runs),
+                    deadline,
+                )
+                .unwrap_or_else(Err)
+            };
+            self.st.inflight = 0;
+            drop(parts);
+            match result {
+                Ok(inserted) => self.st.written(pieces, inserted, started.elapsed()),
+                Err(e) => {
+                    if !self.st.failed(pieces, rows, &e) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// All senders are gone: insert what memory holds while ClickHouse answers, for at most
+    /// a third of the shutdown timeout, then spool the rest and fsync.
+    fn shutdown(mut self) -> FlushReport {
+        self.st.stopping = true;
+        let deadline = self
+            .st
+            .insert_until
+            .unwrap_or_else(|| Instant::now() + self.st.cfg.shutdown_timeout / 3);
+        while !self.st.queue.is_empty() {
+            let now = Instant::now();
+            match self.st.retry_at {
+                _ if now >= deadline => break,
+                // ClickHouse does not answer at all: waiting for it only delays the spooling.
+                Some(_) if self.st.unreachable => break,
+                Some(at) if at >= deadline => break,
+                Some(at) if at > now => std::thread::sleep(at - now),
+                _ => self.flush(Some(deadline)),
+            }
+        }
+        self.st.spool_everything();
+        self.st.report
+    }
+}

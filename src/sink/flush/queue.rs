@@ -1,0 +1,162 @@
+//! The queue of accepted rows waiting for an insert: `Entry` (one batch) and `Piece` (a range
+//! of one), when the next insert is due, what it takes, and what happens once it is written.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::State;
+use crate::admission::UsageTicket;
+use crate::clock::now_ms;
+use crate::row::RowBatch;
+use crate::sink::clickhouse::Inserted;
+use crate::sink::segment::RecordPos;
+
+/// One accepted batch held in memory.
+pub(super) struct Entry {
+    /// Its `usage` ticket is taken out into `Entry::usage` on arrival.
+    pub(super) batch: RowBatch,
+    /// The batch's place in its organisation's quota: dropped with the entry once its rows are
+    /// inserted or given up; moved to `State::tickets` when the batch goes to the spool.
+    pub(super) usage: Cell<UsageTicket>,
+    /// Where the batch is in the spool, when it is there too (read back, or `wal` mode).
+    pub(super) pos: Option<RecordPos>,
+    /// `batch.heap_bytes()`, counted in the `MemoryBudget` while the entry lives.
+    pub(super) bytes: u64,
+    /// Rows neither inserted nor dead-lettered yet; at 0 the batch is confirmed.
+    pub(super) left: Cell<usize>,
+    /// Some rows could not be dead-lettered: do not confirm the record, so a restart tries
+    /// them again.
+    pub(super) keep_record: Cell<bool>,
+}
+
+/// Rows of one entry waiting in the buffer.
+pub(super) struct Piece {
+    /// Shared by the pieces of a batch being bisected; dropped with its last piece.
+    pub(super) entry: Rc<Entry>,
+    /// Range of `entry.batch.rows` this piece covers.
+    pub(super) start: usize,
+    pub(super) end: usize,
+    /// When the batch arrived: the flush interval runs from the oldest waiting row.
+    pub(super) arrived: Instant,
+    /// Largest insert this piece may join: `usize::MAX` normally; while a refused insert is
+    /// being bisected, the size of the piece's half, so that each half is tried on its own.
+    pub(super) cap: usize,
+}
+
+impl Piece {
+    pub(super) fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// A whole batch, not part of a bisection: may move to the spool.
+    pub(super) fn is_whole(&self) -> bool {
+        self.start == 0
+            && self.end == self.entry.batch.len()
+            && self.cap == usize::MAX
+            && Rc::strong_count(&self.entry) == 1
+    }
+}
+
+impl State {
+    pub(super) fn push(&mut self, entry: Entry, arrived: Instant) {
+        let rows = entry.batch.len();
+        self.queued_rows += rows;
+        self.queue.push_back(Piece {
+            start: 0,
+            end: rows,
+            entry: Rc::new(entry),
+            arrived,
+            cap: usize::MAX,
+        });
+    }
+
+    /// When the next insert should start, if anything is waiting.
+    pub(super) fn due(&self) -> Option<Instant> {
+        let at = match self.queue.front() {
+            Some(p) if self.queued_rows >= self.cfg.max_rows || self.spool.backlog() => p.arrived,
+            Some(p) => p.arrived + self.cfg.interval,
+            None if self.spool.backlog() => Instant::now(),
+            None => return None,
+        };
+        Some(self.retry_at.map_or(at, |r| r.max(at)))
+    }
+
+    /// The front pieces that make the next insert: at most `max_rows` rows (and no more than
+    /// any included piece's cap) and half of `room()` in bytes, but always at least one piece.
+    /// (An insert's pieces stay in memory until it ends, however long ClickHouse takes: the
+    /// other half is for intake, and for what must move to the spool meanwhile.)
+    pub(super) fn next_insert(&self) -> (usize, usize) {
+        let max_bytes = self.cfg.budget.room().1 / 2;
+        let (mut pieces, mut rows, mut bytes, mut cap) = (0, 0, 0, usize::MAX);
+        for p in &self.queue {
+            let cap_with = cap.min(p.cap);
+            let whole = if p.is_whole() { p.entry.bytes } else { 0 };
+            if pieces > 0
+                && (rows + p.len() > self.cfg.max_rows.min(cap_with) || bytes + whole > max_bytes)
+            {
+                break;
+            }
+            pieces += 1;
+            rows += p.len();
+            bytes += whole;
+            cap = cap_with;
+        }
+        (pieces, rows)
+    }
+
+    /// Enough waits for the next insert to go at once, without waiting for its interval: a
+    /// quarter of `max_rows` (an insert that size is cheap for ClickHouse to merge), or a
+    /// quarter of the memory room (so that a fast intake does not fill memory, and spool,
+    /// while the interval runs).
+    pub(super) fn worth_chaining(&self) -> bool {
+        self.queued_rows >= (self.cfg.max_rows / 4).max(1) || self.cfg.budget.over(1, 4)
+    }
+
+    /// Rows of `n` of an entry are inserted or dead-lettered; confirms it once all are.
+    pub(super) fn settle(&mut self, entry: &Entry, n: usize) {
+        let left = entry.left.get() - n;
+        entry.left.set(left);
+        if left == 0 {
+            self.cfg.budget.release(0, entry.bytes);
+            if let Some(pos) = entry.pos {
+                if !entry.keep_record.get() {
+                    self.spool.confirm(pos);
+                }
+                // Inserted or given up: the spans leave the quota's buffered count.
+                self.tickets.remove(&(pos.segment, pos.index));
+            }
+        }
+    }
+
+    pub(super) fn written(&mut self, pieces: usize, inserted: Inserted, took: Duration) {
+        for p in self.queue.drain(..pieces).collect::<Vec<_>>() {
+            self.settle(&p.entry, p.len());
+        }
+        self.queued_rows -= inserted.rows;
+        self.cfg.budget.release(inserted.rows as u64, 0);
+        self.attempt = 0;
+        self.retry_at = None;
+        self.capped_failures = 0;
+        self.report.rows_flushed += inserted.rows as u64;
+        let ms = took.as_millis() as u64;
+        let stats = &self.cfg.stats;
+        stats.batches_flushed.fetch_add(1, Ordering::Relaxed);
+        stats
+            .rows_flushed
+            .fetch_add(inserted.rows as u64, Ordering::Relaxed);
+        stats.last_flush_ms.store(ms, Ordering::Relaxed);
+        stats.flush_duration.observe(took);
+        stats.last_flush_at_ms.store(now_ms(), Ordering::Relaxed);
+        tracing::info!(
+            rows = inserted.rows,
+            bytes = inserted.bytes,
+            ms,
+            waiting = self.queued_rows,
+            "flushed spans"
+        );
+        // Memory went down: this may end a "full" state even if no batch arrives.
+        self.relieve();
+    }
+}

@@ -1,0 +1,193 @@
+//! After a failed insert: back off and retry (transient), migrate then retry (missing table),
+//! bisect to isolate refused rows, and give refused rows to the dead-letter file.
+
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::queue::Piece;
+use super::State;
+use crate::row::{col, Value};
+use crate::sink::clickhouse::{InsertError, Retry, RowRun};
+
+/// Migrate-then-retry cycles on the same rows before they are treated as refused.
+const MAX_MIGRATE_ATTEMPTS: u32 = 3;
+
+impl State {
+    /// Handles a failed insert of the first `pieces` pieces (`rows` rows). Returns whether to
+    /// go on with the next insert at once (after a split or a rejection) rather than wait.
+    pub(super) fn failed(&mut self, pieces: usize, rows: usize, e: &InsertError) -> bool {
+        self.cfg.stats.flush_errors.fetch_add(1, Ordering::Relaxed);
+        let bisecting = self.queue.front().is_some_and(|p| p.cap != usize::MAX);
+        let class = match e.retry {
+            // Once rows are being isolated, an unknown refusal is taken as theirs.
+            Retry::Unknown if bisecting => Retry::Split,
+            Retry::Unknown if self.capped_failures + 1 >= self.cfg.max_unknown_attempts => {
+                Retry::Split
+            }
+            Retry::AfterMigrate if self.capped_failures + 1 >= MAX_MIGRATE_ATTEMPTS => Retry::Split,
+            r => r,
+        };
+        match class {
+            Retry::Later => {
+                self.back_off(e);
+                false
+            }
+            Retry::Unknown | Retry::AfterMigrate => {
+                self.capped_failures += 1;
+                self.needs_migrate |= class == Retry::AfterMigrate;
+                self.back_off(e);
+                false
+            }
+            Retry::Split if rows > 1 => {
+                tracing::warn!(
+                    rows,
+                    code = e.code,
+                    error = %e,
+                    "insert refused; splitting it to isolate the rows at fault"
+                );
+                self.capped_failures = 0;
+                self.bisect(pieces, rows);
+                true
+            }
+            Retry::Split | Retry::Never => {
+                self.capped_failures = 0;
+                self.reject(pieces, rows, e);
+                true
+            }
+        }
+    }
+
+    /// Keeps every row and schedules the next attempt.
+    pub(super) fn back_off(&mut self, e: &InsertError) {
+        let delay = self.backoff_delay();
+        self.attempt = self.attempt.saturating_add(1);
+        self.retry_at = Some(Instant::now() + delay);
+        self.unreachable = e.code.is_none() && e.retry == Retry::Later;
+        self.cfg.stats.retries.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            attempt = self.attempt,
+            retry_in_ms = delay.as_millis() as u64,
+            waiting = self.queued_rows,
+            spooled = self.cfg.stats.spool_rows.load(Ordering::Relaxed),
+            code = e.code,
+            error = %e,
+            "insert failed; rows kept, will retry"
+        );
+    }
+
+    /// `retry_min * 2^attempt` capped at `retry_max`, the upper half of it jittered.
+    fn backoff_delay(&mut self) -> Duration {
+        let (min, max) = (
+            self.cfg.retry_min,
+            self.cfg.retry_max.max(self.cfg.retry_min),
+        );
+        let base = min.saturating_mul(1u32 << self.attempt.min(20)).min(max);
+        // splitmix64
+        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        let unit = (z >> 11) as f64 / (1u64 << 53) as f64;
+        (base / 2 + base.mul_f64(unit / 2.0)).max(min)
+    }
+
+    /// Replaces the refused insert's pieces with its two halves, each to be inserted alone.
+    pub(super) fn bisect(&mut self, pieces: usize, rows: usize) {
+        let half = rows / 2;
+        let mut halves: Vec<Piece> = Vec::with_capacity(pieces + 1);
+        let mut seen = 0;
+        for p in self.queue.drain(..pieces) {
+            let len = p.len();
+            if seen < half && seen + len > half {
+                let cut = p.start + (half - seen);
+                halves.push(Piece {
+                    entry: Rc::clone(&p.entry),
+                    start: p.start,
+                    end: cut,
+                    arrived: p.arrived,
+                    cap: half,
+                });
+                halves.push(Piece {
+                    start: cut,
+                    cap: rows - half,
+                    ..p
+                });
+            } else {
+                let cap = if seen < half { half } else { rows - half };
+                halves.push(Piece { cap, ..p });
+            }
+            seen += len;
+        }
+        for p in halves.into_iter().rev() {
+            self.queue.push_front(p);
+        }
+    }
+
+    /// Gives up rows ClickHouse will never take: into the dead-letter file with the error.
+    fn reject(&mut self, pieces: usize, rows: usize, e: &InsertError) {
+        // The server answered: connectivity is fine, whatever the backoff had reached.
+        self.attempt = 0;
+        self.retry_at = None;
+        let refused: Vec<Piece> = self.queue.drain(..pieces).collect();
+        let runs: Vec<RowRun<'_>> = refused
+            .iter()
+            .map(|p| RowRun {
+                batch: &p.entry.batch,
+                rows: p.start..p.end,
+            })
+            .collect();
+        let written = self.dead.write(&runs, e);
+        for p in &refused {
+            let mut reader = p.entry.batch.reader(p.start..p.end);
+            while let Some(values) = reader.next_row() {
+                let id = |c: usize| match &values[c] {
+                    Value::Str(s) => *s,
+                    _ => "",
+                };
+                tracing::error!(
+                    org_id = id(col::org_id),
+                    trace_id = id(col::trace_id),
+                    span_id = id(col::span_id),
+                    code = e.code,
+                    error = %e,
+                    dead_letter = %self.dead.path().display(),
+                    dead_lettered = written.is_ok(),
+                    "ClickHouse refused a span for good"
+                );
+            }
+        }
+        let stats = Arc::clone(&self.cfg.stats);
+        match written {
+            Ok(_) => {
+                self.report.rows_rejected += rows as u64;
+                stats
+                    .rows_rejected
+                    .fetch_add(rows as u64, Ordering::Relaxed);
+            }
+            Err(io) => {
+                tracing::error!(
+                    rows,
+                    error = %io,
+                    path = %self.dead.path().display(),
+                    "cannot write the dead-letter file; spooled rows are kept for the next start, the others are lost"
+                );
+                for p in &refused {
+                    if p.entry.pos.is_some() {
+                        p.entry.keep_record.set(true);
+                    } else {
+                        self.report.rows_lost += p.len() as u64;
+                        stats.rows_lost.fetch_add(p.len() as u64, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+        for p in &refused {
+            self.settle(&p.entry, p.len());
+        }
+        self.queued_rows -= rows;
+        self.cfg.budget.release(rows as u64, 0);
+    }
+}
