@@ -37,12 +37,13 @@ pub struct Customer<'a> {
     pub image_url: Option<&'a str>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SpanType {
     Agent,
     Llm,
     Tool,
     Embedding,
+    #[default]
     Other,
 }
 
@@ -117,7 +118,9 @@ pub struct ChunkJitter {
     pub max: f64,
 }
 
-#[derive(Debug, Clone, Copy)]
+/// One span. `Default` is an empty `other` span: every optional field absent, every string
+/// and list empty.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Span<'a> {
     pub span_id: &'a str,
     pub parent_span_id: Option<&'a str>,

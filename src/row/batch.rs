@@ -1,0 +1,380 @@
+//! `RowBatch`: a request's rows in the columns' native layout, in one buffer of the exact size;
+//! built from measured rows, cut at row boundaries, checked when read back from disk.
+
+use std::fmt;
+use std::mem::{self, MaybeUninit};
+use std::ops::Range;
+
+use super::columns::{measure_row, write_chunk, Kind, COLUMNS, KINDS, REGIONS};
+use super::read::{check_strings, skip_strings, RowReader};
+use super::write::{Cursor, Writer};
+use super::RowRef;
+use crate::admission::UsageTicket;
+
+/// The rows `RowBatch::write` writes, produced on demand a chunk at a time, each row made
+/// straight into its slot of the chunk.
+pub trait RowSource<'a> {
+    /// Makes the next rows in `slots`, as many as fit (fewer only at the end), and returns
+    /// how many.
+    fn fill(&mut self, slots: &mut [MaybeUninit<RowRef<'a>>]) -> usize;
+}
+
+/// The rows of a slice.
+struct Slice<'s, 'a> {
+    rows: &'s [RowRef<'a>],
+    at: usize,
+}
+
+impl<'a> RowSource<'a> for Slice<'_, 'a> {
+    fn fill(&mut self, slots: &mut [MaybeUninit<RowRef<'a>>]) -> usize {
+        let rows = &self.rows[self.at..];
+        let n = rows.len().min(slots.len());
+        for (slot, r) in slots.iter_mut().zip(&rows[..n]) {
+            slot.write(*r);
+        }
+        self.at += n;
+        n
+    }
+}
+
+/// Rows written column by column at a time (see `write_chunk`): 32 rows of about 1 KB.
+const CHUNK: usize = 32;
+
+/// A batch whose rows would not fit one batch's share of the write buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooLarge {
+    /// What the rows would take.
+    pub bytes: u64,
+    /// The most one batch may take.
+    pub limit: u64,
+}
+
+/// The rows of one accepted request in the `spans` columns' native layout, owning every byte.
+#[derive(Clone)]
+pub struct RowBatch {
+    rows: usize,
+    /// Every region back to back, in column order, head before tail.
+    data: Vec<u8>,
+    /// Region `i` is `data[bounds[i]..bounds[i + 1]]`; column `c`'s head is region `2c`, its
+    /// tail region `2c + 1`.
+    bounds: [u32; REGIONS + 1],
+    /// The rows' place in their organisation's monthly usage: dropping it (once the rows are
+    /// written or given up) tells the quota they left the write buffer. Empty when the
+    /// organisation has no quota. Process-local accounting, not data: the spool codec does not
+    /// write it, and the flush thread keeps it apart from the rows while they wait in the spool.
+    pub usage: UsageTicket,
+}
+
+impl Default for RowBatch {
+    fn default() -> Self {
+        RowBatch {
+            rows: 0,
+            data: Vec::new(),
+            bounds: [0; REGIONS + 1],
+            usage: UsageTicket::default(),
+        }
+    }
+}
+
+impl fmt::Debug for RowBatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RowBatch")
+            .field("rows", &self.rows)
+            .field("bytes", &self.data.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for RowBatch {
+    /// Same rows, byte for byte (the quota ticket is accounting, not data).
+    fn eq(&self, other: &Self) -> bool {
+        self.rows == other.rows && self.bounds == other.bounds && self.data == other.data
+    }
+}
+
+/// What a batch's rows take, column by column: the first of the two passes `RowBatch::write`
+/// needs, made by the caller as it produces the rows (`RowBatch::build` makes it itself).
+#[derive(Debug, Clone)]
+pub struct Measure {
+    rows: usize,
+    /// Bytes of each column that vary from row to row (strings, array values).
+    var: [u64; COLUMNS],
+}
+
+impl Default for Measure {
+    fn default() -> Self {
+        Measure {
+            rows: 0,
+            var: [0; COLUMNS],
+        }
+    }
+}
+
+impl Measure {
+    /// Counts one more row.
+    #[inline]
+    pub fn add(&mut self, r: &RowRef<'_>) {
+        measure_row(r, &mut self.var);
+        self.rows += 1;
+    }
+}
+
+impl RowBatch {
+    /// Writes the rows of `source`, which `measure` counted, into a batch allocated once at its
+    /// exact size. Refused, before anything is allocated, when the rows would take more than
+    /// `limit` bytes (or 4 GiB, past which region offsets do not fit a `u32`).
+    ///
+    /// # Panics
+    /// When `source` yields other rows than `measure` counted (a region would overflow, or not
+    /// be filled): a program bug, never bad input.
+    pub fn write<'a>(
+        measure: &Measure,
+        limit: u64,
+        source: &mut impl RowSource<'a>,
+    ) -> Result<Self, TooLarge> {
+        let (rows, var) = (measure.rows, &measure.var);
+        let mut bounds = [0u32; REGIONS + 1];
+        let mut at = 0u64;
+        for (c, kind) in KINDS.iter().enumerate() {
+            let fixed = rows as u64;
+            let head = fixed * kind.head_width() as u64 + if kind.is_array() { 0 } else { var[c] };
+            let tail = fixed * kind.tail_width() as u64 + if kind.is_array() { var[c] } else { 0 };
+            at += head;
+            bounds[2 * c + 1] = u32::try_from(at).unwrap_or(u32::MAX);
+            at += tail;
+            bounds[2 * c + 2] = u32::try_from(at).unwrap_or(u32::MAX);
+        }
+        let limit = limit.min(u64::from(u32::MAX) - 1);
+        if at > limit {
+            return Err(TooLarge { bytes: at, limit });
+        }
+        let total = at as usize;
+        let mut data: Vec<u8> = Vec::with_capacity(total);
+        {
+            let mut rest = &mut data.spare_capacity_mut()[..total];
+            let cur: [Cursor<'_>; REGIONS] = std::array::from_fn(|i| {
+                let len = (bounds[i + 1] - bounds[i]) as usize;
+                let (region, after) = mem::take(&mut rest).split_at_mut(len);
+                rest = after;
+                Cursor(region)
+            });
+            let mut w = Writer {
+                cur,
+                elems: [0; COLUMNS],
+            };
+            // Not initialised up front: 32 rows of 1 KB each would be zeroed for every batch.
+            let mut chunk = [const { MaybeUninit::<RowRef<'a>>::uninit() }; CHUNK];
+            loop {
+                let n = source.fill(&mut chunk);
+                // SAFETY: `fill` wrote the first `n` slots (`RowRef` is `Copy`: nothing to
+                // drop, and a slot written again is simply overwritten).
+                let rows = unsafe {
+                    &*(&chunk[..n] as *const [MaybeUninit<RowRef<'a>>] as *const [RowRef<'a>])
+                };
+                write_chunk(rows, &mut w);
+                if n < CHUNK {
+                    break;
+                }
+            }
+            // Every byte of every region written: none left uninitialised.
+            assert!(
+                w.cur.iter().all(|c| c.0.is_empty()),
+                "a row source yields the rows its measure counted"
+            );
+        }
+        // SAFETY: the regions cover `data[..total]` exactly, and each was written to its end
+        // (checked just above).
+        unsafe { data.set_len(total) };
+        Ok(RowBatch {
+            rows,
+            data,
+            bounds,
+            usage: UsageTicket::default(),
+        })
+    }
+
+    /// A batch of the given rows (tests, and records of the first spool format).
+    pub fn from_rows(rows: &[RowRef<'_>]) -> RowBatch {
+        RowBatch::from_rows_within(rows, u64::MAX).expect("rows under 4 GiB")
+    }
+
+    /// A batch of the given rows, unless they take more than `limit` bytes.
+    pub fn from_rows_within(rows: &[RowRef<'_>], limit: u64) -> Result<RowBatch, TooLarge> {
+        let mut measure = Measure::default();
+        for r in rows {
+            measure.add(r);
+        }
+        RowBatch::write(&measure, limit, &mut Slice { rows, at: 0 })
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// Heap bytes held, for buffer accounting.
+    pub fn heap_bytes(&self) -> usize {
+        self.data.capacity() + mem::size_of::<Self>()
+    }
+
+    /// Every region, back to back.
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// Region boundaries (see the field).
+    pub fn bounds(&self) -> &[u32; REGIONS + 1] {
+        &self.bounds
+    }
+
+    /// Byte range of region `i` in `data()`.
+    #[inline]
+    pub fn region(&self, i: usize) -> Range<usize> {
+        self.bounds[i] as usize..self.bounds[i + 1] as usize
+    }
+
+    /// Rebuilds a batch from what `data()` and `bounds()` gave, checking that every region is
+    /// exactly what `rows` rows of its column take (string lengths, null flags, array offsets,
+    /// UTF-8), so that reading it back cannot go wrong.
+    pub fn from_parts(
+        rows: usize,
+        bounds: [u32; REGIONS + 1],
+        data: Vec<u8>,
+    ) -> Result<RowBatch, &'static str> {
+        if bounds[0] != 0 || bounds[REGIONS] as usize != data.len() {
+            return Err("regions do not cover the data");
+        }
+        if bounds.windows(2).any(|w| w[0] > w[1]) {
+            return Err("regions out of order");
+        }
+        let batch = RowBatch {
+            rows,
+            data,
+            bounds,
+            usage: UsageTicket::default(),
+        };
+        for (c, &kind) in KINDS.iter().enumerate() {
+            let (head, tail) = (batch.head(c), batch.tail(c));
+            let fixed_head = rows.checked_mul(kind.head_width());
+            let fixed_tail = rows.checked_mul(kind.tail_width());
+            match kind {
+                Kind::Str => {
+                    if check_strings(head, rows)? != Some(head.len()) {
+                        return Err("a string column does not hold its rows");
+                    }
+                }
+                _ if fixed_head != Some(head.len()) => {
+                    return Err("a column's size does not match its rows");
+                }
+                Kind::Ints | Kind::MetaKeys | Kind::MetaValues => {
+                    let mut last = 0;
+                    for o in head.chunks_exact(8) {
+                        let o = u64::from_le_bytes(o.try_into().expect("8 bytes"));
+                        if o < last {
+                            return Err("array offsets go back");
+                        }
+                        last = o;
+                    }
+                    let elems = usize::try_from(last).map_err(|_| "array offsets too large")?;
+                    let fits = if kind == Kind::Ints {
+                        elems.checked_mul(8) == Some(tail.len())
+                    } else {
+                        check_strings(tail, elems)? == Some(tail.len())
+                    };
+                    if !fits {
+                        return Err("array values do not match their offsets");
+                    }
+                }
+                _ => {
+                    if fixed_tail != Some(tail.len()) {
+                        return Err("a column's size does not match its rows");
+                    }
+                    if kind.tail_width() > 0 && head.iter().any(|&b| b > 1) {
+                        return Err("a null map holds something other than 0 or 1");
+                    }
+                }
+            }
+            if kind.tail_width() == 0 && !kind.is_array() && !tail.is_empty() {
+                return Err("a plain column has a tail");
+            }
+        }
+        Ok(batch)
+    }
+
+    /// Column `c`'s head region.
+    #[inline]
+    pub fn head(&self, c: usize) -> &[u8] {
+        &self.data[self.region(2 * c)]
+    }
+
+    /// Column `c`'s tail region.
+    #[inline]
+    pub fn tail(&self, c: usize) -> &[u8] {
+        &self.data[self.region(2 * c + 1)]
+    }
+
+    /// Where row `row` starts in every region, as offsets into that region (`row == len()`
+    /// gives the regions' ends). Fixed-width regions are arithmetic; strings are skipped over.
+    pub fn cut(&self, row: usize) -> [usize; REGIONS] {
+        assert!(row <= self.rows, "row {row} of a batch of {}", self.rows);
+        let mut at = [0usize; REGIONS];
+        if row == self.rows {
+            for (i, a) in at.iter_mut().enumerate() {
+                *a = self.region(i).len();
+            }
+            return at;
+        }
+        for (c, &kind) in KINDS.iter().enumerate() {
+            at[2 * c] = match kind {
+                Kind::Str => skip_strings(self.head(c), row).expect("checked batch"),
+                _ => row * kind.head_width(),
+            };
+            at[2 * c + 1] = match kind {
+                Kind::Ints => 8 * self.elems_before(c, row),
+                Kind::MetaKeys | Kind::MetaValues => {
+                    skip_strings(self.tail(c), self.elems_before(c, row)).expect("checked batch")
+                }
+                _ => row * kind.tail_width(),
+            };
+        }
+        at
+    }
+
+    /// Elements of array column `c` in the rows before `row`.
+    pub fn elems_before(&self, c: usize, row: usize) -> usize {
+        if row == 0 {
+            0
+        } else {
+            self.offset(c, row - 1) as usize
+        }
+    }
+
+    /// Array column `c`'s end offset of row `row`.
+    #[inline]
+    pub fn offset(&self, c: usize, row: usize) -> u64 {
+        let at = row * 8;
+        let bytes = &self.head(c)[at..at + 8];
+        u64::from_le_bytes(bytes.try_into().expect("8 bytes"))
+    }
+
+    /// Reads rows `range` back, one column value at a time: the dead-letter file's view.
+    pub fn reader(&self, range: Range<usize>) -> RowReader<'_> {
+        let cut = self.cut(range.start);
+        let mut elems = [0usize; COLUMNS];
+        for (c, e) in elems.iter_mut().enumerate() {
+            if KINDS[c].is_array() {
+                *e = self.elems_before(c, range.start);
+            }
+        }
+        RowReader {
+            batch: self,
+            at: cut,
+            elems,
+            row: range.start,
+            end: range.end,
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! One storage row per span, written by the worker straight into ClickHouse's native column
+//! layout: a `RowBatch` is a request's rows as the `spans` columns, back to back, in one buffer.
+//!
+//! - `columns.rs`: the `spans` column list (`spans_columns!`), the single source of truth for
+//!   the table's DDL and migration check (`sink/clickhouse/schema.rs`), a batch's layout, and
+//!   how a row's values are measured and written.
+//! - `batch.rs`: `RowBatch` (built in two passes: measure, then write once into a buffer of
+//!   the exact size), cut at row boundaries, and checked when read back from disk.
+//! - `write.rs`: the bounds-checked cursors the second pass writes through.
+//! - `read.rs`: `RowReader`, the values read back (for the dead-letter file).
+//!
+//! Layout of a batch of `n` rows: for each column, a *head* and a *tail* region:
+//!
+//! | kind | head | tail |
+//! |---|---|---|
+//! | `String` | varint length + bytes, per row | - |
+//! | `UInt64`, `DateTime` | 8 or 4 bytes per row | - |
+//! | `Nullable(T)` | null map, 1 byte per row | `T` per row (zero where null) |
+//! | `Array(T)` | end offset (`u64`, counted from the batch's first row) per row | the values |
+//!
+//! The flush thread appends each batch's regions to its insert block whole, and a batch in
+//! memory is about its size on the wire.
+
+mod batch;
+mod columns;
+mod read;
+#[cfg(test)]
+pub(crate) mod test_rows;
+#[cfg(test)]
+mod tests;
+mod write;
+
+pub use batch::{Measure, RowBatch, RowSource, TooLarge};
+pub use columns::{col, varint_len, Kind, COLUMNS, KINDS, REGIONS, SPANS_COLUMNS};
+pub use read::{RowReader, Value};
+
+/// Money in units of 1e-10 USD: exactly ClickHouse `Decimal(18, 10)`.
+pub type Money = i64;
+
+/// The nine cost columns, in table order. `None` = not priced for that dimension.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CostColumns {
+    pub prompt: Option<Money>,
+    pub completion: Option<Money>,
+    pub request: Option<Money>,
+    pub image: Option<Money>,
+    pub web_search: Option<Money>,
+    pub internal_reasoning: Option<Money>,
+    pub cache_read: Option<Money>,
+    pub cache_write: Option<Money>,
+    pub total: Option<Money>,
+}
+
+impl CostColumns {
+    /// The eight dimensions without the total, in the order of `pricing::Dimension`.
+    pub fn dimensions(&self) -> [Option<Money>; 8] {
+        [
+            self.prompt,
+            self.completion,
+            self.request,
+            self.image,
+            self.web_search,
+            self.internal_reasoning,
+            self.cache_read,
+            self.cache_write,
+        ]
+    }
+}
+
+/// One span as stored, borrowing its strings: what `RowBatch::build` writes. Field order
+/// follows the `spans` table.
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RowRef<'a> {
+    pub org_id: &'a str,
+    pub project_id: &'a str,
+    pub trace_id: &'a str,
+    pub span_id: &'a str,
+    /// Empty = absent, as for every optional string below.
+    pub parent_span_id: &'a str,
+    pub span_type: &'a str,
+    pub name: &'a str,
+    pub start_time_ms: u64,
+    pub end_time_ms: u64,
+    pub duration_ms: u64,
+    pub status: &'a str,
+    pub error_message: &'a str,
+    pub provider: &'a str,
+    pub model_id: &'a str,
+    pub priced_model_id: &'a str,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub total_tokens: u64,
+    pub reasoning_tokens: u64,
+    pub cached_input_tokens: u64,
+    pub cache_write_input_tokens: u64,
+    pub image_count: u64,
+    pub web_search_count: u64,
+    pub request_count: u64,
+    pub ttft_ms: Option<f64>,
+    pub reasoning_duration_ms: Option<u64>,
+    pub model_call_ms: Option<u64>,
+    pub costs: CostColumns,
+    /// `""` when unpriced, else `"builtin"` or `"file"`.
+    pub pricing_source: &'a str,
+    /// Epoch seconds; `None` when unpriced.
+    pub priced_at: Option<u32>,
+    pub trace_name: &'a str,
+    pub agent_name: &'a str,
+    pub workflow_name: &'a str,
+    pub workflow_run_id: &'a str,
+    pub session_id: &'a str,
+    /// The trace's metadata with the span's own on top (see `ingest::rows::merge_metadata`).
+    pub metadata: &'a [(&'a str, &'a str)],
+    pub input: &'a str,
+    pub output: &'a str,
+    pub tool_catalog: &'a str,
+    pub system_fingerprint: &'a str,
+    pub safety_metadata: &'a str,
+    pub sources: &'a str,
+    pub rate_limit_requests_limit: Option<u64>,
+    pub rate_limit_requests_remaining: Option<u64>,
+    pub rate_limit_requests_reset_ms: Option<u64>,
+    pub rate_limit_tokens_limit: Option<u64>,
+    pub rate_limit_tokens_remaining: Option<u64>,
+    pub rate_limit_tokens_reset_ms: Option<u64>,
+    pub chunk_offsets: &'a [u64],
+    pub chunk_tokens: &'a [u64],
+    pub reasoning_offsets: &'a [u64],
+    pub reasoning_chunk_tokens: &'a [u64],
+    pub customer_id: &'a str,
+    pub customer_name: &'a str,
+    pub customer_image_url: &'a str,
+    pub response_time_ms: Option<u64>,
+    pub effective_output_tps: Option<f64>,
+    pub effective_total_tps: Option<f64>,
+    pub output_tps: Option<f64>,
+    pub input_tps: Option<f64>,
+    pub chunk_jitter_min: Option<f64>,
+    pub chunk_jitter_p10: Option<f64>,
+    pub chunk_jitter_median: Option<f64>,
+    pub chunk_jitter_avg: Option<f64>,
+    pub chunk_jitter_p90: Option<f64>,
+    pub chunk_jitter_max: Option<f64>,
+    /// Epoch seconds.
+    pub ingested_at: u32,
+}

@@ -1,0 +1,145 @@
+//! The second pass of `RowBatch::write`: bounds-checked cursors that write each column's
+//! values at the end of its head and tail regions.
+
+use std::mem::{self, MaybeUninit};
+
+use super::columns::{COLUMNS, REGIONS};
+use super::RowRef;
+
+/// Where a region of a batch under construction gets its next bytes: the unwritten rest of it.
+/// Every write is bounds-checked (a measuring mistake panics; it never writes out of bounds).
+pub(super) struct Cursor<'b>(pub(super) &'b mut [MaybeUninit<u8>]);
+
+impl<'b> Cursor<'b> {
+    /// Initialised bytes as what they are anyway: valid `MaybeUninit<u8>`s.
+    #[inline]
+    pub(super) fn uninit(bytes: &[u8]) -> &[MaybeUninit<u8>] {
+        // SAFETY: `[u8]` and `[MaybeUninit<u8>]` have the same layout, and initialised bytes
+        // are valid `MaybeUninit<u8>`s.
+        unsafe { &*(bytes as *const [u8] as *const [MaybeUninit<u8>]) }
+    }
+
+    /// The next `n` bytes, to be written by the caller.
+    #[inline]
+    pub(super) fn advance(&mut self, n: usize) -> &'b mut [MaybeUninit<u8>] {
+        let (dst, rest) = mem::take(&mut self.0).split_at_mut(n);
+        self.0 = rest;
+        dst
+    }
+
+    #[inline]
+    pub(super) fn put(&mut self, bytes: &[u8]) {
+        self.advance(bytes.len())
+            .copy_from_slice(Cursor::uninit(bytes));
+    }
+
+    #[inline]
+    pub(super) fn byte(&mut self, b: u8) {
+        let (dst, rest) = mem::take(&mut self.0)
+            .split_first_mut()
+            .expect("a measured region has room for its bytes");
+        dst.write(b);
+        self.0 = rest;
+    }
+
+    /// A `String` value: varint length, then the bytes.
+    #[inline]
+    pub(super) fn string(&mut self, s: &str) {
+        let mut n = s.len() as u64;
+        while n >= 0x80 {
+            self.byte(n as u8 | 0x80);
+            n >>= 7;
+        }
+        self.byte(n as u8);
+        if !s.is_empty() {
+            self.put(s.as_bytes());
+        }
+    }
+}
+
+/// The write cursors of every region of a batch under construction, and each array column's
+/// running element count (its next end offset).
+pub(super) struct Writer<'b> {
+    pub(super) cur: [Cursor<'b>; REGIONS],
+    pub(super) elems: [u64; COLUMNS],
+}
+
+impl<'b> Writer<'b> {
+    /// Region `i`'s cursor, taken out so that a column's loop keeps it in registers; `give`
+    /// puts it back.
+    #[inline]
+    pub(super) fn take(&mut self, i: usize) -> Cursor<'b> {
+        Cursor(mem::take(&mut self.cur[i].0))
+    }
+
+    #[inline]
+    pub(super) fn give(&mut self, i: usize, cursor: Cursor<'b>) {
+        self.cur[i] = cursor;
+    }
+
+    /// `W` bytes per row into region `i`: one bounds check for the whole chunk.
+    #[inline]
+    pub(super) fn fixed<'r, const W: usize>(
+        &mut self,
+        i: usize,
+        rows: &[RowRef<'r>],
+        mut value: impl FnMut(&RowRef<'r>) -> [u8; W],
+    ) {
+        let dst = self.cur[i].advance(rows.len() * W);
+        for (d, r) in dst.chunks_exact_mut(W).zip(rows) {
+            d.copy_from_slice(Cursor::uninit(&value(r)));
+        }
+    }
+
+    /// An `Array` column: `values` writes a row's elements into the tail and says how many;
+    /// the head gets each row's end offset.
+    #[inline]
+    pub(super) fn array<'r>(
+        &mut self,
+        c: usize,
+        rows: &[RowRef<'r>],
+        mut values: impl FnMut(&RowRef<'r>, &mut Cursor<'b>) -> usize,
+    ) {
+        let mut tail = self.take(2 * c + 1);
+        let mut elems = self.elems[c];
+        self.fixed::<8>(2 * c, rows, |r| {
+            elems += values(r, &mut tail) as u64;
+            elems.to_le_bytes()
+        });
+        self.elems[c] = elems;
+        self.give(2 * c + 1, tail);
+    }
+
+    /// The keys or the values (`pick`) of each row's metadata, as an `Array(String)`.
+    #[inline]
+    pub(super) fn metadata<'r>(
+        &mut self,
+        c: usize,
+        rows: &[RowRef<'r>],
+        meta: impl Fn(&RowRef<'r>) -> &'r [(&'r str, &'r str)],
+        pick: impl Fn(&(&'r str, &'r str)) -> &'r str,
+    ) {
+        self.array(c, rows, |r, tail| {
+            let pairs = meta(r);
+            for pair in pairs {
+                tail.string(pick(pair));
+            }
+            pairs.len()
+        });
+    }
+
+    /// A `Nullable` column: null flags into the head, values (zero where null) into the tail.
+    #[inline]
+    pub(super) fn nullable<'r, const W: usize>(
+        &mut self,
+        c: usize,
+        rows: &[RowRef<'r>],
+        value: impl Fn(&RowRef<'r>) -> Option<[u8; W]>,
+    ) {
+        let flags = self.cur[2 * c].advance(rows.len());
+        for (f, r) in flags.iter_mut().zip(rows) {
+            f.write(u8::from(value(r).is_none()));
+        }
+        self.fixed::<W>(2 * c + 1, rows, |r| value(r).unwrap_or([0; W]));
+    }
+}
