@@ -5,23 +5,24 @@
 //! Modules in the order a span travels through them:
 //!
 //! - `config`: flags and `INGEST_*` variables -> one checked `Config`.
-//! - `server`: pinned monoio workers (`runtime`), one task per connection (`conn`).
-//! - `http`: request framing (`request`) and the one outcome -> answer mapping (`response`).
+//! - `server`: pinned monoio workers (`runtime`), one task per connection (`conn`), the
+//!   operations endpoints (`ops`), and `Shared`, the state every worker reads.
+//! - `http`: request framing (`request`), the one mapping of refusals to answers (`refusal`),
+//!   writing answers (`response`).
 //! - `auth`: API key format, SHA-256, the in-memory `KeyStore`.
-//! - `ingest`: decode the body in place (`decode`), the schema (`validate`), the borrowed
-//!   batch types (`wire`), priced rows (`rows`), the hand-off to storage (`handoff`);
-//!   `Pipeline` strings them together.
+//! - `ingest`: the pipeline: a front end per wire format (`v1`) decodes a body into the
+//!   borrowed span model (`wire`); `rows` prices the spans into rows; then admission and the
+//!   hand-off to storage.
 //! - `admission`: the per-key rate limit (`rate`), plans (`plan`) and the monthly quota
-//!   (`quota`), checked between the schema and the write buffer.
-//! - `calendar`: UTC days and months, for quota months and printed times.
+//!   (`quota`), checked between decoding and the write buffer.
 //! - `pricing`: price table, model matching, exact money; pure, no I/O.
-//! - `row`: the owned `RowBatch` a worker hands to the flush thread.
-//! - `sink`: the flush thread (`flush`), the spool on disk (`spool`, `segment`, `codec`), the
-//!   write-ahead thread (`wal`), the dead-letter file (`deadletter`) and the only ClickHouse
-//!   code (`clickhouse`).
+//! - `row`: the `spans` columns and the `RowBatch` a worker hands to the storage side.
+//! - `sink`: the storage side: memory budget and hand-off, write-ahead log, flush thread,
+//!   spool, dead letters, and the only ClickHouse code (`sink::clickhouse`).
 //! - `control`: the background thread that refreshes keys and plans, re-counts quota usage and
 //!   reloads prices.
 //! - `metrics`: lock-free counters, encoded for `/metrics`.
+//! - `clock`, `calendar`: the wall and monotonic clocks; UTC days and months.
 //! - `cli`: `keys`, `orgs`, `price` commands.
 
 pub mod admission;

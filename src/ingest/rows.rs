@@ -1,5 +1,5 @@
 //! Decoded, validated spans -> one priced storage row each, written into a `RowBatch` in the
-//! `spans` columns' native layout (see `row.rs`).
+//! `spans` columns' native layout (see `row/`).
 //!
 //! Two passes over the spans. The first prices each span (a usage too large to price is a
 //! schema issue of that span), merges its metadata with its trace's, and measures its row; the

@@ -11,7 +11,7 @@
 //! ```
 //!
 //! `data` is the batch's column regions as they are in memory (ClickHouse's native layout, see
-//! `row.rs`), so writing a record is one copy and reading one back a copy and a check.
+//! `row/`), so writing a record is one copy and reading one back a copy and a check.
 //!
 //! Version 1, the first format (a fixed-size row struct per span plus a text buffer), is still
 //! read: a spool written by an earlier build is replayed after an upgrade. Its records are

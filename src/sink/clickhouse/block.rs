@@ -1,7 +1,7 @@
 //! The span insert: runs of rows from many `RowBatch`es -> one native insert block, whose
 //! column buffers are kept for the next insert.
 //!
-//! Every batch already holds its rows in the columns' native layout (`row.rs`), so a block is
+//! Every batch already holds its rows in the columns' native layout (`row/`), so a block is
 //! each run's column regions appended to one buffer per region; only array end offsets are
 //! rewritten. Parts of 16 KiB and more go to the socket from these buffers (the client's
 //! `writev`); smaller ones are copied into its send buffer.
