@@ -88,9 +88,13 @@ pub struct ServeArgs {
     /// Worker threads, one per core by default.
     #[arg(long, env = "INGEST_WORKERS")]
     pub workers: Option<usize>,
-    /// Largest accepted request body in bytes (after de-chunking).
+    /// Largest accepted `/ingest` body in bytes, after de-chunking and decompression.
     #[arg(long, env = "INGEST_MAX_BODY_BYTES", default_value_t = 10 * 1024 * 1024)]
     pub max_body_bytes: u64,
+    /// Largest accepted OTLP export (`/v1/traces`) in bytes, after de-chunking and
+    /// decompression.
+    #[arg(long, env = "INGEST_OTLP_MAX_BODY_BYTES", default_value_t = 20 * 1024 * 1024)]
+    pub otlp_max_body_bytes: u64,
     /// Largest request line plus headers in bytes.
     #[arg(long, env = "INGEST_MAX_HEADER_BYTES", default_value_t = 16 * 1024)]
     pub max_header_bytes: usize,
@@ -197,6 +201,9 @@ pub struct Config {
     pub listen: SocketAddr,
     pub workers: usize,
     pub limits: Limits,
+    /// `INGEST_OTLP_MAX_BODY_BYTES`: the body cap of `/v1/traces` (`limits.max_body_bytes` is
+    /// `/ingest`'s).
+    pub otlp_max_body_bytes: u64,
     pub flush_interval: Duration,
     pub flush_max_rows: usize,
     pub buffer_max_rows: u64,
@@ -238,6 +245,12 @@ impl ServeArgs {
             return Err(format!(
                 "INGEST_MAX_BODY_BYTES must be 1..=1073741824, got {}",
                 self.max_body_bytes
+            ));
+        }
+        if self.otlp_max_body_bytes == 0 || self.otlp_max_body_bytes > 1 << 30 {
+            return Err(format!(
+                "INGEST_OTLP_MAX_BODY_BYTES must be 1..=1073741824, got {}",
+                self.otlp_max_body_bytes
             ));
         }
         if !(512..=1 << 20).contains(&self.max_header_bytes) {
@@ -381,6 +394,7 @@ impl ServeArgs {
                 max_headers: self.max_headers,
                 max_body_bytes: self.max_body_bytes,
             },
+            otlp_max_body_bytes: self.otlp_max_body_bytes,
             flush_interval: Duration::from_millis(self.flush_interval_ms),
             flush_max_rows: self.flush_max_rows,
             buffer_max_rows: self.buffer_max_rows,

@@ -30,7 +30,10 @@ impl Default for Limits {
 /// The only routes the server knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
+    /// `POST /ingest`: a v1 JSON batch.
     Ingest,
+    /// `POST /v1/traces`: an OTLP/HTTP trace export.
+    OtlpTraces,
     Health,
     Ready,
     Metrics,
@@ -43,6 +46,32 @@ pub enum Method {
     Head,
     Post,
     Other,
+}
+
+/// The request's `Content-Type`, by what the server does with it (parameters ignored).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MediaType {
+    /// No `Content-Type` header.
+    Absent,
+    /// `application/json`.
+    Json,
+    /// `application/x-protobuf` (also `application/protobuf`).
+    Protobuf,
+    /// Anything else.
+    Other,
+}
+
+/// The request's `Content-Encoding`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// None, or `identity`.
+    Identity,
+    Gzip,
+    Zstd,
+    /// `deflate` (zlib-wrapped, as HTTP defines it).
+    Deflate,
+    /// Any other coding, or more than one: refused with `415`.
+    Unsupported,
 }
 
 /// How the body is delimited.
@@ -73,6 +102,8 @@ pub struct Head {
     pub authorization: Option<Range<usize>>,
     /// Value of `x-api-key` (trimmed), if present.
     pub x_api_key: Option<Range<usize>>,
+    pub content_type: MediaType,
+    pub content_encoding: Encoding,
 }
 
 /// Why a request cannot be served. Each maps to one status in `http/response.rs`; all of them
@@ -144,6 +175,8 @@ pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError
     let mut expect_continue = false;
     let mut authorization = None;
     let mut x_api_key = None;
+    let mut content_type = MediaType::Absent;
+    let mut content_encoding = Encoding::Identity;
     let base = buf.as_ptr() as usize;
     for h in req.headers.iter() {
         let name = h.name.as_bytes();
@@ -189,6 +222,14 @@ pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError
             authorization = Some(trimmed_range(value, base));
         } else if name.eq_ignore_ascii_case(b"x-api-key") {
             x_api_key = Some(trimmed_range(value, base));
+        } else if name.eq_ignore_ascii_case(b"content-type") {
+            content_type = media_type(value);
+        } else if name.eq_ignore_ascii_case(b"content-encoding") {
+            content_encoding = match content_encoding {
+                Encoding::Identity => encoding(value),
+                // A second header lists a second coding.
+                _ => Encoding::Unsupported,
+            };
         }
     }
     if chunked && content_length.is_some() {
@@ -220,7 +261,40 @@ pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError
         expect_continue,
         authorization,
         x_api_key,
+        content_type,
+        content_encoding,
     }))
+}
+
+/// The media type of a `Content-Type` value, parameters (`; charset=utf-8`) ignored.
+fn media_type(value: &[u8]) -> MediaType {
+    let essence = trim(value.split(|&b| b == b';').next().unwrap_or(b""));
+    if essence.eq_ignore_ascii_case(b"application/json") {
+        MediaType::Json
+    } else if essence.eq_ignore_ascii_case(b"application/x-protobuf")
+        || essence.eq_ignore_ascii_case(b"application/protobuf")
+    {
+        MediaType::Protobuf
+    } else {
+        MediaType::Other
+    }
+}
+
+/// The coding of a `Content-Encoding` value: one coding, or `identity`; a list of several is
+/// `Unsupported` (no client stacks codings, and each one is a decompression pass).
+fn encoding(value: &[u8]) -> Encoding {
+    let v = trim(value);
+    if v.is_empty() || v.eq_ignore_ascii_case(b"identity") {
+        Encoding::Identity
+    } else if v.eq_ignore_ascii_case(b"gzip") || v.eq_ignore_ascii_case(b"x-gzip") {
+        Encoding::Gzip
+    } else if v.eq_ignore_ascii_case(b"zstd") {
+        Encoding::Zstd
+    } else if v.eq_ignore_ascii_case(b"deflate") {
+        Encoding::Deflate
+    } else {
+        Encoding::Unsupported
+    }
 }
 
 /// httparse says `Version` for any request line it cannot read to the end: only a well-formed
@@ -286,6 +360,7 @@ fn route_of(path: &str) -> Route {
     let path = path.split_once('?').map_or(path, |(p, _)| p);
     match path {
         "/ingest" => Route::Ingest,
+        "/v1/traces" => Route::OtlpTraces,
         "/health" => Route::Health,
         "/ready" => Route::Ready,
         "/metrics" => Route::Metrics,
@@ -566,6 +641,72 @@ mod tests {
         match head(raw) {
             Ok(Parsed::Complete(h)) => h,
             other => panic!("expected a complete head for {raw:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn content_type_and_encoding() {
+        let cases: &[(&str, Route, MediaType, Encoding)] = &[
+            (
+                "POST /ingest HTTP/1.1\r\n\r\n",
+                Route::Ingest,
+                MediaType::Absent,
+                Encoding::Identity,
+            ),
+            (
+                "POST /v1/traces HTTP/1.1\r\nContent-Type: application/x-protobuf\r\n\
+                 Content-Encoding: gzip\r\n\r\n",
+                Route::OtlpTraces,
+                MediaType::Protobuf,
+                Encoding::Gzip,
+            ),
+            (
+                "POST /v1/traces?x HTTP/1.1\r\ncontent-type: Application/JSON; charset=utf-8\r\n\
+                 content-encoding: ZSTD\r\n\r\n",
+                Route::OtlpTraces,
+                MediaType::Json,
+                Encoding::Zstd,
+            ),
+            (
+                "POST /ingest HTTP/1.1\r\nContent-Type: text/plain\r\n\
+                 Content-Encoding: deflate\r\n\r\n",
+                Route::Ingest,
+                MediaType::Other,
+                Encoding::Deflate,
+            ),
+            (
+                "POST /ingest HTTP/1.1\r\nContent-Type: application/protobuf\r\n\
+                 Content-Encoding: identity\r\n\r\n",
+                Route::Ingest,
+                MediaType::Protobuf,
+                Encoding::Identity,
+            ),
+            (
+                "POST /ingest HTTP/1.1\r\nContent-Encoding: br\r\n\r\n",
+                Route::Ingest,
+                MediaType::Absent,
+                Encoding::Unsupported,
+            ),
+            (
+                "POST /ingest HTTP/1.1\r\nContent-Encoding: gzip, gzip\r\n\r\n",
+                Route::Ingest,
+                MediaType::Absent,
+                Encoding::Unsupported,
+            ),
+            (
+                "POST /ingest HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Encoding: gzip\r\n\r\n",
+                Route::Ingest,
+                MediaType::Absent,
+                Encoding::Unsupported,
+            ),
+        ];
+        for &(raw, route, media, coding) in cases {
+            let h = complete(raw);
+            assert_eq!(
+                (h.route, h.content_type, h.content_encoding),
+                (route, media, coding),
+                "{raw:?}"
+            );
         }
     }
 
