@@ -115,7 +115,7 @@ fn ingest(c: &mut Criterion) {
                         &principal,
                         &table,
                         &mut pricer,
-                        (NOW_MS / 1000) as u32,
+                        NOW_MS,
                         u64::MAX,
                         &scratch,
                     )

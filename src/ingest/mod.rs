@@ -176,13 +176,12 @@ fn build(
     arena: &Bump,
 ) -> Result<RowBatch, DecodeError> {
     let table = parts.prices.current();
-    let now_s = (now_ms / 1000) as u32;
     rows::build(
         batch,
         principal,
         &table,
         pricer,
-        now_s,
+        now_ms,
         parts.batch_limit,
         arena,
     )

@@ -28,15 +28,15 @@ pub enum BuildError {
     TooLarge(TooLarge),
 }
 
-/// Builds the rows of a validated batch, priced against one table for the whole batch. `limit`
-/// is the most the rows may take (bytes); `arena` holds the prices and merged metadata between
-/// the passes.
+/// Builds the rows of a validated batch, priced against one table for the whole batch and
+/// stamped `now_ms` (`ingested_at`, `priced_at`, `version`). `limit` is the most the rows may
+/// take (bytes); `arena` holds the prices and merged metadata between the passes.
 pub fn build(
     batch: &Batch<'_>,
     principal: &Principal,
     table: &PriceTable,
     pricer: &mut Pricer,
-    now_s: u32,
+    now_ms: u64,
     limit: u64,
     arena: &Bump,
 ) -> Result<RowBatch, BuildError> {
@@ -55,7 +55,7 @@ pub fn build(
                     None
                 }
             };
-            measure.add(&row(principal, trace, span, p.as_ref(), meta, now_s));
+            measure.add(&row(principal, trace, span, p.as_ref(), meta, now_ms));
             metadata.push(meta);
             priced.push(p);
         }
@@ -69,7 +69,7 @@ pub fn build(
         principal,
         priced: &priced,
         metadata: &metadata,
-        now_s,
+        now_ms,
         trace: 0,
         span: 0,
         at: 0,
@@ -85,7 +85,7 @@ struct Spans<'s, 'a, 't> {
     priced: &'s [Option<Priced<'t>>],
     /// One per span, in order.
     metadata: &'s [Metadata<'s>],
-    now_s: u32,
+    now_ms: u64,
     /// The next row: trace, span in it, span in the batch.
     trace: usize,
     span: usize,
@@ -106,7 +106,7 @@ impl<'s> RowSource<'s> for Spans<'s, '_, '_> {
             };
             let p = self.priced[self.at].as_ref();
             let meta = self.metadata[self.at];
-            slots[n].write(row(self.principal, trace, span, p, meta, self.now_s));
+            slots[n].write(row(self.principal, trace, span, p, meta, self.now_ms));
             self.span += 1;
             self.at += 1;
             n += 1;
@@ -123,8 +123,9 @@ fn row<'a>(
     span: &Span<'a>,
     priced: Option<&Priced<'a>>,
     metadata: Metadata<'a>,
-    now_s: u32,
+    now_ms: u64,
 ) -> RowRef<'a> {
+    let now_s = (now_ms / 1000) as u32;
     let usage = span.usage.unwrap_or_default();
     let (costs, priced_model_id, pricing_source, priced_at) = match priced {
         Some(p) => (p.costs, p.model_id, p.source, Some(now_s)),
@@ -206,6 +207,7 @@ fn row<'a>(
         chunk_jitter_p90: jitter.map(|j| j.p90),
         chunk_jitter_max: jitter.map(|j| j.max),
         ingested_at: now_s,
+        version: now_ms,
     }
 }
 

@@ -5,7 +5,7 @@ use std::fmt;
 use std::mem::{self, MaybeUninit};
 use std::ops::Range;
 
-use super::columns::{measure_row, write_chunk, Kind, COLUMNS, KINDS, REGIONS};
+use super::columns::{col, measure_row, write_chunk, Kind, COLUMNS, KINDS, REGIONS};
 use super::read::{check_strings, skip_strings, RowReader};
 use super::write::{Cursor, Writer};
 use super::RowRef;
@@ -234,6 +234,63 @@ impl RowBatch {
     #[inline]
     pub fn region(&self, i: usize) -> Range<usize> {
         self.bounds[i] as usize..self.bounds[i + 1] as usize
+    }
+
+    /// Rebuilds a batch written when the column list had only its first `columns` columns
+    /// (columns are only ever added at the end): the regions of the columns added since are
+    /// filled as `migrate` fills them on stored rows (empty, zero or NULL; `version` from
+    /// `ingested_at`), then the whole layout is checked as `from_parts` does. `bounds` has
+    /// `2 * columns + 1` entries.
+    pub fn from_older_parts(
+        rows: usize,
+        columns: usize,
+        bounds: &[u32],
+        mut data: Vec<u8>,
+    ) -> Result<RowBatch, &'static str> {
+        if columns > COLUMNS || bounds.len() != 2 * columns + 1 {
+            return Err("a column list this build does not know");
+        }
+        if bounds[2 * columns] as usize != data.len() || columns <= col::ingested_at {
+            return Err("regions do not cover the data");
+        }
+        let mut all = [0u32; REGIONS + 1];
+        all[..bounds.len()].copy_from_slice(bounds);
+        // `ingested_at` is written before any added column: 4 bytes a row.
+        let at = (
+            bounds[2 * col::ingested_at] as usize,
+            bounds[2 * col::ingested_at + 1] as usize,
+        );
+        if at.1 < at.0 || at.1 - at.0 != rows.saturating_mul(4) {
+            return Err("a column's size does not match its rows");
+        }
+        let ingested: Vec<u32> = data[at.0..at.1]
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        for (c, &kind) in KINDS.iter().enumerate().skip(columns) {
+            // Head.
+            if c == col::version {
+                for &s in &ingested {
+                    data.extend_from_slice(&super::version_of_ingested_at(s).to_le_bytes());
+                }
+            } else {
+                let per_row: &[u8] = match kind {
+                    Kind::Str => &[0],
+                    Kind::U64 | Kind::Ints | Kind::MetaKeys | Kind::MetaValues => &[0; 8],
+                    Kind::Time => &[0; 4],
+                    // NULL.
+                    Kind::OptU64 | Kind::OptF64 | Kind::Money | Kind::OptTime => &[1],
+                };
+                for _ in 0..rows {
+                    data.extend_from_slice(per_row);
+                }
+            }
+            all[2 * c + 1] = u32::try_from(data.len()).map_err(|_| "a batch over 4 GiB")?;
+            // Tail: a Nullable's zero values; an empty array has none.
+            data.resize(data.len() + rows * kind.tail_width(), 0);
+            all[2 * c + 2] = u32::try_from(data.len()).map_err(|_| "a batch over 4 GiB")?;
+        }
+        RowBatch::from_parts(rows, all, data)
     }
 
     /// Rebuilds a batch from what `data()` and `bounds()` gave, checking that every region is

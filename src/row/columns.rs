@@ -268,4 +268,6 @@ spans_columns! {
     chunk_jitter_avg: OptF64(chunk_jitter_avg),
     chunk_jitter_p90: OptF64(chunk_jitter_p90),
     chunk_jitter_max: OptF64(chunk_jitter_max),
+    // Re-pricing (the copy with the highest version is kept).
+    version: U64(version),
 }

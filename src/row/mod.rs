@@ -67,6 +67,12 @@ impl CostColumns {
     }
 }
 
+/// The `version` of a row stored before the column existed: its ingest time in ms, as precise
+/// as `ingested_at` knows it (the migration and spool records of earlier builds use this).
+pub fn version_of_ingested_at(ingested_at: u32) -> u64 {
+    u64::from(ingested_at) * 1000
+}
+
 /// One span as stored, borrowing its strings: what `RowBatch::build` writes. Field order
 /// follows the `spans` table.
 
@@ -144,4 +150,7 @@ pub struct RowRef<'a> {
     pub chunk_jitter_max: Option<f64>,
     /// Epoch seconds.
     pub ingested_at: u32,
+    /// Which copy of a span the table keeps (`ReplacingMergeTree(version)`): epoch ms of the
+    /// ingest, or of the re-pricing that wrote a corrected copy.
+    pub version: u64,
 }

@@ -18,6 +18,7 @@ pub fn row<'a>(org: &'a str, trace: &'a str, span: &'a str, start: u64, full: bo
         duration_ms: 1500,
         status: "ok",
         ingested_at: 1_700_000_100,
+        version: 1_700_000_100_250,
         ..RowRef::default()
     };
     if full {

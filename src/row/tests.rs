@@ -107,6 +107,7 @@ fn expected(r: &RowRef<'_>) -> Vec<Value<'static>> {
         of(r.chunk_jitter_avg),
         of(r.chunk_jitter_p90),
         of(r.chunk_jitter_max),
+        Value::U64(r.version),
     ]
 }
 

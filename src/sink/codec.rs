@@ -13,9 +13,11 @@
 //! `data` is the batch's column regions as they are in memory (ClickHouse's native layout, see
 //! `row/`), so writing a record is one copy and reading one back a copy and a check.
 //!
-//! Version 1, the first format (a fixed-size row struct per span plus a text buffer), is still
-//! read: a spool written by an earlier build is replayed after an upgrade. Its records are
-//! turned into rows and written into a version-2 batch (`legacy`).
+//! A spool written by an earlier build is replayed after an upgrade. Columns are only ever
+//! added at the end of the list, so a version-2 record with fewer columns gets the added ones
+//! filled as `migrate` fills them on stored rows (`RowBatch::from_older_parts`). Version 1, the
+//! first format (a fixed-size row struct per span plus a text buffer), is turned into rows and
+//! written into a version-2 batch (`legacy`).
 
 use std::fmt;
 use std::sync::Mutex;
@@ -74,18 +76,25 @@ pub fn decode(bytes: &[u8]) -> Result<RowBatch, CodecError> {
     }
     let mut r = Reader { bytes, at: 1 };
     let rows = r.u32()? as usize;
-    let columns = u16::from_le_bytes(r.array()?);
-    if usize::from(columns) != COLUMNS {
-        return Err(CodecError("written with another column list"));
+    let columns = usize::from(u16::from_le_bytes(r.array()?));
+    if columns > COLUMNS {
+        return Err(CodecError(
+            "written with a column list this build does not know",
+        ));
     }
-    let mut bounds = [0u32; REGIONS + 1];
+    let mut bounds = vec![0u32; 2 * columns + 1];
     for b in &mut bounds {
         *b = r.u32()?;
     }
-    let data = r.take(bounds[REGIONS] as usize)?.to_vec();
+    let data = r.take(bounds[2 * columns] as usize)?.to_vec();
     if r.at != bytes.len() {
         return Err(CodecError("trailing bytes"));
     }
+    if columns < COLUMNS {
+        // An earlier build's record: the columns added since are filled in.
+        return RowBatch::from_older_parts(rows, columns, &bounds, data).map_err(CodecError);
+    }
+    let bounds: [u32; REGIONS + 1] = bounds.try_into().map_err(|_| CodecError("bounds"))?;
     RowBatch::from_parts(rows, bounds, data).map_err(CodecError)
 }
 
@@ -331,7 +340,11 @@ mod legacy {
             impl Batch {
                 /// A row of this record as a `RowRef` (its metadata pairs given, borrowed).
                 fn row_ref<'b>(&'b self, row: &Row, metadata: &'b [(&'b str, &'b str)]) -> RowRef<'b> {
-                    RowRef { $($field: as_ref!($kind, self, row.$field, metadata),)* }
+                    RowRef {
+                        $($field: as_ref!($kind, self, row.$field, metadata),)*
+                        // Columns added since: as the migration fills them on stored rows.
+                        ..added_columns(row.ingested_at)
+                    }
                 }
 
                 /// Appends a row given as a `RowRef`: how an earlier build wrote it (tests).
@@ -530,6 +543,14 @@ mod legacy {
         chunk_jitter_p90: OptF64,
         chunk_jitter_max: OptF64,
         ingested_at: U32,
+    }
+
+    /// The columns this format predates, as `migrate` fills them on stored rows.
+    fn added_columns<'b>(ingested_at: u32) -> RowRef<'b> {
+        RowRef {
+            version: crate::row::version_of_ingested_at(ingested_at),
+            ..RowRef::default()
+        }
     }
 
     /// Every string's run on char boundaries inside `text`, every other run inside its vector.
@@ -737,8 +758,8 @@ mod tests {
             ("trailing", |v, _| v.push(0), "trailing bytes"),
             (
                 "columns",
-                |v, _| v[5..7].copy_from_slice(&7u16.to_le_bytes()),
-                "written with another column list",
+                |v, _| v[5..7].copy_from_slice(&(COLUMNS as u16 + 1).to_le_bytes()),
+                "written with a column list this build does not know",
             ),
             (
                 // The first string's length byte: org_id no longer holds its two rows.
@@ -757,6 +778,35 @@ mod tests {
             mutate(&mut bytes, data_at);
             assert_eq!(decode(&bytes).unwrap_err(), CodecError(want), "{what}");
         }
+    }
+
+    /// A record written before the last column was added reads back with that column filled
+    /// as the migration fills stored rows: `version` from `ingested_at`.
+    #[test]
+    fn a_record_written_before_a_column_was_added_reads_back_with_it_filled() {
+        let mut rows = vec![
+            row("org-é", "trace-1", "span-0", 1_700_000_000_000, true),
+            row("org-é", "trace-1", "span-1", 1_700_000_000_001, false),
+        ];
+        for r in &mut rows {
+            r.version = crate::row::version_of_ingested_at(r.ingested_at);
+        }
+        let b = RowBatch::from_rows(&rows);
+        let mut bytes = Vec::new();
+        encode(&b, &mut bytes);
+        // The same record as a build without `version` (the last column) wrote it.
+        let last_head = b.region(REGIONS - 2);
+        assert_eq!(last_head.len(), 16, "two rows of the UInt64 version");
+        let old_columns = (COLUMNS - 1) as u16;
+        let mut old = Vec::new();
+        old.push(bytes[0]);
+        old.extend_from_slice(&bytes[1..5]);
+        old.extend_from_slice(&old_columns.to_le_bytes());
+        for bound in &b.bounds()[..REGIONS - 1] {
+            old.extend_from_slice(&bound.to_le_bytes());
+        }
+        old.extend_from_slice(&b.data()[..last_head.start]);
+        assert_eq!(decode(&old).expect("an older record decodes"), b);
     }
 
     /// The rows as a version-1 record, as an earlier build spooled them.
@@ -781,6 +831,10 @@ mod tests {
         rows[1].pricing_source = "a-label-from-a-later-build";
         let bytes = v1_record(&rows);
         assert_eq!(rows_in(&bytes).unwrap(), 2);
+        // Columns the first format predates are filled as the migration fills stored rows.
+        for r in &mut rows {
+            r.version = crate::row::version_of_ingested_at(r.ingested_at);
+        }
         assert_eq!(decode(&bytes).unwrap(), RowBatch::from_rows(&rows));
     }
 

@@ -93,7 +93,7 @@ fn build_rows(batch: &Batch<'_>) {
         &principal,
         table,
         &mut Pricer::new(),
-        1_700_000_000,
+        1_700_000_000_000,
         u64::MAX,
         &arena,
     );

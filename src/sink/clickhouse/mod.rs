@@ -40,6 +40,8 @@ pub struct Store {
     pool: Pool,
     /// The column buffers of the last span insert, kept for the next (see `block.rs`).
     spares: Mutex<block::Spares>,
+    /// What the pool was made from, for a pool of long-running statements.
+    options: Options,
     /// `tcp://host:port` without credentials, for messages.
     address: String,
     /// The database name as given (validated: ASCII letters, digits, `_`).
@@ -77,8 +79,9 @@ impl Store {
         }
         let (options, address) = options_from_url(url)?;
         Ok(Store {
-            pool: Pool::new(options),
+            pool: Pool::new(options.clone()),
             spares: Mutex::default(),
+            options,
             address,
             database: database.to_string(),
             spans_table: format!("`{database}`.`spans`"),
@@ -110,6 +113,16 @@ impl Store {
             ChError::Connection(e) => unreachable(e.to_string()),
             other => other,
         })
+    }
+
+    /// A pool whose statements may run for hours (a migration's copy), opened on first use.
+    fn long_running(&self) -> Pool {
+        Pool::new(
+            self.options
+                .clone()
+                .execute_timeout(Some(Duration::from_secs(24 * 3600)))
+                .query_timeout(Duration::from_secs(24 * 3600)),
+        )
     }
 
     /// Runs a query and returns its whole result.

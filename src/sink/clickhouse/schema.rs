@@ -1,5 +1,9 @@
 //! The schema: the `spans`, `api_keys` and `orgs` tables, created when missing and given the
-//! columns a table made by an older release lacks (`Store::migrate`).
+//! columns a table made by an older release lacks (`Store::migrate`). A `spans` table whose
+//! engine or keys an older release chose differently is rebuilt: a new table of the right
+//! shape takes its place at once (one `RENAME`, so no insert is lost), then the old rows are
+//! copied into it partition by partition, and the old table is dropped. An interrupted
+//! rebuild is resumed by the next `migrate`.
 //!
 //! The `spans` columns come from `row::SPANS_COLUMNS`, the single source of truth shared with
 //! the insert block, so the DDL and the inserts cannot disagree. Only types ClickHouse 18.16
@@ -13,12 +17,56 @@ use super::errors::StoreError;
 use super::Store;
 use crate::row::SPANS_COLUMNS;
 
-/// Engine of `spans`. ReplacingMergeTree keyed on (org, trace, start, span) makes a client's
-/// retry of the same batch collapse to one row per span; `ingested_at` picks the newest copy.
-/// The partition expression only uses functions 18.16 has.
-pub(super) const SPANS_ENGINE: &str = "ENGINE = ReplacingMergeTree(ingested_at) \
-     PARTITION BY toYYYYMM(toDateTime(intDiv(start_time_ms, 1000))) \
-     ORDER BY (org_id, trace_id, start_time_ms, span_id)";
+/// The shape of `spans`. ReplacingMergeTree keyed on (org, trace, start, span) makes a
+/// client's retry of the same batch collapse to one row per span; `version` picks the copy
+/// kept: the latest ingest, or a re-pricing's corrected copy, which a replay of the original
+/// cannot override. The partition expression only uses functions 18.16 has.
+pub(super) const SPANS_SHAPE: Shape = Shape {
+    engine: "ReplacingMergeTree(version)",
+    partition_by: "toYYYYMM(toDateTime(intDiv(start_time_ms, 1000)))",
+    order_by: "org_id, trace_id, start_time_ms, span_id",
+};
+
+/// Engine of `spans`, as DDL.
+pub(super) fn spans_engine() -> String {
+    SPANS_SHAPE.ddl()
+}
+
+/// A MergeTree table's engine with its arguments, partition key and sorting key, written as
+/// ClickHouse prints them back in `system.tables` (spacing aside).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Shape {
+    pub engine: &'static str,
+    pub partition_by: &'static str,
+    pub order_by: &'static str,
+}
+
+impl Shape {
+    pub(super) fn ddl(&self) -> String {
+        format!(
+            "ENGINE = {} PARTITION BY {} ORDER BY ({})",
+            self.engine, self.partition_by, self.order_by
+        )
+    }
+
+    /// Whether a table `system.tables` describes so (its `engine_full`, `partition_key`,
+    /// `sorting_key`) has this shape. Spacing and quoting do not count.
+    pub(super) fn matches(
+        &self,
+        engine_full: &str,
+        partition_key: &str,
+        sorting_key: &str,
+    ) -> bool {
+        let norm = |s: &str| -> String {
+            s.chars()
+                .filter(|c| !c.is_whitespace() && *c != '`')
+                .collect()
+        };
+        norm(engine_full).starts_with(&(norm(self.engine) + "PARTITIONBY"))
+            && norm(partition_key) == norm(self.partition_by)
+            && norm(sorting_key) == norm(self.order_by)
+    }
+}
 
 /// `api_keys` columns in table order. Revoking inserts a new version of the row (higher
 /// `version`, `revoked_at` set); readers use `FINAL`. `version` is epoch microseconds, bumped
@@ -55,12 +103,47 @@ type Table = (
     &'static str,
 );
 
-/// Every table the service owns.
-const TABLES: [Table; 3] = [
-    ("spans", SPANS_COLUMNS, SPANS_ENGINE),
+/// The tables besides `spans`, whose engines never changed.
+const TABLES: [Table; 2] = [
     ("api_keys", API_KEYS_COLUMNS, API_KEYS_ENGINE),
     ("orgs", ORGS_COLUMNS, ORGS_ENGINE),
 ];
+
+/// Where the old `spans` waits while its rows are copied into the rebuilt one.
+const OLD_SPANS: &str = "spans_before_rebuild";
+/// The rebuilt `spans` until it takes the old one's place.
+const NEW_SPANS: &str = "spans_rebuild";
+
+/// The `SELECT` list that copies an older `spans` table's rows into the current column list:
+/// columns it has are copied, `version` it lacks (or left 0 by `ADD COLUMN`) comes from
+/// `ingested_at`, any other column it lacks gets its type's default.
+pub(super) fn copy_select(old_columns: &[String]) -> String {
+    let has = |name: &str| old_columns.iter().any(|c| c == name);
+    SPANS_COLUMNS
+        .iter()
+        .map(|&(name, ty)| match name {
+            "version" if has("version") => {
+                "if(version = 0, toUInt64(ingested_at) * 1000, version)".to_string()
+            }
+            "version" => "toUInt64(ingested_at) * 1000".to_string(),
+            _ if has(name) => format!("`{name}`"),
+            _ => default_of(ty).to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A literal of a column type's default value, in SQL 18.16 understands.
+fn default_of(ty: &str) -> String {
+    match ty {
+        "String" => "''".into(),
+        "UInt64" => "toUInt64(0)".into(),
+        "DateTime" => "toDateTime(0)".into(),
+        "Array(UInt64)" => "emptyArrayUInt64()".into(),
+        "Array(String)" => "emptyArrayString()".into(),
+        _ => format!("CAST(NULL AS {ty})"),
+    }
+}
 
 /// What a migration did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -70,6 +153,8 @@ pub struct Migrated {
     pub created_database: bool,
     /// Tables that did not exist.
     pub created_tables: Vec<&'static str>,
+    /// `spans` was rebuilt into its current shape, with this many rows copied.
+    pub rebuilt_spans: Option<u64>,
     /// (table, column) added to a table an older release made.
     pub added_columns: Vec<(&'static str, &'static str)>,
 }
@@ -77,7 +162,10 @@ pub struct Migrated {
 impl Migrated {
     /// Nothing needed doing.
     pub fn is_noop(&self) -> bool {
-        !self.created_database && self.created_tables.is_empty() && self.added_columns.is_empty()
+        !self.created_database
+            && self.created_tables.is_empty()
+            && self.added_columns.is_empty()
+            && self.rebuilt_spans.is_none()
     }
 }
 
@@ -100,6 +188,14 @@ impl fmt::Display for Migrated {
         }
         for (t, c) in &self.added_columns {
             writeln!(f, "added column {}.{t}.{c}", self.database)?;
+        }
+        if let Some(rows) = self.rebuilt_spans {
+            writeln!(
+                f,
+                "rebuilt table {}.spans as {} ({rows} rows copied)",
+                self.database,
+                SPANS_SHAPE.ddl()
+            )?;
         }
         Ok(())
     }
@@ -129,7 +225,9 @@ impl Store {
             == Some(0);
         c.execute(format!("CREATE DATABASE IF NOT EXISTS `{db}`"))
             .await?;
-        for (table, columns, engine) in TABLES {
+        let spans_engine = spans_engine();
+        let spans = ("spans", SPANS_COLUMNS, spans_engine.as_str());
+        for (table, columns, engine) in std::iter::once(spans).chain(TABLES) {
             let existing = self.columns(&mut c, table).await?;
             if existing.is_empty() {
                 c.execute(create_table_sql(
@@ -149,7 +247,130 @@ impl Store {
                 done.added_columns.push((table, column));
             }
         }
+        done.rebuilt_spans = self.rebuild_spans_if_needed(&mut c).await?;
         Ok(done)
+    }
+
+    /// Rebuilds `spans` when an older release made it with another shape (engine, partition or
+    /// sorting key), or finishes a rebuild an earlier `migrate` began. Returns the rows copied
+    /// when it did either.
+    ///
+    /// The new table takes the old one's place in one `RENAME` (inserts from running servers
+    /// go to it from then on), so no insert is lost; the old rows are then copied in, one
+    /// partition per statement, with the columns the old table lacked filled as spool records
+    /// of earlier builds are (`version` from `ingested_at`). Copying a row twice (a rebuild
+    /// resumed after a crash) leaves two identical copies that `FINAL` and merges collapse.
+    async fn rebuild_spans_if_needed(
+        &self,
+        c: &mut ClientHandle,
+    ) -> Result<Option<u64>, StoreError> {
+        let db = &self.database;
+        let tables = c
+            .query(format!(
+                "SELECT name, engine_full, partition_key, sorting_key FROM system.tables \
+                 WHERE database = '{db}' AND name IN ('spans', '{OLD_SPANS}')"
+            ))
+            .fetch_all()
+            .await?;
+        let mut spans_shape_ok = true;
+        let mut old_exists = false;
+        for row in tables.rows() {
+            let name: String = row.get("name")?;
+            if name == OLD_SPANS {
+                old_exists = true;
+                continue;
+            }
+            let engine_full: String = row.get("engine_full")?;
+            let partition_key: String = row.get("partition_key")?;
+            let sorting_key: String = row.get("sorting_key")?;
+            spans_shape_ok = SPANS_SHAPE.matches(&engine_full, &partition_key, &sorting_key);
+            if !spans_shape_ok {
+                tracing::warn!(
+                    database = %db,
+                    found = %engine_full,
+                    want = %SPANS_SHAPE.ddl(),
+                    "the spans table has an older shape; rebuilding it"
+                );
+            }
+        }
+        if spans_shape_ok && !old_exists {
+            return Ok(None);
+        }
+        let (spans, old) = (format!("`{db}`.`spans`"), format!("`{db}`.`{OLD_SPANS}`"));
+        if !spans_shape_ok {
+            if old_exists {
+                return Err(StoreError::new(format!(
+                    "{db}.spans has an older shape and {db}.{OLD_SPANS} exists too: an earlier \
+                     rebuild was interrupted in a way this build cannot resume; move one of \
+                     them away by hand"
+                )));
+            }
+            let new = format!("`{db}`.`{NEW_SPANS}`");
+            c.execute(format!("DROP TABLE IF EXISTS {new}")).await?;
+            c.execute(create_table_sql(&new, SPANS_COLUMNS, &spans_engine()))
+                .await?;
+            c.execute(format!("RENAME TABLE {spans} TO {old}, {new} TO {spans}"))
+                .await?;
+        }
+        // Copy the old rows in, one partition at a time, on a connection whose statements may
+        // run as long as a partition takes.
+        let mut copier = self.long_running().get_handle().await?;
+        let old_columns: Vec<String> = self
+            .columns(c, OLD_SPANS)
+            .await?
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        let select = copy_select(&old_columns);
+        let partitions = c
+            .query(format!(
+                "SELECT DISTINCT partition FROM system.parts \
+                 WHERE database = '{db}' AND table = '{OLD_SPANS}' AND active"
+            ))
+            .fetch_all()
+            .await?;
+        let key: String = c
+            .query(format!(
+                "SELECT partition_key FROM system.tables \
+                 WHERE database = '{db}' AND name = '{OLD_SPANS}'"
+            ))
+            .fetch_all()
+            .await?
+            .rows()
+            .next()
+            .map(|r| r.get::<String, _>("partition_key"))
+            .transpose()?
+            .unwrap_or_default();
+        let names: Vec<&str> = SPANS_COLUMNS.iter().map(|c| c.0).collect();
+        let mut copied = 0u64;
+        for row in partitions.rows() {
+            let partition: String = row.get("partition")?;
+            let filter = if key.is_empty() {
+                String::new()
+            } else {
+                format!(" WHERE ({key}) = {partition}")
+            };
+            let rows: u64 = c
+                .query(format!("SELECT count() AS n FROM {old}{filter}"))
+                .fetch_all()
+                .await?
+                .rows()
+                .next()
+                .map(|r| r.get::<u64, _>("n"))
+                .transpose()?
+                .unwrap_or(0);
+            copier
+                .execute(format!(
+                    "INSERT INTO {spans} (`{}`) SELECT {select} FROM {old}{filter}",
+                    names.join("`, `")
+                ))
+                .await?;
+            copied += rows;
+            tracing::info!(database = %db, partition, rows, "copied a partition into the rebuilt spans table");
+        }
+        c.execute(format!("DROP TABLE {old}")).await?;
+        tracing::info!(database = %db, rows = copied, "spans table rebuilt");
+        Ok(Some(copied))
     }
 
     /// A table's (column, type) as `system.columns` has them; empty when it does not exist.

@@ -2,7 +2,7 @@
 //! of older tables, keys and organisations, and the reuse of insert buffers.
 
 use super::block::{spans_block, wire_type, Spares, SPARES_WINDOW};
-use super::schema::{create_table_sql, same_type, SPANS_ENGINE};
+use super::schema::{create_table_sql, same_type};
 use super::test_support::*;
 use super::*;
 use crate::row::RowRef;
@@ -35,7 +35,7 @@ fn spans_columns_are_in_contract_order() {
         reasoning_chunk_tokens, ingested_at, customer_id, customer_name, customer_image_url, \
         response_time_ms, effective_output_tps, effective_total_tps, output_tps, input_tps, \
         chunk_jitter_min, chunk_jitter_p10, chunk_jitter_median, chunk_jitter_avg, \
-        chunk_jitter_p90, chunk_jitter_max";
+        chunk_jitter_p90, chunk_jitter_max, version";
     let names: Vec<&str> = SPANS_COLUMNS.iter().map(|c| c.0).collect();
     let expected: Vec<&str> = expected.split(", ").collect();
     assert_eq!(names, expected);
@@ -130,6 +130,7 @@ fn check_common(row: &Value, org: &str, trace: &str, span: &str, start: u64) {
             ("end_time_ms", json!(start + 1500)),
             ("duration_ms", json!(1500)),
             ("ingested_at_s", json!(1_700_000_100)),
+            ("version", json!(1_700_000_100_250u64)),
         ],
     );
 }
@@ -228,7 +229,10 @@ fn check_sparse_row(row: &Value, org: &str, trace: &str, span: &str, start: u64)
     for (name, ty) in SPANS_COLUMNS {
         if ty.starts_with("Nullable") {
             expected.push((name, Value::Null));
-        } else if *ty == "UInt64" && !name.contains("time_ms") && *name != "duration_ms" {
+        } else if *ty == "UInt64"
+            && !name.contains("time_ms")
+            && !matches!(*name, "duration_ms" | "version")
+        {
             expected.push((name, json!(0)));
         } else if *ty == "String"
             && !matches!(
@@ -314,7 +318,9 @@ fn adds_columns_a_table_from_an_older_release_lacks() {
     http_query(&create_table_sql(
         &format!("`{}`.spans", db.0),
         &old,
-        SPANS_ENGINE,
+        "ENGINE = ReplacingMergeTree(ingested_at) \
+         PARTITION BY toYYYYMM(toDateTime(intDiv(start_time_ms, 1000))) \
+         ORDER BY (org_id, trace_id, start_time_ms, span_id)",
     ));
     let store = Store::new(NATIVE_URL, &db.0).unwrap();
     let rt = rt();
@@ -670,4 +676,113 @@ fn insert_rate() {
         rate(build),
         rate(total)
     );
+}
+
+/// A `spans` table an older release made (`ReplacingMergeTree(ingested_at)`, no `version`
+/// column) is rebuilt into the current shape with every row, `version` from `ingested_at`;
+/// the next `migrate` changes nothing.
+#[test]
+fn a_table_of_an_older_shape_is_rebuilt_with_every_row() {
+    if skip() {
+        return;
+    }
+    let db = TestDb::new("rebuild");
+    http_query(&format!("CREATE DATABASE `{}`", db.0));
+    let old: Vec<(&str, &str)> = SPANS_COLUMNS
+        .iter()
+        .copied()
+        .take_while(|(n, _)| *n != "version")
+        .collect();
+    http_query(&create_table_sql(
+        &format!("`{}`.spans", db.0),
+        &old,
+        "ENGINE = ReplacingMergeTree(ingested_at) \
+         PARTITION BY toYYYYMM(toDateTime(intDiv(start_time_ms, 1000))) \
+         ORDER BY (org_id, trace_id, start_time_ms, span_id)",
+    ));
+    let names: Vec<&str> = old.iter().map(|c| c.0).collect();
+    // Two months, and one span twice (a client's retry the table has not merged yet).
+    for (trace, start, ingested) in [
+        ("t-nov", 1_700_000_000_000u64, 1_700_000_100u32),
+        ("t-dec", 1_702_000_000_000, 1_702_000_100),
+        ("t-dec", 1_702_000_000_000, 1_702_000_200),
+    ] {
+        let values: Vec<String> = old
+            .iter()
+            .map(|&(name, ty)| match name {
+                "org_id" => "'o'".to_string(),
+                "trace_id" => format!("'{trace}'"),
+                "span_id" => "'s'".to_string(),
+                "start_time_ms" => start.to_string(),
+                "ingested_at" => format!("toDateTime({ingested})"),
+                _ if ty.starts_with("Nullable") => "NULL".to_string(),
+                _ if ty.starts_with("Array") => "[]".to_string(),
+                _ if ty == "String" => "''".to_string(),
+                _ => "0".to_string(),
+            })
+            .collect();
+        http_query(&format!(
+            "INSERT INTO `{}`.spans (`{}`) VALUES ({})",
+            db.0,
+            names.join("`, `"),
+            values.join(", ")
+        ));
+    }
+    let store = Store::new(NATIVE_URL, &db.0).unwrap();
+    let rt = rt();
+    let done = rt.block_on(store.migrate()).unwrap();
+    assert_eq!(done.rebuilt_spans, Some(3), "{done}");
+    assert_eq!(done.added_columns, vec![("spans", "version")]);
+    let rows = json_rows(&format!(
+        "SELECT trace_id, toUInt32(ingested_at) AS at, version FROM `{}`.spans FINAL \
+         ORDER BY trace_id",
+        db.0
+    ));
+    assert_eq!(
+        rows,
+        vec![
+            json!({"trace_id": "t-dec", "at": 1_702_000_200u64, "version": "1702000200000"}),
+            json!({"trace_id": "t-nov", "at": 1_700_000_100u64, "version": "1700000100000"}),
+        ]
+    );
+    let engine = json_rows(&format!(
+        "SELECT engine_full FROM system.tables WHERE database = '{}' AND name LIKE 'spans%'",
+        db.0
+    ));
+    assert_eq!(engine.len(), 1, "the old table is gone: {engine:?}");
+    assert!(
+        engine[0]["engine_full"]
+            .as_str()
+            .unwrap()
+            .starts_with("ReplacingMergeTree(version)"),
+        "{engine:?}"
+    );
+    let again = rt.block_on(store.migrate()).unwrap();
+    assert!(again.is_noop(), "{again}");
+    // Inserts go on as before.
+    rt.block_on(store.insert_spans(&[batch("o", "t-new", 2, 1_702_000_000_000)]))
+        .unwrap();
+    assert_eq!(
+        count(&format!("SELECT count() FROM `{}`.spans FINAL", db.0)),
+        4
+    );
+}
+
+/// What ClickHouse 18.16 prints back for the shape's DDL matches it; other engines and keys
+/// do not.
+#[test]
+fn shapes_match_what_the_server_prints() {
+    use super::schema::SPANS_SHAPE;
+    let printed = (
+        "ReplacingMergeTree(version) PARTITION BY toYYYYMM(toDateTime(intDiv(start_time_ms, \
+         1000))) ORDER BY (org_id, trace_id, start_time_ms, span_id) SETTINGS \
+         index_granularity = 8192",
+        "toYYYYMM(toDateTime(intDiv(start_time_ms, 1000)))",
+        "org_id, trace_id, start_time_ms, span_id",
+    );
+    assert!(SPANS_SHAPE.matches(printed.0, printed.1, printed.2));
+    let older = printed.0.replace("(version)", "(ingested_at)");
+    assert!(!SPANS_SHAPE.matches(&older, printed.1, printed.2));
+    assert!(!SPANS_SHAPE.matches(printed.0, "toYYYYMMDD(x)", printed.2));
+    assert!(!SPANS_SHAPE.matches(printed.0, printed.1, "org_id, trace_id"));
 }

@@ -233,6 +233,9 @@ fn refused_rows_go_to_the_dead_letter_file_and_the_rest_is_written() {
     ));
     let cfg = FlushConfig {
         interval: Duration::from_secs(600),
+        // Isolating the bad row takes several inserts, each on a fresh connection after the
+        // refusal: room for that on a busy machine (the shutdown inserts for a third of it).
+        shutdown_timeout: Duration::from_secs(60),
         ..config(&db.0, NATIVE_URL)
     };
     let h = Harness::start(cfg, TestDir::new("flush-poison"));
