@@ -1,5 +1,8 @@
 //! One helper to start the real server on a free port with its own database, a raw HTTP
 //! client, and a ClickHouse reader over its HTTP interface.
+//!
+//! Each server's log (its stderr) goes to a file of its own, which is printed only if the test
+//! that owns the server fails, so a passing run shows no server output.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -23,6 +26,8 @@ pub struct Server {
     pub database: String,
     /// `INGEST_DATA_DIR`: spool, write-ahead log, dead letters. Kept across `spawn`s.
     pub data_dir: PathBuf,
+    /// The server's stderr, appended to by every `spawn`; printed on drop if the test failed.
+    pub log_path: PathBuf,
     /// ClickHouse's HTTP interface for reading rows back.
     ch_http: String,
     env: Vec<(String, String)>,
@@ -48,6 +53,9 @@ impl Server {
         let data_dir =
             std::env::temp_dir().join(format!("traceingest-it-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&data_dir);
+        let log_path =
+            std::env::temp_dir().join(format!("traceingest-it-{}-{n}.log", std::process::id()));
+        let _ = std::fs::remove_file(&log_path);
         let mut env: Vec<(String, String)> = env
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -59,6 +67,7 @@ impl Server {
             addr: "127.0.0.1:0".parse().unwrap(),
             database,
             data_dir,
+            log_path,
             ch_http: ch_http.to_string(),
             env,
         }
@@ -66,6 +75,11 @@ impl Server {
 
     pub fn data_dir(&self) -> &Path {
         &self.data_dir
+    }
+
+    /// What the server has logged so far (every run of it).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
     }
 
     fn command(&self, args: &[&str]) -> Command {
@@ -87,18 +101,23 @@ impl Server {
 
     /// (Re)starts the process and waits for its "listening on" line.
     pub fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log_path)
+            .expect("create the server's log file");
         let mut child = self
             .command(&["serve"])
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(log)
             .spawn()
             .expect("start traceingest");
         let stdout = child.stdout.take().unwrap();
         let mut lines = BufReader::new(stdout).lines();
-        let line = lines
-            .next()
-            .expect("server exited before listening")
-            .expect("read server stdout");
+        let Some(line) = lines.next() else {
+            panic!("server exited before listening; its log:\n{}", self.log());
+        };
+        let line = line.expect("read server stdout");
         let url = line
             .strip_prefix("traceingest listening on http://")
             .unwrap_or_else(|| panic!("unexpected first line: {line}"));
@@ -265,6 +284,15 @@ impl Drop for Server {
             let _ = c.kill();
             let _ = c.wait();
         }
+        if std::thread::panicking() {
+            eprintln!(
+                "---- log of the server on {} (database {}) ----\n{}---- end of log ----",
+                self.addr,
+                self.database,
+                self.log()
+            );
+        }
+        let _ = std::fs::remove_file(&self.log_path);
         // A private ClickHouse may be stopped (or gone) by now: then there is nothing to drop.
         let _ = try_ch_exec(
             &self.ch_http,
