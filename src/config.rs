@@ -76,6 +76,36 @@ impl PlanArgs {
     }
 }
 
+/// How every command logs; read first, before the command runs.
+#[derive(Debug, Clone, Args)]
+pub struct LogArgs {
+    /// Log format on stderr: "text" for people (coloured only when stderr is a terminal) or
+    /// "json", one object per line (timestamp, level, fields.message, other fields) for log
+    /// shippers. The filter is INGEST_LOG.
+    #[arg(long, global = true, env = "INGEST_LOG_FORMAT", default_value = "text")]
+    pub log_format: String,
+}
+
+/// The format of the log (`INGEST_LOG_FORMAT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+impl LogArgs {
+    /// The checked format; the error names the setting.
+    pub fn resolve(&self) -> Result<LogFormat, String> {
+        match self.log_format.as_str() {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            other => Err(format!(
+                "INGEST_LOG_FORMAT must be \"text\" (for people) or \"json\" (one object per line), got {other:?}"
+            )),
+        }
+    }
+}
+
 /// Raw settings of `traceingest serve`.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
@@ -528,6 +558,22 @@ mod tests {
             let err = resolve(args).unwrap_err();
             assert!(err.starts_with(setting), "{args:?}: {err}");
         }
+    }
+
+    #[test]
+    fn log_format() {
+        let format = |v: &str| {
+            LogArgs {
+                log_format: v.into(),
+            }
+            .resolve()
+        };
+        assert_eq!(format("text"), Ok(LogFormat::Text));
+        assert_eq!(format("json"), Ok(LogFormat::Json));
+        assert_eq!(
+            format("JSON").unwrap_err(),
+            "INGEST_LOG_FORMAT must be \"text\" (for people) or \"json\" (one object per line), got \"JSON\""
+        );
     }
 
     #[test]

@@ -18,7 +18,7 @@ use traceingest::cli::keys::KeysCommand;
 use traceingest::cli::orgs::OrgsCommand;
 use traceingest::cli::price::PriceArgs;
 use traceingest::clock::Clock;
-use traceingest::config::{Durability, PlanArgs, ServeArgs, StoreArgs};
+use traceingest::config::{Durability, LogArgs, LogFormat, PlanArgs, ServeArgs, StoreArgs};
 use traceingest::control::Refresher;
 use traceingest::metrics::Metrics;
 use traceingest::pricing::SharedPrices;
@@ -40,6 +40,8 @@ use traceingest::{cli, control};
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    #[command(flatten)]
+    log: LogArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -70,7 +72,13 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
-    init_logging();
+    match cli.log.resolve() {
+        Ok(format) => init_logging(format),
+        Err(e) => {
+            eprintln!("traceingest: {e}");
+            std::process::exit(1);
+        }
+    }
     let command = match cli.command {
         Some(c) => c,
         None => match Cli::parse_from(["traceingest", "serve"]).command {
@@ -101,14 +109,23 @@ fn main() {
     }
 }
 
-fn init_logging() {
+/// Logs go to stderr: text for people, with colours only when stderr is a terminal (and
+/// `NO_COLOR` is not set), or JSON, one object per line, for log shippers.
+fn init_logging(format: LogFormat) {
+    use std::io::IsTerminal as _;
     let filter = tracing_subscriber::EnvFilter::try_from_env("INGEST_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,clickhouse_rs=error"));
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
+        .with_target(false);
+    match format {
+        LogFormat::Text => {
+            let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            logs.with_ansi(colour).init();
+        }
+        LogFormat::Json => logs.json().with_ansi(false).init(),
+    }
 }
 
 fn block_on<F: std::future::Future<Output = anyhow::Result<()>>>(f: F) -> anyhow::Result<()> {

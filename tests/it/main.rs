@@ -12,6 +12,7 @@ mod connections;
 mod contract;
 mod durability;
 mod hardening;
+mod operations;
 mod pricing;
 mod shutdown;
 mod storage;

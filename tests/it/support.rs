@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_traceingest");
-const CH_HTTP: &str = "127.0.0.1:8123";
+pub const CH_HTTP: &str = "127.0.0.1:8123";
 
 static NEXT_DB: AtomicUsize = AtomicUsize::new(0);
 
