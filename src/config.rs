@@ -115,6 +115,10 @@ pub struct ServeArgs {
     /// TCP port (0 picks a free one; the chosen address is printed on stdout).
     #[arg(long, env = "INGEST_PORT", default_value_t = 4000)]
     pub port: u16,
+    /// Address of the admin listener, which serves /metrics, /health and /ready off the public
+    /// port (port 0 picks a free one; printed on stdout's second line).
+    #[arg(long, env = "INGEST_ADMIN_ADDR", default_value = "127.0.0.1:4001")]
+    pub admin_addr: SocketAddr,
     /// Worker threads, one per core by default.
     #[arg(long, env = "INGEST_WORKERS")]
     pub workers: Option<usize>,
@@ -225,6 +229,8 @@ pub enum Durability {
 #[derive(Debug, Clone)]
 pub struct Config {
     pub listen: SocketAddr,
+    /// The admin listener: `/metrics`, `/health`, `/ready`.
+    pub admin: SocketAddr,
     pub workers: usize,
     pub limits: Limits,
     pub flush_interval: Duration,
@@ -405,6 +411,7 @@ impl ServeArgs {
         }
         Ok(Config {
             listen: SocketAddr::new(self.host, self.port),
+            admin: self.admin_addr,
             workers,
             limits: Limits {
                 max_head_bytes: self.max_header_bytes,
@@ -558,6 +565,17 @@ mod tests {
             let err = resolve(args).unwrap_err();
             assert!(err.starts_with(setting), "{args:?}: {err}");
         }
+    }
+
+    #[test]
+    fn admin_listener_address() {
+        assert_eq!(
+            resolve(&[]).unwrap().admin,
+            "127.0.0.1:4001".parse().unwrap()
+        );
+        let c = resolve(&["--admin-addr", "0.0.0.0:0"]).unwrap();
+        assert_eq!(c.admin, "0.0.0.0:0".parse().unwrap());
+        assert!(resolve(&["--admin-addr", "4001"]).is_err());
     }
 
     #[test]

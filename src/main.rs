@@ -22,7 +22,7 @@ use traceingest::config::{Durability, LogArgs, LogFormat, PlanArgs, ServeArgs, S
 use traceingest::control::Refresher;
 use traceingest::metrics::Metrics;
 use traceingest::pricing::SharedPrices;
-use traceingest::server::{runtime, Shared};
+use traceingest::server::{admin, runtime, Shared};
 use traceingest::sink::clickhouse::Store;
 use traceingest::sink::flush::{self, FlushConfig, Input};
 use traceingest::sink::segment::Writer;
@@ -44,6 +44,8 @@ struct Cli {
     log: LogArgs,
 }
 
+// Parsed once at start-up and matched once: the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the ingest server (the default command).
@@ -253,6 +255,8 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
 
     let (listeners, addr) = runtime::bind(config.listen, config.workers)
         .with_context(|| format!("cannot listen on {}", config.listen))?;
+    let (admin_listener, admin_addr) = admin::bind(config.admin)
+        .with_context(|| format!("cannot listen on INGEST_ADMIN_ADDR {}", config.admin))?;
     let shared = Arc::new(Shared {
         keys,
         prices,
@@ -276,8 +280,11 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         stop_control.clone(),
     )?;
     let workers = runtime::spawn_workers(listeners, shared.clone(), sender)?;
+    admin::spawn(admin_listener, shared.clone()).context("cannot start the admin listener")?;
+    // Scripts and tests read these two lines: the public address first, then the admin one.
     println!("traceingest listening on http://{addr}");
-    tracing::info!(%addr, database = %config.clickhouse_database, "serving");
+    println!("traceingest admin on http://{admin_addr}");
+    tracing::info!(%addr, %admin_addr, database = %config.clickhouse_database, "serving");
 
     for signal in signals.forever() {
         if signal == SIGHUP {

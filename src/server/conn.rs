@@ -199,6 +199,9 @@ impl Conn {
                 return Ok(false);
             };
             let outcome = match (head.route, head.method) {
+                // Only on the admin listener (`admin.rs`): it names organisations and shows
+                // traffic figures, which the internet-facing port must not.
+                (Route::Metrics, _) => Outcome::Refused(refusal(ConnError::NotFound)),
                 (_, Method::Post | Method::Other) => {
                     Outcome::Refused(refusal(ConnError::MethodNotAllowed {
                         allow: "GET, HEAD",
@@ -207,7 +210,6 @@ impl Conn {
                 }
                 (Route::Health, _) => ops::health(shared),
                 (Route::Ready, _) => ops::ready(shared),
-                (Route::Metrics, _) => ops::metrics(shared),
                 _ => Outcome::Refused(refusal(ConnError::NotFound)),
             };
             return Ok(self.answer(shared, &outcome, keep_alive, head_only));

@@ -1,6 +1,8 @@
-//! The network side: pinned monoio workers (`runtime.rs`) serving connections (`conn.rs`) and
-//! the operations endpoints (`ops.rs`), and the state every worker shares.
+//! The network side: pinned monoio workers (`runtime.rs`) serving connections (`conn.rs`), the
+//! operations endpoints (`ops.rs`) and the admin listener that serves them off the public port
+//! (`admin.rs`), and the state every worker shares.
 
+pub mod admin;
 pub mod conn;
 pub mod ops;
 pub mod runtime;

@@ -1,4 +1,5 @@
-//! What operators meet: the log on stderr (text for people, JSON for log shippers).
+//! What operators meet: the log on stderr (text for people, JSON for log shippers) and the
+//! admin listener that serves `/metrics` off the public port.
 
 use std::time::Duration;
 
@@ -76,4 +77,88 @@ fn a_bad_log_format_is_refused_naming_the_setting() {
         stderr.trim_end(),
         "traceingest: INGEST_LOG_FORMAT must be \"text\" (for people) or \"json\" (one object per line), got \"xml\""
     );
+}
+
+#[test]
+fn metrics_are_served_only_on_the_admin_listener() {
+    let server = Server::start();
+    // The public port: probes work, /metrics does not exist.
+    let r = server.get("/metrics");
+    assert_eq!((r.status, r.code().as_str()), (404, "not_found"));
+    let mut c = server.connect();
+    c.send(b"POST /metrics HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n");
+    assert_eq!(c.read_response().status, 404, "whatever the method");
+    assert_eq!(server.get("/health").status, 200);
+    assert_eq!(server.get("/ready").status, 200);
+
+    // The admin listener: the three operations endpoints, keep-alive, HEAD.
+    assert_ne!(server.admin.port(), server.addr.port());
+    let mut c = Client::connect(server.admin);
+    c.send(
+        b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\nGET /health HTTP/1.1\r\nHost: t\r\n\r\n\
+          GET /ready HTTP/1.1\r\nHost: t\r\n\r\nHEAD /health HTTP/1.1\r\nHost: t\r\n\r\n",
+    );
+    let metrics = c.read_response();
+    assert_eq!(metrics.status, 200);
+    assert!(metrics
+        .header("content-type")
+        .unwrap()
+        .starts_with("application/openmetrics-text"));
+    let text = String::from_utf8(metrics.body).unwrap();
+    assert!(
+        text.contains("\ntraceingest_keys 0\n") && text.ends_with("# EOF\n"),
+        "{text}"
+    );
+    let health = c.read_response();
+    assert_eq!(
+        (health.status, health.json()["status"].as_str()),
+        (200, Some("ok"))
+    );
+    let ready = c.read_response();
+    assert_eq!(
+        (ready.status, ready.json()["ready"].as_bool()),
+        (200, Some(true))
+    );
+    c.send(b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n");
+    let head = c.read_response();
+    assert_eq!(head.status, 200);
+    assert!(head.header("content-length").is_some());
+
+    // Nothing else is there.
+    let r = server.get_admin("/ingest");
+    assert_eq!((r.status, r.code().as_str()), (404, "not_found"));
+    let mut c = Client::connect(server.admin);
+    c.send(b"POST /metrics HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\n{}");
+    let r = c.read_response();
+    assert_eq!((r.status, r.header("allow")), (405, Some("GET, HEAD")));
+    assert!(
+        c.is_closed(),
+        "a request with a body closes the admin connection"
+    );
+    let mut c = Client::connect(server.admin);
+    c.send(b"GET /health HTTP/1.1\r\nHost: t\r\nContent-Length: nope\r\n\r\n");
+    assert_eq!(c.read_response().status, 400);
+    assert!(c.is_closed());
+}
+
+#[test]
+fn the_admin_listener_reports_a_drain_on_ready() {
+    let server = Server::start_with(&[("INGEST_SHUTDOWN_TIMEOUT_MS", "5000")]);
+    // An open connection keeps the server draining for a while.
+    let mut busy = server.connect();
+    busy.send(b"POST /ingest HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n{");
+    server.signal(SIGTERM);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let r = server.get_admin("/ready");
+        if r.status == 503 {
+            assert_eq!(r.code(), "not_ready");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "/ready never said draining"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

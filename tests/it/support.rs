@@ -23,6 +23,8 @@ static NEXT_DB: AtomicUsize = AtomicUsize::new(0);
 pub struct Server {
     pub child: Option<Child>,
     pub addr: SocketAddr,
+    /// The admin listener (`/metrics`, `/health`, `/ready`), on a port of its own.
+    pub admin: SocketAddr,
     pub database: String,
     /// `INGEST_DATA_DIR`: spool, write-ahead log, dead letters. Kept across `spawn`s.
     pub data_dir: PathBuf,
@@ -65,6 +67,7 @@ impl Server {
         Server {
             child: None,
             addr: "127.0.0.1:0".parse().unwrap(),
+            admin: "127.0.0.1:0".parse().unwrap(),
             database,
             data_dir,
             log_path,
@@ -87,6 +90,7 @@ impl Server {
         cmd.args(args);
         cmd.env("INGEST_HOST", "127.0.0.1")
             .env("INGEST_PORT", "0")
+            .env("INGEST_ADMIN_ADDR", "127.0.0.1:0")
             .env("INGEST_FLUSH_INTERVAL_MS", "100")
             .env("INGEST_WORKERS", "2")
             // The contract's default of 100 spans/s per key would throttle the other tests'
@@ -99,7 +103,7 @@ impl Server {
         cmd
     }
 
-    /// (Re)starts the process and waits for its "listening on" line.
+    /// (Re)starts the process and waits for its "listening on" and "admin on" lines.
     pub fn spawn(&mut self) {
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -122,6 +126,14 @@ impl Server {
             .strip_prefix("traceingest listening on http://")
             .unwrap_or_else(|| panic!("unexpected first line: {line}"));
         self.addr = url.parse().unwrap();
+        let line = lines
+            .next()
+            .expect("server exited before its admin line")
+            .expect("read server stdout");
+        let url = line
+            .strip_prefix("traceingest admin on http://")
+            .unwrap_or_else(|| panic!("unexpected second line: {line}"));
+        self.admin = url.parse().unwrap();
         // Keep draining stdout so the server never blocks on it.
         std::thread::spawn(move || for _ in lines {});
         self.child = Some(child);
@@ -138,6 +150,20 @@ impl Server {
         let mut c = self.connect();
         c.send(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
         c.read_response()
+    }
+
+    /// `GET path` on a new connection to the admin listener.
+    pub fn get_admin(&self, path: &str) -> Response {
+        let mut c = Client::connect(self.admin);
+        c.send(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+        c.read_response()
+    }
+
+    /// The `/metrics` text, from the admin listener.
+    pub fn metrics_text(&self) -> String {
+        let r = self.get_admin("/metrics");
+        assert_eq!(r.status, 200, "/metrics on the admin listener");
+        String::from_utf8(r.body).unwrap()
     }
 
     /// Runs a management command of the same binary against this server's database.
