@@ -151,6 +151,8 @@ pub struct Snapshot {
     /// Seconds since the key set was last loaded.
     pub key_set_age_s: f64,
     pub keys: u64,
+    /// Key-set loads run early because a request brought a key the set did not know.
+    pub key_refreshes_on_demand: u64,
     /// (organisation, batches refused with `quota_exceeded`), only organisations with refusals.
     pub quota_refusals: Vec<(String, u64)>,
 }
@@ -378,6 +380,12 @@ impl Collector for Snapshot {
             "traceingest_keys",
             "Active API keys in the key set",
             self.keys,
+        )?;
+        counter(
+            &mut enc,
+            "traceingest_key_refreshes_on_demand",
+            "Key-set loads run early because a request brought an unknown key (at most one per 100 ms)",
+            self.key_refreshes_on_demand,
         )?;
         let mut m = enc.encode_descriptor(
             "traceingest_quota_refusals",

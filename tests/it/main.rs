@@ -12,6 +12,7 @@ mod connections;
 mod contract;
 mod durability;
 mod hardening;
+mod keys;
 mod operations;
 mod pricing;
 mod shutdown;

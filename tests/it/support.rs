@@ -166,6 +166,13 @@ impl Server {
         String::from_utf8(r.body).unwrap()
     }
 
+    /// The value of an unlabelled (or fully labelled) series in `/metrics`, if present.
+    pub fn metric(&self, series: &str) -> Option<f64> {
+        self.metrics_text()
+            .lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+    }
+
     /// Runs a management command of the same binary against this server's database.
     pub fn cli(&self, args: &[&str]) -> std::process::Output {
         self.command(args).output().expect("run traceingest")
