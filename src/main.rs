@@ -266,6 +266,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         metrics: Metrics::default(),
         clock,
         accounts,
+        unpriced: Arc::default(),
         config: config.clone(),
     });
 

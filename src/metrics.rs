@@ -155,6 +155,8 @@ pub struct Snapshot {
     pub key_refreshes_on_demand: u64,
     /// (organisation, batches refused with `quota_exceeded`), only organisations with refusals.
     pub quota_refusals: Vec<(String, u64)>,
+    /// (provider label, accepted spans whose model has no price), every label.
+    pub unpriced_spans: Vec<(&'static str, u64)>,
 }
 
 impl Snapshot {
@@ -395,6 +397,15 @@ impl Collector for Snapshot {
         )?;
         for (org, n) in &self.quota_refusals {
             ConstCounter::new(*n).encode(m.encode_family(&[("org", org.as_str())])?)?;
+        }
+        let mut m = enc.encode_descriptor(
+            "traceingest_unpriced_spans",
+            "Accepted spans whose model has no price (stored with null costs), by provider",
+            None,
+            MetricType::Counter,
+        )?;
+        for (provider, n) in &self.unpriced_spans {
+            ConstCounter::new(*n).encode(m.encode_family(&[("provider", *provider)])?)?;
         }
         Ok(())
     }

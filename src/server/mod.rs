@@ -16,6 +16,7 @@ use crate::admission::Accounts;
 use crate::auth::KeyStore;
 use crate::clock::Clock;
 use crate::config::{Config, ServeArgs};
+use crate::ingest::unpriced::UnpricedModels;
 use crate::ingest::{batch_limit, Parts};
 use crate::metrics::Metrics;
 use crate::pricing::SharedPrices;
@@ -56,6 +57,8 @@ pub struct Shared {
     /// Every organisation's plan and usage (the control thread publishes the list; workers
     /// reach an account through the key's `Principal`).
     pub accounts: Accounts,
+    /// Accepted spans whose model has no price, by provider (workers add, `/metrics` reads).
+    pub unpriced: Arc<UnpricedModels>,
 }
 
 impl Shared {
@@ -80,6 +83,7 @@ impl Shared {
             handoff,
             clock: self.clock,
             batch_limit: batch_limit(self.config.buffer_max_bytes),
+            unpriced: self.unpriced.clone(),
         }
     }
 
@@ -112,6 +116,7 @@ impl Shared {
             metrics: Metrics::default(),
             clock: Clock::new(config.clock_offset_ms),
             accounts: Accounts::default(),
+            unpriced: Arc::default(),
             config,
         }
     }

@@ -155,6 +155,7 @@ pub fn metrics(shared: &Shared) -> Outcome {
         .map(|a| (a.org_id.to_string(), load(&a.quota_refusals)))
         .filter(|&(_, n)| n > 0)
         .collect();
+    s.unpriced_spans = shared.unpriced.counts();
     Outcome::Ok {
         content_type: metrics::CONTENT_TYPE,
         body: s.encode().into_bytes(),
