@@ -27,6 +27,7 @@ const ANSWERS: &[(u16, &str)] = &[
     (400, "invalid_json"),
     (400, "validation_failed"),
     (401, "invalid_api_key"),
+    (401, "invalid_authorization_scheme"),
     (401, "missing_api_key"),
     (404, "not_found"),
     (405, "method_not_allowed"),
