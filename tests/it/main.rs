@@ -8,6 +8,7 @@ mod private_clickhouse;
 mod support;
 
 mod admission;
+mod cli;
 mod connections;
 mod contract;
 mod durability;
