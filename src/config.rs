@@ -23,7 +23,7 @@ pub struct StoreArgs {
         default_value = "tcp://127.0.0.1:9000"
     )]
     pub clickhouse_url: String,
-    /// ClickHouse database holding `spans` and `api_keys`.
+    /// ClickHouse database holding the `spans`, `api_keys` and `orgs` tables.
     #[arg(
         long,
         env = "INGEST_CLICKHOUSE_DATABASE",
@@ -137,11 +137,14 @@ pub struct ServeArgs {
     /// Flush as soon as this many rows are waiting.
     #[arg(long, env = "INGEST_FLUSH_MAX_ROWS", default_value_t = 100_000)]
     pub flush_max_rows: usize,
-    /// Rows the write buffer may hold in memory before `/ingest` answers 503.
+    /// Rows of accepted batches held in memory (at least --flush-max-rows); past it the newest
+    /// batches go to the spool on disk, and `/ingest` answers 503 buffer_full only when the
+    /// spool is full too. `/ready` answers 503 not_ready past 90% of it.
     #[arg(long, env = "INGEST_BUFFER_MAX_ROWS", default_value_t = 1_000_000)]
     pub buffer_max_rows: u64,
-    /// Heap bytes the write buffer may hold in memory; past three quarters, batches go to the
-    /// spool on disk.
+    /// Heap bytes of accepted batches held in memory (at least 65536); past it the newest
+    /// batches go to the spool on disk, and `/ingest` answers 503 buffer_full only when the
+    /// spool is full too. One batch's rows may take a quarter of it (413 batch_too_large).
     #[arg(long, env = "INGEST_BUFFER_MAX_BYTES", default_value_t = 256 * 1024 * 1024)]
     pub buffer_max_bytes: u64,
     /// Bytes the spool on disk may hold; with memory and spool full, `/ingest` answers 503.

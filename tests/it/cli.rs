@@ -67,3 +67,24 @@ fn commands_name_clickhouse_its_url_and_the_setting_when_it_cannot_be_reached() 
         }
     }
 }
+
+#[test]
+fn every_setting_in_the_help_is_in_the_readme() {
+    let server = Server::new(CH_HTTP, &[]);
+    let (code, help, _) = run(&server, &["serve", "--help"]);
+    assert_eq!(code, Some(0));
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let settings: Vec<&str> = help
+        .split("[env: ")
+        .skip(1)
+        .filter_map(|s| s.split('=').next())
+        .collect();
+    assert!(settings.len() > 30, "{help}");
+    for setting in settings {
+        assert!(
+            readme.contains(&format!("| `{setting}` |")),
+            "{setting} is in `serve --help` but not in README's settings table"
+        );
+    }
+}
