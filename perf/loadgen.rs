@@ -41,6 +41,8 @@ use meter::{http_get, Cpu};
 
 struct Args {
     addr: SocketAddr,
+    /// The server's admin listener, for `/metrics`.
+    admin: SocketAddr,
     key: String,
     pid: u32,
     database: String,
@@ -56,6 +58,7 @@ struct Args {
 fn parse_args() -> Args {
     let mut a = Args {
         addr: "127.0.0.1:4000".parse().unwrap(),
+        admin: "127.0.0.1:4001".parse().unwrap(),
         key: String::new(),
         pid: 0,
         database: String::new(),
@@ -70,6 +73,7 @@ fn parse_args() -> Args {
         let v = pair.get(1).cloned().unwrap_or_default();
         match pair[0].as_str() {
             "--addr" => a.addr = v.parse().expect("--addr host:port"),
+            "--admin" => a.admin = v.parse().expect("--admin host:port"),
             "--key" => a.key = v,
             "--pid" => a.pid = v.parse().expect("--pid"),
             "--database" => a.database = v,
@@ -498,7 +502,7 @@ fn sustain_phase(a: &Args, f: &Fixture, rate: f64) -> Value {
     let (server_before, ch_before) = (Cpu::read(a.pid), ch.map(Cpu::read));
     // `settle` emptied the table; the server's count covers every phase.
     let rows_before = rows_in_clickhouse(&a.database);
-    let accepted_before = meter::metric(a.addr, "traceingest_spans_accepted_total");
+    let accepted_before = meter::metric(a.admin, "traceingest_spans_accepted_total");
     let stop = Arc::new(AtomicBool::new(false));
     let samples = std::thread::scope(|s| {
         let sampler = {
@@ -509,7 +513,7 @@ fn sustain_phase(a: &Args, f: &Fixture, rate: f64) -> Value {
                 while !stop.load(Ordering::Relaxed) {
                     out.push(json!({
                         "t": t0.elapsed().as_secs_f64(),
-                        "accepted_spans": meter::metric(a.addr, "traceingest_spans_accepted_total"),
+                        "accepted_spans": meter::metric(a.admin, "traceingest_spans_accepted_total"),
                         "rows_in_clickhouse": rows_in_clickhouse(&a.database),
                         "buffered_rows": buffered(a.addr),
                     }));
@@ -526,7 +530,7 @@ fn sustain_phase(a: &Args, f: &Fixture, rate: f64) -> Value {
     // After intake stops: how long until ClickHouse has every row.
     let t0 = Instant::now();
     let target =
-        meter::metric(a.addr, "traceingest_spans_accepted_total") - accepted_before + rows_before;
+        meter::metric(a.admin, "traceingest_spans_accepted_total") - accepted_before + rows_before;
     while rows_in_clickhouse(&a.database) < target && t0.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(100));
     }

@@ -156,7 +156,7 @@ pub fn http_get(addr: SocketAddr, path: &str, body: &str) -> String {
     }
 }
 
-/// The value of an unlabelled counter in the server's `/metrics`.
+/// The value of an unlabelled counter in the server's `/metrics` (`addr`: its admin listener).
 pub fn metric(addr: SocketAddr, name: &str) -> u64 {
     let text = http_get(addr, "/metrics", "");
     text.lines()

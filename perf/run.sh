@@ -32,6 +32,7 @@ mkdir -p perf/out
 BIN=target/release/traceingest
 DB="perf_$$"
 export INGEST_CLICKHOUSE_DATABASE="$DB" INGEST_LOG=warn INGEST_HOST=127.0.0.1 INGEST_PORT=0
+export INGEST_ADMIN_ADDR=127.0.0.1:0
 export INGEST_WORKERS="$WORKERS" INGEST_KEY_REFRESH_MS=100
 # The load is one key: the contract's default per-key rate (100 spans/s) would measure the limiter.
 export INGEST_RATE_LIMIT_RPS=unlimited INGEST_DATA_DIR="perf/out/data"
@@ -51,14 +52,15 @@ KEY=$($BIN keys create --org perf 2>/dev/null)
 $BIN serve >perf/out/server.stdout 2>perf/out/server.stderr &
 SERVER_PID=$!
 for _ in $(seq 1 100); do
-  grep -q "listening on" perf/out/server.stdout 2>/dev/null && break
+  grep -q "admin on" perf/out/server.stdout 2>/dev/null && break
   sleep 0.1
 done
 ADDR=$(sed -n 's|.*listening on http://||p' perf/out/server.stdout | head -1)
-[ -n "$ADDR" ] || { echo "the server did not start; see perf/out/server.stderr" >&2; exit 1; }
+ADMIN=$(sed -n 's|.*admin on http://||p' perf/out/server.stdout | head -1)
+[ -n "$ADDR" ] && [ -n "$ADMIN" ] || { echo "the server did not start; see perf/out/server.stderr" >&2; exit 1; }
 echo "server pid $SERVER_PID on $ADDR, database $DB, $WORKERS worker(s)" >&2
 
-target/release/examples/loadgen --addr "$ADDR" --key "$KEY" --pid "$SERVER_PID" \
+target/release/examples/loadgen --addr "$ADDR" --admin "$ADMIN" --key "$KEY" --pid "$SERVER_PID" \
   --database "$DB" --connections "$CONNECTIONS" --phase-secs "$PHASE" \
   --sustain-secs "$SUSTAIN" --out perf/out/load.json
 cleanup

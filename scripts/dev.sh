@@ -1,28 +1,45 @@
 #!/usr/bin/env bash
-# One command for a new user: ClickHouse installed and started, the server built, its schema
-# created, an API key printed with a curl example, then the server runs in the foreground.
+# One command for a new user: a C compiler and ClickHouse installed and started, the server
+# built, its schema created, an API key (reused from the last run while it is active) printed
+# with a curl example, then the server runs in the foreground.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v cargo >/dev/null 2>&1; then
-  echo "Rust is needed (1.88 or newer): install it with rustup (https://rustup.rs), then rerun." >&2
-  exit 1
-fi
-if ! command -v cc >/dev/null 2>&1 || ! command -v c++ >/dev/null 2>&1; then
-  SUDO=""; [ "$(id -u)" != 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq build-essential >/dev/null
-fi
-
+scripts/build-deps.sh
 scripts/clickhouse.sh
-cargo build --release --quiet
+echo "building the release binary (the first build takes a few minutes)..." >&2
+cargo build --release
 BIN=target/release/traceingest
 $BIN migrate >&2
+
+# Keys are shown once and only their hashes are stored, so the key this script made is kept
+# in the data directory and reused while it is active, instead of a new key every run.
 ORG="${ORG:-local}"
-KEY=$($BIN keys create --org "$ORG" 2>/dev/null)
+DATA_DIR="${INGEST_DATA_DIR:-data}"
+KEY_FILE="$DATA_DIR/dev-api-key"
+KEY=""
+if [ -s "$KEY_FILE" ]; then
+  KEY=$(head -n 1 "$KEY_FILE")
+  # `keys list`: PREFIX ORG PROJECT CREATED(date time) STATE; the prefix is 12 characters.
+  if $BIN keys list | awk -v p="${KEY:0:12}" -v o="$ORG" \
+      '$1 == p && $2 == o && $NF == "active" { found = 1 } END { exit !found }'; then
+    echo "reusing the API key for org '$ORG' kept in $KEY_FILE (delete the file for a new one)" >&2
+  else
+    echo "the key in $KEY_FILE is revoked or belongs to another org or database: creating a new one" >&2
+    KEY=""
+  fi
+fi
+if [ -z "$KEY" ]; then
+  KEY=$($BIN keys create --org "$ORG" 2>/dev/null)
+  mkdir -p "$DATA_DIR"
+  (umask 077 && printf '%s\n' "$KEY" >"$KEY_FILE")
+  echo "created an API key for org '$ORG'; kept in $KEY_FILE for the next runs" >&2
+fi
 PORT="${INGEST_PORT:-4000}"
+ADMIN="${INGEST_ADMIN_ADDR:-127.0.0.1:4001}"
 cat >&2 <<MSG
 
-API key for org '$ORG' (shown once): $KEY
+API key for org '$ORG': $KEY
 
 Send a batch:
   curl -s -X POST http://127.0.0.1:$PORT/ingest \\
@@ -31,6 +48,8 @@ Send a batch:
 
 Then look at it:
   clickhouse-client -q "SELECT trace_id, span_id, priced_model_id, total_cost FROM traceingest.spans FINAL"
+
+Metrics (admin listener): curl -s http://$ADMIN/metrics
 
 MSG
 exec $BIN serve

@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET="${1:-60}"
 export RUSTC_BOOTSTRAP=1
 
+scripts/build-deps.sh
+
 if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "installing cargo-fuzz..." >&2
   cargo install cargo-fuzz --locked

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The whole test suite: ClickHouse up, formatting, lints, unit and integration tests, benches
-# compiled. What CI runs.
+# The whole test suite: a C compiler and ClickHouse installed if missing, formatting, lints,
+# unit and integration tests, benches compiled. What CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+scripts/build-deps.sh
 scripts/clickhouse.sh
 cargo fmt --all -- --check
 cargo clippy --all-targets --all-features --quiet -- -D warnings

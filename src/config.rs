@@ -23,7 +23,7 @@ pub struct StoreArgs {
         default_value = "tcp://127.0.0.1:9000"
     )]
     pub clickhouse_url: String,
-    /// ClickHouse database holding `spans` and `api_keys`.
+    /// ClickHouse database holding the `spans`, `api_keys` and `orgs` tables.
     #[arg(
         long,
         env = "INGEST_CLICKHOUSE_DATABASE",
@@ -76,6 +76,36 @@ impl PlanArgs {
     }
 }
 
+/// How every command logs; read first, before the command runs.
+#[derive(Debug, Clone, Args)]
+pub struct LogArgs {
+    /// Log format on stderr: "text" for people (coloured only when stderr is a terminal) or
+    /// "json", one object per line (timestamp, level, fields.message, other fields) for log
+    /// shippers. The filter is INGEST_LOG.
+    #[arg(long, global = true, env = "INGEST_LOG_FORMAT", default_value = "text")]
+    pub log_format: String,
+}
+
+/// The format of the log (`INGEST_LOG_FORMAT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+impl LogArgs {
+    /// The checked format; the error names the setting.
+    pub fn resolve(&self) -> Result<LogFormat, String> {
+        match self.log_format.as_str() {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            other => Err(format!(
+                "INGEST_LOG_FORMAT must be \"text\" (for people) or \"json\" (one object per line), got {other:?}"
+            )),
+        }
+    }
+}
+
 /// Raw settings of `traceingest serve`.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
@@ -85,6 +115,10 @@ pub struct ServeArgs {
     /// TCP port (0 picks a free one; the chosen address is printed on stdout).
     #[arg(long, env = "INGEST_PORT", default_value_t = 4000)]
     pub port: u16,
+    /// Address of the admin listener, which serves /metrics, /health and /ready off the public
+    /// port (port 0 picks a free one; printed on stdout's second line).
+    #[arg(long, env = "INGEST_ADMIN_ADDR", default_value = "127.0.0.1:4001")]
+    pub admin_addr: SocketAddr,
     /// Worker threads, one per core by default.
     #[arg(long, env = "INGEST_WORKERS")]
     pub workers: Option<usize>,
@@ -107,11 +141,14 @@ pub struct ServeArgs {
     /// Flush as soon as this many rows are waiting.
     #[arg(long, env = "INGEST_FLUSH_MAX_ROWS", default_value_t = 100_000)]
     pub flush_max_rows: usize,
-    /// Rows the write buffer may hold in memory before `/ingest` answers 503.
+    /// Rows of accepted batches held in memory (at least --flush-max-rows); past it the newest
+    /// batches go to the spool on disk, and `/ingest` answers 503 buffer_full only when the
+    /// spool is full too. `/ready` answers 503 not_ready past 90% of it.
     #[arg(long, env = "INGEST_BUFFER_MAX_ROWS", default_value_t = 1_000_000)]
     pub buffer_max_rows: u64,
-    /// Heap bytes the write buffer may hold in memory; past three quarters, batches go to the
-    /// spool on disk.
+    /// Heap bytes of accepted batches held in memory (at least 65536); past it the newest
+    /// batches go to the spool on disk, and `/ingest` answers 503 buffer_full only when the
+    /// spool is full too. One batch's rows may take a quarter of it (413 batch_too_large).
     #[arg(long, env = "INGEST_BUFFER_MAX_BYTES", default_value_t = 256 * 1024 * 1024)]
     pub buffer_max_bytes: u64,
     /// Bytes the spool on disk may hold; with memory and spool full, `/ingest` answers 503.
@@ -199,6 +236,8 @@ pub enum Durability {
 #[derive(Debug, Clone)]
 pub struct Config {
     pub listen: SocketAddr,
+    /// The admin listener: `/metrics`, `/health`, `/ready`.
+    pub admin: SocketAddr,
     pub workers: usize,
     pub limits: Limits,
     /// `INGEST_OTLP_MAX_BODY_BYTES`: the body cap of `/v1/traces` (`limits.max_body_bytes` is
@@ -388,6 +427,7 @@ impl ServeArgs {
         }
         Ok(Config {
             listen: SocketAddr::new(self.host, self.port),
+            admin: self.admin_addr,
             workers,
             limits: Limits {
                 max_head_bytes: self.max_header_bytes,
@@ -542,6 +582,33 @@ mod tests {
             let err = resolve(args).unwrap_err();
             assert!(err.starts_with(setting), "{args:?}: {err}");
         }
+    }
+
+    #[test]
+    fn admin_listener_address() {
+        assert_eq!(
+            resolve(&[]).unwrap().admin,
+            "127.0.0.1:4001".parse().unwrap()
+        );
+        let c = resolve(&["--admin-addr", "0.0.0.0:0"]).unwrap();
+        assert_eq!(c.admin, "0.0.0.0:0".parse().unwrap());
+        assert!(resolve(&["--admin-addr", "4001"]).is_err());
+    }
+
+    #[test]
+    fn log_format() {
+        let format = |v: &str| {
+            LogArgs {
+                log_format: v.into(),
+            }
+            .resolve()
+        };
+        assert_eq!(format("text"), Ok(LogFormat::Text));
+        assert_eq!(format("json"), Ok(LogFormat::Json));
+        assert_eq!(
+            format("JSON").unwrap_err(),
+            "INGEST_LOG_FORMAT must be \"text\" (for people) or \"json\" (one object per line), got \"JSON\""
+        );
     }
 
     #[test]

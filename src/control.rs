@@ -6,8 +6,10 @@
 //!
 //! - every `INGEST_KEY_REFRESH_MS` the `Refresher` loads organisations and active keys, puts each
 //!   organisation's plan in force and swaps a whole new key set in (each key keeps its rate-limit
-//!   bucket); every second (and at once on SIGHUP) it checks the pricing file and swaps in a new
-//!   table when it changed;
+//!   bucket); sooner when a worker met an unknown key and asked (`auth::refresh`), but at most
+//!   once per `ON_DEMAND_GAP` however many asked, and an early load pushes the next periodic
+//!   one back; every second (and at once on SIGHUP) it checks the pricing file and swaps in a
+//!   new table when it changed;
 //! - every `INGEST_QUOTA_SYNC_MS` (and at once when an organisation gets a quota) `sync_usage`
 //!   re-counts this month's spans in ClickHouse for every organisation with a quota.
 //!
@@ -16,13 +18,18 @@
 
 use std::cell::Cell;
 use std::collections::HashMap;
+use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
+
 use crate::admission::plan::Plans;
 use crate::admission::{Account, Accounts};
+use crate::auth::refresh::{RefreshDemand, ON_DEMAND_GAP};
 use crate::auth::{KeySet, KeyStore, Principal};
 use crate::calendar::Month;
 use crate::clock;
@@ -207,6 +214,53 @@ impl Failing {
     }
 }
 
+/// The eventfd workers ring when they ask for an early key-set load, as the control thread's
+/// runtime sees it.
+struct Bell<'a> {
+    demand: &'a RefreshDemand,
+    /// `None` if the eventfd could not be made or registered (never seen in practice): then
+    /// the loop looks at the requests every `ON_DEMAND_GAP` instead.
+    fd: Option<AsyncFd<BorrowedFd<'a>>>,
+}
+
+impl<'a> Bell<'a> {
+    /// Must be called on the runtime that will wait on it.
+    fn new(demand: &'a RefreshDemand) -> Bell<'a> {
+        let fd = demand.bell().and_then(|fd| {
+            // SAFETY: the eventfd is owned by `demand` (in the `KeyStore` of the `Shared` this
+            // thread holds an `Arc` of) and never closed or replaced while it lives; the borrow
+            // ties this registration to it, and `fd` is dropped before it.
+            unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }
+                .map_err(std::io::Error::from)
+        });
+        if let Err(e) = &fd {
+            tracing::warn!(error = %e, "no eventfd for early key refreshes; polling instead");
+        }
+        Bell {
+            demand,
+            fd: fd.ok(),
+        }
+    }
+
+    /// Returns at `until`, or earlier once a worker rings.
+    async fn wait(&mut self, until: tokio::time::Instant) {
+        let Some(fd) = &self.fd else {
+            let poll = tokio::time::Instant::now() + ON_DEMAND_GAP;
+            tokio::time::sleep_until(until.min(poll)).await;
+            return;
+        };
+        tokio::select! {
+            _ = tokio::time::sleep_until(until) => {}
+            ready = fd.readable() => {
+                self.demand.silence();
+                if let Ok(mut guard) = ready {
+                    guard.clear_ready();
+                }
+            }
+        }
+    }
+}
+
 /// Starts the control thread. It opens its own connections to ClickHouse (a pool belongs to
 /// the runtime that opened it).
 pub fn spawn(
@@ -238,13 +292,35 @@ pub fn spawn(
             };
             let sync_now = Cell::new(false);
             let keys_loop = async {
+                let demand = &shared.keys.demand;
+                let mut bell = Bell::new(demand);
                 let mut next_price_check = Instant::now() + Duration::from_secs(1);
                 let mut failing = Failing::new("key refresh");
+                let mut last = Instant::now();
+                let mut next = last;
                 while !stop.load(Ordering::Acquire) {
-                    match refresher
+                    // Wait for the periodic time, or for a worker's request once the gap since
+                    // the last refresh has passed (and at least every second, to see `stop`).
+                    let now = Instant::now();
+                    let asked = demand.is_wanted() && next > now;
+                    let due = if asked {
+                        (last + ON_DEMAND_GAP).min(next)
+                    } else {
+                        next
+                    };
+                    if due > now {
+                        let until = due.min(now + Duration::from_secs(1));
+                        bell.wait(until.into()).await;
+                        continue;
+                    }
+                    last = now;
+                    next = now + config.key_refresh;
+                    demand.begin(asked);
+                    let result = refresher
                         .refresh(&key_store, &shared.keys, &shared.accounts)
-                        .await
-                    {
+                        .await;
+                    demand.end();
+                    match result {
                         Ok(_) => failing.ok(),
                         Err(e) => failing.failed(&e),
                     }
@@ -267,7 +343,6 @@ pub fn spawn(
                             }
                         }
                     }
-                    tokio::time::sleep(config.key_refresh).await;
                 }
             };
             let usage_loop = async {

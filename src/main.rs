@@ -18,11 +18,11 @@ use traceingest::cli::keys::KeysCommand;
 use traceingest::cli::orgs::OrgsCommand;
 use traceingest::cli::price::PriceArgs;
 use traceingest::clock::Clock;
-use traceingest::config::{Durability, PlanArgs, ServeArgs, StoreArgs};
+use traceingest::config::{Durability, LogArgs, LogFormat, PlanArgs, ServeArgs, StoreArgs};
 use traceingest::control::Refresher;
 use traceingest::metrics::Metrics;
 use traceingest::pricing::SharedPrices;
-use traceingest::server::{runtime, Shared};
+use traceingest::server::{admin, runtime, Shared};
 use traceingest::sink::clickhouse::Store;
 use traceingest::sink::flush::{self, FlushConfig, Input};
 use traceingest::sink::segment::Writer;
@@ -40,8 +40,12 @@ use traceingest::{cli, control};
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    #[command(flatten)]
+    log: LogArgs,
 }
 
+// Parsed once at start-up and matched once: the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the ingest server (the default command).
@@ -70,7 +74,13 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
-    init_logging();
+    match cli.log.resolve() {
+        Ok(format) => init_logging(format),
+        Err(e) => {
+            eprintln!("traceingest: {e}");
+            std::process::exit(1);
+        }
+    }
     let command = match cli.command {
         Some(c) => c,
         None => match Cli::parse_from(["traceingest", "serve"]).command {
@@ -101,14 +111,23 @@ fn main() {
     }
 }
 
-fn init_logging() {
+/// Logs go to stderr: text for people, with colours only when stderr is a terminal (and
+/// `NO_COLOR` is not set), or JSON, one object per line, for log shippers.
+fn init_logging(format: LogFormat) {
+    use std::io::IsTerminal as _;
     let filter = tracing_subscriber::EnvFilter::try_from_env("INGEST_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,clickhouse_rs=error"));
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
+        .with_target(false);
+    match format {
+        LogFormat::Text => {
+            let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            logs.with_ansi(colour).init();
+        }
+        LogFormat::Json => logs.json().with_ansi(false).init(),
+    }
 }
 
 fn block_on<F: std::future::Future<Output = anyhow::Result<()>>>(f: F) -> anyhow::Result<()> {
@@ -236,6 +255,8 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
 
     let (listeners, addr) = runtime::bind(config.listen, config.workers)
         .with_context(|| format!("cannot listen on {}", config.listen))?;
+    let (admin_listener, admin_addr) = admin::bind(config.admin)
+        .with_context(|| format!("cannot listen on INGEST_ADMIN_ADDR {}", config.admin))?;
     let shared = Arc::new(Shared {
         keys,
         prices,
@@ -245,6 +266,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         metrics: Metrics::default(),
         clock,
         accounts,
+        unpriced: Arc::default(),
         config: config.clone(),
     });
 
@@ -259,8 +281,11 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         stop_control.clone(),
     )?;
     let workers = runtime::spawn_workers(listeners, shared.clone(), sender)?;
+    admin::spawn(admin_listener, shared.clone()).context("cannot start the admin listener")?;
+    // Scripts and tests read these two lines: the public address first, then the admin one.
     println!("traceingest listening on http://{addr}");
-    tracing::info!(%addr, database = %config.clickhouse_database, "serving");
+    println!("traceingest admin on http://{admin_addr}");
+    tracing::info!(%addr, %admin_addr, database = %config.clickhouse_database, "serving");
 
     for signal in signals.forever() {
         if signal == SIGHUP {

@@ -27,6 +27,7 @@ const ANSWERS: &[(u16, &str)] = &[
     (400, "invalid_json"),
     (400, "validation_failed"),
     (401, "invalid_api_key"),
+    (401, "invalid_authorization_scheme"),
     (401, "missing_api_key"),
     (404, "not_found"),
     (405, "method_not_allowed"),
@@ -151,8 +152,12 @@ pub struct Snapshot {
     /// Seconds since the key set was last loaded.
     pub key_set_age_s: f64,
     pub keys: u64,
+    /// Key-set loads run early because a request brought a key the set did not know.
+    pub key_refreshes_on_demand: u64,
     /// (organisation, batches refused with `quota_exceeded`), only organisations with refusals.
     pub quota_refusals: Vec<(String, u64)>,
+    /// (provider label, accepted spans whose model has no price), every label.
+    pub unpriced_spans: Vec<(&'static str, u64)>,
 }
 
 impl Snapshot {
@@ -379,6 +384,12 @@ impl Collector for Snapshot {
             "Active API keys in the key set",
             self.keys,
         )?;
+        counter(
+            &mut enc,
+            "traceingest_key_refreshes_on_demand",
+            "Key-set loads run early because a request brought an unknown key (at most one per 100 ms)",
+            self.key_refreshes_on_demand,
+        )?;
         let mut m = enc.encode_descriptor(
             "traceingest_quota_refusals",
             "Batches refused because the organisation's monthly quota is used up",
@@ -387,6 +398,15 @@ impl Collector for Snapshot {
         )?;
         for (org, n) in &self.quota_refusals {
             ConstCounter::new(*n).encode(m.encode_family(&[("org", org.as_str())])?)?;
+        }
+        let mut m = enc.encode_descriptor(
+            "traceingest_unpriced_spans",
+            "Accepted spans whose model has no price (stored with null costs), by provider",
+            None,
+            MetricType::Counter,
+        )?;
+        for (provider, n) in &self.unpriced_spans {
+            ConstCounter::new(*n).encode(m.encode_family(&[("provider", *provider)])?)?;
         }
         Ok(())
     }

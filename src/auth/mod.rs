@@ -3,7 +3,11 @@
 //! A key is `prefix + 43 base62 characters` (256 bits of randomness). Only `sha256(key)` is
 //! stored. Workers authenticate with a hash and one lock-free lookup in the current `KeySet`,
 //! which the control thread replaces wholesale every refresh (`arc_swap`), so a request never
-//! waits on I/O or a lock, and a revocation reaches every worker within one refresh period.
+//! waits on I/O or a lock, and a revocation reaches every worker within one refresh period. A
+//! well-formed key the set does not know may be new: `refresh.rs` lets the worker ask for an
+//! early refresh and wait for it, bounded and coalesced.
+
+pub mod refresh;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -15,6 +19,7 @@ use sha2::{Digest, Sha256};
 
 use crate::admission::rate::Bucket;
 use crate::admission::Account;
+use refresh::RefreshDemand;
 
 /// Random characters after the prefix: 43 base62 digits carry 256 bits.
 pub const KEY_RANDOM_LEN: usize = 43;
@@ -206,6 +211,8 @@ pub struct KeyStore {
     /// Unix milliseconds of the last successful refresh (for `/metrics` and `/ready`).
     refreshed_at_ms: AtomicU64,
     prefix: String,
+    /// Workers' requests for an early refresh (an unknown key may be a new one).
+    pub demand: RefreshDemand,
 }
 
 /// Why a request is not authenticated.
@@ -215,8 +222,11 @@ pub enum AuthError {
     Missing,
     /// An `Authorization` header that is not `Bearer <key>` (a bare key, `Basic ...`).
     NotBearer,
-    /// A key of the wrong shape, or unknown, or revoked.
+    /// A key of the wrong shape.
     Invalid,
+    /// A well-formed key the key set does not hold: unknown, revoked, or created since the
+    /// last refresh. Answered like `Invalid`, after one early refresh (`refresh.rs`).
+    Unknown,
 }
 
 impl KeyStore {
@@ -225,6 +235,7 @@ impl KeyStore {
             current: ArcSwap::from_pointee(KeySet::default()),
             refreshed_at_ms: AtomicU64::new(0),
             prefix: prefix.to_string(),
+            demand: RefreshDemand::default(),
         }
     }
 
@@ -266,7 +277,7 @@ impl KeyStore {
             .load()
             .get(&hash)
             .cloned()
-            .ok_or(AuthError::Invalid)
+            .ok_or(AuthError::Unknown)
     }
 }
 
@@ -329,7 +340,12 @@ mod tests {
         );
         assert_eq!(
             store.authenticate(None, Some(key.as_bytes())),
-            Err(AuthError::Invalid)
+            Err(AuthError::Unknown)
+        );
+        assert_eq!(
+            store.authenticate(None, Some(&key.as_bytes()[1..])),
+            Err(AuthError::Invalid),
+            "malformed: no lookup"
         );
         store.replace(set, 1);
         let p = store.authenticate(None, Some(key.as_bytes())).unwrap();
@@ -338,7 +354,7 @@ mod tests {
         let other = generate_key("ti_").unwrap();
         assert_eq!(
             store.authenticate(None, Some(other.as_bytes())),
-            Err(AuthError::Invalid)
+            Err(AuthError::Unknown)
         );
         assert_eq!(parse_hex(&hex(&hash_key(b"x"))), Some(hash_key(b"x")));
         assert_eq!(parse_hex(&"ab".repeat(32)), Some([0xab; 32]));

@@ -102,7 +102,7 @@ pub fn refusal(why: impl Into<Refused>) -> Refusal {
             "the Authorization header must be 'Bearer <key>'; or send the key as \
              'x-api-key: <key>'",
         ),
-        Refused::Auth(AuthError::Invalid) => {
+        Refused::Auth(AuthError::Invalid | AuthError::Unknown) => {
             new(401, "invalid_api_key", "the API key is unknown or revoked")
         }
         Refused::Ingest(IngestError::Decode(e)) => decode(e),
@@ -361,6 +361,13 @@ mod tests {
                 AuthError::NotBearer.into(),
                 401,
                 "invalid_authorization_scheme",
+                None,
+                false,
+            ),
+            (
+                AuthError::Unknown.into(),
+                401,
+                "invalid_api_key",
                 None,
                 false,
             ),

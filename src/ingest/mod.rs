@@ -7,9 +7,11 @@
 //! synchronous and does no I/O: a worker calls `Pipeline::ingest_v1` with the body buffer its
 //! connection owns and gets back either the rows handed over (`Handed`, to await in
 //! write-ahead mode) or why they were refused. The pipeline knows nothing of the server: it is
-//! built from what it needs (prices, the hand-off, the clock, the batch limit).
+//! built from what it needs (prices, the hand-off, the clock, the batch limit, where unpriced
+//! spans are counted: `unpriced.rs`, which also logs each model without a price once).
 
 pub mod rows;
+pub mod unpriced;
 pub mod v1;
 pub mod wire;
 
@@ -24,6 +26,7 @@ use crate::pricing::{Pricer, SharedPrices};
 use crate::row::RowBatch;
 use crate::sink::{Handed, Handoff, HandoffError};
 use rows::BuildError;
+use unpriced::UnpricedModels;
 use v1::Decoder;
 use wire::Batch;
 
@@ -83,6 +86,8 @@ pub struct Parts {
     pub clock: Clock,
     /// The most one batch's rows may take (`batch_limit`).
     pub batch_limit: u64,
+    /// Where accepted spans without a price are counted (and their models logged once).
+    pub unpriced: Arc<UnpricedModels>,
 }
 
 /// Per-worker state reused by every request the worker serves.
@@ -122,7 +127,11 @@ impl Pipeline {
     ) -> Result<Handed, IngestError> {
         let now_ms = self.parts.clock.now_ms();
         let rows = self.build_v1(principal, body, now_ms)?;
-        self.hand_over(principal, rows, now_ms, limits)
+        let handed = self.hand_over(principal, rows, now_ms, limits)?;
+        // Accepted: its spans without a price count (a refused batch's tally is dropped by
+        // the next build).
+        self.parts.unpriced.publish(self.pricer.unpriced());
+        Ok(handed)
     }
 
     /// Decodes, validates and prices a v1 body into rows stamped `now_ms`, without handing
@@ -134,6 +143,7 @@ impl Pipeline {
         now_ms: u64,
     ) -> Result<RowBatch, DecodeError> {
         self.arena.reset();
+        self.pricer.unpriced().clear();
         let body_len = body.len();
         let batch = self.v1.decode(body, &self.arena)?;
         build(

@@ -11,6 +11,8 @@
 //!   [`PricingFileError`]. The own format is documented there and in `docs/pricing-file.md`.
 //! - `json.rs`: a small JSON reader that keeps numbers as written.
 //! - `shared.rs`: [`SharedPrices`], the table in force, swapped whole on reload.
+//! - `unpriced.rs`: [`UnpricedTally`], the spans a pricer found no price for, by provider
+//!   ([`PROVIDER_LABELS`]), and the (provider, modelId) pairs it saw first.
 //! - `fuzz.rs` (tests and fuzzing only): `fuzz_price`, the fuzz property, checked against an
 //!   independent computation.
 //!
@@ -37,6 +39,7 @@ mod money;
 mod pricer;
 mod shared;
 mod table;
+mod unpriced;
 
 #[cfg(test)]
 mod tests;
@@ -51,3 +54,4 @@ pub use shared::SharedPrices;
 pub use table::{
     billable_counts, Breakdown, Dimension, LongContext, ModelPrice, PriceTable, Rates, Source,
 };
+pub use unpriced::{UnpricedTally, PROVIDER_LABELS};

@@ -9,6 +9,7 @@ use crate::row::CostColumns;
 
 use super::money::PriceError;
 use super::table::{ModelPrice, PriceTable};
+use super::unpriced::{self, UnpricedTally};
 
 /// Most cached pairs; past it the cache starts over, so a client inventing model ids cannot
 /// grow a worker's memory.
@@ -42,6 +43,8 @@ pub struct Pricer {
     /// Keyed by a hash of the two strings, which the entry keeps to confirm a hit.
     cache: HashMap<u64, CacheEntry, BuildHasherDefault<KeyIsHash>>,
     stats: CacheStats,
+    /// Spans whose model has no price, and pairs first seen without one, since last taken.
+    unpriced: UnpricedTally,
 }
 
 /// A remembered match.
@@ -51,6 +54,8 @@ struct CacheEntry {
     model_id: Box<str>,
     /// Index into the table's models; `None` = unknown model (also worth remembering).
     model: Option<u32>,
+    /// For an unknown model: its `unpriced::PROVIDER_LABELS` index (worked out once, here).
+    unpriced_label: u8,
 }
 
 impl Pricer {
@@ -98,7 +103,8 @@ impl Pricer {
         self.price(table, span.provider, span.model_id, span.usage.as_ref())
     }
 
-    /// The model (provider, modelId) matches in `table`, through the cache.
+    /// The model (provider, modelId) matches in `table`, through the cache. A pair that matches
+    /// none is counted in the `unpriced` tally (and, on a cache miss, remembered as new).
     #[inline]
     pub fn lookup<'t>(
         &mut self,
@@ -114,11 +120,22 @@ impl Pricer {
         if let Some(e) = self.cache.get(&key) {
             if &*e.model_id == model_id && e.provider.as_deref() == provider {
                 self.stats.hits += 1;
+                if e.model.is_none() {
+                    self.unpriced.count(e.unpriced_label);
+                }
                 return e.model.map(|i| table.model(i));
             }
         }
         self.stats.misses += 1;
         let found = table.resolve(provider, model_id);
+        let mut unpriced_label = unpriced::NOT_COUNTED;
+        if found.is_none() {
+            unpriced_label = unpriced::label_of(provider, model_id);
+            if unpriced_label != unpriced::NOT_COUNTED {
+                self.unpriced.count(unpriced_label);
+                self.unpriced.first_seen(provider, model_id);
+            }
+        }
         if self.cache.len() >= CACHE_CAPACITY && !self.cache.contains_key(&key) {
             self.cache.clear();
         }
@@ -129,9 +146,16 @@ impl Pricer {
                 provider: provider.map(Into::into),
                 model_id: model_id.into(),
                 model: found,
+                unpriced_label,
             },
         );
         found.map(|i| table.model(i))
+    }
+
+    /// Spans priced since the tally was last cleared whose model had no price (counted in
+    /// `lookup`), for the owner to publish and then clear.
+    pub fn unpriced(&mut self) -> &mut UnpricedTally {
+        &mut self.unpriced
     }
 
     /// Hits, misses and size of the match cache.
@@ -272,6 +296,47 @@ mod tests {
         assert_eq!(p.cache_stats().entries, 1);
         p.price(&t2, Some("azure"), Some("gpt-4o"), None).unwrap();
         assert_eq!(p.cache_stats().hits, 5);
+    }
+
+    #[test]
+    fn unknown_models_are_tallied_by_provider_and_new_pairs_noted_once() {
+        use crate::pricing::unpriced::PROVIDER_LABELS;
+        let t = PriceTable::builtin();
+        let mut p = Pricer::new();
+        for _ in 0..3 {
+            assert_eq!(
+                p.price(&t, Some("openai.chat"), Some("gpt-x9"), None),
+                Ok(None)
+            );
+        }
+        assert_eq!(p.price(&t, Some("acme"), Some("acme-1"), None), Ok(None));
+        assert!(p
+            .price(&t, Some("openai"), Some("gpt-4o"), None)
+            .unwrap()
+            .is_some());
+        assert_eq!(p.price(&t, Some("openai"), Some(""), None), Ok(None));
+        let at = |label: &str| PROVIDER_LABELS.iter().position(|&l| l == label).unwrap();
+        let tally = p.unpriced();
+        assert_eq!(tally.spans[at("openai")], 3);
+        assert_eq!(tally.spans[at("other")], 1);
+        assert_eq!(
+            tally.spans.iter().sum::<u32>(),
+            4,
+            "priced and blank ids are not counted"
+        );
+        let pairs: Vec<_> = tally
+            .new_pairs
+            .iter()
+            .map(|(p, m)| (p.as_deref(), &**m))
+            .collect();
+        assert_eq!(
+            pairs,
+            [(Some("openai.chat"), "gpt-x9"), (Some("acme"), "acme-1")]
+        );
+        tally.clear();
+        p.price(&t, Some("acme"), Some("acme-1"), None).unwrap();
+        assert_eq!(p.unpriced().spans[at("other")], 1);
+        assert!(p.unpriced().new_pairs.is_empty(), "a cache hit is not new");
     }
 
     #[test]

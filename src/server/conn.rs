@@ -24,10 +24,13 @@ use monoio::io::{AsyncWriteRent, CancelableAsyncReadRent, CancelableAsyncWriteRe
 use monoio::net::TcpStream;
 
 use crate::admission;
+use crate::auth::refresh::UNKNOWN_KEY_WAIT;
+use crate::auth::{AuthError, Principal};
 use crate::http::refusal::{refusal, ConnError, Refusal};
 use crate::http::request::{self, ChunkedDecoder, Framing, Head, HttpError, Method, Parsed, Route};
 use crate::http::response::{self, ExtraHeaders, Outcome};
 use crate::ingest::{IngestError, Pipeline};
+use crate::server::keywait::KeyWaits;
 use crate::server::{ops, Shared};
 
 /// Read buffer of a new connection, and all an idle one keeps: most request heads fit, and
@@ -50,6 +53,8 @@ pub struct Worker {
     pub pipeline: RefCell<Pipeline>,
     /// Open connections on this worker, for the connection cap and the shutdown wait.
     pub active: Cell<usize>,
+    /// Connections waiting for an early key-set load (an unknown key may be a new one).
+    pub key_waits: KeyWaits,
 }
 
 /// One of the worker's `INGEST_MAX_CONNECTIONS_PER_WORKER` connection slots: taken in the accept
@@ -199,6 +204,9 @@ impl Conn {
                 return Ok(false);
             };
             let outcome = match (head.route, head.method) {
+                // Only on the admin listener (`admin.rs`): it names organisations and shows
+                // traffic figures, which the internet-facing port must not.
+                (Route::Metrics, _) => Outcome::Refused(refusal(ConnError::NotFound)),
                 (_, Method::Post | Method::Other) => {
                     Outcome::Refused(refusal(ConnError::MethodNotAllowed {
                         allow: "GET, HEAD",
@@ -207,7 +215,6 @@ impl Conn {
                 }
                 (Route::Health, _) => ops::health(shared),
                 (Route::Ready, _) => ops::ready(shared),
-                (Route::Metrics, _) => ops::metrics(shared),
                 _ => Outcome::Refused(refusal(ConnError::NotFound)),
             };
             return Ok(self.answer(shared, &outcome, keep_alive, head_only));
@@ -240,12 +247,20 @@ impl Conn {
             self.answer(shared, &Outcome::Refused(r), false, false);
             return Ok(false);
         }
-        // 3. The key.
-        let principal = {
-            let h = &self.buf[self.start..];
-            let authorization = head.authorization.clone().map(|r| &h[r]);
-            let x_api_key = head.x_api_key.clone().map(|r| &h[r]);
-            shared.keys.authenticate(authorization, x_api_key)
+        // 3. The key. One the key set does not know may have been created since the last
+        // refresh: ask the control thread for an early one, wait for it (coalesced with every
+        // other asker, at most `UNKNOWN_KEY_WAIT`), and look again.
+        let principal = match self.authenticate(shared, head) {
+            Err(AuthError::Unknown) => {
+                let target = shared.keys.demand.ask();
+                let deadline = Instant::now() + UNKNOWN_KEY_WAIT;
+                worker
+                    .key_waits
+                    .until_loaded(&worker.shared, target, deadline)
+                    .await;
+                self.authenticate(shared, head)
+            }
+            known => known,
         };
         let principal = match principal {
             Ok(p) => p,
@@ -328,6 +343,14 @@ impl Conn {
             ExtraHeaders { limits },
             Some(&principal.org_id),
         ))
+    }
+
+    /// Looks up the request's key in the key set in force.
+    fn authenticate(&self, shared: &Shared, head: &Head) -> Result<Arc<Principal>, AuthError> {
+        let h = &self.buf[self.start..];
+        let authorization = head.authorization.clone().map(|r| &h[r]);
+        let x_api_key = head.x_api_key.clone().map(|r| &h[r]);
+        shared.keys.authenticate(authorization, x_api_key)
     }
 
     /// Reads and drops the body of a request that takes none. Returns whether the connection

@@ -1,7 +1,11 @@
-//! The network side: pinned monoio workers (`runtime.rs`) serving connections (`conn.rs`) and
-//! the operations endpoints (`ops.rs`), and the state every worker shares.
+//! The network side: pinned monoio workers (`runtime.rs`) serving connections (`conn.rs`, which
+//! waits for an early key-set load through `keywait.rs` when a key is unknown), the operations
+//! endpoints (`ops.rs`) and the admin listener that serves them off the public port
+//! (`admin.rs`), and the state every worker shares.
 
+pub mod admin;
 pub mod conn;
+pub mod keywait;
 pub mod ops;
 pub mod runtime;
 
@@ -12,6 +16,7 @@ use crate::admission::Accounts;
 use crate::auth::KeyStore;
 use crate::clock::Clock;
 use crate::config::{Config, ServeArgs};
+use crate::ingest::unpriced::UnpricedModels;
 use crate::ingest::{batch_limit, Parts};
 use crate::metrics::Metrics;
 use crate::pricing::SharedPrices;
@@ -52,6 +57,8 @@ pub struct Shared {
     /// Every organisation's plan and usage (the control thread publishes the list; workers
     /// reach an account through the key's `Principal`).
     pub accounts: Accounts,
+    /// Accepted spans whose model has no price, by provider (workers add, `/metrics` reads).
+    pub unpriced: Arc<UnpricedModels>,
 }
 
 impl Shared {
@@ -76,6 +83,7 @@ impl Shared {
             handoff,
             clock: self.clock,
             batch_limit: batch_limit(self.config.buffer_max_bytes),
+            unpriced: self.unpriced.clone(),
         }
     }
 
@@ -108,6 +116,7 @@ impl Shared {
             metrics: Metrics::default(),
             clock: Clock::new(config.clock_offset_ms),
             accounts: Accounts::default(),
+            unpriced: Arc::default(),
             config,
         }
     }

@@ -147,6 +147,7 @@ pub fn metrics(shared: &Shared) -> Outcome {
     s.wal_syncs = load(&stats.wal_syncs);
     s.key_set_age_s = key_set_age_ms(shared) as f64 / 1000.0;
     s.keys = shared.keys.len() as u64;
+    s.key_refreshes_on_demand = shared.keys.demand.on_demand();
     s.quota_refusals = shared
         .accounts
         .load()
@@ -154,6 +155,7 @@ pub fn metrics(shared: &Shared) -> Outcome {
         .map(|a| (a.org_id.to_string(), load(&a.quota_refusals)))
         .filter(|&(_, n)| n > 0)
         .collect();
+    s.unpriced_spans = shared.unpriced.counts();
     Outcome::Ok {
         content_type: metrics::CONTENT_TYPE,
         body: s.encode().into_bytes(),

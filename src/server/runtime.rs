@@ -18,6 +18,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::ingest::Pipeline;
 use crate::server::conn::{self, Worker};
+use crate::server::keywait::KeyWaits;
 use crate::server::Shared;
 use crate::sink::Handoff;
 
@@ -116,6 +117,7 @@ async fn worker_main(listener: StdListener, shared: Arc<Shared>, sender: Handoff
     let worker = Rc::new(Worker {
         pipeline: RefCell::new(Pipeline::new(shared.pipeline_parts(sender))),
         active: Cell::new(0),
+        key_waits: KeyWaits::default(),
         shared,
     });
     // An accept is never cancelled while serving (with io_uring a cancelled accept can lose a

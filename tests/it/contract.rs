@@ -155,6 +155,42 @@ fn both_key_headers_and_authorization_wins() {
 }
 
 #[test]
+fn a_key_without_bearer_is_named_as_the_wrong_scheme() {
+    let server = Server::start();
+    let key = server.ready_key("org-scheme");
+    let body = batch("scheme", 1, 1);
+    let send = |authorization: &str| {
+        let mut c = server.connect();
+        c.send(
+            format!(
+                "POST /ingest HTTP/1.1\r\nHost: t\r\nAuthorization: {authorization}\r\n\
+                 Content-Length: {}\r\n\r\n",
+                body.len()
+            )
+            .as_bytes(),
+        );
+        c.send(&body);
+        c.read_response()
+    };
+    // The mistake a new user makes: the key alone, or another scheme.
+    for authorization in [key.clone(), format!("Basic {key}"), format!("Token {key}")] {
+        let r = send(&authorization);
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (401, "invalid_authorization_scheme"),
+            "Authorization: {authorization}"
+        );
+        let message = r.json()["error"].as_str().unwrap().to_string();
+        assert!(message.contains("Bearer <key>"), "{message}");
+    }
+    assert_eq!(send(&format!("Bearer {key}")).status, 202);
+    let answers = server.metric(
+        "traceingest_responses_total{status=\"401\",code=\"invalid_authorization_scheme\"}",
+    );
+    assert_eq!(answers, Some(3.0), "counted under its own code");
+}
+
+#[test]
 fn revoked_key_is_refused_within_a_second() {
     let server = Server::start();
     let key = server.ready_key("org-revoke");

@@ -20,8 +20,7 @@ fn server_on(ch: &PrivateClickHouse, env: &[(&str, &str)]) -> Server {
 
 /// One value of `/metrics`.
 fn metric(server: &Server, name: &str) -> f64 {
-    let r = server.get("/metrics");
-    let text = String::from_utf8(r.body).unwrap();
+    let text = server.metrics_text();
     text.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
         .unwrap_or_else(|| panic!("no metric {name} in:\n{text}"))

@@ -44,9 +44,7 @@ fn assert_eof(stream: &mut TcpStream, what: &str) {
 
 /// The value of a counter in `/metrics`.
 fn metric(server: &Server, name: &str) -> u64 {
-    let mut c = server.connect();
-    c.send(b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n");
-    let text = String::from_utf8(c.read_response().body).unwrap();
+    let text = server.metrics_text();
     text.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
         .unwrap_or_else(|| panic!("no {name} in {text}"))
@@ -467,7 +465,8 @@ fn a_client_that_never_reads_is_dropped() {
     let server = Server::start_with(&[("INGEST_IDLE_TIMEOUT_MS", "1000")]);
     let mut s = TcpStream::connect(server.addr).unwrap();
     s.set_write_timeout(Some(Duration::from_secs(1))).unwrap();
-    let requests = b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n".repeat(100);
+    // Each answer (a 404) is several times the size of its request.
+    let requests = b"GET /nope HTTP/1.1\r\nHost: t\r\n\r\n".repeat(100);
     let deadline = Instant::now() + Duration::from_secs(120);
     // Pipeline requests and never read an answer: once the socket buffers are full the
     // server's writes stall, and it drops the connection after the idle timeout.

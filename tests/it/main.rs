@@ -8,10 +8,13 @@ mod private_clickhouse;
 mod support;
 
 mod admission;
+mod cli;
 mod connections;
 mod contract;
 mod durability;
 mod hardening;
+mod keys;
+mod operations;
 mod pricing;
 mod shutdown;
 mod storage;

@@ -108,3 +108,82 @@ fn reloads_under_load_lose_no_request_and_never_mix_tables_in_a_batch() {
     assert_eq!(seen, want, "both tables were in force at some point");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn spans_without_a_price_are_counted_by_provider_and_each_model_is_logged_once() {
+    let server = Server::start();
+    let key = server.ready_key("org-unpriced");
+    // (provider, modelId, spans per batch): three models without a price, one with.
+    let calls: [(Option<&str>, &str, usize); 4] = [
+        (Some("openai.chat"), "gpt-nonexistent-9", 3),
+        (Some("acme"), "acme-1", 2),
+        (None, "mystery-model", 1),
+        (Some("openai.chat"), "gpt-4o", 1),
+    ];
+    let batches = 6;
+    for b in 0..batches {
+        let mut spans = Vec::new();
+        for (provider, model, n) in calls {
+            for i in 0..n {
+                let mut span = json!({"spanId": format!("u{b}-{model}-{i}"), "spanType": "llm",
+                    "name": "call", "startTime": 1_700_000_000_000u64,
+                    "endTime": 1_700_000_000_100u64, "modelId": model,
+                    "usage": {"inputTokens": 10}});
+                if let Some(p) = provider {
+                    span["provider"] = json!(p);
+                }
+                spans.push(span);
+            }
+        }
+        let body = json!({"version": "v1",
+            "traces": [{"traceId": format!("u{b}"), "traceName": "unpriced", "spans": spans}]});
+        // A new connection each time: the batches spread over the workers.
+        let r = server.post_ingest(&key, &serde_json::to_vec(&body).unwrap());
+        assert_eq!(r.status, 202, "{:?}", r.json());
+    }
+    server.wait_rows(batches * 7);
+
+    let spans = |provider: &str| {
+        server
+            .metric(&format!(
+                "traceingest_unpriced_spans_total{{provider=\"{provider}\"}}"
+            ))
+            .unwrap()
+    };
+    assert_eq!(spans("openai"), (batches * 3) as f64);
+    assert_eq!(spans("other"), (batches * 2) as f64);
+    assert_eq!(spans("none"), batches as f64);
+    assert_eq!(spans("anthropic"), 0.0, "every label is exported");
+
+    let log = server.log();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("no price for this model"))
+        .collect();
+    assert_eq!(lines.len(), 3, "one line per model without a price:\n{log}");
+    for (provider, model) in [
+        ("openai.chat", "gpt-nonexistent-9"),
+        ("acme", "acme-1"),
+        ("", "mystery-model"),
+    ] {
+        let pair = format!("provider=\"{provider}\" model=\"{model}\"");
+        assert_eq!(
+            lines.iter().filter(|l| l.contains(&pair)).count(),
+            1,
+            "{pair} in\n{log}"
+        );
+    }
+
+    // Stored with null costs, the priced one with its price.
+    let rows = server.rows(
+        "model_id, any(toString(total_cost)) AS cost, any(priced_model_id) AS priced",
+        "GROUP BY model_id ORDER BY model_id",
+    );
+    let cost = |model: &str| {
+        let r = rows.iter().find(|r| r["model_id"] == model).unwrap();
+        (r["cost"].clone(), r["priced"].as_str().unwrap().to_string())
+    };
+    assert_eq!(cost("acme-1"), (json!(null), String::new()));
+    assert_eq!(cost("mystery-model").1, "");
+    assert_eq!(cost("gpt-4o").1, "openai/gpt-4o");
+}

@@ -1,5 +1,8 @@
 //! One helper to start the real server on a free port with its own database, a raw HTTP
 //! client, and a ClickHouse reader over its HTTP interface.
+//!
+//! Each server's log (its stderr) goes to a file of its own, which is printed only if the test
+//! that owns the server fails, so a passing run shows no server output.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -11,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_traceingest");
-const CH_HTTP: &str = "127.0.0.1:8123";
+pub const CH_HTTP: &str = "127.0.0.1:8123";
 
 static NEXT_DB: AtomicUsize = AtomicUsize::new(0);
 
@@ -20,9 +23,13 @@ static NEXT_DB: AtomicUsize = AtomicUsize::new(0);
 pub struct Server {
     pub child: Option<Child>,
     pub addr: SocketAddr,
+    /// The admin listener (`/metrics`, `/health`, `/ready`), on a port of its own.
+    pub admin: SocketAddr,
     pub database: String,
     /// `INGEST_DATA_DIR`: spool, write-ahead log, dead letters. Kept across `spawn`s.
     pub data_dir: PathBuf,
+    /// The server's stderr, appended to by every `spawn`; printed on drop if the test failed.
+    pub log_path: PathBuf,
     /// ClickHouse's HTTP interface for reading rows back.
     ch_http: String,
     env: Vec<(String, String)>,
@@ -48,6 +55,9 @@ impl Server {
         let data_dir =
             std::env::temp_dir().join(format!("traceingest-it-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&data_dir);
+        let log_path =
+            std::env::temp_dir().join(format!("traceingest-it-{}-{n}.log", std::process::id()));
+        let _ = std::fs::remove_file(&log_path);
         let mut env: Vec<(String, String)> = env
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -57,8 +67,10 @@ impl Server {
         Server {
             child: None,
             addr: "127.0.0.1:0".parse().unwrap(),
+            admin: "127.0.0.1:0".parse().unwrap(),
             database,
             data_dir,
+            log_path,
             ch_http: ch_http.to_string(),
             env,
         }
@@ -68,11 +80,17 @@ impl Server {
         &self.data_dir
     }
 
+    /// What the server has logged so far (every run of it).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
     fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(BIN);
         cmd.args(args);
         cmd.env("INGEST_HOST", "127.0.0.1")
             .env("INGEST_PORT", "0")
+            .env("INGEST_ADMIN_ADDR", "127.0.0.1:0")
             .env("INGEST_FLUSH_INTERVAL_MS", "100")
             .env("INGEST_WORKERS", "2")
             // The contract's default of 100 spans/s per key would throttle the other tests'
@@ -85,24 +103,37 @@ impl Server {
         cmd
     }
 
-    /// (Re)starts the process and waits for its "listening on" line.
+    /// (Re)starts the process and waits for its "listening on" and "admin on" lines.
     pub fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log_path)
+            .expect("create the server's log file");
         let mut child = self
             .command(&["serve"])
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(log)
             .spawn()
             .expect("start traceingest");
         let stdout = child.stdout.take().unwrap();
         let mut lines = BufReader::new(stdout).lines();
-        let line = lines
-            .next()
-            .expect("server exited before listening")
-            .expect("read server stdout");
+        let Some(line) = lines.next() else {
+            panic!("server exited before listening; its log:\n{}", self.log());
+        };
+        let line = line.expect("read server stdout");
         let url = line
             .strip_prefix("traceingest listening on http://")
             .unwrap_or_else(|| panic!("unexpected first line: {line}"));
         self.addr = url.parse().unwrap();
+        let line = lines
+            .next()
+            .expect("server exited before its admin line")
+            .expect("read server stdout");
+        let url = line
+            .strip_prefix("traceingest admin on http://")
+            .unwrap_or_else(|| panic!("unexpected second line: {line}"));
+        self.admin = url.parse().unwrap();
         // Keep draining stdout so the server never blocks on it.
         std::thread::spawn(move || for _ in lines {});
         self.child = Some(child);
@@ -119,6 +150,27 @@ impl Server {
         let mut c = self.connect();
         c.send(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
         c.read_response()
+    }
+
+    /// `GET path` on a new connection to the admin listener.
+    pub fn get_admin(&self, path: &str) -> Response {
+        let mut c = Client::connect(self.admin);
+        c.send(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+        c.read_response()
+    }
+
+    /// The `/metrics` text, from the admin listener.
+    pub fn metrics_text(&self) -> String {
+        let r = self.get_admin("/metrics");
+        assert_eq!(r.status, 200, "/metrics on the admin listener");
+        String::from_utf8(r.body).unwrap()
+    }
+
+    /// The value of an unlabelled (or fully labelled) series in `/metrics`, if present.
+    pub fn metric(&self, series: &str) -> Option<f64> {
+        self.metrics_text()
+            .lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
     }
 
     /// Runs a management command of the same binary against this server's database.
@@ -265,6 +317,15 @@ impl Drop for Server {
             let _ = c.kill();
             let _ = c.wait();
         }
+        if std::thread::panicking() {
+            eprintln!(
+                "---- log of the server on {} (database {}) ----\n{}---- end of log ----",
+                self.addr,
+                self.database,
+                self.log()
+            );
+        }
+        let _ = std::fs::remove_file(&self.log_path);
         // A private ClickHouse may be stopped (or gone) by now: then there is nothing to drop.
         let _ = try_ch_exec(
             &self.ch_http,

@@ -25,7 +25,7 @@ use std::fmt;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use clickhouse_rs::errors::Error as ChError;
+use clickhouse_rs::errors::{ConnectionError, DriverError, Error as ChError};
 use clickhouse_rs::types::{Block, Complex};
 use clickhouse_rs::{ClientHandle, Options, Pool};
 
@@ -99,18 +99,29 @@ impl Store {
         &self.address
     }
 
-    /// A connection from the pool, opened if need be. A failure to connect names ClickHouse
-    /// and its address: it is what a user sees when ClickHouse is down.
+    /// A connection from the pool, opened if need be. A failure to connect is one line that
+    /// names ClickHouse, its address and the setting that gives it (`INGEST_CLICKHOUSE_URL`):
+    /// it is what a user sees when ClickHouse is down or the URL is wrong.
     async fn handle(&self) -> Result<ClientHandle, ChError> {
         let unreachable = |why: String| {
             ChError::Io(std::io::Error::new(
                 std::io::ErrorKind::ConnectionRefused,
-                format!("cannot reach ClickHouse at {}: {why}", self.address),
+                format!(
+                    "cannot reach ClickHouse at {} (INGEST_CLICKHOUSE_URL): {why}",
+                    self.address
+                ),
             ))
         };
         self.pool.get_handle().await.map_err(|e| match e {
             ChError::Io(e) => unreachable(e.to_string()),
+            ChError::Connection(ConnectionError::IoError(e)) => unreachable(e.to_string()),
             ChError::Connection(e) => unreachable(e.to_string()),
+            // Connected, but no native-protocol handshake came back: typically the HTTP port.
+            ChError::Driver(DriverError::Timeout) => unreachable(format!(
+                "connected, but no answer to the native-protocol handshake within {} s; is this \
+                 ClickHouse's native port (9000 by default; 8123 is its HTTP port)?",
+                CONNECT_TIMEOUT.as_secs()
+            )),
             other => other,
         })
     }
@@ -145,6 +156,9 @@ impl Store {
     }
 }
 
+/// How long opening a connection (TCP and the native-protocol handshake) may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// Client options. Server settings, if ever needed, go through `Options::with_setting`: as URL
 /// parameters they corrupt the protocol with 18.16.
 /// Returns the options and the address without credentials.
@@ -175,7 +189,7 @@ fn options_from_url(url: &str) -> Result<(Options, String), StoreError> {
         .send_retries(1)
         .retry_timeout(Duration::from_millis(100))
         .ping_timeout(Duration::from_secs(2))
-        .connection_timeout(Duration::from_secs(2))
+        .connection_timeout(CONNECT_TIMEOUT)
         .query_timeout(Duration::from_secs(30))
         .insert_timeout(Some(Duration::from_secs(60)))
         .execute_timeout(Some(Duration::from_secs(60)));

@@ -175,7 +175,7 @@ impl fmt::Display for Migrated {
         if self.is_noop() {
             return write!(
                 f,
-                "database {}: schema up to date (tables {}), nothing changed",
+                "database {}: schema up to date (tables spans, {}), nothing changed",
                 self.database,
                 TABLES.map(|t| t.0).join(", ")
             );

@@ -1,0 +1,164 @@
+//! What operators meet: the log on stderr (text for people, JSON for log shippers) and the
+//! admin listener that serves `/metrics` off the public port.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::*;
+
+/// Runs a server with these settings until a clean stop, and returns its log.
+fn log_of_a_run(env: &[(&str, &str)]) -> String {
+    let mut server = Server::start_with(env);
+    assert_eq!(server.get("/health").status, 200);
+    server.signal(SIGTERM);
+    assert_eq!(server.wait_exit(Duration::from_secs(15)), 0);
+    server.log()
+}
+
+#[test]
+fn json_logs_are_one_object_per_line() {
+    let log = log_of_a_run(&[
+        ("INGEST_LOG_FORMAT", "json"),
+        ("INGEST_LOG", "info,clickhouse_rs=error"),
+    ]);
+    let mut messages = Vec::new();
+    for line in log.lines() {
+        let v: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("a log line is not JSON ({e}): {line:?}"));
+        assert!(
+            v["timestamp"].as_str().is_some_and(|t| t.ends_with('Z')),
+            "{line}"
+        );
+        assert!(
+            ["TRACE", "DEBUG", "INFO", "WARN", "ERROR"]
+                .contains(&v["level"].as_str().unwrap_or("")),
+            "{line}"
+        );
+        let message = v["fields"]["message"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{line}"));
+        messages.push((message.to_string(), v));
+    }
+    // The fields of an event are JSON values beside its message.
+    let serving = messages
+        .iter()
+        .find(|(m, _)| m == "serving")
+        .unwrap_or_else(|| panic!("no \"serving\" event in\n{log}"));
+    assert!(
+        serving.1["fields"]["addr"].as_str().is_some(),
+        "{}",
+        serving.1
+    );
+    assert!(messages.iter().any(|(m, _)| m.contains("bye")), "{log}");
+}
+
+#[test]
+fn text_logs_written_to_a_file_have_no_colour_codes() {
+    let log = log_of_a_run(&[("INGEST_LOG", "info")]);
+    assert!(
+        log.lines()
+            .any(|l| l.contains(" INFO ") && l.contains("serving")),
+        "{log}"
+    );
+    assert!(
+        !log.contains('\u{1b}'),
+        "ANSI escapes in a log file:\n{log}"
+    );
+}
+
+#[test]
+fn a_bad_log_format_is_refused_naming_the_setting() {
+    let server = Server::new(CH_HTTP, &[]);
+    let out = server.cli(&["keys", "list", "--log-format", "xml"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.trim_end(),
+        "traceingest: INGEST_LOG_FORMAT must be \"text\" (for people) or \"json\" (one object per line), got \"xml\""
+    );
+}
+
+#[test]
+fn metrics_are_served_only_on_the_admin_listener() {
+    let server = Server::start();
+    // The public port: probes work, /metrics does not exist.
+    let r = server.get("/metrics");
+    assert_eq!((r.status, r.code().as_str()), (404, "not_found"));
+    let mut c = server.connect();
+    c.send(b"POST /metrics HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n");
+    assert_eq!(c.read_response().status, 404, "whatever the method");
+    assert_eq!(server.get("/health").status, 200);
+    assert_eq!(server.get("/ready").status, 200);
+
+    // The admin listener: the three operations endpoints, keep-alive, HEAD.
+    assert_ne!(server.admin.port(), server.addr.port());
+    let mut c = Client::connect(server.admin);
+    c.send(
+        b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\nGET /health HTTP/1.1\r\nHost: t\r\n\r\n\
+          GET /ready HTTP/1.1\r\nHost: t\r\n\r\nHEAD /health HTTP/1.1\r\nHost: t\r\n\r\n",
+    );
+    let metrics = c.read_response();
+    assert_eq!(metrics.status, 200);
+    assert!(metrics
+        .header("content-type")
+        .unwrap()
+        .starts_with("application/openmetrics-text"));
+    let text = String::from_utf8(metrics.body).unwrap();
+    assert!(
+        text.contains("\ntraceingest_keys 0\n") && text.ends_with("# EOF\n"),
+        "{text}"
+    );
+    let health = c.read_response();
+    assert_eq!(
+        (health.status, health.json()["status"].as_str()),
+        (200, Some("ok"))
+    );
+    let ready = c.read_response();
+    assert_eq!(
+        (ready.status, ready.json()["ready"].as_bool()),
+        (200, Some(true))
+    );
+    c.send(b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n");
+    let head = c.read_response();
+    assert_eq!(head.status, 200);
+    assert!(head.header("content-length").is_some());
+
+    // Nothing else is there.
+    let r = server.get_admin("/ingest");
+    assert_eq!((r.status, r.code().as_str()), (404, "not_found"));
+    let mut c = Client::connect(server.admin);
+    c.send(b"POST /metrics HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\n{}");
+    let r = c.read_response();
+    assert_eq!((r.status, r.header("allow")), (405, Some("GET, HEAD")));
+    assert!(
+        c.is_closed(),
+        "a request with a body closes the admin connection"
+    );
+    let mut c = Client::connect(server.admin);
+    c.send(b"GET /health HTTP/1.1\r\nHost: t\r\nContent-Length: nope\r\n\r\n");
+    assert_eq!(c.read_response().status, 400);
+    assert!(c.is_closed());
+}
+
+#[test]
+fn the_admin_listener_reports_a_drain_on_ready() {
+    let server = Server::start_with(&[("INGEST_SHUTDOWN_TIMEOUT_MS", "5000")]);
+    // An open connection keeps the server draining for a while.
+    let mut busy = server.connect();
+    busy.send(b"POST /ingest HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n{");
+    server.signal(SIGTERM);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let r = server.get_admin("/ready");
+        if r.status == 503 {
+            assert_eq!(r.code(), "not_ready");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "/ready never said draining"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
