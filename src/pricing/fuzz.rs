@@ -8,8 +8,8 @@
 
 use std::sync::OnceLock;
 
+use super::costs::Money;
 use crate::ingest::wire::Usage;
-use crate::row::Money;
 
 use super::money::{Price, MAX_MONEY};
 use super::table::{Dimension, LongContext, ModelPrice, PriceTable, Rates, Source};

@@ -2,6 +2,7 @@
 //!
 //! # Layout
 //!
+//! - `costs.rs`: [`Money`] and [`CostColumns`], what a priced call produces (rows store them).
 //! - `money.rs`: [`Price`] (exact decimal per unit), [`PriceError`], [`format_money`].
 //! - `table.rs`: [`PriceTable`], [`ModelPrice`], [`Rates`], [`Dimension`]; the cost arithmetic.
 //! - `builtin.rs`: the table shipped in the binary and its [`CHECKED`] date.
@@ -18,7 +19,7 @@
 //! [`PriceTable::from_file`] and [`SharedPrices`]' reloads read files, on control threads.
 //!
 //! **Invariant:** money is integer. A price is `mantissa / 10^scale` USD per unit; a cost is
-//! rounded half-up once per dimension to 1e-10 USD ([`Money`](crate::row::Money)); the total is
+//! rounded half-up once per dimension to 1e-10 USD ([`Money`]); the total is
 //! the sum of the priced dimensions; anything past `Decimal(18, 10)` is
 //! [`PriceError::Overflow`], never a wrapped or clamped value.
 //!
@@ -27,6 +28,7 @@
 //! [`Pricer::price`]) per span.
 
 mod builtin;
+mod costs;
 mod file;
 mod fuzz;
 mod json;
@@ -40,6 +42,7 @@ mod table;
 mod tests;
 
 pub use builtin::CHECKED;
+pub use costs::{CostColumns, Money};
 pub use file::{parse as parse_pricing_file, FileFormat, PricingFileError};
 pub use fuzz::{fuzz_price, FuzzCall};
 pub use money::{format_money, Price, PriceError, MAX_MONEY};

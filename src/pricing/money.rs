@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use crate::row::Money;
+use super::costs::Money;
 
 /// The largest value a `Decimal(18, 10)` holds, in units of 1e-10 USD (18 nines).
 pub const MAX_MONEY: Money = 999_999_999_999_999_999;

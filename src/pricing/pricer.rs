@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use super::costs::CostColumns;
 use crate::ingest::wire::{Span, Usage};
-use crate::row::CostColumns;
 
 use super::money::PriceError;
 use super::table::{ModelPrice, PriceTable};

@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::costs::{CostColumns, Money};
 use crate::ingest::wire::Usage;
-use crate::row::{CostColumns, Money};
 
 use super::builtin;
 use super::matching;
