@@ -18,6 +18,9 @@ fn usage(input: u64, cached: u64, output: u64) -> Usage {
     }
 }
 
+/// When the spans started: 2026-11-24 12:00 UTC (epoch ms).
+const START_MS: u64 = 1_795_521_600_000;
+
 /// Prices a mix of typical spans: Azure, Anthropic, Bedrock, Vertex with a long-context call.
 fn pricing(c: &mut Criterion) {
     let shared = SharedPrices::builtin();
@@ -42,7 +45,9 @@ fn pricing(c: &mut Criterion) {
     ];
     let mut pricer = Pricer::new();
     for (p, m, u) in &spans {
-        pricer.price(&table, *p, Some(m), Some(u)).unwrap();
+        pricer
+            .price(&table, *p, Some(m), Some(u), START_MS)
+            .unwrap();
     }
 
     let mut g = c.benchmark_group("pricing");
@@ -50,7 +55,13 @@ fn pricing(c: &mut Criterion) {
     g.bench_function("cached_match", |b| {
         b.iter(|| {
             for (p, m, u) in &spans {
-                let r = pricer.price(&table, black_box(*p), black_box(Some(m)), Some(u));
+                let r = pricer.price(
+                    &table,
+                    black_box(*p),
+                    black_box(Some(m)),
+                    Some(u),
+                    black_box(START_MS),
+                );
                 black_box(r.ok());
             }
         })
@@ -59,7 +70,7 @@ fn pricing(c: &mut Criterion) {
         b.iter(|| {
             for (p, m, u) in &spans {
                 let model = table.find(black_box(*p), black_box(m));
-                black_box(model.map(|m| m.costs(Some(u))));
+                black_box(model.map(|m| m.costs(Some(u), START_MS)));
             }
         })
     });

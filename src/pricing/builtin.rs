@@ -16,8 +16,11 @@
 //! $35 per 1k grounded prompts (Gemini 2.x) and $14 per 1k queries (Gemini 3.x); xAI Live Search
 //! $25 per 1k sources. Perplexity's request fee is its high-context fee per 1k requests.
 
+use super::instant::date_ms;
 use super::money::Price;
-use super::table::{Dimension, LongContext, ModelPrice, Rates, Source};
+use super::rates::{Dimension, Rates};
+use super::schedule::{check_periods, Period, PriceSet, Tier};
+use super::table::{ModelPrice, Source};
 
 /// When the figures below were last checked against the vendors' published prices.
 pub const CHECKED: &str = "2026-11-22";
@@ -58,13 +61,42 @@ impl R {
     }
 }
 
+/// Prices from one instant on: base rates and an optional long-context tier.
+#[derive(Clone, Copy)]
+struct Dated {
+    /// Epoch ms (UTC) where these prices take effect; 0 for a model's first prices.
+    from: u64,
+    base: R,
+    /// Threshold and the prices that change above it (the rest stay as in `base`).
+    tier: Option<(u64, R)>,
+}
+
+/// Prices that take effect on a date (00:00 UTC), checked when the binary is built.
+const fn from(date: &'static str, base: R) -> Dated {
+    Dated {
+        from: date_ms(date),
+        base,
+        tier: None,
+    }
+}
+
+impl Dated {
+    /// These prices with a long-context tier: above `threshold` input tokens, `tier`'s prices
+    /// replace the base ones for the whole call.
+    const fn above(mut self, threshold: u64, tier: R) -> Dated {
+        self.tier = Some((threshold, tier));
+        self
+    }
+}
+
 /// One built-in model.
 struct Entry {
     id: &'static str,
     aliases: &'static [&'static str],
-    base: R,
-    /// Threshold and the prices that change above it (the rest stay as in `base`).
-    tier: Option<(u64, R)>,
+    /// The prices from the beginning.
+    first: Dated,
+    /// Later prices, in time order; each replaces the previous ones whole.
+    changes: &'static [Dated],
 }
 
 /// A model without a long-context tier.
@@ -72,8 +104,12 @@ const fn m(id: &'static str, aliases: &'static [&'static str], base: R) -> Entry
     Entry {
         id,
         aliases,
-        base,
-        tier: None,
+        first: Dated {
+            from: 0,
+            base,
+            tier: None,
+        },
+        changes: &[],
     }
 }
 
@@ -85,11 +121,16 @@ const fn tiered(
     threshold: u64,
     tier: R,
 ) -> Entry {
-    Entry {
-        id,
-        aliases,
-        base,
-        tier: Some((threshold, tier)),
+    let mut e = m(id, aliases, base);
+    e.first.tier = Some((threshold, tier));
+    e
+}
+
+impl Entry {
+    /// The model's later prices (price cuts, introductory prices that end, new tiers).
+    const fn changes(mut self, later: &'static [Dated]) -> Entry {
+        self.changes = later;
+        self
     }
 }
 
@@ -121,21 +162,40 @@ static MODELS: &[Entry] = &[
     // ---- OpenAI ----
     m("openai/gpt-5.5", &[], icr("5", "0.5", "30").search("0.01")),
     m("openai/gpt-5.5-pro", &[], io("30", "180").search("0.01")),
-    m(
+    // Long-context tier above 272K input tokens: 2x input and cache, 1.5x output.
+    tiered(
         "openai/gpt-5.6-sol",
-        &[],
+        &["openai/gpt-5.6"],
         icr("5", "0.5", "30").cache_write("6.25").search("0.01"),
+        272_000,
+        icr("10", "1", "45").cache_write("12.5"),
     ),
-    m(
+    // OpenAI cut Terra's prices by 20% on 2026-07-30.
+    tiered(
         "openai/gpt-5.6-terra",
         &[],
         icr("2.5", "0.25", "15").cache_write("3.125").search("0.01"),
-    ),
-    m(
+        272_000,
+        icr("5", "0.5", "22.5").cache_write("6.25"),
+    )
+    .changes(&[from(
+        "2026-07-30",
+        icr("2", "0.2", "12").cache_write("2.5").search("0.01"),
+    )
+    .above(272_000, icr("4", "0.4", "18").cache_write("5"))]),
+    // OpenAI cut Luna's prices by 80% on 2026-07-30.
+    tiered(
         "openai/gpt-5.6-luna",
         &[],
         icr("1", "0.1", "6").cache_write("1.25").search("0.01"),
-    ),
+        272_000,
+        icr("2", "0.2", "9").cache_write("2.5"),
+    )
+    .changes(&[from(
+        "2026-07-30",
+        icr("0.2", "0.02", "1.2").cache_write("0.25").search("0.01"),
+    )
+    .above(272_000, icr("0.4", "0.04", "1.8").cache_write("0.5"))]),
     tiered(
         "openai/gpt-5.4",
         &[],
@@ -369,11 +429,16 @@ static MODELS: &[Entry] = &[
         200_000,
         icr("4", "0.4", "18"),
     ),
+    // Introductory prices until 2026-12-31; the standard ones from 2027-01-01.
     m(
         "google/gemini-3.6-flash",
         &[],
+        icr("0.75", "0.075", "3.75").search("0.014"),
+    )
+    .changes(&[from(
+        "2027-01-01",
         icr("1.5", "0.15", "7.5").search("0.014"),
-    ),
+    )]),
     m(
         "google/gemini-3.5-flash",
         &[],
@@ -655,17 +720,40 @@ static MODELS: &[Entry] = &[
 pub(crate) fn models() -> Vec<ModelPrice> {
     MODELS
         .iter()
-        .map(|e| ModelPrice {
-            id: e.id.to_string(),
-            aliases: e.aliases.iter().map(|a| a.to_string()).collect(),
-            source: Source::Builtin,
-            base: e.base.0,
-            long_context: e.tier.map(|(threshold, t)| LongContext {
-                threshold,
-                rates: e.base.0.overlaid(&t.0),
-            }),
+        .map(|e| {
+            let periods: Vec<Period> = std::iter::once(&e.first)
+                .chain(e.changes)
+                .map(|d| Period {
+                    from_ms: d.from,
+                    prices: prices_of(d),
+                    windows: Box::new([]),
+                })
+                .collect();
+            if let Err(why) = check_periods(&periods) {
+                panic!("built-in model {}: {why}", e.id);
+            }
+            ModelPrice {
+                id: e.id.to_string(),
+                aliases: e.aliases.iter().map(|a| a.to_string()).collect(),
+                source: Source::Builtin,
+                periods: periods.into_boxed_slice(),
+                provenance: None,
+            }
         })
         .collect()
+}
+
+/// One dated entry's price set.
+fn prices_of(d: &Dated) -> PriceSet {
+    let tiers = d
+        .tier
+        .map(|(threshold, t)| Tier {
+            threshold,
+            rates: d.base.0.overlaid(&t.0),
+        })
+        .into_iter()
+        .collect();
+    PriceSet::tiered(d.base.0, tiers).expect("one tier")
 }
 
 #[cfg(test)]
@@ -680,7 +768,7 @@ mod tests {
         let mut keys = HashSet::new();
         for m in &models {
             assert!(m.id.contains('/'), "{} is not vendor/model", m.id);
-            assert!(!m.base.is_empty(), "{} has no price", m.id);
+            assert!(!m.latest().prices.base.is_empty(), "{} has no price", m.id);
             for k in std::iter::once(&m.id).chain(&m.aliases) {
                 assert_eq!(k, &k.to_lowercase(), "{k} is not lower case");
                 assert!(keys.insert(k.clone()), "{k} names two models");
@@ -705,10 +793,13 @@ mod tests {
     #[test]
     fn tiers_raise_prices_and_keep_untiered_dimensions() {
         for m in models() {
-            let Some(lc) = m.long_context else { continue };
+            let set = &m.latest().prices;
+            let Some(lc) = set.tiers.first() else {
+                continue;
+            };
             assert!(lc.threshold >= 100_000, "{}", m.id);
             for d in Dimension::ALL {
-                match (m.base.get(d), lc.rates.get(d)) {
+                match (set.base.get(d), lc.rates.get(d)) {
                     (Some(_), None) => panic!("{} loses {} above the tier", m.id, d.name()),
                     (Some(b), Some(t)) => {
                         assert!(

@@ -4,18 +4,25 @@
 //!
 //! - `costs.rs`: [`Money`] and [`CostColumns`], what a priced call produces (rows store them).
 //! - `money.rs`: [`Price`] (exact decimal per unit), [`PriceError`], [`format_money`].
-//! - `table.rs`: [`PriceTable`], [`ModelPrice`], [`Rates`], [`Dimension`]; the cost arithmetic.
+//! - `rates.rs`: [`Rates`] (a price per [`Dimension`]) and the cost arithmetic of one call.
+//! - `schedule.rs`: when which prices apply: dated [`Period`]s, daily [`Window`]s, long-context
+//!   [`Tier`]s.
+//! - `instant.rs`: dates, RFC 3339 times and epoch milliseconds for dated prices.
+//! - `table.rs`: [`PriceTable`], [`ModelPrice`] (id, aliases, periods, provenance).
 //! - `builtin.rs`: the table shipped in the binary and its [`CHECKED`] date.
 //! - `matching.rs`: (provider, modelId) -> ordered candidate ids.
 //! - `pricer.rs`: [`Pricer`], the per-worker match cache; [`Priced`], what a row gets.
-//! - `file.rs`: pricing files (own format, OpenRouter, LiteLLM) -> overrides;
-//!   [`PricingFileError`]. The own format is documented there and in `docs/pricing-file.md`.
+//! - `file.rs`: pricing files -> overrides: format detection, OpenRouter and LiteLLM readers,
+//!   [`PricingFileError`]; `own.rs`: the project's own format. Every format is described in
+//!   `docs/pricing-file.md`.
 //! - `json.rs`: a small JSON reader that keeps numbers as written.
 //! - `shared.rs`: [`SharedPrices`], the table in force, swapped whole on reload.
 //! - `fuzz.rs`: [`fuzz_price`], the fuzz property, checked against an independent computation.
 //!
 //! **Invariant:** nothing on the request path ([`Pricer::price`]) does I/O, takes a lock, uses
-//! floating point, or allocates once a (provider, modelId) pair is cached. Only
+//! floating point, or allocates once a (provider, modelId) pair is cached. A span is priced
+//! with the prices in force at its `startTime`: choosing them is a scan over the model's few
+//! periods, windows and tiers. Only
 //! [`PriceTable::from_file`] and [`SharedPrices`]' reloads read files, on control threads.
 //!
 //! **Invariant:** money is integer. A price is `mantissa / 10^scale` USD per unit; a cost is
@@ -31,10 +38,14 @@ mod builtin;
 mod costs;
 mod file;
 mod fuzz;
+mod instant;
 mod json;
 mod matching;
 mod money;
+mod own;
 mod pricer;
+mod rates;
+mod schedule;
 mod shared;
 mod table;
 
@@ -45,9 +56,10 @@ pub use builtin::CHECKED;
 pub use costs::{CostColumns, Money};
 pub use file::{parse as parse_pricing_file, FileFormat, PricingFileError};
 pub use fuzz::{fuzz_price, FuzzCall};
+pub use instant::{format_instant, format_time_of_day, parse_instant};
 pub use money::{format_money, Price, PriceError, MAX_MONEY};
 pub use pricer::{CacheStats, Priced, Pricer};
+pub use rates::{billable_counts, Dimension, Rates};
+pub use schedule::{Period, PriceSet, Tier, Window};
 pub use shared::SharedPrices;
-pub use table::{
-    billable_counts, Breakdown, Dimension, LongContext, ModelPrice, PriceTable, Rates, Source,
-};
+pub use table::{Breakdown, ModelPrice, PriceTable, Provenance, Selected, Source};

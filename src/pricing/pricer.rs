@@ -59,7 +59,8 @@ impl Pricer {
         Self::default()
     }
 
-    /// Prices one model call. `Ok(None)`: no model id, or a model the table does not know (all
+    /// Prices one model call that started at `start_ms` (epoch milliseconds, UTC), with the
+    /// prices in force then. `Ok(None)`: no model id, or a model the table does not know (all
     /// costs null). `Ok(Some)`: total is always `Some`. `Err(Overflow)`: a cost does not fit
     /// `Decimal(18, 10)`. No I/O; no allocation once the pair is cached.
     #[inline]
@@ -69,6 +70,7 @@ impl Pricer {
         provider: Option<&str>,
         model_id: Option<&str>,
         usage: Option<&Usage>,
+        start_ms: u64,
     ) -> Result<Option<Priced<'t>>, PriceError> {
         let Some(model_id) = model_id else {
             return Ok(None);
@@ -81,11 +83,12 @@ impl Pricer {
             model_id: &model.id,
             source: model.source.as_str(),
         };
-        model.costs_into(usage, &mut priced.costs)?;
+        model.costs_into(usage, start_ms, &mut priced.costs)?;
         Ok(Some(priced))
     }
 
-    /// Prices a span: only `llm` and `embedding` spans are priced, others give `Ok(None)`.
+    /// Prices a span at its `startTime`: only `llm` and `embedding` spans are priced, others
+    /// give `Ok(None)`.
     #[inline]
     pub fn price_span<'t>(
         &mut self,
@@ -95,7 +98,13 @@ impl Pricer {
         if !span.span_type.is_priced() {
             return Ok(None);
         }
-        self.price(table, span.provider, span.model_id, span.usage.as_ref())
+        self.price(
+            table,
+            span.provider,
+            span.model_id,
+            span.usage.as_ref(),
+            span.start_time,
+        )
     }
 
     /// The model (provider, modelId) matches in `table`, through the cache.
@@ -246,10 +255,10 @@ mod tests {
         };
         for _ in 0..3 {
             let r = p
-                .price(&t, Some("azure"), Some("gpt-4o"), Some(&usage))
+                .price(&t, Some("azure"), Some("gpt-4o"), Some(&usage), 0)
                 .unwrap();
             assert_eq!(r.unwrap().model_id, "openai/gpt-4o");
-            assert_eq!(p.price(&t, Some("azure"), Some("nope"), None), Ok(None));
+            assert_eq!(p.price(&t, Some("azure"), Some("nope"), None, 0), Ok(None));
         }
         assert_eq!(
             p.cache_stats(),
@@ -260,17 +269,20 @@ mod tests {
             }
         );
         // Same strings under another provider are another pair.
-        p.price(&t, Some("openai"), Some("gpt-4o"), None).unwrap();
+        p.price(&t, Some("openai"), Some("gpt-4o"), None, 0)
+            .unwrap();
         assert_eq!(p.cache_stats().misses, 3);
 
         // A new table (even with the same content) empties the cache on first use.
         shared.replace(PriceTable::builtin());
         let t2 = shared.current();
         assert_ne!(t.generation(), t2.generation());
-        p.price(&t2, Some("azure"), Some("gpt-4o"), None).unwrap();
+        p.price(&t2, Some("azure"), Some("gpt-4o"), None, 0)
+            .unwrap();
         assert_eq!(p.cache_stats().misses, 4);
         assert_eq!(p.cache_stats().entries, 1);
-        p.price(&t2, Some("azure"), Some("gpt-4o"), None).unwrap();
+        p.price(&t2, Some("azure"), Some("gpt-4o"), None, 0)
+            .unwrap();
         assert_eq!(p.cache_stats().hits, 5);
     }
 
@@ -278,8 +290,8 @@ mod tests {
     fn none_and_empty_model_ids_are_unpriced() {
         let t = PriceTable::builtin();
         let mut p = Pricer::new();
-        assert_eq!(p.price(&t, Some("openai"), None, None), Ok(None));
-        assert_eq!(p.price(&t, Some("openai"), Some(""), None), Ok(None));
+        assert_eq!(p.price(&t, Some("openai"), None, None, 0), Ok(None));
+        assert_eq!(p.price(&t, Some("openai"), Some(""), None, 0), Ok(None));
     }
 
     #[test]

@@ -164,7 +164,9 @@ mod tests {
             Some(m) => format!(
                 "{} {}",
                 m.source.as_str(),
-                m.base
+                m.latest()
+                    .prices
+                    .base
                     .get(crate::pricing::Dimension::Prompt)
                     .map(|p| p.per_million_string())
                     .unwrap_or_default()

@@ -24,7 +24,15 @@ const PRICES: &str = r#"{"models": [
   {"id": "test/huge", "prompt": "1", "completion": "100"},
   {"id": "test/tiny", "prompt": "0.0000000001"},
   {"id": "test/free"},
-  {"id": "test/zero", "prompt": "0"}
+  {"id": "test/zero", "prompt": "0"},
+  {"id": "test/dated", "prompt": "0.000001", "completion": "0.000002",
+   "long_context": {"threshold": 1000, "prompt": "0.000002"},
+   "changes": [
+     {"from": "2026-07-30", "prompt": "0.0000002"},
+     {"from": "2026-09-01T12:00:00Z", "prompt": "0.0000003", "completion": "0.000001",
+      "long_context": [{"threshold": 2000, "prompt": "0.0000009"},
+                       {"threshold": 1000, "prompt": "0.0000006"}]}
+   ]}
 ]}"#;
 
 fn table() -> &'static PriceTable {
@@ -41,6 +49,8 @@ struct Call {
     provider: Option<&'static str>,
     model: Option<&'static str>,
     usage: Option<Usage>,
+    /// The span's startTime (epoch ms).
+    at: u64,
 }
 
 /// A call of `model` with an empty (all counts absent) usage object.
@@ -49,12 +59,18 @@ fn call(model: &'static str) -> Call {
         provider: None,
         model: Some(model),
         usage: Some(Usage::default()),
+        at: 0,
     }
 }
 
 impl Call {
     fn via(mut self, provider: &'static str) -> Self {
         self.provider = Some(provider);
+        self
+    }
+    /// Started at an RFC 3339 time or date.
+    fn at(mut self, when: &str) -> Self {
+        self.at = parse_instant(when).unwrap();
         self
     }
     fn no_usage(mut self) -> Self {
@@ -111,7 +127,7 @@ impl Call {
 /// non-null columns in table order, `unknown`, or `error: ...`.
 fn check(c: Call, expect: &str) {
     let mut pricer = Pricer::new();
-    let got = pricer.price(table(), c.provider, c.model, c.usage.as_ref());
+    let got = pricer.price(table(), c.provider, c.model, c.usage.as_ref(), c.at);
     let text = match got {
         Err(e) => format!("error: {e:?}"),
         Ok(None) => "unknown".to_string(),
@@ -284,6 +300,7 @@ fn unknown_models() {
             provider: Some("openai"),
             model: None,
             usage: None,
+            at: 0,
         },
         "unknown",
     );
@@ -325,6 +342,103 @@ fn long_context_tier() {
     );
 }
 
+#[test]
+fn dated_prices_apply_by_start_time() {
+    // Before the first change: base 1000 x 1e-6 = 0.001; 10 x 2e-6 = 0.00002.
+    check(
+        call("test/dated")
+            .input(1000)
+            .output(10)
+            .at("2026-07-29T23:59:59.999Z"),
+        "test/dated (file) prompt=0.0010000000 completion=0.0000200000 total=0.0010200000",
+    );
+    // ...and its tier: 1001 x 2e-6 = 0.002002.
+    check(
+        call("test/dated")
+            .input(1001)
+            .at("2026-07-29T23:59:59.999Z"),
+        "test/dated (file) prompt=0.0020020000 total=0.0020020000",
+    );
+    // From 2026-07-30 00:00 UTC: 1000 x 0.2e-6 = 0.0002. The change replaces the prices whole:
+    // completion is no longer billed, and the tier is gone (1001 x 0.2e-6 = 0.0002002).
+    check(
+        call("test/dated").input(1000).output(10).at("2026-07-30"),
+        "test/dated (file) prompt=0.0002000000 total=0.0002000000",
+    );
+    check(
+        call("test/dated").input(1001).at("2026-09-01T11:59:59Z"),
+        "test/dated (file) prompt=0.0002002000 total=0.0002002000",
+    );
+    // From 2026-09-01 12:00 UTC, two tiers: <= 1000 base 0.3e-6; above 1000 0.6e-6; above
+    // 2000 0.9e-6, each for the whole call.
+    check(
+        call("test/dated")
+            .input(1000)
+            .output(10)
+            .at("2026-09-01T12:00:00Z"),
+        "test/dated (file) prompt=0.0003000000 completion=0.0000100000 total=0.0003100000",
+    );
+    check(
+        call("test/dated").input(2000).at("2026-09-01T12:00:00Z"),
+        "test/dated (file) prompt=0.0012000000 total=0.0012000000",
+    );
+    check(
+        call("test/dated")
+            .input(1500)
+            .cache_write(501)
+            .at("2030-01-01"),
+        "test/dated (file) prompt=0.0013500000 total=0.0013500000",
+    );
+}
+
+#[test]
+fn builtin_dated_prices_and_the_272k_tier() {
+    // gpt-5.6-luna before OpenAI's 2026-07-30 cut: 1000 x 1e-6 = 0.001; 100 x 6e-6 = 0.0006.
+    check(
+        call("gpt-5.6-luna").via("openai").input(1000).output(100).at("2026-07-29T23:59:59Z"),
+        "openai/gpt-5.6-luna (builtin) prompt=0.0010000000 completion=0.0006000000 total=0.0016000000",
+    );
+    // After: 1000 x 0.2e-6 = 0.0002; 100 x 1.2e-6 = 0.00012 (a fifth).
+    check(
+        call("gpt-5.6-luna").via("openai").input(1000).output(100).at("2026-07-30"),
+        "openai/gpt-5.6-luna (builtin) prompt=0.0002000000 completion=0.0001200000 total=0.0003200000",
+    );
+    // Terra after the cut, at 272000 input tokens exactly: base, 272000 x 2e-6 = 0.544.
+    check(
+        call("gpt-5.6-terra")
+            .via("openai")
+            .input(272_000)
+            .at("2026-11-24"),
+        "openai/gpt-5.6-terra (builtin) prompt=0.5440000000 total=0.5440000000",
+    );
+    // One token more: the whole call at the tier, 272001 x 4e-6 = 1.088004; 1000 x 18e-6.
+    check(
+        call("gpt-5.6-terra").via("openai").input(272_001).output(1000).at("2026-11-24"),
+        "openai/gpt-5.6-terra (builtin) prompt=1.0880040000 completion=0.0180000000 total=1.1060040000",
+    );
+    // Sol's tier counts cache writes: 200000 + 72001 > 272000; 200000 x 10e-6 = 2;
+    // 72001 x 12.5e-6 = 0.9000125.
+    check(
+        call("gpt-5.6-sol").via("openai").input(200_000).cache_write(72_001).at("2026-11-24"),
+        "openai/gpt-5.6-sol (builtin) prompt=2.0000000000 cache_write=0.9000125000 total=2.9000125000",
+    );
+    // Gemini 3.6 Flash: introductory 0.75 until 2026-12-31, 1.5 from 2027-01-01.
+    check(
+        call("gemini-3.6-flash")
+            .via("google")
+            .input(1_000_000)
+            .at("2026-12-31T23:59:59Z"),
+        "google/gemini-3.6-flash (builtin) prompt=0.7500000000 total=0.7500000000",
+    );
+    check(
+        call("gemini-3.6-flash")
+            .via("google")
+            .input(1_000_000)
+            .at("2027-01-01"),
+        "google/gemini-3.6-flash (builtin) prompt=1.5000000000 total=1.5000000000",
+    );
+}
+
 /// Found by the `pricing` fuzz target's seeds: the input size was a saturating `u64` sum, so
 /// with a threshold of `u64::MAX` two counts whose sum passes it did not get the tier.
 /// (Unreachable from the wire, where counts are at most 2^53 - 1, but the rule is "strictly
@@ -332,27 +446,26 @@ fn long_context_tier() {
 #[test]
 fn regression_long_context_size_does_not_saturate() {
     let tier = Rates::NONE.with(Dimension::Prompt, Price::per_unit("2"));
-    let model = ModelPrice {
-        id: "test/max-threshold".into(),
-        aliases: Vec::new(),
-        source: Source::File,
-        base: Rates::NONE,
-        long_context: Some(LongContext {
-            threshold: u64::MAX,
-            rates: tier,
-        }),
-    };
+    let tiers = vec![Tier {
+        threshold: u64::MAX,
+        rates: tier,
+    }];
+    let model = ModelPrice::new(
+        "test/max-threshold",
+        Source::File,
+        PriceSet::tiered(Rates::NONE, tiers).unwrap(),
+    );
     let usage = Usage {
         input_tokens: Some(u64::MAX),
         cache_write_input_tokens: Some(1),
         ..Usage::default()
     };
-    assert!(model.rates_for(Some(&usage)).1);
+    assert!(model.select(Some(&usage), 0).tier.is_some());
     let usage = Usage {
         input_tokens: Some(u64::MAX),
         ..Usage::default()
     };
-    assert!(!model.rates_for(Some(&usage)).1);
+    assert!(model.select(Some(&usage), 0).tier.is_none());
 }
 
 #[test]
@@ -476,7 +589,7 @@ fn builtin_models() {
     );
 }
 
-/// A span of the given type calling gpt-4o.
+/// A span of the given type calling gpt-4o, started at the epoch.
 fn span(span_type: SpanType, usage: &Usage) -> Span<'static> {
     Span {
         span_id: "s1",
@@ -531,6 +644,31 @@ fn only_llm_and_embedding_spans_are_priced() {
         let r = p.price_span(table(), &span(t, &usage)).unwrap();
         assert_eq!(r.is_some(), priced, "{t:?}");
     }
+}
+
+#[test]
+fn a_span_is_priced_at_its_start_time() {
+    let usage = Usage {
+        input_tokens: Some(1000),
+        ..Usage::default()
+    };
+    let mut p = Pricer::new();
+    let mut s = span(SpanType::Llm, &usage);
+    s.model_id = Some("test/dated");
+    let prompt = |p: &mut Pricer, s: &Span| {
+        p.price_span(table(), s)
+            .unwrap()
+            .unwrap()
+            .costs
+            .prompt
+            .map(format_money)
+    };
+    s.start_time = parse_instant("2026-07-29T23:59:59.999Z").unwrap();
+    assert_eq!(prompt(&mut p, &s).as_deref(), Some("0.0010000000"));
+    // Same (provider, modelId): a cache hit, priced at the new start time.
+    s.start_time += 1;
+    assert_eq!(prompt(&mut p, &s).as_deref(), Some("0.0002000000"));
+    assert_eq!(p.cache_stats().hits, 1);
 }
 
 /// Counts allocations per thread, so tests running in parallel do not disturb each other.
@@ -600,13 +738,13 @@ fn a_cached_match_prices_without_allocating() {
         (None, "not-a-model"),
     ];
     for (prov, model) in calls {
-        p.price(&t, prov, Some(model), Some(&usage)).unwrap();
+        p.price(&t, prov, Some(model), Some(&usage), 0).unwrap();
     }
     let before = counting::allocations();
     let mut total = 0;
     for _ in 0..1000 {
         for (prov, model) in calls {
-            if let Some(r) = p.price(&t, prov, Some(model), Some(&usage)).unwrap() {
+            if let Some(r) = p.price(&t, prov, Some(model), Some(&usage), 0).unwrap() {
                 total += r.costs.total.unwrap_or(0);
             }
         }
