@@ -273,9 +273,10 @@ static MODELS: &[Entry] = &[
         &[],
         icr("0.1", "0.025", "0.4").search("0.025"),
     ),
+    // Its snapshots after the first, which kept its own launch price (next entry).
     m(
         "openai/gpt-4o",
-        &[],
+        &["openai/gpt-4o-2024-08-06", "openai/gpt-4o-2024-11-20"],
         icr("2.5", "1.25", "10").search("0.025"),
     ),
     // The first gpt-4o snapshot kept its launch price.
@@ -508,7 +509,14 @@ static MODELS: &[Entry] = &[
         ],
         icr("0.5", "0.05", "1.5"),
     ),
-    m("mistralai/mistral-large", &[], io("2", "6")),
+    m(
+        "mistralai/mistral-large",
+        &[
+            "mistralai/mistral-large-2407",
+            "mistralai/mistral-large-2411",
+        ],
+        io("2", "6"),
+    ),
     m(
         "mistralai/mistral-medium-3.1",
         &[
@@ -541,8 +549,41 @@ static MODELS: &[Entry] = &[
     m("mistralai/devstral-2512", &[], icr("0.4", "0.04", "2")),
     m("mistralai/magistral-medium", &[], io("2", "5")),
     m("mistralai/magistral-small", &[], io("0.5", "1.5")),
-    m("mistralai/ministral-8b", &[], io("0.1", "0.1")),
-    m("mistralai/ministral-3b", &[], io("0.04", "0.04")),
+    // The Ministral 3 family (2512) replaced the 2410 models; `-latest` names it.
+    m(
+        "mistralai/ministral-14b-2512",
+        &[
+            "mistralai/ministral-14b-latest",
+            "mistralai/ministral-3-14b-2512",
+        ],
+        icr("0.2", "0.02", "0.2"),
+    ),
+    m(
+        "mistralai/ministral-8b-2512",
+        &[
+            "mistralai/ministral-8b-latest",
+            "mistralai/ministral-3-8b-2512",
+        ],
+        io("0.15", "0.15"),
+    ),
+    m(
+        "mistralai/ministral-3b-2512",
+        &[
+            "mistralai/ministral-3b-latest",
+            "mistralai/ministral-3-3b-2512",
+        ],
+        icr("0.1", "0.01", "0.1"),
+    ),
+    m(
+        "mistralai/ministral-8b",
+        &["mistralai/ministral-8b-2410"],
+        io("0.1", "0.1"),
+    ),
+    m(
+        "mistralai/ministral-3b",
+        &["mistralai/ministral-3b-2410"],
+        io("0.04", "0.04"),
+    ),
     m(
         "mistralai/mistral-nemo",
         &["mistralai/open-mistral-nemo"],

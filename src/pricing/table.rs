@@ -158,6 +158,11 @@ pub struct PriceTable {
     models: Vec<ModelPrice>,
     /// Lower-case id or alias -> index into `models`.
     index: HashMap<Box<str>, u32>,
+    /// Release families: an id without its release date (`mistralai/mistral-large`) -> the
+    /// dated keys of that family as (date `YYYYMMDD`, model index).
+    families: HashMap<Box<str>, Vec<(u32, u32)>>,
+    /// Per model, the newest release date its own id and aliases name (0 if none).
+    newest: Vec<u32>,
     generation: u64,
     /// The pricing file merged in, if any (for `price --list`).
     file: Option<String>,
@@ -210,9 +215,21 @@ impl PriceTable {
             index.insert(k.into(), (first_file + f) as u32);
         }
         models.extend(overrides);
+        let mut families: HashMap<Box<str>, Vec<(u32, u32)>> = HashMap::new();
+        let mut newest = vec![0u32; models.len()];
+        for (key, &i) in &index {
+            if let Some((bases, date)) = matching::family_of(key) {
+                newest[i as usize] = newest[i as usize].max(date);
+                for b in bases {
+                    families.entry(b.into()).or_default().push((date, i));
+                }
+            }
+        }
         PriceTable {
             models,
             index,
+            families,
+            newest,
             generation: NEXT_GENERATION.fetch_add(1, Ordering::Relaxed),
             file,
         }
@@ -251,11 +268,32 @@ impl PriceTable {
             .map(|i| &self.models[i as usize])
     }
 
-    /// Index of the matched model. Allocates; the [`super::Pricer`] caches it.
+    /// Index of the matched model: the first candidate the table has, skipping one reached by
+    /// removing a release date that names a newer model of the family than the one it would
+    /// price as. Allocates; the [`super::Pricer`] caches it.
     pub(crate) fn resolve(&self, provider: Option<&str>, model_id: &str) -> Option<u32> {
         matching::candidates(provider, model_id)
             .iter()
-            .find_map(|c| self.index.get(c.as_str()).copied())
+            .find_map(|c| {
+                let i = *self.index.get(c.id.as_str())?;
+                match c.stripped_date {
+                    Some(date) if self.newer_in_family(&c.id, i, date) => None,
+                    _ => Some(i),
+                }
+            })
+    }
+
+    /// True when the family of `base` (an id without its release date) has a model other than
+    /// `model` that is newer than every release `model` names, and `date` is at least that
+    /// model's: an id of that date is a release `model`'s prices do not describe.
+    fn newer_in_family(&self, base: &str, model: u32, date: u32) -> bool {
+        let Some(members) = self.families.get(base) else {
+            return false;
+        };
+        let own = self.newest[model as usize];
+        members
+            .iter()
+            .any(|&(d, m)| m != model && d > own && date >= d)
     }
 
     /// The model at an index `resolve` returned for this table.
