@@ -262,11 +262,14 @@ fn list(table: &PriceTable) -> String {
     let mut rows = vec![header];
     let mut row = |m: &ModelPrice, from: String, set: &PriceSet| {
         let mut r = vec![m.id.clone(), m.source.as_str().to_string(), from];
-        r.extend(
-            Dimension::ALL
-                .iter()
-                .map(|&d| set.base.get(d).map_or("-".to_string(), |p| shown(d, p))),
-        );
+        r.extend(Dimension::ALL.iter().map(|&d| match set.base.get(d) {
+            None => "-".to_string(),
+            // An image billed out of the output tokens: its price and its tokens.
+            Some(p) if d == Dimension::Image && set.base.image_tokens() > 0 => {
+                format!("{}={}tok", shown(d, p), set.base.image_tokens())
+            }
+            Some(p) => shown(d, p),
+        }));
         r.push(tiers_text(set));
         rows.push(r);
     };

@@ -59,6 +59,11 @@ impl R {
     const fn search(self, usd: &str) -> R {
         R(self.0.with(Dimension::WebSearch, Price::per_unit(usd)))
     }
+    /// Images generated as output tokens at their own rate (USD per 1M), `tokens` per image:
+    /// billed per image into `image_cost` and taken out of the completion count.
+    const fn image_output(self, mtok: &str, tokens: u32) -> R {
+        R(self.0.with_image_output(Price::per_million(mtok), tokens))
+    }
 }
 
 /// Prices from one instant on: base rates and an optional long-context tier.
@@ -477,8 +482,13 @@ static MODELS: &[Entry] = &[
         &[],
         icr("0.1", "0.01", "0.4").search("0.035"),
     ),
-    // Output is image tokens (1290 per 1024px image, i.e. $0.039 an image).
-    m("google/gemini-2.5-flash-image", &[], io("0.3", "30")),
+    // Text output at Gemini 2.5 Flash's $2.50; image output $30 per 1M tokens, 1290 tokens per
+    // 1024x1024 image ($0.0387 an image). No context caching for this model.
+    m(
+        "google/gemini-2.5-flash-image",
+        &["google/gemini-2.5-flash-image-preview"],
+        io("0.3", "2.5").image_output("30", 1290),
+    ),
     m(
         "google/gemini-2.0-flash",
         &[],

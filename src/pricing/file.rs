@@ -520,7 +520,7 @@ mod tests {
         );
         check(
             "{\"models\": [{\"id\": \"a/b\", \"promt\": \"1\"}]}",
-            Err("pricing file test.json:1: models[0].promt: unknown key; expected one of: id, aliases, long_context, changes, comment, prompt, completion, request, image, web_search, internal_reasoning, cache_read, cache_write"),
+            Err("pricing file test.json:1: models[0].promt: unknown key; expected one of: id, aliases, long_context, changes, image_tokens, comment, prompt, completion, request, image, web_search, internal_reasoning, cache_read, cache_write"),
         );
         check(
             "{\"models\": [{\"id\": \"a/b\", \"prompt\": \"1\", \"prompt\": \"2\"}]}",
@@ -556,11 +556,15 @@ mod tests {
         );
         check(
             "{\"models\": [{\"id\": \"a/b\", \"changes\": [{\"from\": \"2026-07-30\", \"aliases\": []}]}]}",
-            Err("pricing file test.json:1: models[0].changes[0].aliases: unknown key; expected one of: long_context, comment, prompt, completion, request, image, web_search, internal_reasoning, cache_read, cache_write, from"),
+            Err("pricing file test.json:1: models[0].changes[0].aliases: unknown key; expected one of: long_context, image_tokens, comment, prompt, completion, request, image, web_search, internal_reasoning, cache_read, cache_write, from"),
         );
         check(
             "{\"models\": [{\"id\": \"a/b\", \"long_context\": [{\"threshold\": 5, \"prompt\": \"1\"}, {\"threshold\": 5, \"prompt\": \"2\"}]}]}",
             Err("pricing file test.json:1: models[0].long_context: two tiers at threshold 5"),
+        );
+        check(
+            "{\"models\": [{\"id\": \"a/b\", \"image_tokens\": 1290}]}",
+            Err("pricing file test.json:1: models[0].image_tokens: needs an \"image\" price (USD per image)"),
         );
         check(
             "{\"models\": [{\"id\": \"a/b\", \"prompt\": null}]}",

@@ -38,7 +38,14 @@ pub(crate) fn parse(cx: &Cx, root: &Node) -> Result<Vec<ModelPrice>, PricingFile
     let Value::Array(items) = &models.value else {
         return Err(cx.err(models, Some("models".into()), "expected an array".into()));
     };
-    let mut allowed: Vec<&str> = vec!["id", "aliases", "long_context", "changes", "comment"];
+    let mut allowed: Vec<&str> = vec![
+        "id",
+        "aliases",
+        "long_context",
+        "changes",
+        "image_tokens",
+        "comment",
+    ];
     allowed.extend(PRICE_KEYS.iter().map(|(k, _)| *k));
 
     for (i, item) in items.iter().enumerate() {
@@ -190,13 +197,32 @@ fn price_set(
     })
 }
 
-/// The eight price keys of an object, those present.
+/// The eight price keys of an object, those present, and its `image_tokens`.
 fn rates(cx: &Cx, members: &[(String, Node)], path: &str) -> Result<Rates, PricingFileError> {
     let mut r = Rates::NONE;
     for (k, d) in PRICE_KEYS {
         if let Some((_, n)) = members.iter().find(|(m, _)| m == k) {
             r.set(d, Some(price_value(cx, n, &format!("{path}.{k}"))?));
         }
+    }
+    if let Some((_, n)) = members.iter().find(|(m, _)| m == "image_tokens") {
+        let tokens = positive_integer(&n.value)
+            .and_then(|t| u32::try_from(t).ok())
+            .ok_or_else(|| {
+                cx.err(
+                    n,
+                    Some(format!("{path}.image_tokens")),
+                    "expected a positive integer (output tokens per image)".into(),
+                )
+            })?;
+        if r.get(Dimension::Image).is_none() {
+            return Err(cx.err(
+                n,
+                Some(format!("{path}.image_tokens")),
+                "needs an \"image\" price (USD per image)".into(),
+            ));
+        }
+        r.set_image_tokens(tokens);
     }
     Ok(r)
 }

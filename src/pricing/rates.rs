@@ -59,11 +59,36 @@ impl Dimension {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Rates {
     prices: [Option<Price>; 8],
+    /// Output tokens each image takes, for models that generate images as output tokens at a
+    /// rate of their own: `imageCount x image_tokens` is taken out of the completion count and
+    /// billed as images (the image price is per image). 0 = images are not output tokens.
+    image_tokens: u32,
 }
 
 impl Rates {
     /// No dimension priced.
-    pub const NONE: Rates = Rates { prices: [None; 8] };
+    pub const NONE: Rates = Rates {
+        prices: [None; 8],
+        image_tokens: 0,
+    };
+
+    /// These rates with image output: each image is `tokens` output tokens at `per_token` USD,
+    /// billed as one image at `tokens x per_token` and taken out of the completion count.
+    pub const fn with_image_output(mut self, per_token: Price, tokens: u32) -> Rates {
+        self.prices[Dimension::Image as usize] = Some(per_token.times(tokens as u64));
+        self.image_tokens = tokens;
+        self
+    }
+
+    /// Output tokens per generated image (0 when images are not billed out of the output).
+    pub fn image_tokens(&self) -> u32 {
+        self.image_tokens
+    }
+
+    /// Sets the output tokens per generated image (see [`Rates::with_image_output`]).
+    pub fn set_image_tokens(&mut self, tokens: u32) {
+        self.image_tokens = tokens;
+    }
 
     /// These rates with one dimension set (for building tables in const context).
     pub const fn with(mut self, d: Dimension, price: Price) -> Rates {
@@ -87,13 +112,17 @@ impl Rates {
         self.prices.iter().all(Option::is_none)
     }
 
-    /// `self` with every dimension `over` prices replaced by `over`'s price.
+    /// `self` with every dimension `over` prices replaced by `over`'s price (and `over`'s
+    /// tokens per image, if it gives them).
     pub fn overlaid(&self, over: &Rates) -> Rates {
         let mut r = *self;
         for (mine, theirs) in r.prices.iter_mut().zip(over.prices) {
             if theirs.is_some() {
                 *mine = theirs;
             }
+        }
+        if over.image_tokens > 0 {
+            r.image_tokens = over.image_tokens;
         }
         r
     }
@@ -154,7 +183,9 @@ pub(crate) fn input_size(u: &Usage) -> u128 {
 
 /// Billable count per dimension, as the contract defines them, for a call priced at `rates`.
 /// Absent counts are 0, except the request count, which is 1 when absent (also when the whole
-/// usage is absent).
+/// usage is absent). For a model that generates images as output tokens of their own rate
+/// (`image_tokens`), `imageCount x image_tokens` of the output tokens are images, not text:
+/// completion is what remains (never below 0).
 #[inline]
 pub fn billable_counts(usage: Option<&Usage>, rates: &Rates) -> [u64; 8] {
     let mut c = [0u64; 8];
@@ -169,14 +200,16 @@ pub fn billable_counts(usage: Option<&Usage>, rates: &Rates) -> [u64; 8] {
     c[Dimension::Prompt as usize] = input.saturating_sub(cached);
     c[Dimension::CacheRead as usize] = cached;
     c[Dimension::CacheWrite as usize] = u.cache_write_input_tokens.unwrap_or(0);
+    let images = u.image_count.unwrap_or(0);
+    let text = output.saturating_sub(images.saturating_mul(u64::from(rates.image_tokens)));
     if rates.get(Dimension::InternalReasoning).is_some() {
         c[Dimension::InternalReasoning as usize] = reasoning;
-        c[Dimension::Completion as usize] = output.saturating_sub(reasoning);
+        c[Dimension::Completion as usize] = text.saturating_sub(reasoning);
     } else {
-        c[Dimension::Completion as usize] = output;
+        c[Dimension::Completion as usize] = text;
     }
     c[Dimension::Request as usize] = u.request_count.unwrap_or(1);
-    c[Dimension::Image as usize] = u.image_count.unwrap_or(0);
+    c[Dimension::Image as usize] = images;
     c[Dimension::WebSearch as usize] = u.web_search_count.unwrap_or(0);
     c
 }

@@ -322,6 +322,9 @@ pub(crate) fn describe(m: &ModelPrice) -> String {
                 *out += &format!(" {}={p}", d.name());
             }
         }
+        if s.base.image_tokens() > 0 {
+            *out += &format!(" image_tokens={}", s.base.image_tokens());
+        }
         for t in s.tiers.iter() {
             *out += &format!(" >{}:", t.threshold);
             for d in Dimension::ALL {

@@ -25,6 +25,8 @@ const PRICES: &str = r#"{"models": [
   {"id": "test/tiny", "prompt": "0.0000000001"},
   {"id": "test/free"},
   {"id": "test/zero", "prompt": "0"},
+  {"id": "test/painter", "prompt": "0.0000003", "completion": "0.0000025", "image": "0.0387",
+   "image_tokens": 1290, "internal_reasoning": "0.0000025"},
   {"id": "test/dated", "prompt": "0.000001", "completion": "0.000002",
    "long_context": {"threshold": 1000, "prompt": "0.000002"},
    "changes": [
@@ -388,6 +390,41 @@ fn dated_prices_apply_by_start_time() {
             .cache_write(501)
             .at("2030-01-01"),
         "test/dated (file) prompt=0.0013500000 total=0.0013500000",
+    );
+}
+
+#[test]
+fn image_output_is_billed_apart_from_text_output() {
+    // 3000 output tokens, 2 images of 1290 tokens each: text = 3000 - 2580 = 420 at 2.5e-6 =
+    // 0.00105; images 2 x 0.0387 = 0.0774.
+    check(
+        call("test/painter").output(3000).images(2),
+        "test/painter (file) completion=0.0010500000 image=0.0774000000 total=0.0784500000",
+    );
+    // Reasoning comes out of the text part too: 420 - 100 = 320 x 2.5e-6 = 0.0008.
+    check(
+        call("test/painter").output(3000).images(2).reasoning(100),
+        "test/painter (file) completion=0.0008000000 image=0.0774000000 internal_reasoning=0.0002500000 total=0.0784500000",
+    );
+    // Fewer output tokens than the images take: no text (null), the images still billed.
+    check(
+        call("test/painter").output(1000).images(1),
+        "test/painter (file) image=0.0387000000 total=0.0387000000",
+    );
+    // No images: all output is text, 1000 x 2.5e-6 = 0.0025.
+    check(
+        call("test/painter").output(1000),
+        "test/painter (file) completion=0.0025000000 total=0.0025000000",
+    );
+    // Built in: gemini-2.5-flash-image charged text output at the text rate ($2.50 per 1M),
+    // not the image rate ($30): 2000 - 1290 = 710 x 2.5e-6 = 0.001775; 1 image 0.0387.
+    check(
+        call("gemini-2.5-flash-image").via("google").input(100).output(2000).images(1),
+        "google/gemini-2.5-flash-image (builtin) prompt=0.0000300000 completion=0.0017750000 image=0.0387000000 total=0.0405050000",
+    );
+    check(
+        call("gemini-2.5-flash-image").via("google").output(1000),
+        "google/gemini-2.5-flash-image (builtin) completion=0.0025000000 total=0.0025000000",
     );
 }
 
