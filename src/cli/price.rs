@@ -78,6 +78,9 @@ pub fn run(args: &PriceArgs) -> anyhow::Result<()> {
         Some(path) => PriceTable::from_file(path)?,
         None => PriceTable::builtin(),
     };
+    for note in table.notes() {
+        eprintln!("pricing file: {note}");
+    }
     if args.list {
         print!("{}", list(&table));
         return Ok(());

@@ -12,6 +12,7 @@ use std::fmt;
 use std::path::Path;
 
 use super::builtin;
+use super::genai;
 use super::json::{self, Node, Value};
 use super::matching::{is_bedrock, vendor_alias};
 use super::money::Price;
@@ -56,8 +57,10 @@ impl std::error::Error for PricingFileError {}
 /// Which format a pricing file was written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileFormat {
-    /// `{"models": [...]}`, documented above.
+    /// `{"models": [...]}`, this project's format.
     Own,
+    /// genai-prices `v2` `data.json`: `[{"id": ..., "models": [...]}, ...]`.
+    GenaiPrices,
     /// `{"data": [...]}` from OpenRouter's `/api/v1/models`.
     OpenRouter,
     /// LiteLLM's `model_prices_and_context_window.json`.
@@ -81,17 +84,38 @@ impl PriceTable {
     /// The built-in table with the models of a pricing file's text on top; `name` names the
     /// file in errors.
     pub fn with_overrides(text: &str, name: &str) -> Result<PriceTable, PricingFileError> {
-        let (_, models) = parse(text, name)?;
+        let file = parse_file(text, name)?;
         Ok(PriceTable::merge(
             builtin::models(),
-            models,
+            Some(file),
             Some(name.to_string()),
         ))
     }
 }
 
-/// Parses a pricing file's text, detecting its format.
-pub fn parse(text: &str, name: &str) -> Result<(FileFormat, Vec<ModelPrice>), PricingFileError> {
+/// A pricing file, read: its models and, for genai-prices, the match rules that find them and
+/// what could not be represented.
+#[derive(Debug)]
+pub(crate) struct FileModels {
+    pub format: FileFormat,
+    pub models: Vec<ModelPrice>,
+    /// genai-prices files: models are found by these rules, not by id.
+    pub rules: Option<genai::Rules>,
+    /// Prices that could not be represented, one line per model, for the load report.
+    pub notes: Vec<String>,
+}
+
+/// Parses a pricing file's text, detecting its format: its models, and notes about prices it
+/// could not represent.
+pub fn parse(
+    text: &str,
+    name: &str,
+) -> Result<(FileFormat, Vec<ModelPrice>, Vec<String>), PricingFileError> {
+    parse_file(text, name).map(|f| (f.format, f.models, f.notes))
+}
+
+/// [`parse`], keeping the match rules.
+pub(crate) fn parse_file(text: &str, name: &str) -> Result<FileModels, PricingFileError> {
     let cx = Cx { file: name };
     let root = json::parse(text).map_err(|e| PricingFileError {
         file: name.to_string(),
@@ -105,20 +129,34 @@ pub fn parse(text: &str, name: &str) -> Result<(FileFormat, Vec<ModelPrice>), Pr
             &root,
             None,
             "not a pricing file: expected {\"models\": [...]} (this project's format), \
-             {\"data\": [...]} (OpenRouter) or LiteLLM's object of models"
+             genai-prices' array of providers, {\"data\": [...]} (OpenRouter) or LiteLLM's \
+             object of models"
                 .to_string(),
         )
     })?;
-    let models = match format {
-        FileFormat::Own => own::parse(&cx, &root)?,
-        FileFormat::OpenRouter => openrouter(&cx, &root)?,
-        FileFormat::LiteLlm => litellm(&cx, &root)?,
+    let mut file = FileModels {
+        format,
+        models: Vec::new(),
+        rules: None,
+        notes: Vec::new(),
     };
-    Ok((format, models))
+    match format {
+        FileFormat::Own => file.models = own::parse(&cx, &root)?,
+        FileFormat::GenaiPrices => {
+            let g = genai::parse(&cx, &root)?;
+            (file.models, file.rules, file.notes) = (g.models, Some(g.rules), g.notes);
+        }
+        FileFormat::OpenRouter => file.models = openrouter(&cx, &root)?,
+        FileFormat::LiteLlm => file.models = litellm(&cx, &root)?,
+    }
+    Ok(file)
 }
 
 /// Tells the format from the document's shape.
 fn detect(root: &Node) -> Option<FileFormat> {
+    if genai::detect(root) {
+        return Some(FileFormat::GenaiPrices);
+    }
     let Value::Object(members) = &root.value else {
         return None;
     };
@@ -469,7 +507,7 @@ mod tests {
     /// Parses text and returns "id: prices" lines, or the error message.
     fn load(text: &str) -> Result<(FileFormat, Vec<String>), String> {
         parse(text, "test.json")
-            .map(|(f, models)| {
+            .map(|(f, models, _)| {
                 let lines = models.iter().map(crate::pricing::table::describe).collect();
                 (f, lines)
             })
@@ -576,7 +614,7 @@ mod tests {
         );
         check(
             "[1, 2]",
-            Err("pricing file test.json:1: not a pricing file: expected {\"models\": [...]} (this project's format), {\"data\": [...]} (OpenRouter) or LiteLLM's object of models"),
+            Err("pricing file test.json:1: not a pricing file: expected {\"models\": [...]} (this project's format), genai-prices' array of providers, {\"data\": [...]} (OpenRouter) or LiteLLM's object of models"),
         );
     }
 

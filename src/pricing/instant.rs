@@ -140,6 +140,39 @@ fn offset_s(b: &[u8]) -> Option<i64> {
     }
 }
 
+/// A time of day as genai-prices writes it (`00:30:00Z`, `16:30:00`, `08:30:00+08:00`) ->
+/// seconds after 00:00 UTC (0..86400). No offset means UTC.
+pub fn parse_time_of_day(text: &str) -> Result<u32, &'static str> {
+    let b = text.trim().as_bytes();
+    let err = "expected HH:MM[:SS] with an optional Z or ±HH:MM";
+    let (h, m) = (digits(b, 0, 2).ok_or(err)?, digits(b, 3, 2).ok_or(err)?);
+    if b.get(2) != Some(&b':') || h > 23 || m > 59 {
+        return Err(err);
+    }
+    let mut i = 5;
+    let mut s = 0;
+    if b.get(i) == Some(&b':') {
+        s = digits(b, 6, 2).ok_or(err)?;
+        if s > 59 {
+            return Err(err);
+        }
+        i = 8;
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+        }
+    }
+    let offset = if i == b.len() {
+        0
+    } else {
+        offset_s(&b[i..]).ok_or(err)?
+    };
+    let utc = ((h * 60 + m) * 60 + s - offset).rem_euclid(DAY_S as i64);
+    Ok(utc as u32)
+}
+
 /// Epoch milliseconds as people read them: `2026-07-30` at midnight UTC, else RFC 3339 in UTC
 /// (`2026-04-26T12:15:00Z`, with milliseconds when there are any).
 pub fn format_instant(ms: u64) -> String {
@@ -240,5 +273,18 @@ mod tests {
             format_instant(1_785_369_600_001),
             "2026-07-30T00:00:00.001Z"
         );
+    }
+
+    #[test]
+    fn times_of_day_are_utc_seconds() {
+        assert_eq!(parse_time_of_day("00:30:00Z"), Ok(1800));
+        assert_eq!(parse_time_of_day("16:30:00"), Ok(59_400));
+        assert_eq!(parse_time_of_day("16:30"), Ok(59_400));
+        assert_eq!(parse_time_of_day("08:30:00+08:00"), Ok(1800));
+        assert_eq!(parse_time_of_day("00:30:00+01:00"), Ok(DAY_S - 1800));
+        assert!(parse_time_of_day("24:00:00").is_err());
+        assert!(parse_time_of_day("noon").is_err());
+        assert_eq!(format_time_of_day(59_400), "16:30");
+        assert_eq!(format_time_of_day(59_401), "16:30:01");
     }
 }

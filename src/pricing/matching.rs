@@ -53,7 +53,27 @@ pub(crate) fn candidates(provider: Option<&str>, model_id: &str) -> Vec<Candidat
         return out;
     }
     push(&mut out, model.clone(), None);
+    let bases = bases(provider, &model);
+    for (prefix, name) in &bases {
+        push(&mut out, format!("{prefix}/{name}"), None);
+    }
+    for (prefix, name) in &bases {
+        for (v, date) in variants(name).into_iter().skip(1) {
+            push(&mut out, format!("{prefix}/{v}"), date);
+        }
+    }
+    for (v, date) in variants(&model).into_iter().skip(1) {
+        push(&mut out, v, date);
+    }
+    out
+}
 
+/// The (prefix, name) pairs a (provider, modelId) names before any version marker is removed:
+/// the provider's first dot-segment and its route, the vendor it implies, a `vendor/model`
+/// id's parts, a Bedrock id's creator and model, the vendor a model name implies. `model` is
+/// trimmed and lower case.
+pub(crate) fn bases(provider: Option<&str>, model: &str) -> Vec<(String, String)> {
+    let model = model.to_string();
     let provider = provider
         .map(|p| p.trim().to_lowercase())
         .unwrap_or_default();
@@ -75,19 +95,7 @@ pub(crate) fn candidates(provider: Option<&str>, model_id: &str) -> Vec<Candidat
         .filter_map(|n| infer_vendor(n).map(|v| (v.to_string(), n.clone())))
         .collect();
     bases.extend(inferred);
-
-    for (prefix, name) in &bases {
-        push(&mut out, format!("{prefix}/{name}"), None);
-    }
-    for (prefix, name) in &bases {
-        for (v, date) in variants(name).into_iter().skip(1) {
-            push(&mut out, format!("{prefix}/{v}"), date);
-        }
-    }
-    for (v, date) in variants(&model).into_iter().skip(1) {
-        push(&mut out, v, date);
-    }
-    out
+    bases
 }
 
 /// Appends unless already present (lists are short).

@@ -13,8 +13,8 @@
 //! - `matching.rs`: (provider, modelId) -> ordered candidate ids.
 //! - `pricer.rs`: [`Pricer`], the per-worker match cache; [`Priced`], what a row gets.
 //! - `file.rs`: pricing files -> overrides: format detection, OpenRouter and LiteLLM readers,
-//!   [`PricingFileError`]; `own.rs`: the project's own format. Every format is described in
-//!   `docs/pricing-file.md`.
+//!   [`PricingFileError`]; `own.rs`: the project's own format; `genai.rs`: the genai-prices
+//!   `v2` data set and its match rules. Every format is described in `docs/pricing-file.md`.
 //! - `json.rs`: a small JSON reader that keeps numbers as written.
 //! - `shared.rs`: [`SharedPrices`], the table in force, swapped whole on reload.
 //! - `fuzz.rs`: [`fuzz_price`], the fuzz property, checked against an independent computation.
@@ -38,6 +38,7 @@ mod builtin;
 mod costs;
 mod file;
 mod fuzz;
+mod genai;
 mod instant;
 mod json;
 mod matching;

@@ -8,6 +8,8 @@ use crate::ingest::wire::Usage;
 
 use super::builtin;
 use super::costs::CostColumns;
+use super::file::FileModels;
+use super::genai::Rules;
 use super::matching;
 use super::money::PriceError;
 use super::rates::Rates;
@@ -163,6 +165,10 @@ pub struct PriceTable {
     families: HashMap<Box<str>, Vec<(u32, u32)>>,
     /// Per model, the newest release date its own id and aliases name (0 if none).
     newest: Vec<u32>,
+    /// A genai-prices file's match rules; they are tried before any id.
+    rules: Option<Rules>,
+    /// What the pricing file could not represent, one line per model (reported at load).
+    notes: Vec<String>,
     generation: u64,
     /// The pricing file merged in, if any (for `price --list`).
     file: Option<String>,
@@ -171,16 +177,22 @@ pub struct PriceTable {
 impl PriceTable {
     /// The built-in table alone.
     pub fn builtin() -> PriceTable {
-        PriceTable::merge(builtin::models(), Vec::new(), None)
+        PriceTable::merge(builtin::models(), None, None)
     }
 
-    /// Built-in models, then `overrides` (from a file) on top: a file model replaces every
-    /// built-in model one of its ids or aliases names, and takes over that model's aliases.
+    /// Built-in models, then a file's models on top: a file model replaces every built-in
+    /// model one of its ids or aliases names, and takes over that model's aliases. A
+    /// genai-prices file's models are found by its match rules instead, before any id.
     pub(crate) fn merge(
         builtin: Vec<ModelPrice>,
-        overrides: Vec<ModelPrice>,
-        file: Option<String>,
+        file: Option<FileModels>,
+        name: Option<String>,
     ) -> PriceTable {
+        let (overrides, mut rules, notes) = match file {
+            Some(f) if f.rules.is_some() => (Vec::new(), f.rules.map(|r| (r, f.models)), f.notes),
+            Some(f) => (f.models, None, f.notes),
+            None => (Vec::new(), None, Vec::new()),
+        };
         let mut file_keys: HashMap<String, usize> = HashMap::new();
         for (i, m) in overrides.iter().enumerate() {
             for k in keys_of(m) {
@@ -215,6 +227,11 @@ impl PriceTable {
             index.insert(k.into(), (first_file + f) as u32);
         }
         models.extend(overrides);
+        let rules = rules.take().map(|(mut r, ruled)| {
+            r.offset = models.len() as u32;
+            models.extend(ruled);
+            r
+        });
         let mut families: HashMap<Box<str>, Vec<(u32, u32)>> = HashMap::new();
         let mut newest = vec![0u32; models.len()];
         for (key, &i) in &index {
@@ -230,8 +247,10 @@ impl PriceTable {
             index,
             families,
             newest,
+            rules,
+            notes,
             generation: NEXT_GENERATION.fetch_add(1, Ordering::Relaxed),
-            file,
+            file: name,
         }
     }
 
@@ -251,6 +270,12 @@ impl PriceTable {
         self.file.as_deref()
     }
 
+    /// Prices of the pricing file that could not be represented, one line per model naming
+    /// the model and the fields. Report them once, when the table is loaded.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
     /// The date the built-in prices were last checked against the vendors' pages.
     pub fn checked(&self) -> &'static str {
         builtin::CHECKED
@@ -268,10 +293,14 @@ impl PriceTable {
             .map(|i| &self.models[i as usize])
     }
 
-    /// Index of the matched model: the first candidate the table has, skipping one reached by
+    /// Index of the matched model: a genai-prices file's rules first (see `genai::Rules::find`),
+    /// then the first candidate the table has, skipping one reached by
     /// removing a release date that names a newer model of the family than the one it would
     /// price as. Allocates; the [`super::Pricer`] caches it.
     pub(crate) fn resolve(&self, provider: Option<&str>, model_id: &str) -> Option<u32> {
+        if let Some(found) = self.rules.as_ref().and_then(|r| r.find(provider, model_id)) {
+            return Some(found);
+        }
         matching::candidates(provider, model_id)
             .iter()
             .find_map(|c| {
