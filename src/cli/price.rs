@@ -442,7 +442,7 @@ image                   0  -                        -
 web_search              0  0.025                    -
 internal_reasoning      0  -                        -
 cache_read            200  0.00000125    0.0002500000
-cache_write             0  -                        -
+cache_write             0  0.0000025                -
 total                                    0.0032500000
 ";
         assert!(text.ends_with(expect), "{text}");
@@ -503,8 +503,12 @@ total                                    0.0032500000
         let t = PriceTable::builtin();
         let text = list(&t);
         assert!(text.starts_with("pricing file: none (built-in prices only)\n"));
+        let (prices, sources) = text
+            .split_once("\nwhere the built-in prices come from\n")
+            .unwrap();
         let cells = |prefix: &str| -> Vec<Vec<String>> {
-            text.lines()
+            prices
+                .lines()
                 .filter(|l| l.starts_with(prefix))
                 .map(|l| l.split_whitespace().map(str::to_string).collect())
                 .collect()
@@ -522,7 +526,7 @@ total                                    0.0032500000
                 "0.035",
                 "-",
                 "0.125",
-                "-",
+                "1.25",
                 ">",
                 "200000:",
                 "prompt",
@@ -530,14 +534,36 @@ total                                    0.0032500000
                 "completion",
                 "15,",
                 "cache_read",
-                "0.25"
+                "0.25,",
+                "cache_write",
+                "2.5"
             ]]
+        );
+        let source = sources
+            .lines()
+            .find(|l| l.starts_with("google/gemini-2.5-pro "))
+            .unwrap();
+        assert!(
+            source.contains("2026-11-24  https://ai.google.dev/gemini-api/docs/pricing"),
+            "{source}"
+        );
+        assert_eq!(
+            sources.lines().count(),
+            t.models().len() + 1,
+            "one line per built-in model and a header"
         );
         let luna = cells("openai/gpt-5.6-luna ");
         assert_eq!(luna.len(), 2, "{luna:?}");
         assert_eq!(luna[0][2..5], ["-", "1", "6"]);
         assert_eq!(luna[1][2..5], ["2026-07-30", "0.2", "1.2"]);
-        let rows: usize = t.models().iter().map(|m| m.periods.len()).sum();
-        assert!(text.lines().count() >= rows + 4);
+        let rows: usize = t
+            .models()
+            .iter()
+            .map(|m| m.periods.iter().map(|p| 1 + p.windows.len()).sum::<usize>())
+            .sum();
+        assert_eq!(prices.lines().count(), rows + 4);
+        // DeepSeek's old off-peak window is its own row.
+        let chat = cells("deepseek/deepseek-chat ");
+        assert_eq!(chat[1][2..5], ["-", "16:30-00:30", "UTC"]);
     }
 }

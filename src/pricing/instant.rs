@@ -62,13 +62,42 @@ const fn date_days(b: &[u8]) -> Option<i64> {
     Some(days_from_civil(y, m, d))
 }
 
-/// `YYYY-MM-DD` -> epoch milliseconds of 00:00 UTC that day, checked at compile time when used
-/// in a constant (the built-in table): a malformed date does not build.
+/// `YYYY-MM-DD` (00:00 UTC) or `YYYY-MM-DDTHH:MM[:SS]Z` -> epoch milliseconds, checked at
+/// compile time when used in a constant (the built-in table): a malformed instant does not
+/// build.
 pub const fn date_ms(text: &str) -> u64 {
     let b = text.as_bytes();
-    match date_days(b) {
-        Some(days) if b.len() == 10 => days as u64 * DAY_MS,
-        _ => panic!("not a date (YYYY-MM-DD, 1970 or later)"),
+    let Some(days) = date_days(b) else {
+        panic!("not a date (YYYY-MM-DD, 1970 or later)");
+    };
+    let day = days as u64 * DAY_MS;
+    if b.len() == 10 {
+        return day;
+    }
+    let (Some(h), Some(m)) = (digits(b, 11, 2), digits(b, 14, 2)) else {
+        panic!("expected YYYY-MM-DDTHH:MM[:SS]Z");
+    };
+    let (s, end) = match digits(b, 17, 2) {
+        Some(s) if b.len() == 20 && b[16] == b':' => (s, 19),
+        _ => (0, 16),
+    };
+    if b[10] != b'T' || b[13] != b':' || b.len() != end + 1 || b[end] != b'Z' {
+        panic!("expected YYYY-MM-DDTHH:MM[:SS]Z");
+    }
+    if h > 23 || m > 59 || s > 59 {
+        panic!("not a time of day");
+    }
+    day + ((h * 60 + m) * 60 + s) as u64 * 1000
+}
+
+/// `HH:MM` (UTC) -> seconds after midnight, checked at compile time in a constant.
+pub const fn clock_s(text: &str) -> u32 {
+    let b = text.as_bytes();
+    match (digits(b, 0, 2), digits(b, 3, 2)) {
+        (Some(h), Some(m)) if b.len() == 5 && b[2] == b':' && h < 24 && m < 60 => {
+            (h * 3600 + m * 60) as u32
+        }
+        _ => panic!("not a time of day (HH:MM)"),
     }
 }
 
@@ -217,6 +246,15 @@ mod tests {
             assert_eq!(format_instant(days as u64 * DAY_MS), text);
         }
         assert_eq!(date_ms("2026-07-30"), 1_785_369_600_000);
+        assert_eq!(
+            date_ms("2026-04-26T12:15Z"),
+            parse_instant("2026-04-26T12:15:00Z").unwrap()
+        );
+        assert_eq!(
+            date_ms("2025-09-05T16:00:30Z"),
+            parse_instant("2025-09-05T16:00:30Z").unwrap()
+        );
+        assert_eq!(clock_s("16:30"), 59_400);
     }
 
     #[test]

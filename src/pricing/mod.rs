@@ -9,7 +9,8 @@
 //!   [`Tier`]s.
 //! - `instant.rs`: dates, RFC 3339 times and epoch milliseconds for dated prices.
 //! - `table.rs`: [`PriceTable`], [`ModelPrice`] (id, aliases, periods, provenance).
-//! - `builtin.rs`: the table shipped in the binary and its [`CHECKED`] date.
+//! - `builtin/`: the table shipped in the binary, one file per vendor, each model with its
+//!   dated prices and where they come from.
 //! - `matching.rs`: (provider, modelId) -> ordered candidate ids.
 //! - `pricer.rs`: [`Pricer`], the per-worker match cache; [`Priced`], what a row gets.
 //! - `file.rs`: pricing files -> overrides: format detection, OpenRouter and LiteLLM readers,
@@ -53,7 +54,6 @@ mod table;
 #[cfg(test)]
 mod tests;
 
-pub use builtin::CHECKED;
 pub use costs::{CostColumns, Money};
 pub use file::{parse as parse_pricing_file, FileFormat, PricingFileError};
 pub use fuzz::{fuzz_price, FuzzCall};

@@ -276,11 +276,6 @@ impl PriceTable {
         &self.notes
     }
 
-    /// The date the built-in prices were last checked against the vendors' pages.
-    pub fn checked(&self) -> &'static str {
-        builtin::CHECKED
-    }
-
     /// The model with exactly this id or alias (case-insensitive), without any matching.
     pub fn get(&self, id: &str) -> Option<&ModelPrice> {
         let i = *self.index.get(id.to_lowercase().as_str())?;

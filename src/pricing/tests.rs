@@ -626,6 +626,103 @@ fn builtin_models() {
     );
 }
 
+#[test]
+fn builtin_price_history() {
+    // Claude Sonnet 5: introductory $2 until 2026-08-31, $3 from 2026-09-01.
+    check(
+        call("claude-sonnet-5")
+            .via("anthropic")
+            .input(1_000_000)
+            .at("2026-08-31T23:59:59Z"),
+        "anthropic/claude-sonnet-5 (builtin) prompt=2.0000000000 total=2.0000000000",
+    );
+    check(
+        call("claude-sonnet-5")
+            .via("anthropic")
+            .input(1_000_000)
+            .at("2026-09-01"),
+        "anthropic/claude-sonnet-5 (builtin) prompt=3.0000000000 total=3.0000000000",
+    );
+    // Claude Opus 4.6 charged its 200K tier until 2026-03-13: 250000 x 10e-6 = 2.5; then 5e-6.
+    check(
+        call("claude-opus-4-6")
+            .via("anthropic")
+            .input(250_000)
+            .at("2026-03-12"),
+        "anthropic/claude-opus-4.6 (builtin) prompt=2.5000000000 total=2.5000000000",
+    );
+    check(
+        call("claude-opus-4-6")
+            .via("anthropic")
+            .input(250_000)
+            .at("2026-03-13"),
+        "anthropic/claude-opus-4.6 (builtin) prompt=1.2500000000 total=1.2500000000",
+    );
+    // o3 before and after OpenAI's 2025-06-10 cut.
+    check(
+        call("o3-2025-04-16")
+            .via("openai")
+            .input(1_000_000)
+            .at("2025-06-09"),
+        "openai/o3 (builtin) prompt=10.0000000000 total=10.0000000000",
+    );
+    check(
+        call("o3").via("openai").input(1_000_000).at("2025-06-10"),
+        "openai/o3 (builtin) prompt=2.0000000000 total=2.0000000000",
+    );
+    // deepseek-chat: V3 at standard hours, half price 16:30-00:30 UTC; V3.1 from 2025-09-05
+    // 16:00 UTC; V3.2 from 2025-09-29; V4 Flash from 2026-04-24, its cache cut at 12:15 UTC.
+    let chat = |at: &str, want: &str| {
+        check(
+            call("deepseek-chat")
+                .via("deepseek")
+                .input(1_000_000)
+                .cached(1_000_000)
+                .output(1_000_000)
+                .at(at),
+            &format!("deepseek/deepseek-chat (builtin) completion={want}"),
+        )
+    };
+    chat(
+        "2025-06-01T12:00:00Z",
+        "1.1000000000 cache_read=0.0700000000 total=1.1700000000",
+    );
+    chat(
+        "2025-06-01T16:30:00Z",
+        "0.5500000000 cache_read=0.0350000000 total=0.5850000000",
+    );
+    chat(
+        "2025-06-02T00:29:59Z",
+        "0.5500000000 cache_read=0.0350000000 total=0.5850000000",
+    );
+    chat(
+        "2025-09-05T15:59:59Z",
+        "1.1000000000 cache_read=0.0700000000 total=1.1700000000",
+    );
+    chat(
+        "2025-09-05T16:30:00Z",
+        "1.6800000000 cache_read=0.0700000000 total=1.7500000000",
+    );
+    chat(
+        "2025-09-29",
+        "0.4200000000 cache_read=0.0280000000 total=0.4480000000",
+    );
+    chat(
+        "2026-04-26T12:14:59Z",
+        "0.2800000000 cache_read=0.0280000000 total=0.3080000000",
+    );
+    chat(
+        "2026-04-26T12:15:00Z",
+        "0.2800000000 cache_read=0.0028000000 total=0.2828000000",
+    );
+    // A model without cache prices bills cached and cache-write tokens at its input price:
+    // mistral-large 200 x 2e-6 + 800 x 2e-6 + 100 x 2e-6.
+    check(
+        call("mistral-large-2411").via("mistral").input(1000).cached(800).cache_write(100),
+        "mistralai/mistral-large (builtin) prompt=0.0004000000 cache_read=0.0016000000 cache_write=0.0002000000 total=0.0022000000",
+    );
+}
+
 /// A span of the given type calling gpt-4o, started at the epoch.
 fn span(span_type: SpanType, usage: &Usage) -> Span<'static> {
     Span {
