@@ -13,6 +13,8 @@
 //!   dated prices and where they come from.
 //! - `matching.rs`: (provider, modelId) -> ordered candidate ids.
 //! - `pricer.rs`: [`Pricer`], the per-worker match cache; [`Priced`], what a row gets.
+//! - `reprice.rs`: [`reprice`], a stored row's costs with the table in force now, in one pure
+//!   call from what the row kept ([`StoredUsage`]).
 //! - `file.rs`: pricing files -> overrides: format detection, OpenRouter and LiteLLM readers,
 //!   [`PricingFileError`]; `own.rs`: the project's own format; `genai.rs`: the genai-prices
 //!   `v2` data set and its match rules. Every format is described in `docs/pricing-file.md`.
@@ -47,6 +49,7 @@ mod money;
 mod own;
 mod pricer;
 mod rates;
+mod reprice;
 mod schedule;
 mod shared;
 mod table;
@@ -61,6 +64,7 @@ pub use instant::{format_instant, format_time_of_day, parse_instant};
 pub use money::{format_money, Price, PriceError, MAX_MONEY};
 pub use pricer::{CacheStats, Priced, Pricer};
 pub use rates::{billable_counts, Dimension, Rates};
+pub use reprice::{reprice, StoredUsage};
 pub use schedule::{Period, PriceSet, Tier, Window};
 pub use shared::SharedPrices;
 pub use table::{Breakdown, ModelPrice, PriceTable, Provenance, Selected, Source};
