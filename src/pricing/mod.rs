@@ -11,7 +11,8 @@
 //! - `table.rs`: [`PriceTable`], [`ModelPrice`] (id, aliases, periods, provenance).
 //! - `builtin/`: the table shipped in the binary, one file per vendor, each model with its
 //!   dated prices and where they come from.
-//! - `matching.rs`: (provider, modelId) -> ordered candidate ids.
+//! - `matching.rs`: (provider, modelId) -> ordered candidate ids, each with the release date
+//!   removed to reach it (so the table can refuse an older model of a newer release's family).
 //! - `pricer.rs`: [`Pricer`], the per-worker match cache; [`Priced`], what a row gets.
 //! - `reprice.rs`: [`reprice`], a stored row's costs with the table in force now, in one pure
 //!   call from what the row kept ([`StoredUsage`]).
@@ -25,13 +26,13 @@
 //! **Invariant:** nothing on the request path ([`Pricer::price`]) does I/O, takes a lock, uses
 //! floating point, or allocates once a (provider, modelId) pair is cached. A span is priced
 //! with the prices in force at its `startTime`: choosing them is a scan over the model's few
-//! periods, windows and tiers. Only
-//! [`PriceTable::from_file`] and [`SharedPrices`]' reloads read files, on control threads.
+//! periods, windows and tiers. Only [`PriceTable::from_file`] and [`SharedPrices`]' reloads
+//! read files, on control threads.
 //!
 //! **Invariant:** money is integer. A price is `mantissa / 10^scale` USD per unit; a cost is
-//! rounded half-up once per dimension to 1e-10 USD ([`Money`]); the total is
-//! the sum of the priced dimensions; anything past `Decimal(18, 10)` is
-//! [`PriceError::Overflow`], never a wrapped or clamped value.
+//! rounded half-up once per dimension to 1e-10 USD ([`Money`]); the total is the sum of the
+//! priced dimensions; anything past `Decimal(18, 10)` is [`PriceError::Overflow`], never a
+//! wrapped or clamped value. File prices are converted from their text, never through `f64`.
 //!
 //! Use: at start-up build a [`SharedPrices`] (built-in + optional file); each worker owns a
 //! [`Pricer`], takes `shared.current()` once per request and calls [`Pricer::price_span`] (or
