@@ -191,6 +191,24 @@ const FIELDS: [(&str, Dimension, u8); 7] = [
     ("web_searches_kcount", Dimension::WebSearch, 3),
 ];
 
+/// How a price field this project cannot bill is billed instead, for the load report.
+fn consequence(field: &str) -> &'static str {
+    let has = |part: &str| field.contains(part);
+    if field == "cache_write_1h_mtok" {
+        "1-hour cache writes billed as cache writes"
+    } else if has("citation") {
+        "billed as output"
+    } else if (has("audio") || has("image") || has("video")) && field.ends_with("_mtok") {
+        if field.starts_with("output") {
+            "billed as text output"
+        } else {
+            "billed as text input"
+        }
+    } else {
+        "no count for it: not billed"
+    }
+}
+
 /// Reads a genai-prices `v2` document.
 pub(crate) fn parse(cx: &Cx, root: &Node) -> Result<GenaiFile, PricingFileError> {
     let Value::Array(items) = &root.value else {
@@ -240,17 +258,15 @@ pub(crate) fn parse(cx: &Cx, root: &Node) -> Result<GenaiFile, PricingFileError>
                 !p.prices.base.is_empty() || p.windows.iter().any(|w| !w.prices.base.is_empty())
             });
             if !unbilled.is_empty() {
-                let fields = unbilled.into_iter().collect::<Vec<_>>().join(", ");
                 out.notes.push(if priced {
-                    format!(
-                        "{full_id}: {fields} not representable; those tokens or units are billed \
-                         at the model's other prices (audio, image and video tokens as text, \
-                         1-hour cache writes as cache writes) or not at all"
-                    )
+                    let fields: Vec<String> = unbilled
+                        .iter()
+                        .map(|f| format!("{f} ({})", consequence(f)))
+                        .collect();
+                    format!("{full_id}: not representable: {}", fields.join(", "))
                 } else {
-                    format!(
-                        "{full_id}: {fields} not representable and nothing else priced; left out"
-                    )
+                    let fields = unbilled.into_iter().collect::<Vec<_>>().join(", ");
+                    format!("{full_id}: not representable: {fields}; nothing else priced, left out")
                 });
                 if !priced {
                     continue;
@@ -825,9 +841,9 @@ mod tests {
         assert_eq!(
             table().notes(),
             [
-                "anthropic/claude-sonnet-4-5: cache_write_1h_mtok not representable; those tokens or units are billed at the model's other prices (audio, image and video tokens as text, 1-hour cache writes as cache writes) or not at all",
-                "openai/gpt-4o-realtime: input_audio_mtok, output_audio_mtok not representable; those tokens or units are billed at the model's other prices (audio, image and video tokens as text, 1-hour cache writes as cache writes) or not at all",
-                "openai/speech: input_mchars not representable and nothing else priced; left out",
+                "anthropic/claude-sonnet-4-5: not representable: cache_write_1h_mtok (1-hour cache writes billed as cache writes)",
+                "openai/gpt-4o-realtime: not representable: input_audio_mtok (billed as text input), output_audio_mtok (billed as text output)",
+                "openai/speech: not representable: input_mchars; nothing else priced, left out",
             ]
         );
     }
@@ -901,14 +917,9 @@ mod tests {
         let left_out = t.notes().iter().filter(|n| n.ends_with("left out")).count();
         let mut fields = std::collections::BTreeMap::<String, usize>::new();
         for n in t.notes() {
-            let list = n
-                .split(": ")
-                .nth(1)
-                .unwrap()
-                .split(" not representable")
-                .next()
-                .unwrap();
+            let list = n.split("not representable: ").nth(1).unwrap();
             for f in list.split(", ") {
+                let f = f.split([' ', ';']).next().unwrap();
                 *fields.entry(f.to_string()).or_default() += 1;
             }
         }
