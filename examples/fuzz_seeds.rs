@@ -102,6 +102,8 @@ fn main() {
                     Some((3125, -10)),
                 ],
                 tier: (n % 2 == 0).then_some((2000, [Some((5, -6)); 8])),
+                at_ms: span["startTime"].as_u64().unwrap_or(0),
+                change: (n % 3 == 0).then_some((1_785_369_600_000, [Some((2, -7)); 8])),
                 provider: span["provider"].as_str().map(str::to_owned),
                 model_id: span["modelId"].as_str().unwrap_or("").to_owned(),
             };

@@ -1,6 +1,7 @@
 //! The request path's allocation promise, asserted with a counting allocator: once warm, turning
 //! a body into priced rows (decode, validate, price, build) allocates a small fixed number of
-//! times per request, the same for 10 spans as for 1000, so nothing is allocated per span.
+//! times per request, the same for 10 spans as for 1000, so nothing is allocated per span; and
+//! pricing a (provider, modelId) already seen allocates nothing.
 //!
 //! Its own test binary because a `#[global_allocator]` is process-wide.
 
@@ -11,7 +12,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use traceingest::auth::Principal;
+use traceingest::ingest::wire::Usage;
 use traceingest::ingest::Pipeline;
+use traceingest::pricing::{Pricer, SharedPrices};
 use traceingest::server::Shared;
 use traceingest::sink::Handoff;
 
@@ -98,4 +101,39 @@ fn request_path_allocations_do_not_grow_with_spans() {
     );
     // The RowBatch's one buffer (all its columns, allocated at their exact size), nothing else.
     assert_eq!(thousand_a, 1, "allocations per request");
+}
+
+/// A (provider, modelId) the pricer has seen before is priced without allocating, whether it
+/// matched a price or not.
+#[test]
+fn a_cached_match_prices_without_allocating() {
+    let shared = SharedPrices::builtin();
+    let t = shared.current();
+    let usage = Usage {
+        input_tokens: Some(1200),
+        output_tokens: Some(300),
+        cached_input_tokens: Some(200),
+        ..Usage::default()
+    };
+    let mut p = Pricer::new();
+    let calls = [
+        (Some("azure"), "gpt-4o-2024-08-06"),
+        (Some("anthropic.messages"), "claude-sonnet-4-5-20250929"),
+        (None, "not-a-model"),
+    ];
+    for (prov, model) in calls {
+        p.price(&t, prov, Some(model), Some(&usage), 0).unwrap();
+    }
+    let before = allocations();
+    let mut total = 0;
+    for _ in 0..1000 {
+        for (prov, model) in calls {
+            if let Some(r) = p.price(&t, prov, Some(model), Some(&usage), 0).unwrap() {
+                total += r.costs.total.unwrap_or(0);
+            }
+        }
+    }
+    assert_eq!(allocations() - before, 0);
+    assert!(total > 0);
+    assert_eq!(p.cache_stats().misses, 3);
 }

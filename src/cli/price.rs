@@ -1,13 +1,18 @@
 //! `traceingest price`: prices one model call from the command line, or lists the price table,
-//! exactly as the server would (built-in table plus the optional pricing file).
+//! exactly as the server would (built-in table plus the optional pricing file), with the
+//! prices in force at a given time.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
 
 use crate::ingest::wire::Usage;
-use crate::pricing::{format_money, Dimension, ModelPrice, PriceTable, Pricer, Source, CHECKED};
+use crate::pricing::{
+    format_instant, format_money, parse_instant, Dimension, ModelPrice, Price, PriceSet,
+    PriceTable, Pricer, Source,
+};
 
 /// Largest count the ingest schema accepts (2^53 - 1).
 const MAX_COUNT: u64 = (1 << 53) - 1;
@@ -47,12 +52,23 @@ pub struct PriceArgs {
     /// requestCount (1 when absent).
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
     pub requests: Option<u64>,
-    /// Print the whole price table instead.
+    /// The call's startTime: an RFC 3339 time (`2026-07-30T12:00:00Z`), a date (00:00 UTC) or
+    /// epoch milliseconds; the prices in force then apply. Default: now.
+    #[arg(long, value_parser = at_ms)]
+    pub at: Option<u64>,
+    /// Print the whole price table instead: every model, every dated price, where the built-in
+    /// prices come from.
     #[arg(long, conflicts_with = "model")]
     pub list: bool,
-    /// Pricing file over the built-in table (own format, OpenRouter or LiteLLM JSON).
+    /// Pricing file over the built-in table (own format, genai-prices v2, OpenRouter or
+    /// LiteLLM JSON).
     #[arg(long, env = "INGEST_PRICING_FILE")]
     pub file: Option<PathBuf>,
+}
+
+/// `--at`'s value parser.
+fn at_ms(text: &str) -> Result<u64, String> {
+    parse_instant(text).map_err(str::to_string)
 }
 
 /// Runs the command: prints the breakdown (or the table); an unknown model prints
@@ -62,6 +78,9 @@ pub fn run(args: &PriceArgs) -> anyhow::Result<()> {
         Some(path) => PriceTable::from_file(path)?,
         None => PriceTable::builtin(),
     };
+    for note in table.notes() {
+        eprintln!("pricing file: {note}");
+    }
     if args.list {
         print!("{}", list(&table));
         return Ok(());
@@ -70,7 +89,8 @@ pub fn run(args: &PriceArgs) -> anyhow::Result<()> {
         .model
         .as_deref()
         .context("--model is required unless --list is given")?;
-    match explain(&table, args.provider.as_deref(), model, &usage_of(args))? {
+    let at = args.at.unwrap_or_else(now_ms);
+    match explain(&table, args.provider.as_deref(), model, &usage_of(args), at)? {
         Some(text) => {
             print!("{text}");
             Ok(())
@@ -88,6 +108,13 @@ pub fn run(args: &PriceArgs) -> anyhow::Result<()> {
     }
 }
 
+/// Now, in epoch milliseconds.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 /// The usage object the flags describe.
 fn usage_of(args: &PriceArgs) -> Usage {
     Usage {
@@ -103,27 +130,40 @@ fn usage_of(args: &PriceArgs) -> Usage {
     }
 }
 
-/// The priced id, source, tier and nine-column breakdown; `None` for an unknown model.
+/// The priced id, source, the prices in force at `at` and the nine-column breakdown; `None`
+/// for an unknown model.
 fn explain(
     table: &PriceTable,
     provider: Option<&str>,
     model_id: &str,
     usage: &Usage,
+    at: u64,
 ) -> anyhow::Result<Option<String>> {
     let mut pricer = Pricer::new();
     let Some(model) = pricer.lookup(table, provider, model_id) else {
         return Ok(None);
     };
     let b = model
-        .breakdown(Some(usage))
+        .breakdown(Some(usage), at)
         .with_context(|| format!("pricing {model_id:?} as {}", model.id))?;
     let mut out = String::new();
     let _ = writeln!(out, "model      {}", model.id);
     let _ = writeln!(out, "source     {}", source_of(table, model));
-    let _ = match (&model.long_context, b.long_context) {
-        (Some(lc), true) => writeln!(out, "tier       long context (input > {})", lc.threshold),
-        (Some(lc), false) => writeln!(out, "tier       base (long context above {})", lc.threshold),
-        (None, _) => writeln!(out, "tier       base"),
+    let _ = writeln!(out, "at         {}", format_instant(at));
+    let s = b.selected;
+    let since = match s.period.from_ms {
+        0 => "the first prices".to_string(),
+        from => format!("since {}", format_instant(from)),
+    };
+    let window = s.window.map_or(String::new(), |w| {
+        format!(", daily {} UTC", window_text(w.from_s, w.to_s))
+    });
+    let _ = writeln!(out, "prices     {since}{window}");
+    let set = s.window.map_or(&s.period.prices, |w| &w.prices);
+    let _ = match (s.tier, set.tiers.first()) {
+        (Some(t), _) => writeln!(out, "tier       long context (input > {t})"),
+        (None, Some(t)) => writeln!(out, "tier       base (long context above {})", t.threshold),
+        (None, None) => writeln!(out, "tier       base"),
     };
     let mut rows = vec![[
         "dimension".to_string(),
@@ -137,7 +177,7 @@ fn explain(
         rows.push([
             d.name().to_string(),
             b.counts[i].to_string(),
-            b.rates.get(d).map_or("-".to_string(), |p| p.to_string()),
+            s.rates.get(d).map_or("-".to_string(), |p| p.to_string()),
             costs[i].map_or("-".to_string(), format_money),
         ]);
     }
@@ -151,69 +191,137 @@ fn explain(
     Ok(Some(out))
 }
 
+/// `HH:MM-HH:MM`.
+fn window_text(from_s: u32, to_s: u32) -> String {
+    use crate::pricing::format_time_of_day;
+    format!(
+        "{}-{}",
+        format_time_of_day(from_s),
+        format_time_of_day(to_s)
+    )
+}
+
 /// Where a model's prices come from, for people.
 fn source_of(table: &PriceTable, model: &ModelPrice) -> String {
-    match (model.source, table.file()) {
-        (Source::File, Some(f)) => format!("file ({f})"),
-        (Source::File, None) => "file".to_string(),
-        (Source::Builtin, _) => format!("builtin (checked {CHECKED})"),
+    match (model.source, table.file(), model.provenance) {
+        (Source::File, Some(f), _) => format!("file ({f})"),
+        (Source::File, None, _) => "file".to_string(),
+        (Source::Builtin, _, Some(p)) => {
+            format!("builtin: {} (checked {}; {})", p.url, p.checked, p.basis)
+        }
+        (Source::Builtin, _, None) => "builtin".to_string(),
     }
 }
 
-/// The whole table: id, source, each price (tokens per 1M, others per unit), the tier.
+/// A price as listed: tokens per 1M, others per unit.
+fn shown(d: Dimension, p: Price) -> String {
+    if d.is_tokens() {
+        p.per_million_string()
+    } else {
+        p.to_string()
+    }
+}
+
+/// The tiers of a price set as `> 200000: prompt 2.5, completion 15`.
+fn tiers_text(set: &PriceSet) -> String {
+    if set.tiers.is_empty() {
+        return "-".to_string();
+    }
+    set.tiers
+        .iter()
+        .map(|t| {
+            let changed: Vec<String> = Dimension::ALL
+                .iter()
+                .filter(|&&d| t.rates.get(d) != set.base.get(d))
+                .map(|&d| {
+                    let p = t.rates.get(d).map_or("-".to_string(), |p| shown(d, p));
+                    format!("{} {p}", d.name())
+                })
+                .collect();
+            format!("> {}: {}", t.threshold, changed.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The whole table: per model one row per dated period (and per daily window), each price
+/// (tokens per 1M, others per unit) and the tiers; then where each built-in model's prices
+/// come from and when they were checked.
 fn list(table: &PriceTable) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "built-in prices checked {CHECKED}{}",
-        table
-            .file()
-            .map(|f| format!("; pricing file {f}"))
-            .unwrap_or_default()
+        "pricing file: {}",
+        table.file().unwrap_or("none (built-in prices only)")
     );
     let _ = writeln!(
         out,
-        "token prices in USD per 1M tokens; request, image and web_search in USD per unit\n"
+        "token prices in USD per 1M tokens; request, image and web_search in USD per unit; \
+         \"from\" is when a price took effect (UTC)\n"
     );
-    let mut header = vec!["id".to_string(), "source".to_string()];
+    let mut header = vec!["id".to_string(), "source".to_string(), "from".to_string()];
     header.extend(Dimension::ALL.iter().map(|d| d.name().to_string()));
     header.push("long context".to_string());
     let mut rows = vec![header];
-    let shown = |d: Dimension, p: crate::pricing::Price| {
-        if d.is_tokens() {
-            p.per_million_string()
-        } else {
-            p.to_string()
-        }
+    let mut row = |m: &ModelPrice, from: String, set: &PriceSet| {
+        let mut r = vec![m.id.clone(), m.source.as_str().to_string(), from];
+        r.extend(Dimension::ALL.iter().map(|&d| match set.base.get(d) {
+            None => "-".to_string(),
+            // An image billed out of the output tokens: its price and its tokens.
+            Some(p) if d == Dimension::Image && set.base.image_tokens() > 0 => {
+                format!("{}={}tok", shown(d, p), set.base.image_tokens())
+            }
+            Some(p) => shown(d, p),
+        }));
+        r.push(tiers_text(set));
+        rows.push(r);
     };
     for m in table.models() {
-        let mut row = vec![m.id.clone(), m.source.as_str().to_string()];
-        row.extend(
-            Dimension::ALL
-                .iter()
-                .map(|&d| m.base.get(d).map_or("-".to_string(), |p| shown(d, p))),
-        );
-        row.push(match &m.long_context {
-            None => "-".to_string(),
-            Some(lc) => {
-                let changed: Vec<String> = Dimension::ALL
-                    .iter()
-                    .filter(|&&d| lc.rates.get(d) != m.base.get(d))
-                    .filter_map(|&d| {
-                        lc.rates
-                            .get(d)
-                            .map(|p| format!("{} {}", d.name(), shown(d, p)))
-                    })
-                    .collect();
-                format!("> {}: {}", lc.threshold, changed.join(", "))
+        for p in m.periods.iter() {
+            let from = match p.from_ms {
+                0 => "-".to_string(),
+                ms => format_instant(ms),
+            };
+            row(m, from.clone(), &p.prices);
+            for w in p.windows.iter() {
+                row(
+                    m,
+                    format!("{from} {} UTC", window_text(w.from_s, w.to_s)),
+                    &w.prices,
+                );
             }
-        });
-        rows.push(row);
+        }
     }
-    let mut right = vec![false, false];
+    let mut right = vec![false, false, false];
     right.extend([true; 8]);
     right.push(false);
-    out + &table_text(&rows, &right)
+    out += &table_text(&rows, &right);
+    let sourced: Vec<[String; 4]> = table
+        .models()
+        .iter()
+        .filter_map(|m| {
+            m.provenance.map(|p| {
+                [
+                    m.id.clone(),
+                    p.checked.to_string(),
+                    p.url.to_string(),
+                    p.basis.to_string(),
+                ]
+            })
+        })
+        .collect();
+    if !sourced.is_empty() {
+        let _ = writeln!(out, "\nwhere the built-in prices come from");
+        let mut rows = vec![[
+            "id".to_string(),
+            "checked".to_string(),
+            "source".to_string(),
+            "checked against".to_string(),
+        ]];
+        rows.extend(sourced);
+        out += &table_text(&rows, &[false; 4]);
+    }
+    out
 }
 
 /// Rows as aligned columns (two spaces apart); `right[i]` right-aligns column i.
@@ -291,6 +399,16 @@ mod tests {
     }
 
     #[test]
+    fn flags_parse_times() {
+        let at = |v: &str| parse(&["--model", "x", "--at", v]).map(|a| a.at);
+        assert_eq!(at("2026-07-30T00:00:00Z"), Ok(Some(1_785_369_600_000)));
+        assert_eq!(at("2026-07-30"), Ok(Some(1_785_369_600_000)));
+        assert_eq!(at("1785369600000"), Ok(Some(1_785_369_600_000)));
+        assert!(at("yesterday").is_err());
+        assert_eq!(parse(&["--model", "x"]).unwrap().at, None);
+    }
+
+    #[test]
     fn explains_a_call() {
         let t = PriceTable::builtin();
         let usage = Usage {
@@ -299,12 +417,22 @@ mod tests {
             output_tokens: Some(100),
             ..Usage::default()
         };
-        let text = explain(&t, Some("azure"), "gpt-4o-2024-08-06", &usage)
-            .unwrap()
-            .unwrap();
-        let expect = format!(
-            "model      openai/gpt-4o
-source     builtin (checked {CHECKED})
+        let text = explain(
+            &t,
+            Some("azure"),
+            "gpt-4o-2024-08-06",
+            &usage,
+            1_785_369_600_000,
+        )
+        .unwrap()
+        .unwrap();
+        let head = text.lines().take(5).collect::<Vec<_>>().join("\n");
+        assert!(
+            head.starts_with("model      openai/gpt-4o\nsource     builtin"),
+            "{head}"
+        );
+        let expect = "at         2026-07-30
+prices     the first prices
 tier       base
 dimension           count  USD per unit      cost USD
 prompt                800  0.0000025     0.0020000000
@@ -314,17 +442,16 @@ image                   0  -                        -
 web_search              0  0.025                    -
 internal_reasoning      0  -                        -
 cache_read            200  0.00000125    0.0002500000
-cache_write             0  -                        -
+cache_write             0  0.0000025                -
 total                                    0.0032500000
-"
-        );
-        assert_eq!(text, expect);
-        assert_eq!(explain(&t, None, "no-such-model", &usage).unwrap(), None);
+";
+        assert!(text.ends_with(expect), "{text}");
+        assert_eq!(explain(&t, None, "no-such-model", &usage, 0).unwrap(), None);
         let huge = Usage {
             input_tokens: Some(MAX_COUNT),
             ..Usage::default()
         };
-        let err = explain(&t, None, "openai/gpt-4o", &huge).unwrap_err();
+        let err = explain(&t, None, "openai/gpt-4o", &huge, 0).unwrap_err();
         assert!(
             format!("{err:#}").contains("does not fit Decimal(18, 10)"),
             "{err:#}"
@@ -332,20 +459,66 @@ total                                    0.0032500000
     }
 
     #[test]
-    fn lists_the_table() {
+    fn explains_which_dated_prices_and_tier_apply() {
+        let t = PriceTable::builtin();
+        let usage = Usage {
+            input_tokens: Some(300_000),
+            output_tokens: Some(1000),
+            ..Usage::default()
+        };
+        let lines = |at: &str| {
+            let at = parse_instant(at).unwrap();
+            let text = explain(&t, Some("openai"), "gpt-5.6-luna", &usage, at)
+                .unwrap()
+                .unwrap();
+            text.lines()
+                .filter(|l| {
+                    l.starts_with("prices") || l.starts_with("tier") || l.starts_with("total")
+                })
+                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+                .collect::<Vec<_>>()
+        };
+        // Before the cut: 300000 x 2e-6 = 0.6; 1000 x 9e-6 = 0.009.
+        assert_eq!(
+            lines("2026-07-29T23:59:59Z"),
+            [
+                "prices the first prices",
+                "tier long context (input > 272000)",
+                "total 0.6090000000"
+            ]
+        );
+        // From the cut: 300000 x 0.4e-6 = 0.12; 1000 x 1.8e-6 = 0.0018.
+        assert_eq!(
+            lines("2026-07-30T00:00:00Z"),
+            [
+                "prices since 2026-07-30",
+                "tier long context (input > 272000)",
+                "total 0.1218000000"
+            ]
+        );
+    }
+
+    #[test]
+    fn lists_every_dated_price() {
         let t = PriceTable::builtin();
         let text = list(&t);
-        assert!(text.starts_with(&format!("built-in prices checked {CHECKED}\n")));
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("google/gemini-2.5-pro "))
+        assert!(text.starts_with("pricing file: none (built-in prices only)\n"));
+        let (prices, sources) = text
+            .split_once("\nwhere the built-in prices come from\n")
             .unwrap();
-        let cells: Vec<&str> = line.split_whitespace().collect();
+        let cells = |prefix: &str| -> Vec<Vec<String>> {
+            prices
+                .lines()
+                .filter(|l| l.starts_with(prefix))
+                .map(|l| l.split_whitespace().map(str::to_string).collect())
+                .collect()
+        };
         assert_eq!(
-            cells,
-            [
+            cells("google/gemini-2.5-pro "),
+            [[
                 "google/gemini-2.5-pro",
                 "builtin",
+                "-",
                 "1.25",
                 "10",
                 "-",
@@ -353,7 +526,7 @@ total                                    0.0032500000
                 "0.035",
                 "-",
                 "0.125",
-                "-",
+                "1.25",
                 ">",
                 "200000:",
                 "prompt",
@@ -361,9 +534,36 @@ total                                    0.0032500000
                 "completion",
                 "15,",
                 "cache_read",
-                "0.25"
-            ]
+                "0.25,",
+                "cache_write",
+                "2.5"
+            ]]
         );
-        assert_eq!(text.lines().count(), t.models().len() + 4);
+        let source = sources
+            .lines()
+            .find(|l| l.starts_with("google/gemini-2.5-pro "))
+            .unwrap();
+        assert!(
+            source.contains("2026-11-24  https://ai.google.dev/gemini-api/docs/pricing"),
+            "{source}"
+        );
+        assert_eq!(
+            sources.lines().count(),
+            t.models().len() + 1,
+            "one line per built-in model and a header"
+        );
+        let luna = cells("openai/gpt-5.6-luna ");
+        assert_eq!(luna.len(), 2, "{luna:?}");
+        assert_eq!(luna[0][2..5], ["-", "1", "6"]);
+        assert_eq!(luna[1][2..5], ["2026-07-30", "0.2", "1.2"]);
+        let rows: usize = t
+            .models()
+            .iter()
+            .map(|m| m.periods.iter().map(|p| 1 + p.windows.len()).sum::<usize>())
+            .sum();
+        assert_eq!(prices.lines().count(), rows + 4);
+        // DeepSeek's old off-peak window is its own row.
+        let chat = cells("deepseek/deepseek-chat ");
+        assert_eq!(chat[1][2..5], ["-", "16:30-00:30", "UTC"]);
     }
 }

@@ -1,72 +1,25 @@
-//! Pricing files: reads the project's own JSON format, OpenRouter's `/api/v1/models` answer or
-//! LiteLLM's `model_prices_and_context_window.json` (detected from the shape) into models that
-//! override the built-in table.
+//! Pricing files: reads a file's text, tells its format from its shape, and turns it into
+//! models that override the built-in table. The formats are described in one place,
+//! `docs/pricing-file.md`; here are the readers of the two snapshot formats (OpenRouter's
+//! `/api/v1/models` answer and LiteLLM's `model_prices_and_context_window.json`), the
+//! dispatch to `own.rs` (the project's format) and `genai.rs` (genai-prices `v2`), and the
+//! helpers they share.
 //!
-//! # The project's own format
-//!
-//! ```json
-//! {
-//!   "comment": "optional, ignored",
-//!   "models": [
-//!     {
-//!       "id": "acme/model-x",
-//!       "aliases": ["model-x", "acme/model-x-2025-01-01"],
-//!       "prompt": "0.0000025",
-//!       "completion": "0.00001",
-//!       "cache_read": "0.00000125",
-//!       "cache_write": "0.000003125",
-//!       "internal_reasoning": "0.00001",
-//!       "request": "0.005",
-//!       "image": "0.001",
-//!       "web_search": "0.01",
-//!       "long_context": { "threshold": 200000, "prompt": "0.000005", "completion": "0.000015" }
-//!     }
-//!   ]
-//! }
-//! ```
-//!
-//! - Prices are USD **per unit** (token, request, image, search), as decimal strings or JSON
-//!   numbers, converted exactly from their text (`"2.5e-06"` is fine); at most 19 significant
-//!   digits and 38 decimal places. `"0"` is a price of zero (the column shows 0); an absent key
-//!   means the dimension is not billed (the column is null). Negative prices are refused.
-//! - `id` is required and should be the canonical `vendor/model` id (lower-case matching);
-//!   `aliases` are other exact ids. An id or alias may name one model only.
-//! - `long_context`: above `threshold` input tokens (inputTokens + cacheWriteInputTokens) the
-//!   listed prices replace the base ones for the whole call; unlisted dimensions keep theirs.
-//! - Unknown keys and repeated keys are errors, so a typo cannot silently drop a price.
-//! - A file model replaces every built-in model its id or one of its aliases names (taking over
-//!   that model's aliases); other file models are added.
-//!
-//! # OpenRouter
-//!
-//! `{"data": [{"id": "openai/gpt-4o", "pricing": {"prompt": "0.0000025", ...}}]}`: per-unit USD
-//! strings for `prompt`, `completion`, `request`, `image`, `web_search`, `internal_reasoning`,
-//! `input_cache_read`, `input_cache_write`. `"0"` or absent = not billed; a negative price
-//! (`"-1"`, variable pricing) skips the model. Other keys are ignored; a repeated id keeps the
-//! first.
-//!
-//! # LiteLLM
-//!
-//! An object keyed by model name (`"sample_spec"` skipped). Used fields: `input_cost_per_token`,
-//! `output_cost_per_token`, `cache_read_input_token_cost`, `cache_creation_input_token_cost`,
-//! `output_cost_per_reasoning_token`, `input_cost_per_request`, `input_cost_per_image`,
-//! `search_context_cost_per_query.search_context_size_medium`, and each token field's
-//! `..._above_<N>k_tokens` form (the smallest N is the long-context threshold). Zero = not billed.
-//! Entries whose `mode` is not `chat`, `completion`, `embedding` or `responses`, or with none of
-//! these fields, are skipped. Ids: an unprefixed key of a model vendor's own provider becomes
-//! `vendor/key` (`gpt-4o` -> `openai/gpt-4o`); a key with a vendor prefix likewise
-//! (`gemini/gemini-2.5-pro` -> `google/gemini-2.5-pro`), losing to an unprefixed entry of the
-//! same id; other hosts keep their route as id prefix (`azure/gpt-4o`, `bedrock/anthropic....`)
-//! so their prices apply to calls through that provider only.
+//! OpenRouter and LiteLLM files carry no dates: their prices apply to every span whatever its
+//! start time.
 
 use std::fmt;
 use std::path::Path;
 
 use super::builtin;
+use super::genai;
 use super::json::{self, Node, Value};
 use super::matching::{is_bedrock, vendor_alias};
 use super::money::Price;
-use super::table::{Dimension, LongContext, ModelPrice, PriceTable, Rates, Source};
+use super::own;
+use super::rates::{Dimension, Rates};
+use super::schedule::{PriceSet, Tier};
+use super::table::{ModelPrice, PriceTable, Source};
 
 /// A pricing file that cannot be used, and why; the table in force stays.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,8 +57,10 @@ impl std::error::Error for PricingFileError {}
 /// Which format a pricing file was written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileFormat {
-    /// `{"models": [...]}`, documented above.
+    /// `{"models": [...]}`, this project's format.
     Own,
+    /// genai-prices `v2` `data.json`: `[{"id": ..., "models": [...]}, ...]`.
+    GenaiPrices,
     /// `{"data": [...]}` from OpenRouter's `/api/v1/models`.
     OpenRouter,
     /// LiteLLM's `model_prices_and_context_window.json`.
@@ -129,17 +84,38 @@ impl PriceTable {
     /// The built-in table with the models of a pricing file's text on top; `name` names the
     /// file in errors.
     pub fn with_overrides(text: &str, name: &str) -> Result<PriceTable, PricingFileError> {
-        let (_, models) = parse(text, name)?;
+        let file = parse_file(text, name)?;
         Ok(PriceTable::merge(
             builtin::models(),
-            models,
+            Some(file),
             Some(name.to_string()),
         ))
     }
 }
 
-/// Parses a pricing file's text, detecting its format.
-pub fn parse(text: &str, name: &str) -> Result<(FileFormat, Vec<ModelPrice>), PricingFileError> {
+/// A pricing file, read: its models and, for genai-prices, the match rules that find them and
+/// what could not be represented.
+#[derive(Debug)]
+pub(crate) struct FileModels {
+    pub format: FileFormat,
+    pub models: Vec<ModelPrice>,
+    /// genai-prices files: models are found by these rules, not by id.
+    pub rules: Option<genai::Rules>,
+    /// Prices that could not be represented, one line per model, for the load report.
+    pub notes: Vec<String>,
+}
+
+/// Parses a pricing file's text, detecting its format: its models, and notes about prices it
+/// could not represent.
+pub fn parse(
+    text: &str,
+    name: &str,
+) -> Result<(FileFormat, Vec<ModelPrice>, Vec<String>), PricingFileError> {
+    parse_file(text, name).map(|f| (f.format, f.models, f.notes))
+}
+
+/// [`parse`], keeping the match rules.
+pub(crate) fn parse_file(text: &str, name: &str) -> Result<FileModels, PricingFileError> {
     let cx = Cx { file: name };
     let root = json::parse(text).map_err(|e| PricingFileError {
         file: name.to_string(),
@@ -153,20 +129,34 @@ pub fn parse(text: &str, name: &str) -> Result<(FileFormat, Vec<ModelPrice>), Pr
             &root,
             None,
             "not a pricing file: expected {\"models\": [...]} (this project's format), \
-             {\"data\": [...]} (OpenRouter) or LiteLLM's object of models"
+             genai-prices' array of providers, {\"data\": [...]} (OpenRouter) or LiteLLM's \
+             object of models"
                 .to_string(),
         )
     })?;
-    let models = match format {
-        FileFormat::Own => own(&cx, &root)?,
-        FileFormat::OpenRouter => openrouter(&cx, &root)?,
-        FileFormat::LiteLlm => litellm(&cx, &root)?,
+    let mut file = FileModels {
+        format,
+        models: Vec::new(),
+        rules: None,
+        notes: Vec::new(),
     };
-    Ok((format, models))
+    match format {
+        FileFormat::Own => file.models = own::parse(&cx, &root)?,
+        FileFormat::GenaiPrices => {
+            let g = genai::parse(&cx, &root)?;
+            (file.models, file.rules, file.notes) = (g.models, Some(g.rules), g.notes);
+        }
+        FileFormat::OpenRouter => file.models = openrouter(&cx, &root)?,
+        FileFormat::LiteLlm => file.models = litellm(&cx, &root)?,
+    }
+    Ok(file)
 }
 
 /// Tells the format from the document's shape.
 fn detect(root: &Node) -> Option<FileFormat> {
+    if genai::detect(root) {
+        return Some(FileFormat::GenaiPrices);
+    }
     let Value::Object(members) = &root.value else {
         return None;
     };
@@ -187,13 +177,13 @@ fn detect(root: &Node) -> Option<FileFormat> {
 }
 
 /// Error context: the file's name.
-struct Cx<'a> {
-    file: &'a str,
+pub(crate) struct Cx<'a> {
+    pub file: &'a str,
 }
 
 impl Cx<'_> {
     #[cold]
-    fn err(&self, at: &Node, key: Option<String>, reason: String) -> PricingFileError {
+    pub(crate) fn err(&self, at: &Node, key: Option<String>, reason: String) -> PricingFileError {
         PricingFileError {
             file: self.file.to_string(),
             line: Some(at.line),
@@ -204,21 +194,9 @@ impl Cx<'_> {
     }
 }
 
-/// Own format: the eight price keys, in dimension order.
-const OWN_PRICE_KEYS: [(&str, Dimension); 8] = [
-    ("prompt", Dimension::Prompt),
-    ("completion", Dimension::Completion),
-    ("request", Dimension::Request),
-    ("image", Dimension::Image),
-    ("web_search", Dimension::WebSearch),
-    ("internal_reasoning", Dimension::InternalReasoning),
-    ("cache_read", Dimension::CacheRead),
-    ("cache_write", Dimension::CacheWrite),
-];
-
 /// The members of an object whose keys must be in `allowed` and must not repeat; `path` names
 /// the object in errors.
-fn strict_members<'n>(
+pub(crate) fn strict_members<'n>(
     cx: &Cx,
     node: &'n Node,
     path: &str,
@@ -247,7 +225,7 @@ fn strict_members<'n>(
 }
 
 /// A price value: a decimal string or a JSON number, converted exactly from its text.
-fn price_value(cx: &Cx, node: &Node, key: &str) -> Result<Price, PricingFileError> {
+pub(crate) fn price_value(cx: &Cx, node: &Node, key: &str) -> Result<Price, PricingFileError> {
     let text = match &node.value {
         Value::String(s) => s.as_str(),
         Value::Number(n) => n.as_str(),
@@ -264,128 +242,6 @@ fn price_value(cx: &Cx, node: &Node, key: &str) -> Result<Price, PricingFileErro
     };
     Price::parse(text)
         .map_err(|why| cx.err(node, Some(key.to_string()), format!("{text:?}: {why}")))
-}
-
-/// Parses the project's own format.
-fn own(cx: &Cx, root: &Node) -> Result<Vec<ModelPrice>, PricingFileError> {
-    let top = strict_members(cx, root, "$", &["models", "comment"])?;
-    let mut out: Vec<ModelPrice> = Vec::new();
-    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    let Some((_, models)) = top.iter().find(|(k, _)| k == "models") else {
-        return Ok(out);
-    };
-    let Value::Array(items) = &models.value else {
-        return Err(cx.err(models, Some("models".into()), "expected an array".into()));
-    };
-    let mut allowed: Vec<&str> = vec!["id", "aliases", "long_context", "comment"];
-    allowed.extend(OWN_PRICE_KEYS.iter().map(|(k, _)| *k));
-    let mut tier_allowed: Vec<&str> = vec!["threshold"];
-    tier_allowed.extend(OWN_PRICE_KEYS.iter().map(|(k, _)| *k));
-
-    for (i, item) in items.iter().enumerate() {
-        let path = format!("models[{i}]");
-        let members = strict_members(cx, item, &path, &allowed)?;
-        let field = |k: &str| members.iter().find(|(m, _)| m == k).map(|(_, v)| v);
-        let id = match field("id") {
-            Some(Node {
-                value: Value::String(s),
-                ..
-            }) if !s.trim().is_empty() => s.trim().to_string(),
-            Some(n) => {
-                return Err(cx.err(
-                    n,
-                    Some(format!("{path}.id")),
-                    "expected a non-empty string".into(),
-                ))
-            }
-            None => return Err(cx.err(item, Some(path), "missing \"id\"".into())),
-        };
-        let mut aliases = Vec::new();
-        if let Some(a) = field("aliases") {
-            let Value::Array(list) = &a.value else {
-                return Err(cx.err(
-                    a,
-                    Some(format!("{path}.aliases")),
-                    "expected an array of strings".into(),
-                ));
-            };
-            for (j, n) in list.iter().enumerate() {
-                match &n.value {
-                    Value::String(s) if !s.trim().is_empty() => {
-                        aliases.push(s.trim().to_lowercase())
-                    }
-                    _ => {
-                        return Err(cx.err(
-                            n,
-                            Some(format!("{path}.aliases[{j}]")),
-                            "expected a non-empty string".into(),
-                        ))
-                    }
-                }
-            }
-        }
-        let mut base = Rates::NONE;
-        for (k, d) in OWN_PRICE_KEYS {
-            if let Some(n) = field(k) {
-                base.set(d, Some(price_value(cx, n, &format!("{path}.{k}"))?));
-            }
-        }
-        let long_context = match field("long_context") {
-            None => None,
-            Some(lc) => {
-                let lpath = format!("{path}.long_context");
-                let lm = strict_members(cx, lc, &lpath, &tier_allowed)?;
-                let lfield = |k: &str| lm.iter().find(|(m, _)| m == k).map(|(_, v)| v);
-                let threshold = match lfield("threshold") {
-                    Some(n) => positive_integer(&n.value).ok_or_else(|| {
-                        cx.err(
-                            n,
-                            Some(format!("{lpath}.threshold")),
-                            "expected a positive integer (input tokens)".into(),
-                        )
-                    })?,
-                    None => return Err(cx.err(lc, Some(lpath), "missing \"threshold\"".into())),
-                };
-                let mut tier = Rates::NONE;
-                for (k, d) in OWN_PRICE_KEYS {
-                    if let Some(n) = lfield(k) {
-                        tier.set(d, Some(price_value(cx, n, &format!("{lpath}.{k}"))?));
-                    }
-                }
-                if tier.is_empty() {
-                    return Err(cx.err(lc, Some(lpath), "a tier needs at least one price".into()));
-                }
-                Some(LongContext {
-                    threshold,
-                    rates: base.overlaid(&tier),
-                })
-            }
-        };
-        for key in std::iter::once(id.to_lowercase()).chain(aliases.iter().cloned()) {
-            if let Some(&other) = seen.get(&key) {
-                return Err(cx.err(
-                    item,
-                    Some(path),
-                    format!("\"{key}\" already names models[{other}]"),
-                ));
-            }
-            seen.insert(key, i);
-        }
-        out.push(ModelPrice {
-            id,
-            aliases,
-            source: Source::File,
-            base,
-            long_context,
-        });
-    }
-    Ok(out)
-}
-
-/// A JSON integer > 0 written without fraction or exponent.
-fn positive_integer(v: &Value) -> Option<u64> {
-    let Value::Number(n) = v else { return None };
-    n.parse::<u64>().ok().filter(|&t| t > 0)
 }
 
 /// OpenRouter's pricing keys.
@@ -469,13 +325,7 @@ fn openrouter(cx: &Cx, root: &Node) -> Result<Vec<ModelPrice>, PricingFileError>
             }
         }
         if seen.insert(id.to_lowercase()) {
-            out.push(ModelPrice {
-                id,
-                aliases: Vec::new(),
-                source: Source::File,
-                base,
-                long_context: None,
-            });
+            out.push(ModelPrice::new(id, Source::File, PriceSet::flat(base)));
         }
     }
     Ok(out)
@@ -582,16 +432,15 @@ fn litellm(cx: &Cx, root: &Node) -> Result<Vec<ModelPrice>, PricingFileError> {
             }
         }
         let (id, priority) = litellm_id(key, provider.as_deref());
-        let model = ModelPrice {
-            id: id.clone(),
-            aliases: Vec::new(),
-            source: Source::File,
-            base,
-            long_context: threshold.map(|threshold| LongContext {
+        let tiers = threshold
+            .map(|threshold| Tier {
                 threshold,
                 rates: base.overlaid(&tier),
-            }),
-        };
+            })
+            .into_iter()
+            .collect();
+        let prices = PriceSet::tiered(base, tiers).expect("one tier");
+        let model = ModelPrice::new(id.clone(), Source::File, prices);
         match by_id.get(&id) {
             Some(&i) if out[i].1 <= priority => {}
             Some(&i) => out[i] = (model, priority),
@@ -658,27 +507,8 @@ mod tests {
     /// Parses text and returns "id: prices" lines, or the error message.
     fn load(text: &str) -> Result<(FileFormat, Vec<String>), String> {
         parse(text, "test.json")
-            .map(|(f, models)| {
-                let lines = models
-                    .iter()
-                    .map(|m| {
-                        let mut s = m.id.clone();
-                        for d in Dimension::ALL {
-                            if let Some(p) = m.base.get(d) {
-                                s += &format!(" {}={p}", d.name());
-                            }
-                        }
-                        if let Some(lc) = &m.long_context {
-                            s += &format!(" >{}:", lc.threshold);
-                            for d in Dimension::ALL {
-                                if lc.rates.get(d) != m.base.get(d) {
-                                    s += &format!(" {}={}", d.name(), lc.rates.get(d).unwrap());
-                                }
-                            }
-                        }
-                        s
-                    })
-                    .collect();
+            .map(|(f, models, _)| {
+                let lines = models.iter().map(crate::pricing::table::describe).collect();
                 (f, lines)
             })
             .map_err(|e| e.to_string())
@@ -709,6 +539,15 @@ mod tests {
             )),
         );
         check(r#"{"models": []}"#, Ok((FileFormat::Own, &[])));
+        check(
+            r#"{"models": [{"id": "acme/dated", "prompt": "0.000001",
+                "long_context": [{"threshold": 2000, "prompt": "0.000003"}, {"threshold": 1000, "prompt": "0.000002"}],
+                "changes": [{"from": "2026-07-30T12:15:00+02:00", "prompt": "0.0000005", "comment": "cut"}]}]}"#,
+            Ok((
+                FileFormat::Own,
+                &["acme/dated prompt=0.000001 >1000: prompt=0.000002 >2000: prompt=0.000003 | from 2026-07-30T10:15:00Z: prompt=0.0000005"],
+            )),
+        );
     }
 
     #[test]
@@ -719,7 +558,7 @@ mod tests {
         );
         check(
             "{\"models\": [{\"id\": \"a/b\", \"promt\": \"1\"}]}",
-            Err("pricing file test.json:1: models[0].promt: unknown key; expected one of: id, aliases, long_context, comment, prompt, completion, request, image, web_search, internal_reasoning, cache_read, cache_write"),
+            Err("pricing file test.json:1: models[0].promt: unknown key; expected one of: id, aliases, long_context, changes, image_tokens, comment, prompt, completion, request, image, web_search, internal_reasoning, cache_read, cache_write"),
         );
         check(
             "{\"models\": [{\"id\": \"a/b\", \"prompt\": \"1\", \"prompt\": \"2\"}]}",
@@ -742,6 +581,30 @@ mod tests {
             Err("pricing file test.json:1: models[0].long_context.threshold: expected a positive integer (input tokens)"),
         );
         check(
+            "{\"models\": [{\"id\": \"a/b\", \"changes\": [{\"from\": \"2026-07-30\"},\n{\"from\": \"2026-07-30\"}]}]}",
+            Err("pricing file test.json:2: models[0].changes[1].from: changes must be in time order, after 1970-01-01"),
+        );
+        check(
+            "{\"models\": [{\"id\": \"a/b\", \"changes\": [{\"from\": \"30/07/2026\"}]}]}",
+            Err("pricing file test.json:1: models[0].changes[0].from: \"30/07/2026\": expected YYYY-MM-DD, an RFC 3339 time or epoch milliseconds"),
+        );
+        check(
+            "{\"models\": [{\"id\": \"a/b\", \"changes\": [{\"prompt\": \"1\"}]}]}",
+            Err("pricing file test.json:1: models[0].changes[0]: missing \"from\""),
+        );
+        check(
+            "{\"models\": [{\"id\": \"a/b\", \"changes\": [{\"from\": \"2026-07-30\", \"aliases\": []}]}]}",
+            Err("pricing file test.json:1: models[0].changes[0].aliases: unknown key; expected one of: long_context, image_tokens, comment, prompt, completion, request, image, web_search, internal_reasoning, cache_read, cache_write, from"),
+        );
+        check(
+            "{\"models\": [{\"id\": \"a/b\", \"long_context\": [{\"threshold\": 5, \"prompt\": \"1\"}, {\"threshold\": 5, \"prompt\": \"2\"}]}]}",
+            Err("pricing file test.json:1: models[0].long_context: two tiers at threshold 5"),
+        );
+        check(
+            "{\"models\": [{\"id\": \"a/b\", \"image_tokens\": 1290}]}",
+            Err("pricing file test.json:1: models[0].image_tokens: needs an \"image\" price (USD per image)"),
+        );
+        check(
             "{\"models\": [{\"id\": \"a/b\", \"prompt\": null}]}",
             Err("pricing file test.json:1: models[0].prompt: expected a price (decimal string or number), found null"),
         );
@@ -751,7 +614,7 @@ mod tests {
         );
         check(
             "[1, 2]",
-            Err("pricing file test.json:1: not a pricing file: expected {\"models\": [...]} (this project's format), {\"data\": [...]} (OpenRouter) or LiteLLM's object of models"),
+            Err("pricing file test.json:1: not a pricing file: expected {\"models\": [...]} (this project's format), genai-prices' array of providers, {\"data\": [...]} (OpenRouter) or LiteLLM's object of models"),
         );
     }
 

@@ -1,5 +1,6 @@
-//! Fuzz property of pricing: arbitrary usage and prices never panic or overflow, every cost is
-//! the exact half-up rounding of count x price, and the total is the sum of the dimensions.
+//! Fuzz property of pricing: arbitrary usage, prices and start times never panic or overflow,
+//! the prices in force at the start time are used, every cost is the exact half-up rounding of
+//! count x price, and the total is the sum of the dimensions.
 //!
 //! The expected costs are computed here independently of `money.rs`/`table.rs`: billable counts
 //! straight from the contract's rules, each price as the `mantissa x 10^exponent` it was written
@@ -8,11 +9,13 @@
 
 use std::sync::OnceLock;
 
+use super::costs::Money;
 use crate::ingest::wire::Usage;
-use crate::row::Money;
 
 use super::money::{Price, MAX_MONEY};
-use super::table::{Dimension, LongContext, ModelPrice, PriceTable, Rates, Source};
+use super::rates::{Dimension, Rates};
+use super::schedule::{Period, PriceSet, Tier};
+use super::table::{ModelPrice, PriceTable, Source};
 use super::Pricer;
 
 /// A price as written: `mantissa x 10^exponent` USD per unit.
@@ -27,6 +30,11 @@ pub struct FuzzCall {
     pub base: [Option<WrittenPrice>; 8],
     /// Long-context threshold and the prices that tier lays over the base.
     pub tier: Option<(u64, [Option<WrittenPrice>; 8])>,
+    /// When the call started (epoch ms).
+    pub at_ms: u64,
+    /// A price change: from this instant (epoch ms, above 0) these prices replace the base and
+    /// tier whole.
+    pub change: Option<(u64, [Option<WrittenPrice>; 8])>,
     pub provider: Option<String>,
     pub model_id: String,
 }
@@ -73,6 +81,8 @@ impl FuzzCall {
         let usage = (b.u8() & 1 == 1).then(|| std::array::from_fn(|_| b.count()));
         let base = b.prices();
         let tier = (b.u8() & 1 == 1).then(|| (b.u64(), b.prices()));
+        let at_ms = b.u64();
+        let change = (b.u8() & 1 == 1).then(|| (b.u64().max(1), b.prices()));
         let provider_len = b.u8();
         let rest = b.0;
         let (provider, model) = if provider_len == 0 {
@@ -85,6 +95,8 @@ impl FuzzCall {
             usage,
             base,
             tier,
+            at_ms,
+            change,
             provider: provider.map(|p| String::from_utf8_lossy(p).into_owned()),
             model_id: String::from_utf8_lossy(model).into_owned(),
         }
@@ -115,6 +127,12 @@ impl FuzzCall {
         out.push(u8::from(self.tier.is_some()));
         if let Some((threshold, ps)) = &self.tier {
             out.extend_from_slice(&threshold.to_le_bytes());
+            prices(&mut out, ps);
+        }
+        out.extend_from_slice(&self.at_ms.to_le_bytes());
+        out.push(u8::from(self.change.is_some()));
+        if let Some((from, ps)) = &self.change {
+            out.extend_from_slice(&from.to_le_bytes());
             prices(&mut out, ps);
         }
         match &self.provider {
@@ -156,46 +174,59 @@ fn parse_price(p: Option<WrittenPrice>) -> Option<(Price, WrittenPrice)> {
 }
 
 fn check_model(call: &FuzzCall, usage: Option<&Usage>) {
-    let mut base = Rates::NONE;
-    let mut written_base = [None; 8];
-    for (i, d) in Dimension::ALL.into_iter().enumerate() {
-        if let Some((price, w)) = parse_price(call.base[i]) {
-            base.set(d, Some(price));
-            written_base[i] = Some(w);
-        }
-    }
+    let (base, written_base) = rates_of(&call.base);
     let mut written_tier = written_base;
-    let long_context = call.tier.map(|(threshold, prices)| {
-        let mut over = Rates::NONE;
-        for (i, d) in Dimension::ALL.into_iter().enumerate() {
-            if let Some((price, w)) = parse_price(prices[i]) {
-                over.set(d, Some(price));
-                written_tier[i] = Some(w);
+    let tiers: Vec<Tier> = call
+        .tier
+        .map(|(threshold, prices)| {
+            let (over, written) = rates_of(&prices);
+            for (i, w) in written.iter().enumerate() {
+                if w.is_some() {
+                    written_tier[i] = *w;
+                }
             }
-        }
-        LongContext {
-            threshold,
-            rates: base.overlaid(&over),
-        }
-    });
+            Tier {
+                threshold,
+                rates: base.overlaid(&over),
+            }
+        })
+        .into_iter()
+        .collect();
+    let mut periods = vec![Period::always(
+        PriceSet::tiered(base, tiers).expect("one tier"),
+    )];
+    let mut written_change = None;
+    if let Some((from, prices)) = call.change {
+        let (rates, written) = rates_of(&prices);
+        periods.push(Period {
+            from_ms: from,
+            prices: PriceSet::flat(rates),
+            windows: Box::new([]),
+        });
+        written_change = Some((from, written));
+    }
     let model = ModelPrice {
-        id: "fuzz/model".into(),
-        aliases: Vec::new(),
-        source: Source::File,
-        base,
-        long_context,
+        periods: periods.into_boxed_slice(),
+        ..ModelPrice::new("fuzz/model", Source::File, PriceSet::default())
     };
 
-    // The tier applies strictly above its threshold, to inputTokens + cacheWriteInputTokens.
-    let tier = match (&call.tier, usage) {
-        (Some((threshold, _)), Some(u)) => {
-            let size = u128::from(u.input_tokens.unwrap_or(0))
-                + u128::from(u.cache_write_input_tokens.unwrap_or(0));
-            size > u128::from(*threshold)
-        }
-        _ => false,
+    // The change applies from its instant on; before it the base and its tier, which applies
+    // strictly above its threshold, to inputTokens + cacheWriteInputTokens.
+    let changed = written_change.filter(|(from, _)| call.at_ms >= *from);
+    let tier = changed.is_none()
+        && match (&call.tier, usage) {
+            (Some((threshold, _)), Some(u)) => {
+                let size = u128::from(u.input_tokens.unwrap_or(0))
+                    + u128::from(u.cache_write_input_tokens.unwrap_or(0));
+                size > u128::from(*threshold)
+            }
+            _ => false,
+        };
+    let written = match changed {
+        Some((_, w)) => w,
+        None if tier => written_tier,
+        None => written_base,
     };
-    let written = if tier { written_tier } else { written_base };
     let counts = billable(
         usage,
         written[Dimension::InternalReasoning as usize].is_some(),
@@ -216,7 +247,7 @@ fn check_model(call: &FuzzCall, usage: Option<&Usage>) {
         }
     });
 
-    let got = model.costs(usage);
+    let got = model.costs(usage, call.at_ms);
     match (got, expected) {
         (Ok(c), Ok((costs, total))) => {
             assert_eq!(
@@ -227,13 +258,28 @@ fn check_model(call: &FuzzCall, usage: Option<&Usage>) {
             let sum: Money = c.dimensions().iter().flatten().sum();
             assert_eq!(c.total, Some(sum), "total is not the sum: {call:?}");
             assert_eq!(c.total, Some(total as Money), "{call:?}");
-            let breakdown = model.breakdown(usage).expect("costs succeeded");
-            assert_eq!(breakdown.long_context, tier, "{call:?}");
+            let breakdown = model.breakdown(usage, call.at_ms).expect("costs succeeded");
+            assert_eq!(breakdown.selected.tier.is_some(), tier, "{call:?}");
+            assert_eq!(breakdown.selected.period.from_ms > 0, changed.is_some());
             assert_eq!(breakdown.costs, c);
         }
         (Err(_), Err(())) => {}
         (got, want) => panic!("costs {got:?}, expected {want:?} for {call:?}"),
     }
+}
+
+/// Rates from written prices, through the public parser (which may refuse a price with too
+/// many digits or decimal places; that is exercised too), and the prices it took.
+fn rates_of(prices: &[Option<WrittenPrice>; 8]) -> (Rates, [Option<WrittenPrice>; 8]) {
+    let mut rates = Rates::NONE;
+    let mut written = [None; 8];
+    for (i, d) in Dimension::ALL.into_iter().enumerate() {
+        if let Some((price, w)) = parse_price(prices[i]) {
+            rates.set(d, Some(price));
+            written[i] = Some(w);
+        }
+    }
+    (rates, written)
 }
 
 /// Billable counts per dimension (`Dimension` order), from the contract's pricing rules.
@@ -296,19 +342,19 @@ fn check_matching(call: &FuzzCall, usage: Option<&Usage>) {
     let table = TABLE.get_or_init(PriceTable::builtin);
     let provider = call.provider.as_deref();
     let mut pricer = Pricer::new();
-    let priced = pricer.price(table, provider, Some(&call.model_id), usage);
+    let priced = pricer.price(table, provider, Some(&call.model_id), usage, call.at_ms);
     let model = table.find(provider, &call.model_id);
     match (priced, model) {
         (Ok(None), None) => {}
         (Ok(Some(p)), Some(m)) => {
             assert_eq!(p.model_id, m.id);
-            assert_eq!(Ok(p.costs), m.costs(usage));
+            assert_eq!(Ok(p.costs), m.costs(usage, call.at_ms));
         }
-        (Err(e), Some(m)) => assert_eq!(m.costs(usage), Err(e)),
+        (Err(e), Some(m)) => assert_eq!(m.costs(usage, call.at_ms), Err(e)),
         (got, m) => panic!("pricer {got:?} but table match {:?}", m.map(|m| &m.id)),
     }
     // A cached second lookup agrees with the first.
-    let again = pricer.price(table, provider, Some(&call.model_id), usage);
+    let again = pricer.price(table, provider, Some(&call.model_id), usage, call.at_ms);
     assert_eq!(again, priced);
 }
 
@@ -341,6 +387,11 @@ mod tests {
                 None,
             ],
             tier: Some((200_000, [Some((5, -6)); 8])),
+            at_ms: 1_785_369_600_000,
+            change: Some((
+                1_785_369_600_000,
+                [None, Some((2, -7)), None, None, None, None, None, None],
+            )),
             provider: Some("openai.chat".into()),
             model_id: "gpt-4o".into(),
         };
@@ -403,13 +454,36 @@ mod tests {
                     500,
                     [Some((5, -7)), None, None, None, None, None, None, None],
                 )),
+                at_ms: 1_785_369_599_999,
+                change: Some((1_785_369_600_000, [Some((5, -7)); 8])),
                 provider: Some("anthropic.messages".into()),
                 model_id: "claude-sonnet-4-5-20250929".into(),
+            },
+            FuzzCall {
+                usage: Some([
+                    Some(300_000),
+                    Some(10),
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                ]),
+                base: [Some((1, -6)); 8],
+                tier: Some((272_000, [Some((2, -6)); 8])),
+                at_ms: 1_785_369_600_000,
+                change: Some((1_785_369_600_000, [Some((2, -7)); 8])),
+                provider: Some("openai".into()),
+                model_id: "gpt-5.6-luna".into(),
             },
             FuzzCall {
                 usage: Some([Some(u64::MAX); 9]),
                 base: [Some((u64::MAX, 127)); 8],
                 tier: Some((u64::MAX, [Some((1, -128)); 8])),
+                at_ms: u64::MAX,
+                change: Some((u64::MAX, [Some((u64::MAX, 127)); 8])),
                 provider: None,
                 model_id: "us.anthropic.claude-3-5-sonnet-20240620-v1:0".into(),
             },

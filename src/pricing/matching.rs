@@ -20,7 +20,21 @@
 //!    as `gpt-3.5` and `llama3` as `llama-3`;
 //! 4. the same variants without a prefix (for bare aliases in a pricing file).
 //!
+//! A candidate reached by removing a release date (`-2512`, `-20250929`, `-2024-08-06`,
+//! `-08-2024`, `@20241022`) remembers that date: the table refuses it when the family has a
+//! newer model than the one the candidate names and the date is at least that model's (see
+//! `PriceTable::resolve`), so `mistral-large-2602` is not priced as the old `mistral-large`
+//! once `mistral-large-2512` exists.
+//!
 //! This runs only on a match-cache miss, so it may allocate freely.
+
+/// One id to try, and the release date removed from the modelId to reach it, if one was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Candidate {
+    pub id: String,
+    /// `YYYYMMDD` (day 00 when only the month is known).
+    pub stripped_date: Option<u32>,
+}
 
 /// What a provider string says about the vendor.
 #[derive(Clone, Copy)]
@@ -32,14 +46,34 @@ enum ProviderKind {
 }
 
 /// The candidate ids for (provider, modelId), best first, without duplicates.
-pub(crate) fn candidates(provider: Option<&str>, model_id: &str) -> Vec<String> {
+pub(crate) fn candidates(provider: Option<&str>, model_id: &str) -> Vec<Candidate> {
     let model = model_id.trim().to_lowercase();
     let mut out = Vec::new();
     if model.is_empty() {
         return out;
     }
-    push(&mut out, model.clone());
+    push(&mut out, model.clone(), None);
+    let bases = bases(provider, &model);
+    for (prefix, name) in &bases {
+        push(&mut out, format!("{prefix}/{name}"), None);
+    }
+    for (prefix, name) in &bases {
+        for (v, date) in variants(name).into_iter().skip(1) {
+            push(&mut out, format!("{prefix}/{v}"), date);
+        }
+    }
+    for (v, date) in variants(&model).into_iter().skip(1) {
+        push(&mut out, v, date);
+    }
+    out
+}
 
+/// The (prefix, name) pairs a (provider, modelId) names before any version marker is removed:
+/// the provider's first dot-segment and its route, the vendor it implies, a `vendor/model`
+/// id's parts, a Bedrock id's creator and model, the vendor a model name implies. `model` is
+/// trimmed and lower case.
+pub(crate) fn bases(provider: Option<&str>, model: &str) -> Vec<(String, String)> {
+    let model = model.to_string();
     let provider = provider
         .map(|p| p.trim().to_lowercase())
         .unwrap_or_default();
@@ -61,25 +95,13 @@ pub(crate) fn candidates(provider: Option<&str>, model_id: &str) -> Vec<String> 
         .filter_map(|n| infer_vendor(n).map(|v| (v.to_string(), n.clone())))
         .collect();
     bases.extend(inferred);
-
-    for (prefix, name) in &bases {
-        push(&mut out, format!("{prefix}/{name}"));
-    }
-    for (prefix, name) in &bases {
-        for v in variants(name).into_iter().skip(1) {
-            push(&mut out, format!("{prefix}/{v}"));
-        }
-    }
-    for v in variants(&model).into_iter().skip(1) {
-        push(&mut out, v);
-    }
-    out
+    bases
 }
 
 /// Appends unless already present (lists are short).
-fn push(out: &mut Vec<String>, s: String) {
-    if !out.contains(&s) {
-        out.push(s);
+fn push(out: &mut Vec<Candidate>, id: String, stripped_date: Option<u32>) {
+    if !out.iter().any(|c| c.id == id) {
+        out.push(Candidate { id, stripped_date });
     }
 }
 
@@ -341,31 +363,101 @@ pub(crate) fn infer_vendor(name: &str) -> Option<&'static str> {
     }
 }
 
-/// `name`, then each form with one more version marker removed, then those forms normalised.
-fn variants(name: &str) -> Vec<String> {
-    let mut stages = vec![name.to_string()];
+/// `name`, then each form with one more version marker removed, then those forms normalised;
+/// each with the release date removed on the way to it, if one was.
+fn variants(name: &str) -> Vec<(String, Option<u32>)> {
+    let mut stages = vec![(name.to_string(), None)];
     let mut cur = name.to_string();
+    let mut date = None;
     if let Some(i) = cur.find('@') {
         // Vertex AI's `claude-3-5-sonnet-v2@20241022`.
+        date = release_date(&cur[i + 1..]);
         cur.truncate(i);
-        stages.push(cur.clone());
+        stages.push((cur.clone(), date));
         if let Some(s) = strip_v_suffix(&cur) {
             cur = s;
-            stages.push(cur.clone());
+            stages.push((cur.clone(), date));
         }
     }
     while let Some(next) = strip_once(&cur) {
-        stages.push(next.clone());
+        date = date.or_else(|| release_date(cur[next.len()..].trim_start_matches('-')));
+        stages.push((next.clone(), date));
         cur = next;
     }
-    let mut out = Vec::with_capacity(stages.len() * 2);
-    for s in &stages {
-        push(&mut out, s.clone());
+    let mut out: Vec<(String, Option<u32>)> = Vec::with_capacity(stages.len() * 2);
+    let mut add = |s: String, d: Option<u32>| {
+        if !out.iter().any(|(x, _)| *x == s) {
+            out.push((s, d));
+        }
+    };
+    for (s, d) in &stages {
+        add(s.clone(), *d);
     }
-    for s in &stages {
-        push(&mut out, normalize(s));
+    for (s, d) in &stages {
+        add(normalize(s), *d);
     }
     out
+}
+
+/// The release date a version marker (without its leading dash) names, as `YYYYMMDD` (day 00
+/// when only the month is known): `2024-08-06`, `20241022`, `2512` (Mistral's YYMM, years 2023
+/// to 2049, so OpenAI's MMDD `0125` is not one), `08-2024` (Cohere). `None` for other markers
+/// (`0709`, `05-06`, `001`, `latest`).
+pub(crate) fn release_date(marker: &str) -> Option<u32> {
+    let num = |s: &str| -> Option<u32> {
+        (!s.is_empty() && s.bytes().all(|c| c.is_ascii_digit()))
+            .then(|| s.parse().ok())
+            .flatten()
+    };
+    let ymd = |y: u32, m: u32, d: u32| {
+        ((1990..=2099).contains(&y) && (1..=12).contains(&m) && d <= 31)
+            .then_some(y * 10_000 + m * 100 + d)
+    };
+    let parts: Vec<&str> = marker.split('-').collect();
+    match parts[..] {
+        [y, m, d] if y.len() == 4 && m.len() == 2 && d.len() == 2 => {
+            ymd(num(y)?, num(m)?, num(d)?).filter(|v| v % 100 > 0)
+        }
+        [m, y] if m.len() == 2 && y.len() == 4 => ymd(num(y)?, num(m)?, 0),
+        [x] if x.len() == 8 => {
+            let v = num(x)?;
+            ymd(v / 10_000, v / 100 % 100, v % 100).filter(|v| v % 100 > 0)
+        }
+        [x] if x.len() == 4 => {
+            let v = num(x)?;
+            (23..=49)
+                .contains(&(v / 100))
+                .then(|| ymd(2000 + v / 100, v % 100, 0))
+                .flatten()
+        }
+        _ => None,
+    }
+}
+
+/// A table key's release date and the family it belongs to: `mistralai/mistral-large-2512` ->
+/// (`mistralai/mistral-large`, 20251200), also in normalised spelling. `None` for keys without
+/// a trailing release date.
+pub(crate) fn family_of(key: &str) -> Option<(Vec<String>, u32)> {
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((p, n)) => (format!("{p}/"), n),
+        None => (String::new(), key),
+    };
+    let (base, date) = match name.rsplit_once('@') {
+        Some((b, d)) => (b.to_string(), release_date(d)?),
+        None => {
+            let base = strip_once(name)?;
+            (
+                base.clone(),
+                release_date(name[base.len()..].trim_start_matches('-'))?,
+            )
+        }
+    };
+    let mut bases = vec![format!("{prefix}{base}")];
+    let dotted = format!("{prefix}{}", normalize(&base));
+    if dotted != bases[0] {
+        bases.push(dotted);
+    }
+    Some((bases, date))
 }
 
 /// Removes one trailing version marker, if there is one and something is left.
@@ -443,6 +535,9 @@ mod tests {
             expect,
             "({provider:?}, {model:?}); candidates: {:?}",
             candidates(provider, model)
+                .into_iter()
+                .map(|c| c.id)
+                .collect::<Vec<_>>()
         );
     }
 
@@ -460,6 +555,21 @@ mod tests {
             (Some("openai"), "GPT-4.1-Mini", Some("openai/gpt-4.1-mini")),
             (Some("openai"), "gpt-4-0125-preview", Some("openai/gpt-4-turbo")),
             (Some("openai"), "chatgpt-4o-latest", Some("openai/chatgpt-4o-latest")),
+            // Bare aliases the vendors document.
+            (Some("openai"), "gpt-5.6", Some("openai/gpt-5.6-sol")),
+            (Some("openai"), "gpt-5-6", Some("openai/gpt-5.6-sol")),
+            (Some("openai"), "gpt-5.6-luna-2026-07-13", Some("openai/gpt-5.6-luna")),
+            (Some("openai"), "gpt-5.2-chat-latest", Some("openai/gpt-5.2")),
+            (Some("openai"), "gpt-5-chat-latest", Some("openai/gpt-5")),
+            (Some("openai"), "gpt-chat-latest", Some("openai/gpt-chat-latest")),
+            (Some("openai"), "gpt-3.5-turbo-1106", Some("openai/gpt-3.5-turbo-1106")),
+            (Some("xai"), "grok-latest", Some("x-ai/grok-4.5")),
+            (Some("xai"), "grok-4.5-latest", Some("x-ai/grok-4.5")),
+            (Some("mistral"), "mistral-medium", Some("mistralai/mistral-medium-3.1")),
+            (Some("mistral"), "mistral-medium-2505", Some("mistralai/mistral-medium-3")),
+            (Some("google"), "gemini-2.5-flash-preview-05-20", Some("google/gemini-2.5-flash-preview")),
+            (Some("google"), "gemini-2.5-flash-preview-09-2025", Some("google/gemini-2.5-flash")),
+            (Some("google"), "gemini-2.5-flash-preview-10-2025", Some("google/gemini-2.5-flash")),
             (Some("openai.embedding"), "text-embedding-3-small", Some("openai/text-embedding-3-small")),
             (Some("azure"), "gpt-4o", Some("openai/gpt-4o")),
             (Some("azure"), "gpt-4o-2024-08-06", Some("openai/gpt-4o")),
@@ -490,7 +600,7 @@ mod tests {
             (Some("amazon-bedrock"), "amazon.titan-embed-text-v2:0", Some("amazon/titan-embed-text-v2")),
             (Some("amazon-bedrock"), "cohere.command-r-plus-v1:0", Some("cohere/command-r-plus")),
             (Some("amazon-bedrock"), "mistral.mistral-large-2402-v1:0", Some("mistralai/mistral-large")),
-            (Some("amazon-bedrock"), "deepseek.r1-v1:0", Some("deepseek/deepseek-reasoner")),
+            (Some("amazon-bedrock"), "deepseek.r1-v1:0", Some("deepseek/deepseek-r1")),
             (None, "anthropic.claude-3-5-haiku-20241022-v1:0", Some("anthropic/claude-3.5-haiku")),
             (
                 Some("amazon-bedrock"),
@@ -524,6 +634,22 @@ mod tests {
             (Some("mistral"), "mistral-large-2411", Some("mistralai/mistral-large")),
             (Some("mistral"), "codestral-2508", Some("mistralai/codestral-2508")),
             (Some("mistral"), "mistral-small-latest", Some("mistralai/mistral-small")),
+            // Dated releases: the table's own, an older one, and newer ones it does not have,
+            // which must not fall back to the family's older model.
+            (Some("mistral"), "ministral-3b-2512", Some("mistralai/ministral-3b-2512")),
+            (Some("mistral"), "ministral-3b-latest", Some("mistralai/ministral-3b-2512")),
+            (Some("mistral"), "ministral-3b-2410", Some("mistralai/ministral-3b")),
+            (Some("mistral"), "ministral-3b-2409", Some("mistralai/ministral-3b")),
+            (Some("mistral"), "ministral-3b-2603", None),
+            (Some("mistral"), "ministral-8b-2512", Some("mistralai/ministral-8b-2512")),
+            (None, "mistralai/ministral-8b-2512", Some("mistralai/ministral-8b-2512")),
+            (Some("mistral"), "mistral-large-2602", None),
+            (Some("mistral"), "mistral-large-2512", Some("mistralai/mistral-large-2512")),
+            (Some("mistral"), "mistral-large-2502", Some("mistralai/mistral-large")),
+            (Some("mistral"), "mistral-small-2506", Some("mistralai/mistral-small")),
+            (Some("mistral"), "mistral-small-2604", None),
+            (Some("mistral"), "codestral-2501", Some("mistralai/codestral")),
+            (Some("mistral"), "codestral-2512", None),
             (Some("deepseek"), "deepseek-chat", Some("deepseek/deepseek-chat")),
             (Some("deepseek"), "deepseek-reasoner", Some("deepseek/deepseek-reasoner")),
             (Some("cohere"), "command-a-03-2025", Some("cohere/command-a")),
@@ -549,6 +675,44 @@ mod tests {
         for &(p, m, e) in cases {
             check(&t, p, m, e);
         }
+    }
+
+    #[test]
+    fn release_dates() {
+        let cases = [
+            ("2024-08-06", Some(20240806)),
+            ("20241022", Some(20241022)),
+            ("2512", Some(20251200)),
+            ("2410", Some(20241000)),
+            ("08-2024", Some(20240800)),
+            ("0125", None),
+            ("0709", None),
+            ("1106", None),
+            ("05-06", None),
+            ("001", None),
+            ("2513", None),
+            ("20241399", None),
+            ("latest", None),
+        ];
+        for (marker, want) in cases {
+            assert_eq!(release_date(marker), want, "{marker}");
+        }
+        assert_eq!(
+            family_of("mistralai/mistral-large-2512"),
+            Some((vec!["mistralai/mistral-large".to_string()], 20251200))
+        );
+        assert_eq!(
+            family_of("anthropic/claude-3-5-sonnet-20241022"),
+            Some((
+                vec![
+                    "anthropic/claude-3-5-sonnet".to_string(),
+                    "anthropic/claude-3.5-sonnet".to_string()
+                ],
+                20241022
+            ))
+        );
+        assert_eq!(family_of("openai/gpt-4-0125-preview"), None);
+        assert_eq!(family_of("openai/gpt-4o"), None);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use crate::row::Money;
+use super::costs::Money;
 
 /// The largest value a `Decimal(18, 10)` holds, in units of 1e-10 USD (18 nines).
 pub const MAX_MONEY: Money = 999_999_999_999_999_999;
@@ -219,6 +219,21 @@ impl Price {
         Price::const_decimal(text, 0)
     }
 
+    /// This price times a whole number (the price of `n` tokens as one unit, e.g. an image
+    /// of 1290 output tokens), exactly; checked at compile time in a constant.
+    pub const fn times(self, n: u64) -> Price {
+        match Price::new(self.mantissa as u128 * n as u128, self.scale as i32) {
+            Some(p) => p,
+            None => panic!("price out of range"),
+        }
+    }
+
+    /// This price divided by `10^places` (`per_million` of a per-1M price), exactly; `None`
+    /// when that needs more than 38 decimal places.
+    pub fn shifted(self, places: u8) -> Option<Price> {
+        Price::new(self.mantissa as u128, self.scale as i32 + i32::from(places))
+    }
+
     /// Plain decimal literal (`digits[.digits]`) divided by `10^extra_scale`, in const context.
     const fn const_decimal(text: &str, extra_scale: i32) -> Price {
         let b = text.as_bytes();
@@ -398,6 +413,16 @@ mod tests {
         assert_eq!(Price::per_million("2.5").per_million_string(), "2.5");
         assert_eq!(Price::per_million("150").per_million_string(), "150");
         assert_eq!(Price::per_unit("0.01").per_million_string(), "10000");
+        assert_eq!(
+            Price::per_million("30").times(1290),
+            Price::per_unit("0.0387")
+        );
+        assert_eq!(Price::per_million("0").times(1290), Price::ZERO);
+        assert_eq!(
+            Price::parse("2.5").unwrap().shifted(6),
+            Some(Price::per_million("2.5"))
+        );
+        assert_eq!(Price::parse("1").unwrap().shifted(39), None);
     }
 
     #[test]

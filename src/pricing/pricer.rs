@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use super::costs::CostColumns;
 use crate::ingest::wire::{Span, Usage};
-use crate::row::CostColumns;
 
 use super::money::PriceError;
 use super::table::{ModelPrice, PriceTable};
@@ -64,7 +64,8 @@ impl Pricer {
         Self::default()
     }
 
-    /// Prices one model call. `Ok(None)`: no model id, or a model the table does not know (all
+    /// Prices one model call that started at `start_ms` (epoch milliseconds, UTC), with the
+    /// prices in force then. `Ok(None)`: no model id, or a model the table does not know (all
     /// costs null). `Ok(Some)`: total is always `Some`. `Err(Overflow)`: a cost does not fit
     /// `Decimal(18, 10)`. No I/O; no allocation once the pair is cached.
     #[inline]
@@ -74,6 +75,7 @@ impl Pricer {
         provider: Option<&str>,
         model_id: Option<&str>,
         usage: Option<&Usage>,
+        start_ms: u64,
     ) -> Result<Option<Priced<'t>>, PriceError> {
         let Some(model_id) = model_id else {
             return Ok(None);
@@ -86,11 +88,12 @@ impl Pricer {
             model_id: &model.id,
             source: model.source.as_str(),
         };
-        model.costs_into(usage, &mut priced.costs)?;
+        model.costs_into(usage, start_ms, &mut priced.costs)?;
         Ok(Some(priced))
     }
 
-    /// Prices a span: only `llm` and `embedding` spans are priced, others give `Ok(None)`.
+    /// Prices a span at its `startTime`: only `llm` and `embedding` spans are priced, others
+    /// give `Ok(None)`.
     #[inline]
     pub fn price_span<'t>(
         &mut self,
@@ -100,7 +103,13 @@ impl Pricer {
         if !span.span_type.is_priced() {
             return Ok(None);
         }
-        self.price(table, span.provider, span.model_id, span.usage.as_ref())
+        self.price(
+            table,
+            span.provider,
+            span.model_id,
+            span.usage.as_ref(),
+            span.start_time,
+        )
     }
 
     /// The model (provider, modelId) matches in `table`, through the cache. A pair that matches
@@ -270,10 +279,10 @@ mod tests {
         };
         for _ in 0..3 {
             let r = p
-                .price(&t, Some("azure"), Some("gpt-4o"), Some(&usage))
+                .price(&t, Some("azure"), Some("gpt-4o"), Some(&usage), 0)
                 .unwrap();
             assert_eq!(r.unwrap().model_id, "openai/gpt-4o");
-            assert_eq!(p.price(&t, Some("azure"), Some("nope"), None), Ok(None));
+            assert_eq!(p.price(&t, Some("azure"), Some("nope"), None, 0), Ok(None));
         }
         assert_eq!(
             p.cache_stats(),
@@ -284,17 +293,20 @@ mod tests {
             }
         );
         // Same strings under another provider are another pair.
-        p.price(&t, Some("openai"), Some("gpt-4o"), None).unwrap();
+        p.price(&t, Some("openai"), Some("gpt-4o"), None, 0)
+            .unwrap();
         assert_eq!(p.cache_stats().misses, 3);
 
         // A new table (even with the same content) empties the cache on first use.
         shared.replace(PriceTable::builtin());
         let t2 = shared.current();
         assert_ne!(t.generation(), t2.generation());
-        p.price(&t2, Some("azure"), Some("gpt-4o"), None).unwrap();
+        p.price(&t2, Some("azure"), Some("gpt-4o"), None, 0)
+            .unwrap();
         assert_eq!(p.cache_stats().misses, 4);
         assert_eq!(p.cache_stats().entries, 1);
-        p.price(&t2, Some("azure"), Some("gpt-4o"), None).unwrap();
+        p.price(&t2, Some("azure"), Some("gpt-4o"), None, 0)
+            .unwrap();
         assert_eq!(p.cache_stats().hits, 5);
     }
 
@@ -305,16 +317,16 @@ mod tests {
         let mut p = Pricer::new();
         for _ in 0..3 {
             assert_eq!(
-                p.price(&t, Some("openai.chat"), Some("gpt-x9"), None),
+                p.price(&t, Some("openai.chat"), Some("gpt-x9"), None, 0),
                 Ok(None)
             );
         }
-        assert_eq!(p.price(&t, Some("acme"), Some("acme-1"), None), Ok(None));
+        assert_eq!(p.price(&t, Some("acme"), Some("acme-1"), None, 0), Ok(None));
         assert!(p
-            .price(&t, Some("openai"), Some("gpt-4o"), None)
+            .price(&t, Some("openai"), Some("gpt-4o"), None, 0)
             .unwrap()
             .is_some());
-        assert_eq!(p.price(&t, Some("openai"), Some(""), None), Ok(None));
+        assert_eq!(p.price(&t, Some("openai"), Some(""), None, 0), Ok(None));
         let at = |label: &str| PROVIDER_LABELS.iter().position(|&l| l == label).unwrap();
         let tally = p.unpriced();
         assert_eq!(tally.spans[at("openai")], 3);
@@ -334,7 +346,7 @@ mod tests {
             [(Some("openai.chat"), "gpt-x9"), (Some("acme"), "acme-1")]
         );
         tally.clear();
-        p.price(&t, Some("acme"), Some("acme-1"), None).unwrap();
+        p.price(&t, Some("acme"), Some("acme-1"), None, 0).unwrap();
         assert_eq!(p.unpriced().spans[at("other")], 1);
         assert!(p.unpriced().new_pairs.is_empty(), "a cache hit is not new");
     }
@@ -343,8 +355,8 @@ mod tests {
     fn none_and_empty_model_ids_are_unpriced() {
         let t = PriceTable::builtin();
         let mut p = Pricer::new();
-        assert_eq!(p.price(&t, Some("openai"), None, None), Ok(None));
-        assert_eq!(p.price(&t, Some("openai"), Some(""), None), Ok(None));
+        assert_eq!(p.price(&t, Some("openai"), None, None, 0), Ok(None));
+        assert_eq!(p.price(&t, Some("openai"), Some(""), None, 0), Ok(None));
     }
 
     #[test]

@@ -75,8 +75,17 @@ impl SharedPrices {
     pub fn reload_from(&self, path: &Path) -> Result<(), PricingFileError> {
         let mut seen = self.lock();
         *seen = Some(stamp(path));
-        self.table.store(Arc::new(PriceTable::from_file(path)?));
+        self.put(PriceTable::from_file(path)?);
         Ok(())
+    }
+
+    /// Puts a table loaded from a file in force, reporting once what the file's prices could
+    /// not represent.
+    fn put(&self, table: PriceTable) {
+        for note in table.notes() {
+            tracing::warn!(file = table.file().unwrap_or(""), "pricing file: {note}");
+        }
+        self.table.store(Arc::new(table));
     }
 
     /// Reloads if the file's size, modification time or inode changed since the last attempt
@@ -89,7 +98,7 @@ impl SharedPrices {
             return Ok(false);
         }
         *seen = Some(now);
-        self.table.store(Arc::new(PriceTable::from_file(path)?));
+        self.put(PriceTable::from_file(path)?);
         Ok(true)
     }
 
@@ -164,7 +173,9 @@ mod tests {
             Some(m) => format!(
                 "{} {}",
                 m.source.as_str(),
-                m.base
+                m.latest()
+                    .prices
+                    .base
                     .get(crate::pricing::Dimension::Prompt)
                     .map(|p| p.per_million_string())
                     .unwrap_or_default()

@@ -1,117 +1,19 @@
-//! The immutable price table: models, their rates per dimension and long-context tier, and the
-//! arithmetic that turns a call's usage into the nine cost columns.
+//! The immutable price table: models, their dated prices, and how a (provider, modelId) pair
+//! finds its model.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::ingest::wire::Usage;
-use crate::row::{CostColumns, Money};
 
 use super::builtin;
+use super::costs::CostColumns;
+use super::file::FileModels;
+use super::genai::Rules;
 use super::matching;
-use super::money::{Price, PriceError, MAX_MONEY};
-
-/// One priced dimension of a call. The discriminant indexes [`Rates`] and count arrays.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Dimension {
-    Prompt = 0,
-    Completion = 1,
-    Request = 2,
-    Image = 3,
-    WebSearch = 4,
-    InternalReasoning = 5,
-    CacheRead = 6,
-    CacheWrite = 7,
-}
-
-impl Dimension {
-    /// All eight, in cost-column order.
-    pub const ALL: [Dimension; 8] = [
-        Dimension::Prompt,
-        Dimension::Completion,
-        Dimension::Request,
-        Dimension::Image,
-        Dimension::WebSearch,
-        Dimension::InternalReasoning,
-        Dimension::CacheRead,
-        Dimension::CacheWrite,
-    ];
-
-    /// The name used in the pricing file and in the cost column.
-    pub fn name(self) -> &'static str {
-        match self {
-            Dimension::Prompt => "prompt",
-            Dimension::Completion => "completion",
-            Dimension::Request => "request",
-            Dimension::Image => "image",
-            Dimension::WebSearch => "web_search",
-            Dimension::InternalReasoning => "internal_reasoning",
-            Dimension::CacheRead => "cache_read",
-            Dimension::CacheWrite => "cache_write",
-        }
-    }
-
-    /// True for token dimensions (listed per 1M), false for per-request/image/search ones.
-    pub fn is_tokens(self) -> bool {
-        !matches!(
-            self,
-            Dimension::Request | Dimension::Image | Dimension::WebSearch
-        )
-    }
-}
-
-/// A model's price per unit for each dimension; `None` = that dimension is not billed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Rates {
-    prices: [Option<Price>; 8],
-}
-
-impl Rates {
-    /// No dimension priced.
-    pub const NONE: Rates = Rates { prices: [None; 8] };
-
-    /// These rates with one dimension set (for building tables in const context).
-    pub const fn with(mut self, d: Dimension, price: Price) -> Rates {
-        self.prices[d as usize] = Some(price);
-        self
-    }
-
-    /// Sets or clears one dimension.
-    pub fn set(&mut self, d: Dimension, price: Option<Price>) {
-        self.prices[d as usize] = price;
-    }
-
-    /// The price of one dimension.
-    #[inline]
-    pub fn get(&self, d: Dimension) -> Option<Price> {
-        self.prices[d as usize]
-    }
-
-    /// True when no dimension is priced.
-    pub fn is_empty(&self) -> bool {
-        self.prices.iter().all(Option::is_none)
-    }
-
-    /// `self` with every dimension `over` prices replaced by `over`'s price.
-    pub fn overlaid(&self, over: &Rates) -> Rates {
-        let mut r = *self;
-        for (mine, theirs) in r.prices.iter_mut().zip(over.prices) {
-            if theirs.is_some() {
-                *mine = theirs;
-            }
-        }
-        r
-    }
-}
-
-/// Higher prices for calls whose input is strictly above a threshold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LongContext {
-    /// Input tokens (inputTokens + cacheWriteInputTokens) above which the tier applies.
-    pub threshold: u64,
-    /// Complete rates for such calls: the base rates with the tier's prices laid over them.
-    pub rates: Rates,
-}
+use super::money::PriceError;
+use super::rates::Rates;
+use super::schedule::{period_at, Period, PriceSet, Window};
 
 /// Where a model's prices came from; recorded in each row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,6 +32,17 @@ impl Source {
     }
 }
 
+/// Where a built-in model's figures come from and when they were last checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Provenance {
+    /// The page the figures were taken from.
+    pub url: &'static str,
+    /// When they were last checked (`YYYY-MM-DD`).
+    pub checked: &'static str,
+    /// What they were checked against, e.g. the vendor's page or only the genai-prices data set.
+    pub basis: &'static str,
+}
+
 /// One priced model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelPrice {
@@ -138,38 +51,73 @@ pub struct ModelPrice {
     /// Other ids that name this model exactly (lower case), e.g. OpenRouter's spelling.
     pub aliases: Vec<String>,
     pub source: Source,
-    /// Rates for ordinary calls.
-    pub base: Rates,
-    pub long_context: Option<LongContext>,
+    /// The prices over time: non-empty, ascending, the first from 0 (see [`period_at`]).
+    pub periods: Box<[Period]>,
+    /// Built-in models: where the figures come from.
+    pub provenance: Option<Provenance>,
+}
+
+/// What applies to one call: the period, window and tier chosen, and the rates they give.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Selected<'t> {
+    pub period: &'t Period,
+    /// The daily window the prices came from, if one was open.
+    pub window: Option<&'t Window>,
+    /// The threshold of the long-context tier that applied, if one did.
+    pub tier: Option<u64>,
+    pub rates: &'t Rates,
 }
 
 /// Everything one pricing computation decided, for the `price` command and tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Breakdown<'t> {
-    /// True when the long-context tier applied.
-    pub long_context: bool,
-    /// The rates used (base or tier).
-    pub rates: &'t Rates,
+    pub selected: Selected<'t>,
     /// Billable count per dimension (index = `Dimension as usize`).
     pub counts: [u64; 8],
     pub costs: CostColumns,
 }
 
 impl ModelPrice {
-    /// The rates that apply to a call, and whether they are the long-context tier.
-    #[inline]
-    pub fn rates_for(&self, usage: Option<&Usage>) -> (&Rates, bool) {
-        match (&self.long_context, usage) {
-            (Some(lc), Some(u)) if input_size(u) > u128::from(lc.threshold) => (&lc.rates, true),
-            _ => (&self.base, false),
+    /// A model with one price set for all time and no provenance (files, tests).
+    pub fn new(id: impl Into<String>, source: Source, prices: PriceSet) -> ModelPrice {
+        ModelPrice {
+            id: id.into(),
+            aliases: Vec::new(),
+            source,
+            periods: Box::new([Period::always(prices)]),
+            provenance: None,
         }
     }
 
-    /// The nine cost columns of one call. `total` is always `Some` (0 when nothing is billed).
+    /// The prices in force now-ish: the last period (for listings and tests).
+    pub fn latest(&self) -> &Period {
+        &self.periods[self.periods.len() - 1]
+    }
+
+    /// The period, window, tier and rates that apply to a call starting at `at_ms`.
     #[inline]
-    pub fn costs(&self, usage: Option<&Usage>) -> Result<CostColumns, PriceError> {
+    pub fn select(&self, usage: Option<&Usage>, at_ms: u64) -> Selected<'_> {
+        let period = if self.periods.len() == 1 {
+            &self.periods[0]
+        } else {
+            period_at(&self.periods, at_ms)
+        };
+        let (set, window) = period.select(at_ms);
+        let (rates, tier) = set.select(usage);
+        Selected {
+            period,
+            window,
+            tier,
+            rates,
+        }
+    }
+
+    /// The nine cost columns of one call starting at `at_ms` (epoch ms). `total` is always
+    /// `Some` (0 when nothing is billed).
+    #[inline]
+    pub fn costs(&self, usage: Option<&Usage>, at_ms: u64) -> Result<CostColumns, PriceError> {
         let mut columns = CostColumns::default();
-        self.costs_into(usage, &mut columns)?;
+        self.costs_into(usage, at_ms, &mut columns)?;
         Ok(columns)
     }
 
@@ -180,86 +128,26 @@ impl ModelPrice {
     pub fn costs_into(
         &self,
         usage: Option<&Usage>,
+        at_ms: u64,
         out: &mut CostColumns,
     ) -> Result<(), PriceError> {
-        let (rates, _) = self.rates_for(usage);
-        let counts = billable_counts(usage, rates.get(Dimension::InternalReasoning).is_some());
-        let mut total: Money = 0;
-        // A dimension costs something only with a price and a positive count.
-        let mut cost = |d: Dimension| -> Result<Option<Money>, PriceError> {
-            let i = d as usize;
-            match rates.prices[i] {
-                Some(p) if counts[i] > 0 => {
-                    let c = p.cost(counts[i])?;
-                    // Each term is at most MAX_MONEY, so eight of them fit an i64.
-                    total += c;
-                    Ok(Some(c))
-                }
-                _ => Ok(None),
-            }
-        };
-        out.prompt = cost(Dimension::Prompt)?;
-        out.completion = cost(Dimension::Completion)?;
-        out.request = cost(Dimension::Request)?;
-        out.image = cost(Dimension::Image)?;
-        out.web_search = cost(Dimension::WebSearch)?;
-        out.internal_reasoning = cost(Dimension::InternalReasoning)?;
-        out.cache_read = cost(Dimension::CacheRead)?;
-        out.cache_write = cost(Dimension::CacheWrite)?;
-        if total > MAX_MONEY {
-            return Err(PriceError::Overflow);
-        }
-        out.total = Some(total);
-        Ok(())
+        self.select(usage, at_ms).rates.costs_into(usage, out)
     }
 
-    /// Prices one call and says how: tier, rates, billable counts and costs (for the `price`
-    /// command and tests; the request path uses [`ModelPrice::costs`]).
-    pub fn breakdown(&self, usage: Option<&Usage>) -> Result<Breakdown<'_>, PriceError> {
-        let (rates, long_context) = self.rates_for(usage);
+    /// Prices one call and says how: period, window, tier, rates, billable counts and costs
+    /// (for the `price` command and tests; the request path uses [`ModelPrice::costs_into`]).
+    pub fn breakdown(
+        &self,
+        usage: Option<&Usage>,
+        at_ms: u64,
+    ) -> Result<Breakdown<'_>, PriceError> {
+        let selected = self.select(usage, at_ms);
         Ok(Breakdown {
-            long_context,
-            rates,
-            counts: billable_counts(usage, rates.get(Dimension::InternalReasoning).is_some()),
-            costs: self.costs(usage)?,
+            selected,
+            counts: selected.rates.counts(usage),
+            costs: self.costs(usage, at_ms)?,
         })
     }
-}
-
-/// Input size for the long-context tier: inputTokens (which includes the cached part) plus
-/// cacheWriteInputTokens. In `u128`: a saturated `u64` sum would not be above a threshold of
-/// `u64::MAX` (see `regression_long_context_size_does_not_saturate`).
-#[inline]
-fn input_size(u: &Usage) -> u128 {
-    u128::from(u.input_tokens.unwrap_or(0)) + u128::from(u.cache_write_input_tokens.unwrap_or(0))
-}
-
-/// Billable count per dimension, as the contract defines them. Absent counts are 0, except the
-/// request count, which is 1 when absent (also when the whole usage is absent).
-#[inline]
-pub fn billable_counts(usage: Option<&Usage>, reasoning_priced: bool) -> [u64; 8] {
-    let mut c = [0u64; 8];
-    let Some(u) = usage else {
-        c[Dimension::Request as usize] = 1;
-        return c;
-    };
-    let input = u.input_tokens.unwrap_or(0);
-    let output = u.output_tokens.unwrap_or(0);
-    let cached = u.cached_input_tokens.unwrap_or(0);
-    let reasoning = u.reasoning_tokens.unwrap_or(0);
-    c[Dimension::Prompt as usize] = input.saturating_sub(cached);
-    c[Dimension::CacheRead as usize] = cached;
-    c[Dimension::CacheWrite as usize] = u.cache_write_input_tokens.unwrap_or(0);
-    if reasoning_priced {
-        c[Dimension::InternalReasoning as usize] = reasoning;
-        c[Dimension::Completion as usize] = output.saturating_sub(reasoning);
-    } else {
-        c[Dimension::Completion as usize] = output;
-    }
-    c[Dimension::Request as usize] = u.request_count.unwrap_or(1);
-    c[Dimension::Image as usize] = u.image_count.unwrap_or(0);
-    c[Dimension::WebSearch as usize] = u.web_search_count.unwrap_or(0);
-    c
 }
 
 /// Source of table generations: every table ever built gets a distinct one, so a match cache can
@@ -272,6 +160,15 @@ pub struct PriceTable {
     models: Vec<ModelPrice>,
     /// Lower-case id or alias -> index into `models`.
     index: HashMap<Box<str>, u32>,
+    /// Release families: an id without its release date (`mistralai/mistral-large`) -> the
+    /// dated keys of that family as (date `YYYYMMDD`, model index).
+    families: HashMap<Box<str>, Vec<(u32, u32)>>,
+    /// Per model, the newest release date its own id and aliases name (0 if none).
+    newest: Vec<u32>,
+    /// A genai-prices file's match rules; they are tried before any id.
+    rules: Option<Rules>,
+    /// What the pricing file could not represent, one line per model (reported at load).
+    notes: Vec<String>,
     generation: u64,
     /// The pricing file merged in, if any (for `price --list`).
     file: Option<String>,
@@ -280,16 +177,22 @@ pub struct PriceTable {
 impl PriceTable {
     /// The built-in table alone.
     pub fn builtin() -> PriceTable {
-        PriceTable::merge(builtin::models(), Vec::new(), None)
+        PriceTable::merge(builtin::models(), None, None)
     }
 
-    /// Built-in models, then `overrides` (from a file) on top: a file model replaces every
-    /// built-in model one of its ids or aliases names, and takes over that model's aliases.
+    /// Built-in models, then a file's models on top: a file model replaces every built-in
+    /// model one of its ids or aliases names, and takes over that model's aliases. A
+    /// genai-prices file's models are found by its match rules instead, before any id.
     pub(crate) fn merge(
         builtin: Vec<ModelPrice>,
-        overrides: Vec<ModelPrice>,
-        file: Option<String>,
+        file: Option<FileModels>,
+        name: Option<String>,
     ) -> PriceTable {
+        let (overrides, mut rules, notes) = match file {
+            Some(f) if f.rules.is_some() => (Vec::new(), f.rules.map(|r| (r, f.models)), f.notes),
+            Some(f) => (f.models, None, f.notes),
+            None => (Vec::new(), None, Vec::new()),
+        };
         let mut file_keys: HashMap<String, usize> = HashMap::new();
         for (i, m) in overrides.iter().enumerate() {
             for k in keys_of(m) {
@@ -324,11 +227,30 @@ impl PriceTable {
             index.insert(k.into(), (first_file + f) as u32);
         }
         models.extend(overrides);
+        let rules = rules.take().map(|(mut r, ruled)| {
+            r.offset = models.len() as u32;
+            models.extend(ruled);
+            r
+        });
+        let mut families: HashMap<Box<str>, Vec<(u32, u32)>> = HashMap::new();
+        let mut newest = vec![0u32; models.len()];
+        for (key, &i) in &index {
+            if let Some((bases, date)) = matching::family_of(key) {
+                newest[i as usize] = newest[i as usize].max(date);
+                for b in bases {
+                    families.entry(b.into()).or_default().push((date, i));
+                }
+            }
+        }
         PriceTable {
             models,
             index,
+            families,
+            newest,
+            rules,
+            notes,
             generation: NEXT_GENERATION.fetch_add(1, Ordering::Relaxed),
-            file,
+            file: name,
         }
     }
 
@@ -348,9 +270,10 @@ impl PriceTable {
         self.file.as_deref()
     }
 
-    /// The date the built-in prices were last checked against the vendors' pages.
-    pub fn checked(&self) -> &'static str {
-        builtin::CHECKED
+    /// Prices of the pricing file that could not be represented, one line per model naming
+    /// the model and the fields. Report them once, when the table is loaded.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// The model with exactly this id or alias (case-insensitive), without any matching.
@@ -365,11 +288,36 @@ impl PriceTable {
             .map(|i| &self.models[i as usize])
     }
 
-    /// Index of the matched model. Allocates; the [`super::Pricer`] caches it.
+    /// Index of the matched model: a genai-prices file's rules first (see `genai::Rules::find`),
+    /// then the first candidate the table has, skipping one reached by
+    /// removing a release date that names a newer model of the family than the one it would
+    /// price as. Allocates; the [`super::Pricer`] caches it.
     pub(crate) fn resolve(&self, provider: Option<&str>, model_id: &str) -> Option<u32> {
+        if let Some(found) = self.rules.as_ref().and_then(|r| r.find(provider, model_id)) {
+            return Some(found);
+        }
         matching::candidates(provider, model_id)
             .iter()
-            .find_map(|c| self.index.get(c.as_str()).copied())
+            .find_map(|c| {
+                let i = *self.index.get(c.id.as_str())?;
+                match c.stripped_date {
+                    Some(date) if self.newer_in_family(&c.id, i, date) => None,
+                    _ => Some(i),
+                }
+            })
+    }
+
+    /// True when the family of `base` (an id without its release date) has a model other than
+    /// `model` that is newer than every release `model` names, and `date` is at least that
+    /// model's: an id of that date is a release `model`'s prices do not describe.
+    fn newer_in_family(&self, base: &str, model: u32, date: u32) -> bool {
+        let Some(members) = self.families.get(base) else {
+            return false;
+        };
+        let own = self.newest[model as usize];
+        members
+            .iter()
+            .any(|&(d, m)| m != model && d > own && date >= d)
     }
 
     /// The model at an index `resolve` returned for this table.
@@ -384,4 +332,50 @@ fn keys_of(m: &ModelPrice) -> impl Iterator<Item = String> + '_ {
     std::iter::once(&m.id)
         .chain(m.aliases.iter())
         .map(|k| k.to_lowercase())
+}
+
+/// One line describing a model's prices, for tests: `id p=.. c=.. >200000: p=..`, each later
+/// period after ` | from DATE:`, each window as ` [HH:MM-HH:MM: ...]`. Prices per unit.
+#[cfg(test)]
+pub(crate) fn describe(m: &ModelPrice) -> String {
+    use super::instant::{format_instant, format_time_of_day};
+    use super::rates::Dimension;
+    fn set(out: &mut String, s: &PriceSet) {
+        for d in Dimension::ALL {
+            if let Some(p) = s.base.get(d) {
+                *out += &format!(" {}={p}", d.name());
+            }
+        }
+        if s.base.image_tokens() > 0 {
+            *out += &format!(" image_tokens={}", s.base.image_tokens());
+        }
+        for t in s.tiers.iter() {
+            *out += &format!(" >{}:", t.threshold);
+            for d in Dimension::ALL {
+                if t.rates.get(d) != s.base.get(d) {
+                    match t.rates.get(d) {
+                        Some(p) => *out += &format!(" {}={p}", d.name()),
+                        None => *out += &format!(" {}=-", d.name()),
+                    }
+                }
+            }
+        }
+    }
+    let mut out = m.id.clone();
+    for p in m.periods.iter() {
+        if p.from_ms > 0 {
+            out += &format!(" | from {}:", format_instant(p.from_ms));
+        }
+        set(&mut out, &p.prices);
+        for w in p.windows.iter() {
+            out += &format!(
+                " [{}-{}:",
+                format_time_of_day(w.from_s),
+                format_time_of_day(w.to_s)
+            );
+            set(&mut out, &w.prices);
+            out += "]";
+        }
+    }
+    out
 }

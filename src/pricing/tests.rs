@@ -24,7 +24,17 @@ const PRICES: &str = r#"{"models": [
   {"id": "test/huge", "prompt": "1", "completion": "100"},
   {"id": "test/tiny", "prompt": "0.0000000001"},
   {"id": "test/free"},
-  {"id": "test/zero", "prompt": "0"}
+  {"id": "test/zero", "prompt": "0"},
+  {"id": "test/painter", "prompt": "0.0000003", "completion": "0.0000025", "image": "0.0387",
+   "image_tokens": 1290, "internal_reasoning": "0.0000025"},
+  {"id": "test/dated", "prompt": "0.000001", "completion": "0.000002",
+   "long_context": {"threshold": 1000, "prompt": "0.000002"},
+   "changes": [
+     {"from": "2026-07-30", "prompt": "0.0000002"},
+     {"from": "2026-09-01T12:00:00Z", "prompt": "0.0000003", "completion": "0.000001",
+      "long_context": [{"threshold": 2000, "prompt": "0.0000009"},
+                       {"threshold": 1000, "prompt": "0.0000006"}]}
+   ]}
 ]}"#;
 
 fn table() -> &'static PriceTable {
@@ -41,6 +51,8 @@ struct Call {
     provider: Option<&'static str>,
     model: Option<&'static str>,
     usage: Option<Usage>,
+    /// The span's startTime (epoch ms).
+    at: u64,
 }
 
 /// A call of `model` with an empty (all counts absent) usage object.
@@ -49,12 +61,18 @@ fn call(model: &'static str) -> Call {
         provider: None,
         model: Some(model),
         usage: Some(Usage::default()),
+        at: 0,
     }
 }
 
 impl Call {
     fn via(mut self, provider: &'static str) -> Self {
         self.provider = Some(provider);
+        self
+    }
+    /// Started at an RFC 3339 time or date.
+    fn at(mut self, when: &str) -> Self {
+        self.at = parse_instant(when).unwrap();
         self
     }
     fn no_usage(mut self) -> Self {
@@ -111,7 +129,7 @@ impl Call {
 /// non-null columns in table order, `unknown`, or `error: ...`.
 fn check(c: Call, expect: &str) {
     let mut pricer = Pricer::new();
-    let got = pricer.price(table(), c.provider, c.model, c.usage.as_ref());
+    let got = pricer.price(table(), c.provider, c.model, c.usage.as_ref(), c.at);
     let text = match got {
         Err(e) => format!("error: {e:?}"),
         Ok(None) => "unknown".to_string(),
@@ -284,6 +302,7 @@ fn unknown_models() {
             provider: Some("openai"),
             model: None,
             usage: None,
+            at: 0,
         },
         "unknown",
     );
@@ -325,6 +344,138 @@ fn long_context_tier() {
     );
 }
 
+#[test]
+fn dated_prices_apply_by_start_time() {
+    // Before the first change: base 1000 x 1e-6 = 0.001; 10 x 2e-6 = 0.00002.
+    check(
+        call("test/dated")
+            .input(1000)
+            .output(10)
+            .at("2026-07-29T23:59:59.999Z"),
+        "test/dated (file) prompt=0.0010000000 completion=0.0000200000 total=0.0010200000",
+    );
+    // ...and its tier: 1001 x 2e-6 = 0.002002.
+    check(
+        call("test/dated")
+            .input(1001)
+            .at("2026-07-29T23:59:59.999Z"),
+        "test/dated (file) prompt=0.0020020000 total=0.0020020000",
+    );
+    // From 2026-07-30 00:00 UTC: 1000 x 0.2e-6 = 0.0002. The change replaces the prices whole:
+    // completion is no longer billed, and the tier is gone (1001 x 0.2e-6 = 0.0002002).
+    check(
+        call("test/dated").input(1000).output(10).at("2026-07-30"),
+        "test/dated (file) prompt=0.0002000000 total=0.0002000000",
+    );
+    check(
+        call("test/dated").input(1001).at("2026-09-01T11:59:59Z"),
+        "test/dated (file) prompt=0.0002002000 total=0.0002002000",
+    );
+    // From 2026-09-01 12:00 UTC, two tiers: <= 1000 base 0.3e-6; above 1000 0.6e-6; above
+    // 2000 0.9e-6, each for the whole call.
+    check(
+        call("test/dated")
+            .input(1000)
+            .output(10)
+            .at("2026-09-01T12:00:00Z"),
+        "test/dated (file) prompt=0.0003000000 completion=0.0000100000 total=0.0003100000",
+    );
+    check(
+        call("test/dated").input(2000).at("2026-09-01T12:00:00Z"),
+        "test/dated (file) prompt=0.0012000000 total=0.0012000000",
+    );
+    check(
+        call("test/dated")
+            .input(1500)
+            .cache_write(501)
+            .at("2030-01-01"),
+        "test/dated (file) prompt=0.0013500000 total=0.0013500000",
+    );
+}
+
+#[test]
+fn image_output_is_billed_apart_from_text_output() {
+    // 3000 output tokens, 2 images of 1290 tokens each: text = 3000 - 2580 = 420 at 2.5e-6 =
+    // 0.00105; images 2 x 0.0387 = 0.0774.
+    check(
+        call("test/painter").output(3000).images(2),
+        "test/painter (file) completion=0.0010500000 image=0.0774000000 total=0.0784500000",
+    );
+    // Reasoning comes out of the text part too: 420 - 100 = 320 x 2.5e-6 = 0.0008.
+    check(
+        call("test/painter").output(3000).images(2).reasoning(100),
+        "test/painter (file) completion=0.0008000000 image=0.0774000000 internal_reasoning=0.0002500000 total=0.0784500000",
+    );
+    // Fewer output tokens than the images take: no text (null), the images still billed.
+    check(
+        call("test/painter").output(1000).images(1),
+        "test/painter (file) image=0.0387000000 total=0.0387000000",
+    );
+    // No images: all output is text, 1000 x 2.5e-6 = 0.0025.
+    check(
+        call("test/painter").output(1000),
+        "test/painter (file) completion=0.0025000000 total=0.0025000000",
+    );
+    // Built in: gemini-2.5-flash-image charged text output at the text rate ($2.50 per 1M),
+    // not the image rate ($30): 2000 - 1290 = 710 x 2.5e-6 = 0.001775; 1 image 0.0387.
+    check(
+        call("gemini-2.5-flash-image").via("google").input(100).output(2000).images(1),
+        "google/gemini-2.5-flash-image (builtin) prompt=0.0000300000 completion=0.0017750000 image=0.0387000000 total=0.0405050000",
+    );
+    check(
+        call("gemini-2.5-flash-image").via("google").output(1000),
+        "google/gemini-2.5-flash-image (builtin) completion=0.0025000000 total=0.0025000000",
+    );
+}
+
+#[test]
+fn builtin_dated_prices_and_the_272k_tier() {
+    // gpt-5.6-luna before OpenAI's 2026-07-30 cut: 1000 x 1e-6 = 0.001; 100 x 6e-6 = 0.0006.
+    check(
+        call("gpt-5.6-luna").via("openai").input(1000).output(100).at("2026-07-29T23:59:59Z"),
+        "openai/gpt-5.6-luna (builtin) prompt=0.0010000000 completion=0.0006000000 total=0.0016000000",
+    );
+    // After: 1000 x 0.2e-6 = 0.0002; 100 x 1.2e-6 = 0.00012 (a fifth).
+    check(
+        call("gpt-5.6-luna").via("openai").input(1000).output(100).at("2026-07-30"),
+        "openai/gpt-5.6-luna (builtin) prompt=0.0002000000 completion=0.0001200000 total=0.0003200000",
+    );
+    // Terra after the cut, at 272000 input tokens exactly: base, 272000 x 2e-6 = 0.544.
+    check(
+        call("gpt-5.6-terra")
+            .via("openai")
+            .input(272_000)
+            .at("2026-11-24"),
+        "openai/gpt-5.6-terra (builtin) prompt=0.5440000000 total=0.5440000000",
+    );
+    // One token more: the whole call at the tier, 272001 x 4e-6 = 1.088004; 1000 x 18e-6.
+    check(
+        call("gpt-5.6-terra").via("openai").input(272_001).output(1000).at("2026-11-24"),
+        "openai/gpt-5.6-terra (builtin) prompt=1.0880040000 completion=0.0180000000 total=1.1060040000",
+    );
+    // Sol's tier counts cache writes: 200000 + 72001 > 272000; 200000 x 10e-6 = 2;
+    // 72001 x 12.5e-6 = 0.9000125.
+    check(
+        call("gpt-5.6-sol").via("openai").input(200_000).cache_write(72_001).at("2026-11-24"),
+        "openai/gpt-5.6-sol (builtin) prompt=2.0000000000 cache_write=0.9000125000 total=2.9000125000",
+    );
+    // Gemini 3.6 Flash: introductory 0.75 until 2026-12-31, 1.5 from 2027-01-01.
+    check(
+        call("gemini-3.6-flash")
+            .via("google")
+            .input(1_000_000)
+            .at("2026-12-31T23:59:59Z"),
+        "google/gemini-3.6-flash (builtin) prompt=0.7500000000 total=0.7500000000",
+    );
+    check(
+        call("gemini-3.6-flash")
+            .via("google")
+            .input(1_000_000)
+            .at("2027-01-01"),
+        "google/gemini-3.6-flash (builtin) prompt=1.5000000000 total=1.5000000000",
+    );
+}
+
 /// Found by the `pricing` fuzz target's seeds: the input size was a saturating `u64` sum, so
 /// with a threshold of `u64::MAX` two counts whose sum passes it did not get the tier.
 /// (Unreachable from the wire, where counts are at most 2^53 - 1, but the rule is "strictly
@@ -332,27 +483,26 @@ fn long_context_tier() {
 #[test]
 fn regression_long_context_size_does_not_saturate() {
     let tier = Rates::NONE.with(Dimension::Prompt, Price::per_unit("2"));
-    let model = ModelPrice {
-        id: "test/max-threshold".into(),
-        aliases: Vec::new(),
-        source: Source::File,
-        base: Rates::NONE,
-        long_context: Some(LongContext {
-            threshold: u64::MAX,
-            rates: tier,
-        }),
-    };
+    let tiers = vec![Tier {
+        threshold: u64::MAX,
+        rates: tier,
+    }];
+    let model = ModelPrice::new(
+        "test/max-threshold",
+        Source::File,
+        PriceSet::tiered(Rates::NONE, tiers).unwrap(),
+    );
     let usage = Usage {
         input_tokens: Some(u64::MAX),
         cache_write_input_tokens: Some(1),
         ..Usage::default()
     };
-    assert!(model.rates_for(Some(&usage)).1);
+    assert!(model.select(Some(&usage), 0).tier.is_some());
     let usage = Usage {
         input_tokens: Some(u64::MAX),
         ..Usage::default()
     };
-    assert!(!model.rates_for(Some(&usage)).1);
+    assert!(model.select(Some(&usage), 0).tier.is_none());
 }
 
 #[test]
@@ -476,7 +626,104 @@ fn builtin_models() {
     );
 }
 
-/// A span of the given type calling gpt-4o.
+#[test]
+fn builtin_price_history() {
+    // Claude Sonnet 5: introductory $2 until 2026-08-31, $3 from 2026-09-01.
+    check(
+        call("claude-sonnet-5")
+            .via("anthropic")
+            .input(1_000_000)
+            .at("2026-08-31T23:59:59Z"),
+        "anthropic/claude-sonnet-5 (builtin) prompt=2.0000000000 total=2.0000000000",
+    );
+    check(
+        call("claude-sonnet-5")
+            .via("anthropic")
+            .input(1_000_000)
+            .at("2026-09-01"),
+        "anthropic/claude-sonnet-5 (builtin) prompt=3.0000000000 total=3.0000000000",
+    );
+    // Claude Opus 4.6 charged its 200K tier until 2026-03-13: 250000 x 10e-6 = 2.5; then 5e-6.
+    check(
+        call("claude-opus-4-6")
+            .via("anthropic")
+            .input(250_000)
+            .at("2026-03-12"),
+        "anthropic/claude-opus-4.6 (builtin) prompt=2.5000000000 total=2.5000000000",
+    );
+    check(
+        call("claude-opus-4-6")
+            .via("anthropic")
+            .input(250_000)
+            .at("2026-03-13"),
+        "anthropic/claude-opus-4.6 (builtin) prompt=1.2500000000 total=1.2500000000",
+    );
+    // o3 before and after OpenAI's 2025-06-10 cut.
+    check(
+        call("o3-2025-04-16")
+            .via("openai")
+            .input(1_000_000)
+            .at("2025-06-09"),
+        "openai/o3 (builtin) prompt=10.0000000000 total=10.0000000000",
+    );
+    check(
+        call("o3").via("openai").input(1_000_000).at("2025-06-10"),
+        "openai/o3 (builtin) prompt=2.0000000000 total=2.0000000000",
+    );
+    // deepseek-chat: V3 at standard hours, half price 16:30-00:30 UTC; V3.1 from 2025-09-05
+    // 16:00 UTC; V3.2 from 2025-09-29; V4 Flash from 2026-04-24, its cache cut at 12:15 UTC.
+    let chat = |at: &str, want: &str| {
+        check(
+            call("deepseek-chat")
+                .via("deepseek")
+                .input(1_000_000)
+                .cached(1_000_000)
+                .output(1_000_000)
+                .at(at),
+            &format!("deepseek/deepseek-chat (builtin) completion={want}"),
+        )
+    };
+    chat(
+        "2025-06-01T12:00:00Z",
+        "1.1000000000 cache_read=0.0700000000 total=1.1700000000",
+    );
+    chat(
+        "2025-06-01T16:30:00Z",
+        "0.5500000000 cache_read=0.0350000000 total=0.5850000000",
+    );
+    chat(
+        "2025-06-02T00:29:59Z",
+        "0.5500000000 cache_read=0.0350000000 total=0.5850000000",
+    );
+    chat(
+        "2025-09-05T15:59:59Z",
+        "1.1000000000 cache_read=0.0700000000 total=1.1700000000",
+    );
+    chat(
+        "2025-09-05T16:30:00Z",
+        "1.6800000000 cache_read=0.0700000000 total=1.7500000000",
+    );
+    chat(
+        "2025-09-29",
+        "0.4200000000 cache_read=0.0280000000 total=0.4480000000",
+    );
+    chat(
+        "2026-04-26T12:14:59Z",
+        "0.2800000000 cache_read=0.0280000000 total=0.3080000000",
+    );
+    chat(
+        "2026-04-26T12:15:00Z",
+        "0.2800000000 cache_read=0.0028000000 total=0.2828000000",
+    );
+    // A model without cache prices bills cached and cache-write tokens at its input price:
+    // mistral-large 200 x 2e-6 + 800 x 2e-6 + 100 x 2e-6.
+    check(
+        call("mistral-large-2411").via("mistral").input(1000).cached(800).cache_write(100),
+        "mistralai/mistral-large (builtin) prompt=0.0004000000 cache_read=0.0016000000 cache_write=0.0002000000 total=0.0022000000",
+    );
+}
+
+/// A span of the given type calling gpt-4o, started at the epoch.
 fn span(span_type: SpanType, usage: &Usage) -> Span<'static> {
     Span {
         span_id: "s1",
@@ -533,85 +780,27 @@ fn only_llm_and_embedding_spans_are_priced() {
     }
 }
 
-/// Counts allocations per thread, so tests running in parallel do not disturb each other.
-mod counting {
-    use std::alloc::{GlobalAlloc, Layout, System};
-    use std::cell::Cell;
-
-    thread_local! {
-        static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-    }
-
-    pub struct Counting;
-
-    fn bump() {
-        // try_with: during thread teardown the counter may be gone; then just don't count.
-        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-    }
-
-    // SAFETY: every method forwards to the system allocator with the caller's arguments, so it
-    // upholds GlobalAlloc's contract exactly as System does; counting touches only a
-    // const-initialised thread-local Cell, which never allocates.
-    unsafe impl GlobalAlloc for Counting {
-        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-            bump();
-            // SAFETY: forwarded unchanged.
-            unsafe { System.alloc(layout) }
-        }
-        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-            bump();
-            // SAFETY: forwarded unchanged.
-            unsafe { System.alloc_zeroed(layout) }
-        }
-        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-            bump();
-            // SAFETY: forwarded unchanged.
-            unsafe { System.realloc(ptr, layout, new_size) }
-        }
-        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-            // SAFETY: forwarded unchanged.
-            unsafe { System.dealloc(ptr, layout) }
-        }
-    }
-
-    #[global_allocator]
-    static GLOBAL: Counting = Counting;
-
-    /// Allocations made by this thread so far.
-    pub fn allocations() -> u64 {
-        ALLOCATIONS.with(Cell::get)
-    }
-}
-
 #[test]
-fn a_cached_match_prices_without_allocating() {
-    let shared = SharedPrices::builtin();
-    let t = shared.current();
+fn a_span_is_priced_at_its_start_time() {
     let usage = Usage {
-        input_tokens: Some(1200),
-        output_tokens: Some(300),
-        cached_input_tokens: Some(200),
+        input_tokens: Some(1000),
         ..Usage::default()
     };
     let mut p = Pricer::new();
-    let calls = [
-        (Some("azure"), "gpt-4o-2024-08-06"),
-        (Some("anthropic.messages"), "claude-sonnet-4-5-20250929"),
-        (None, "not-a-model"),
-    ];
-    for (prov, model) in calls {
-        p.price(&t, prov, Some(model), Some(&usage)).unwrap();
-    }
-    let before = counting::allocations();
-    let mut total = 0;
-    for _ in 0..1000 {
-        for (prov, model) in calls {
-            if let Some(r) = p.price(&t, prov, Some(model), Some(&usage)).unwrap() {
-                total += r.costs.total.unwrap_or(0);
-            }
-        }
-    }
-    assert_eq!(counting::allocations() - before, 0);
-    assert!(total > 0);
-    assert_eq!(p.cache_stats().misses, 3);
+    let mut s = span(SpanType::Llm, &usage);
+    s.model_id = Some("test/dated");
+    let prompt = |p: &mut Pricer, s: &Span| {
+        p.price_span(table(), s)
+            .unwrap()
+            .unwrap()
+            .costs
+            .prompt
+            .map(format_money)
+    };
+    s.start_time = parse_instant("2026-07-29T23:59:59.999Z").unwrap();
+    assert_eq!(prompt(&mut p, &s).as_deref(), Some("0.0010000000"));
+    // Same (provider, modelId): a cache hit, priced at the new start time.
+    s.start_time += 1;
+    assert_eq!(prompt(&mut p, &s).as_deref(), Some("0.0002000000"));
+    assert_eq!(p.cache_stats().hits, 1);
 }

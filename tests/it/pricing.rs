@@ -187,3 +187,98 @@ fn spans_without_a_price_are_counted_by_provider_and_each_model_is_logged_once()
     assert_eq!(cost("mystery-model").1, "");
     assert_eq!(cost("gpt-4o").1, "openai/gpt-4o");
 }
+
+/// A genai-prices `v2` file as the server's pricing file: each span is priced with the prices
+/// in force at its startTime, image output apart from text, and the row says where its price
+/// came from; a built-in model the file does not match keeps its built-in price.
+#[test]
+fn a_genai_prices_file_prices_each_span_at_its_start_time() {
+    let dir = std::env::temp_dir().join(format!("ti-genai-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("data.json");
+    let file = json!([
+        {"id": "acme", "name": "Acme", "api_pattern": "x", "provider_match": {"starts_with": "acme"},
+         "models": [
+            {"id": "model-x", "match": {"starts_with": "model-x"},
+             "prices": [
+                {"prices": {"input_mtok": 1, "output_mtok": 10}},
+                {"constraint": {"start_date": "2026-07-30"}, "prices": {"input_mtok": 0.2, "output_mtok": 2}}
+             ]},
+            {"id": "voice", "match": {"equals": "voice"},
+             "prices": {"input_mtok": 1, "input_audio_mtok": 40}}
+         ]}
+    ]);
+    std::fs::write(&path, file.to_string()).unwrap();
+    let server = Server::start_with(&[("INGEST_PRICING_FILE", path.to_str().unwrap())]);
+    let key = server.ready_key("org-genai");
+    // 2026-07-29T23:59:59.999Z and 2026-07-30T00:00:00Z.
+    let (before, after) = (1_785_369_599_999u64, 1_785_369_600_000u64);
+    let span = |id: &str, model: &str, start: u64, usage: serde_json::Value| {
+        json!({"spanId": id, "spanType": "llm", "name": "call", "startTime": start,
+               "endTime": start + 100, "provider": "acme", "modelId": model, "usage": usage})
+    };
+    let spans = vec![
+        span(
+            "before",
+            "model-x-2026",
+            before,
+            json!({"inputTokens": 1000, "outputTokens": 100}),
+        ),
+        span(
+            "after",
+            "model-x-2026",
+            after,
+            json!({"inputTokens": 1000, "outputTokens": 100}),
+        ),
+        span(
+            "image",
+            "gemini-2.5-flash-image",
+            after,
+            json!({"outputTokens": 2000, "imageCount": 1}),
+        ),
+    ];
+    let body = serde_json::to_vec(&json!({"version": "v1", "traces": [
+        {"traceId": "genai", "traceName": "genai", "spans": spans}]}))
+    .unwrap();
+    let r = server.post_ingest(&key, &body);
+    assert_eq!(r.status, 202, "{:?}", r.json());
+    server.wait_rows(3);
+    let rows = server.rows(
+        "span_id, priced_model_id, pricing_source, toString(prompt_cost) AS p, \
+         toString(completion_cost) AS c, toString(image_cost) AS i, toString(total_cost) AS t",
+        "ORDER BY span_id",
+    );
+    let got: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            [
+                "span_id",
+                "priced_model_id",
+                "pricing_source",
+                "p",
+                "c",
+                "i",
+                "t",
+            ]
+            .iter()
+            .map(|k| match &r[*k] {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            // 2026-07-30: 1000 x 0.2e-6 + 100 x 2e-6.
+            "after acme/model-x file 0.0002000000 0.0002000000 null 0.0004000000",
+            // Before: 1000 x 1e-6 + 100 x 10e-6.
+            "before acme/model-x file 0.0010000000 0.0010000000 null 0.0020000000",
+            // Built in: (2000 - 1290) x 2.5e-6 text, one image 0.0387.
+            "image google/gemini-2.5-flash-image builtin null 0.0017750000 0.0387000000 0.0404750000",
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

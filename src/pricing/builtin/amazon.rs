@@ -1,0 +1,56 @@
+//! Amazon (Nova and Titan on Bedrock, global endpoints; regional Nova 2 endpoints cost 10% more
+//! and are not modelled).
+
+use super::*;
+
+/// Amazon Bedrock's pricing page.
+const PRICING: Src = data_set("https://aws.amazon.com/bedrock/pricing/");
+
+pub(super) static MODELS: &[Entry] = &[
+    m(
+        "amazon/nova-premier",
+        &["amazon/nova-premier-v1"],
+        PRICING,
+        icr("2.5", "0.625", "12.5"),
+    ),
+    m(
+        "amazon/nova-pro",
+        &["amazon/nova-pro-v1"],
+        PRICING,
+        icr("0.8", "0.2", "3.2"),
+    ),
+    m(
+        "amazon/nova-lite",
+        &["amazon/nova-lite-v1"],
+        PRICING,
+        icr("0.06", "0.015", "0.24"),
+    ),
+    m(
+        "amazon/nova-micro",
+        &["amazon/nova-micro-v1"],
+        PRICING,
+        icr("0.035", "0.00875", "0.14"),
+    ),
+    m(
+        "amazon/nova-2-lite",
+        &["amazon/nova-2-lite-v1"],
+        PRICING,
+        icr("0.3", "0.075", "2.5"),
+    ),
+    m(
+        "amazon/titan-text-express",
+        &["amazon/titan-text-express-v1"],
+        PRICING,
+        io("0.2", "0.6"),
+    ),
+    m(
+        "amazon/titan-text-lite",
+        &["amazon/titan-text-lite-v1"],
+        PRICING,
+        io("0.15", "0.2"),
+    ),
+    // AWS lists Titan Text Embeddings V2 at $0.02 per 1M; the data set's one Titan embeddings
+    // entry matches both versions at V1's $0.10.
+    m("amazon/titan-embed-text-v2", &[], PRICING, emb("0.02")),
+    m("amazon/titan-embed-text-v1", &[], PRICING, emb("0.1")),
+];

@@ -1,0 +1,89 @@
+//! DeepSeek. Its API model names have changed models and prices several times; each date below
+//! is when DeepSeek's pricing page (copies of it stored at the time, and reports of its
+//! announcements) says the change took effect.
+
+use super::*;
+
+/// DeepSeek's models and pricing page.
+const PRICING: Src = Src {
+    url: "https://api-docs.deepseek.com/quick_start/pricing",
+    basis: "stored copies of the vendor page (2025-09, 2026-04), reports of its announcements, \
+            and genai-prices 47df840",
+};
+
+/// The V4 models' prices: launched 2026-04-24; input cache hits cut to a tenth on 2026-04-26
+/// at 12:15 UTC. V4 Pro's launch discount (75%) became its list price on 2026-05-22; the days
+/// before the discount began are priced at it too.
+const V4_FLASH: R = icr("0.14", "0.028", "0.28");
+const V4_FLASH_CACHE_CUT: R = icr("0.14", "0.0028", "0.28");
+const CACHE_CUT: &str = "2026-04-26T12:15Z";
+
+pub(super) static MODELS: &[Entry] = &[
+    m("deepseek/deepseek-v4-flash", &[], PRICING, V4_FLASH)
+        .changes(&[from(CACHE_CUT, V4_FLASH_CACHE_CUT)]),
+    m(
+        "deepseek/deepseek-v4-pro",
+        &[],
+        PRICING,
+        icr("0.435", "0.03625", "0.87"),
+    )
+    .changes(&[from(CACHE_CUT, icr("0.435", "0.003625", "0.87"))]),
+    // deepseek-chat: V3 (with 50% off 16:30-00:30 UTC), V3.1 from 2025-09-05 16:00 UTC (no more
+    // off-peak prices), V3.2 from 2025-09-29, V4 Flash's non-thinking mode from 2026-04-24
+    // (the name was retired after 2026-07-24).
+    m(
+        "deepseek/deepseek-chat",
+        &["deepseek/deepseek-v3"],
+        PRICING,
+        icr("0.27", "0.07", "1.1"),
+    )
+    .first(p(icr("0.27", "0.07", "1.1")).daily(&[daily(
+        "16:30",
+        "00:30",
+        icr("0.135", "0.035", "0.55"),
+    )]))
+    .changes(&[
+        from("2025-09-05T16:00Z", icr("0.56", "0.07", "1.68")),
+        from("2025-09-29", icr("0.28", "0.028", "0.42")),
+        from("2026-04-24", V4_FLASH),
+        from(CACHE_CUT, V4_FLASH_CACHE_CUT),
+    ]),
+    // deepseek-reasoner: R1 (75% off 16:30-00:30 UTC), then as deepseek-chat (thinking mode).
+    m(
+        "deepseek/deepseek-reasoner",
+        &[],
+        PRICING,
+        icr("0.55", "0.14", "2.19"),
+    )
+    .first(p(icr("0.55", "0.14", "2.19")).daily(&[daily(
+        "16:30",
+        "00:30",
+        icr("0.135", "0.035", "0.55"),
+    )]))
+    .changes(&[
+        from("2025-09-05T16:00Z", icr("0.56", "0.07", "1.68")),
+        from("2025-09-29", icr("0.28", "0.028", "0.42")),
+        from("2026-04-24", V4_FLASH),
+        from(CACHE_CUT, V4_FLASH_CACHE_CUT),
+    ]),
+    // DeepSeek-R1 as Amazon Bedrock sells it (`deepseek.r1-v1:0`); DeepSeek's own API never
+    // had a model of this name.
+    m(
+        "deepseek/deepseek-r1",
+        &[],
+        data_set("https://aws.amazon.com/bedrock/pricing/"),
+        io("1.35", "5.4"),
+    ),
+    m(
+        "deepseek/deepseek-v3.2",
+        &[],
+        PRICING,
+        io("0.2288", "0.3432"),
+    ),
+    m(
+        "deepseek/deepseek-v3.1-terminus",
+        &[],
+        PRICING,
+        icr("0.27", "0.13", "0.95"),
+    ),
+];

@@ -1,0 +1,328 @@
+//! OpenAI. Web search: $10 per 1000 tool calls for GPT-5 and o-series models, $25 for GPT-4o
+//! and GPT-4.1 (search-context fee included in the call's tokens).
+
+use super::*;
+
+/// OpenAI's pricing page.
+const PRICING: Src = data_set("https://developers.openai.com/api/docs/pricing");
+
+pub(super) static MODELS: &[Entry] = &[
+    // GPT-5.6 (limited preview 2026-06-26, broad access 2026-07-09). Cache writes are billed at
+    // 1.25x input. Above 272K input tokens the whole call is at 2x input and cache, 1.5x output.
+    tiered(
+        "openai/gpt-5.6-sol",
+        &["openai/gpt-5.6"],
+        data_set("https://developers.openai.com/api/docs/models/gpt-5.6-sol"),
+        icr("5", "0.5", "30").cache_write("6.25").search("0.01"),
+        272_000,
+        icr("10", "1", "45").cache_write("12.5"),
+    ),
+    // OpenAI cut Terra's prices by 20% on 2026-07-30.
+    tiered(
+        "openai/gpt-5.6-terra",
+        &[],
+        data_set("https://developers.openai.com/api/docs/models/gpt-5.6-terra"),
+        icr("2.5", "0.25", "15").cache_write("3.125").search("0.01"),
+        272_000,
+        icr("5", "0.5", "22.5").cache_write("6.25"),
+    )
+    .changes(&[from(
+        "2026-07-30",
+        icr("2", "0.2", "12").cache_write("2.5").search("0.01"),
+    )
+    .above(272_000, icr("4", "0.4", "18").cache_write("5"))]),
+    // OpenAI cut Luna's prices by 80% on 2026-07-30.
+    tiered(
+        "openai/gpt-5.6-luna",
+        &[],
+        data_set("https://developers.openai.com/api/docs/models/gpt-5.6-luna"),
+        icr("1", "0.1", "6").cache_write("1.25").search("0.01"),
+        272_000,
+        icr("2", "0.2", "9").cache_write("2.5"),
+    )
+    .changes(&[from(
+        "2026-07-30",
+        icr("0.2", "0.02", "1.2").cache_write("0.25").search("0.01"),
+    )
+    .above(272_000, icr("0.4", "0.04", "1.8").cache_write("0.5"))]),
+    m(
+        "openai/gpt-5.5",
+        &[
+            "openai/gpt-5.5-chat",
+            "openai/gpt-5.5-chat-latest",
+            "openai/gpt-5.5-codex",
+        ],
+        PRICING,
+        icr("5", "0.5", "30").search("0.01"),
+    ),
+    m(
+        "openai/gpt-5.5-pro",
+        &[],
+        PRICING,
+        io("30", "180").search("0.01"),
+    ),
+    tiered(
+        "openai/gpt-5.4",
+        &[],
+        PRICING,
+        icr("2.5", "0.25", "15").search("0.01"),
+        272_000,
+        icr("5", "0.5", "22.5"),
+    ),
+    tiered(
+        "openai/gpt-5.4-pro",
+        &[],
+        PRICING,
+        io("30", "180").search("0.01"),
+        272_000,
+        io("60", "270"),
+    ),
+    m(
+        "openai/gpt-5.4-mini",
+        &[],
+        PRICING,
+        icr("0.75", "0.075", "4.5").search("0.01"),
+    ),
+    m(
+        "openai/gpt-5.4-nano",
+        &[],
+        PRICING,
+        icr("0.2", "0.02", "1.25").search("0.01"),
+    ),
+    m(
+        "openai/gpt-5.3",
+        &["openai/gpt-5.3-chat", "openai/gpt-5.3-chat-latest"],
+        PRICING,
+        icr("1.75", "0.175", "14").search("0.01"),
+    ),
+    m(
+        "openai/gpt-5.3-codex",
+        &[],
+        PRICING,
+        icr("1.75", "0.175", "14").search("0.01"),
+    ),
+    m(
+        "openai/gpt-5.2",
+        &[
+            "openai/gpt-5.2-chat",
+            "openai/gpt-5.2-chat-latest",
+            "openai/gpt-5.2-codex",
+        ],
+        PRICING,
+        icr("1.75", "0.175", "14").search("0.01"),
+    ),
+    m(
+        "openai/gpt-5.2-pro",
+        &[],
+        PRICING,
+        io("21", "168").search("0.01"),
+    ),
+    m(
+        "openai/gpt-5.1",
+        &[
+            "openai/gpt-5.1-codex",
+            "openai/gpt-5.1-codex-max",
+            "openai/gpt-5.1-chat",
+            "openai/gpt-5.1-chat-latest",
+        ],
+        PRICING,
+        icr("1.25", "0.125", "10").search("0.01"),
+    ),
+    m(
+        "openai/gpt-5.1-codex-mini",
+        &["openai/gpt-5.1-mini"],
+        PRICING,
+        icr("0.25", "0.025", "2").search("0.01"),
+    ),
+    m(
+        "openai/gpt-5",
+        &[
+            "openai/gpt-5-codex",
+            "openai/gpt-5-chat",
+            "openai/gpt-5-chat-latest",
+        ],
+        PRICING,
+        icr("1.25", "0.125", "10").search("0.01"),
+    ),
+    m(
+        "openai/gpt-5-mini",
+        &[],
+        PRICING,
+        icr("0.25", "0.025", "2").search("0.01"),
+    ),
+    m(
+        "openai/gpt-5-nano",
+        &[],
+        PRICING,
+        icr("0.05", "0.005", "0.4").search("0.01"),
+    ),
+    m(
+        "openai/gpt-5-pro",
+        &[],
+        PRICING,
+        io("15", "120").search("0.01"),
+    ),
+    // The rolling ChatGPT model; the data set took these figures from OpenRouter.
+    m(
+        "openai/gpt-chat-latest",
+        &[],
+        PRICING,
+        icr("5", "0.5", "30"),
+    ),
+    m(
+        "openai/gpt-4.1",
+        &[],
+        PRICING,
+        icr("2", "0.5", "8").search("0.025"),
+    ),
+    m(
+        "openai/gpt-4.1-mini",
+        &[],
+        PRICING,
+        icr("0.4", "0.1", "1.6").search("0.025"),
+    ),
+    m(
+        "openai/gpt-4.1-nano",
+        &[],
+        PRICING,
+        icr("0.1", "0.025", "0.4").search("0.025"),
+    ),
+    // Its snapshots after the first, which kept its own launch price (next entry).
+    m(
+        "openai/gpt-4o",
+        &["openai/gpt-4o-2024-08-06", "openai/gpt-4o-2024-11-20"],
+        PRICING,
+        icr("2.5", "1.25", "10").search("0.025"),
+    ),
+    m("openai/gpt-4o-2024-05-13", &[], PRICING, io("5", "15")).over(&["openai/gpt-4o"]),
+    m(
+        "openai/gpt-4o-mini",
+        &[
+            "openai/gpt-4o-mini-2024-07-18",
+            "openai/gpt-4o-mini-search-preview",
+        ],
+        PRICING,
+        icr("0.15", "0.075", "0.6").search("0.025"),
+    ),
+    m(
+        "openai/gpt-4o-search-preview",
+        &[],
+        PRICING,
+        io("2.5", "10"),
+    ),
+    m("openai/chatgpt-4o-latest", &[], PRICING, io("5", "15")),
+    // o3 launched at $10 / $40 and was cut by 80% on 2025-06-10.
+    m(
+        "openai/o3",
+        &[],
+        PRICING,
+        icr("10", "0.5", "40").search("0.01"),
+    )
+    .changes(&[from("2025-06-10", icr("2", "0.5", "8").search("0.01"))]),
+    m("openai/o3-pro", &[], PRICING, io("20", "80").search("0.01")),
+    m(
+        "openai/o3-mini",
+        &["openai/o3-mini-high"],
+        PRICING,
+        icr("1.1", "0.55", "4.4"),
+    ),
+    m(
+        "openai/o4-mini",
+        &["openai/o4-mini-high"],
+        PRICING,
+        icr("1.1", "0.275", "4.4").search("0.01"),
+    ),
+    m(
+        "openai/o3-deep-research",
+        &[],
+        PRICING,
+        icr("10", "2.5", "40"),
+    ),
+    m(
+        "openai/o4-mini-deep-research",
+        &[],
+        PRICING,
+        icr("2", "0.5", "8"),
+    ),
+    m(
+        "openai/o1",
+        &["openai/o1-preview"],
+        PRICING,
+        icr("15", "7.5", "60"),
+    ),
+    m("openai/o1-mini", &[], PRICING, icr("1.1", "0.55", "4.4")),
+    m("openai/o1-pro", &[], PRICING, io("150", "600")),
+    m(
+        "openai/codex-mini",
+        &["openai/codex-mini-latest"],
+        PRICING,
+        icr("1.5", "0.375", "6"),
+    ),
+    m(
+        "openai/gpt-4.5-preview",
+        &[],
+        PRICING,
+        icr("75", "37.5", "150"),
+    ),
+    m("openai/computer-use-preview", &[], PRICING, io("3", "12")),
+    m(
+        "openai/gpt-4-turbo",
+        &[
+            "openai/gpt-4-turbo-2024-04-09",
+            "openai/gpt-4-turbo-preview",
+            "openai/gpt-4-0125-preview",
+            "openai/gpt-4-1106-preview",
+            "openai/gpt-4-vision-preview",
+        ],
+        PRICING,
+        io("10", "30"),
+    )
+    .over(&["openai/gpt-4"]),
+    m(
+        "openai/gpt-4",
+        &["openai/gpt-4-0613", "openai/gpt-4-0314"],
+        PRICING,
+        io("30", "60"),
+    ),
+    m(
+        "openai/gpt-4-32k",
+        &["openai/gpt-4-32k-0613", "openai/gpt-4-32k-0314"],
+        data_set("https://help.openai.com/en/articles/7127956-how-much-does-gpt-4-cost"),
+        io("60", "120"),
+    ),
+    m(
+        "openai/gpt-3.5-turbo",
+        &["openai/gpt-3.5-turbo-0125"],
+        PRICING,
+        io("0.5", "1.5"),
+    ),
+    // Older gpt-3.5-turbo snapshots kept their own prices.
+    m("openai/gpt-3.5-turbo-1106", &[], PRICING, io("1", "2")).over(&["openai/gpt-3.5-turbo"]),
+    m(
+        "openai/gpt-3.5-turbo-0613",
+        &["openai/gpt-3.5-turbo-0301"],
+        PRICING,
+        io("1.5", "2"),
+    )
+    .over(&["openai/gpt-3.5-turbo"]),
+    m(
+        "openai/gpt-3.5-turbo-16k",
+        &["openai/gpt-3.5-turbo-16k-0613"],
+        PRICING,
+        io("3", "4"),
+    ),
+    m(
+        "openai/gpt-3.5-turbo-instruct",
+        &["openai/gpt-3.5-turbo-instruct-0914"],
+        PRICING,
+        io("1.5", "2"),
+    ),
+    m("openai/text-embedding-3-small", &[], PRICING, emb("0.02")),
+    m("openai/text-embedding-3-large", &[], PRICING, emb("0.13")),
+    m(
+        "openai/text-embedding-ada-002",
+        &["openai/text-embedding-ada-002-v2"],
+        PRICING,
+        emb("0.1"),
+    ),
+];
