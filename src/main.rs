@@ -17,6 +17,7 @@ use traceingest::auth::KeyStore;
 use traceingest::cli::keys::KeysCommand;
 use traceingest::cli::orgs::OrgsCommand;
 use traceingest::cli::price::PriceArgs;
+use traceingest::cli::reprice::RepriceArgs;
 use traceingest::clock::Clock;
 use traceingest::config::{Durability, LogArgs, LogFormat, PlanArgs, ServeArgs, StoreArgs};
 use traceingest::control::Refresher;
@@ -70,6 +71,9 @@ enum Command {
     },
     /// Price a model call by hand, or list the price table.
     Price(PriceArgs),
+    /// Recompute the costs of stored spans with the prices in force now and write corrected
+    /// rows (see README, "Re-pricing").
+    Reprice(RepriceArgs),
 }
 
 fn main() {
@@ -104,6 +108,7 @@ fn main() {
             store,
         } => block_on(cli::orgs::run(&command, &plans, &store)),
         Command::Price(args) => cli::price::run(&args),
+        Command::Reprice(args) => block_on(cli::reprice::run(&args)),
     };
     if let Err(e) = result {
         eprintln!("traceingest: {e:#}");

@@ -282,3 +282,153 @@ fn a_genai_prices_file_prices_each_span_at_its_start_time() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `reprice` after a price change: a dry run writes nothing; the run writes corrected rows
+/// that `FINAL` (and then a merge) keeps, one per span, with the new costs; other spans, other
+/// organisations and other span types stay as they were; a second run changes nothing.
+#[test]
+fn reprice_corrects_stored_costs_and_the_table_keeps_one_row_per_span() {
+    let dir = std::env::temp_dir().join(format!("ti-reprice-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let genai = |input: f64, output: f64, mystery: bool| {
+        let mut models = vec![json!({"id": "model-x", "match": {"starts_with": "model-x"},
+            "prices": {"input_mtok": input, "output_mtok": output}})];
+        if mystery {
+            models.push(json!({"id": "mystery", "match": {"equals": "mystery"},
+                "prices": {"input_mtok": 1}}));
+        }
+        json!([{"id": "acme", "name": "Acme", "api_pattern": "x",
+                "provider_match": {"starts_with": "acme"}, "models": models}])
+        .to_string()
+    };
+    let (old, new) = (dir.join("old.json"), dir.join("new.json"));
+    std::fs::write(&old, genai(1.0, 10.0, false)).unwrap();
+    std::fs::write(&new, genai(2.0, 20.0, true)).unwrap();
+    let server = Server::start_with(&[("INGEST_PRICING_FILE", old.to_str().unwrap())]);
+    let start = 1_785_369_600_000u64; // 2026-07-30T00:00:00Z
+    let span = |id: &str, ty: &str, model: &str| {
+        json!({"spanId": id, "spanType": ty, "name": "call", "startTime": start,
+               "endTime": start + 100, "provider": "acme", "modelId": model,
+               "usage": {"inputTokens": 1000, "outputTokens": 100}})
+    };
+    let body = |trace: &str| {
+        serde_json::to_vec(&json!({"version": "v1", "traces": [{"traceId": trace,
+        "traceName": "t", "spans": [
+            span("x1", "llm", "model-x-1"), span("x2", "embedding", "model-x-2"),
+            span("m", "llm", "mystery"), span("tool", "tool", "model-x-1"),
+        ]}]}))
+        .unwrap()
+    };
+    let (acme, other) = (server.ready_key("org-acme"), server.ready_key("org-other"));
+    assert_eq!(server.post_ingest(&acme, &body("t-acme")).status, 202);
+    assert_eq!(server.post_ingest(&other, &body("t-other")).status, 202);
+    server.wait_rows(8);
+    let costs = || -> Vec<String> {
+        server
+            .rows(
+                "org_id, span_id, toString(total_cost) AS t, priced_model_id AS m, \
+                 request_count AS r, version > 0 AS v",
+                "ORDER BY org_id, span_id",
+            )
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {} {} {} {} {}",
+                    r["org_id"].as_str().unwrap(),
+                    r["span_id"].as_str().unwrap(),
+                    r["t"].as_str().unwrap_or("null"),
+                    r["m"].as_str().unwrap(),
+                    r["r"],
+                    r["v"]
+                )
+            })
+            .collect()
+    };
+    let before = costs();
+    assert_eq!(
+        before,
+        [
+            // 1000 x 1e-6 + 100 x 10e-6.
+            "org-acme m null  \"0\" 1",
+            "org-acme tool null  \"0\" 1",
+            "org-acme x1 0.0020000000 acme/model-x \"1\" 1",
+            "org-acme x2 0.0020000000 acme/model-x \"1\" 1",
+            "org-other m null  \"0\" 1",
+            "org-other tool null  \"0\" 1",
+            "org-other x1 0.0020000000 acme/model-x \"1\" 1",
+            "org-other x2 0.0020000000 acme/model-x \"1\" 1",
+        ]
+    );
+    let run = |extra: &[&str]| -> String {
+        let mut args = vec![
+            "reprice",
+            "--from",
+            "2026-07-30",
+            "--to",
+            "2026-07-31",
+            "--org",
+            "org-acme",
+            "--file",
+            new.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let out = server.cli(&args);
+        assert!(
+            out.status.success(),
+            "reprice failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let summary = run(&["--dry-run"]);
+    assert!(summary.contains("dry run: nothing written"), "{summary}");
+    let line = |s: &str, model: &str| -> Vec<String> {
+        s.lines()
+            .find(|l| l.starts_with(model))
+            .unwrap_or_else(|| panic!("no {model} line in {s}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    // Two spans of model-x changed from 0.002 to 0.004 each; mystery is priced now.
+    assert_eq!(
+        line(&summary, "acme/model-x"),
+        ["acme/model-x", "2", "2", "0.0040000000", "0.0080000000"]
+    );
+    assert_eq!(
+        line(&summary, "acme/mystery"),
+        ["acme/mystery", "1", "1", "0.0000000000", "0.0010000000"]
+    );
+    assert_eq!(costs(), before, "a dry run writes nothing");
+    assert_eq!(server.raw_count(), 8);
+
+    let summary = run(&[]);
+    assert!(summary.contains("3 corrected rows written"), "{summary}");
+    let after = [
+        "org-acme m 0.0010000000 acme/mystery \"1\" 1",
+        "org-acme tool null  \"0\" 1",
+        "org-acme x1 0.0040000000 acme/model-x \"1\" 1",
+        "org-acme x2 0.0040000000 acme/model-x \"1\" 1",
+        "org-other m null  \"0\" 1",
+        "org-other tool null  \"0\" 1",
+        "org-other x1 0.0020000000 acme/model-x \"1\" 1",
+        "org-other x2 0.0020000000 acme/model-x \"1\" 1",
+    ];
+    assert_eq!(costs(), after);
+    assert_eq!(server.count(), 8, "one row per span after FINAL");
+    // The corrected copy is the one the table keeps once it merges.
+    server.ch_exec(&format!("OPTIMIZE TABLE {}.spans FINAL", server.database));
+    assert_eq!(server.raw_count(), 8);
+    assert_eq!(costs(), after);
+    // Every other column of a corrected row is the original's.
+    let names = server.rows(
+        "input, trace_name, name, ingested_at",
+        "WHERE span_id = 'x1'",
+    );
+    assert_eq!(names[0]["trace_name"], "t");
+    assert_eq!(names[0]["name"], "call");
+
+    let again = run(&[]);
+    assert!(again.contains("0 corrected rows written"), "{again}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -5,6 +5,7 @@
 //! - `block.rs`: the span insert (`insert_runs`) and its reused column buffers.
 //! - `errors.rs`: `InsertError` and its `Retry` class, `StoreError`.
 //! - `admin.rs`: keys, organisations and the monthly span counts.
+//! - `reprice.rs`: reading stored spans' prices and writing corrected copies.
 //!
 //! Everything here is async on tokio and is driven by the flush thread or the control thread
 //! (or a CLI command), each from its own current-thread runtime. A `Store`'s pooled
@@ -15,6 +16,7 @@
 mod admin;
 mod block;
 mod errors;
+mod reprice;
 mod schema;
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -32,6 +34,7 @@ use clickhouse_rs::{ClientHandle, Options, Pool};
 pub use admin::{ActiveKey, KeyRecord, OrgRecord};
 pub use block::{Inserted, RowRun};
 pub use errors::{InsertError, Retry, StoreError};
+pub use reprice::{Correction, SpanFilter, SpanKey, StoredSpan};
 pub use schema::{Migrated, API_KEYS_COLUMNS, ORGS_COLUMNS};
 
 /// A connection pool to one ClickHouse server plus the database the service owns.

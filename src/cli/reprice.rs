@@ -1,0 +1,270 @@
+//! `traceingest reprice`: recomputes the cost columns of stored spans with the price table in
+//! force now (built-in plus the pricing file) and writes corrected rows, which the table's
+//! deduplication keeps; prints, per model, the rows changed and the total cost before and
+//! after. `--dry-run` writes nothing.
+//!
+//! Spans are read a day of start times at a time, so memory holds one day's priced spans of
+//! the selection; each day's corrections are written before the next is read.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+
+use crate::clock;
+use crate::config::StoreArgs;
+use crate::pricing::{
+    format_instant, format_money, parse_instant, reprice, CostColumns, Money, PriceTable,
+};
+use crate::sink::clickhouse::{Correction, SpanFilter, Store, StoredSpan};
+
+/// Start times read per query.
+const WINDOW_MS: u64 = 86_400_000;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct RepriceArgs {
+    /// First start time to re-price (inclusive): RFC 3339, a date (00:00 UTC) or epoch ms.
+    #[arg(long, value_parser = instant)]
+    pub from: u64,
+    /// End of the start times to re-price (exclusive), in the same forms.
+    #[arg(long, value_parser = instant)]
+    pub to: u64,
+    /// Only this organisation's spans.
+    #[arg(long)]
+    pub org: Option<String>,
+    /// Only spans of this model: as the client sent it, or as it was priced (`vendor/model`).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Print what would change; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Pricing file over the built-in table, as the servers use it.
+    #[arg(long, env = "INGEST_PRICING_FILE")]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+fn instant(text: &str) -> Result<u64, String> {
+    parse_instant(text).map_err(str::to_string)
+}
+
+/// Rows examined and changed, and their total cost before and after, for one model.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Tally {
+    rows: u64,
+    changed: u64,
+    before: Money,
+    after: Money,
+}
+
+pub async fn run(args: &RepriceArgs) -> anyhow::Result<()> {
+    if args.from >= args.to {
+        bail!("--from must be before --to");
+    }
+    args.store.check().map_err(anyhow::Error::msg)?;
+    let table = match &args.file {
+        Some(path) => PriceTable::from_file(path)?,
+        None => PriceTable::builtin(),
+    };
+    let store = Store::new(&args.store.clickhouse_url, &args.store.clickhouse_database)?;
+    // The table must have its current shape (the `version` column decides which copy stays).
+    store.migrate().await?;
+    let version = clock::now_ms();
+    let priced_at = clock::now_s();
+    let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
+    let mut from = args.from;
+    while from < args.to {
+        let filter = SpanFilter {
+            from_ms: from,
+            to_ms: args.to.min(from.saturating_add(WINDOW_MS)),
+            org: args.org.as_deref(),
+            model: args.model.as_deref(),
+        };
+        let spans = store
+            .spans_to_reprice(&filter)
+            .await
+            .with_context(|| format!("reading spans from {}", format_instant(from)))?;
+        let mut corrections = Vec::new();
+        for span in &spans {
+            let (label, correction) = correct(&table, span, priced_at)?;
+            let t = tallies.entry(label).or_default();
+            t.rows += 1;
+            t.before += span.costs.total.unwrap_or(0);
+            match correction {
+                Some(c) => {
+                    t.changed += 1;
+                    t.after += c.costs.total.unwrap_or(0);
+                    corrections.push(c);
+                }
+                None => t.after += span.costs.total.unwrap_or(0),
+            }
+        }
+        if !args.dry_run {
+            store
+                .write_repriced(&filter, &corrections, version)
+                .await
+                .with_context(|| format!("writing spans from {}", format_instant(from)))?;
+        }
+        from = filter.to_ms;
+    }
+    print_summary(&tallies, args.dry_run);
+    Ok(())
+}
+
+/// A stored span's price with `table`: the summary's model label, and the correction when its
+/// price, priced model or pricing source changes (`None`: the row stays as it is).
+fn correct(
+    table: &PriceTable,
+    span: &StoredSpan,
+    priced_at: u32,
+) -> anyhow::Result<(String, Option<Correction>)> {
+    let priced = reprice(
+        table,
+        &span.provider,
+        &span.model_id,
+        &span.usage,
+        span.key.start_time_ms,
+    )
+    .map_err(|e| {
+        anyhow::anyhow!(
+            "span {}/{} of {}: {e}",
+            span.key.trace_id,
+            span.key.span_id,
+            span.key.org_id
+        )
+    })?;
+    let (costs, model, source, at, requests) = match &priced {
+        Some(p) => (
+            p.costs,
+            p.model_id,
+            p.source,
+            Some(priced_at),
+            // A priced span bills one request when it reported none (stored as 0).
+            span.usage.request_count.max(1),
+        ),
+        // A client-reported price stays while our table does not know the model.
+        None if span.pricing_source == "client" => {
+            return Ok((label(span, None), None));
+        }
+        None => (
+            CostColumns::default(),
+            "",
+            "",
+            None,
+            span.usage.request_count,
+        ),
+    };
+    let unchanged =
+        costs == span.costs && model == span.priced_model_id && source == span.pricing_source;
+    let correction = (!unchanged).then(|| Correction {
+        key: span.key.clone(),
+        costs,
+        priced_model_id: model.to_string(),
+        pricing_source: source.to_string(),
+        priced_at: at,
+        request_count: requests,
+    });
+    Ok((label(span, priced.as_ref().map(|p| p.model_id)), correction))
+}
+
+/// How the summary names a span's model: the id it is priced as now, else what the client
+/// sent, marked unpriced.
+fn label(span: &StoredSpan, priced_as: Option<&str>) -> String {
+    match priced_as {
+        Some(id) => id.to_string(),
+        None if span.model_id.is_empty() => "(no model)".to_string(),
+        None => format!("{} (unpriced)", span.model_id),
+    }
+}
+
+fn print_summary(tallies: &BTreeMap<String, Tally>, dry_run: bool) {
+    println!(
+        "{:<40} {:>10} {:>10} {:>22} {:>22}",
+        "MODEL", "SPANS", "CHANGED", "TOTAL BEFORE (USD)", "TOTAL AFTER (USD)"
+    );
+    let mut all = Tally::default();
+    for (model, t) in tallies {
+        println!(
+            "{model:<40} {:>10} {:>10} {:>22} {:>22}",
+            t.rows,
+            t.changed,
+            format_money(t.before),
+            format_money(t.after)
+        );
+        all.rows += t.rows;
+        all.changed += t.changed;
+        all.before += t.before;
+        all.after += t.after;
+    }
+    println!(
+        "{:<40} {:>10} {:>10} {:>22} {:>22}",
+        "all",
+        all.rows,
+        all.changed,
+        format_money(all.before),
+        format_money(all.after)
+    );
+    if dry_run {
+        println!("dry run: nothing written");
+    } else {
+        println!("{} corrected rows written", all.changed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pricing::StoredUsage;
+    use crate::sink::clickhouse::SpanKey;
+
+    fn stored(model: &str, total: Option<Money>, source: &str) -> StoredSpan {
+        StoredSpan {
+            key: SpanKey {
+                org_id: "o".into(),
+                trace_id: "t".into(),
+                start_time_ms: 1_780_000_000_000,
+                span_id: "s".into(),
+            },
+            span_type: "llm".into(),
+            provider: "openai.chat".into(),
+            model_id: model.into(),
+            usage: StoredUsage {
+                input_tokens: 1000,
+                output_tokens: 100,
+                ..StoredUsage::default()
+            },
+            costs: CostColumns {
+                total,
+                ..CostColumns::default()
+            },
+            priced_model_id: String::new(),
+            pricing_source: source.into(),
+        }
+    }
+
+    #[test]
+    fn what_changes_and_what_stays() {
+        let table = PriceTable::builtin();
+        // Unpriced before, known now: priced, one request billed.
+        let (label, c) = correct(&table, &stored("gpt-4o", None, ""), 7).unwrap();
+        let c = c.expect("a correction");
+        assert_eq!(label, "openai/gpt-4o");
+        assert_eq!((c.priced_at, c.request_count), (Some(7), 1));
+        assert!(c.costs.total.unwrap() > 0);
+        // The same price again: nothing to write.
+        let mut same = stored("gpt-4o", c.costs.total, "builtin");
+        same.costs = c.costs;
+        same.priced_model_id = c.priced_model_id.clone();
+        same.pricing_source = c.pricing_source.clone();
+        assert_eq!(correct(&table, &same, 8).unwrap().1, None);
+        // Unknown, client-priced: kept.
+        let (label, c) = correct(&table, &stored("acme-9", Some(5), "client"), 7).unwrap();
+        assert_eq!((label.as_str(), c), ("acme-9 (unpriced)", None));
+        // Unknown, once priced by a file no longer in force: the price goes.
+        let mut gone = stored("acme-9", Some(5), "file");
+        gone.priced_model_id = "acme/acme-9".into();
+        let c = correct(&table, &gone, 7).unwrap().1.expect("a correction");
+        assert_eq!((c.costs, c.priced_at), (CostColumns::default(), None));
+    }
+}

@@ -1,0 +1,363 @@
+//! Re-pricing stored spans: read what a span's price depends on, and write corrected copies.
+//!
+//! A corrected copy is the stored row with its cost columns, priced model id, pricing source,
+//! priced-at time and request count replaced, and a `version` newer than any ingest, so the
+//! `ReplacingMergeTree(version)` keeps it (`FINAL` shows it at once, merges drop the old
+//! copy). Every other column is copied inside ClickHouse (`INSERT ... SELECT` joined with the
+//! corrections), so no value but the price changes.
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use clickhouse_rs::types::{Block, Decimal};
+
+use super::errors::StoreError;
+use super::{sql_string, Store};
+use crate::pricing::{CostColumns, Money, StoredUsage};
+
+/// Scale of the money columns: `Decimal(18, 10)`.
+const MONEY_SCALE: u8 = 10;
+use crate::row::SPANS_COLUMNS;
+
+/// Corrections sent to ClickHouse per insert into the scratch table.
+const CORRECTIONS_PER_STATEMENT: usize = 2000;
+
+/// The cost columns in table order, with the field each one holds.
+const COST_COLUMNS: [&str; 9] = [
+    "prompt_cost",
+    "completion_cost",
+    "request_cost",
+    "image_cost",
+    "web_search_cost",
+    "internal_reasoning_cost",
+    "cache_read_cost",
+    "cache_write_cost",
+    "total_cost",
+];
+
+/// Columns a correction replaces, besides the costs and `version`.
+const REPLACED: [&str; 4] = [
+    "priced_model_id",
+    "pricing_source",
+    "priced_at",
+    "request_count",
+];
+
+/// What a stored span's price depends on, and the price it has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredSpan {
+    pub key: SpanKey,
+    pub span_type: String,
+    pub provider: String,
+    pub model_id: String,
+    pub usage: StoredUsage,
+    pub costs: CostColumns,
+    pub priced_model_id: String,
+    pub pricing_source: String,
+}
+
+/// The table's deduplication key of a span.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpanKey {
+    pub org_id: String,
+    pub trace_id: String,
+    pub start_time_ms: u64,
+    pub span_id: String,
+}
+
+/// A span's new price.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Correction {
+    pub key: SpanKey,
+    pub costs: CostColumns,
+    pub priced_model_id: String,
+    pub pricing_source: String,
+    /// Epoch seconds; `None` for a span no longer priced.
+    pub priced_at: Option<u32>,
+    pub request_count: u64,
+}
+
+/// Which stored spans: `start_time_ms` in `[from_ms, to_ms)`, optionally of one organisation
+/// and of one model (as the client sent it, or as it was priced).
+#[derive(Debug, Clone, Copy)]
+pub struct SpanFilter<'a> {
+    pub from_ms: u64,
+    pub to_ms: u64,
+    pub org: Option<&'a str>,
+    pub model: Option<&'a str>,
+}
+
+impl SpanFilter<'_> {
+    fn sql(&self) -> String {
+        let mut w = format!(
+            "start_time_ms >= {} AND start_time_ms < {}",
+            self.from_ms, self.to_ms
+        );
+        if let Some(org) = self.org {
+            w.push_str(&format!(" AND org_id = {}", sql_string(org)));
+        }
+        if let Some(m) = self.model {
+            let m = sql_string(m);
+            w.push_str(&format!(" AND (model_id = {m} OR priced_model_id = {m})"));
+        }
+        w
+    }
+}
+
+impl Store {
+    /// The stored `llm` and `embedding` spans `filter` selects, as `FINAL` shows them.
+    pub async fn spans_to_reprice(
+        &self,
+        filter: &SpanFilter<'_>,
+    ) -> Result<Vec<StoredSpan>, StoreError> {
+        let costs: Vec<String> = COST_COLUMNS
+            .iter()
+            .map(|c| format!("toString({c}) AS {c}"))
+            .collect();
+        let block = self
+            .fetch(format!(
+                "SELECT org_id, trace_id, start_time_ms, span_id, span_type, provider, model_id, \
+                 input_tokens, output_tokens, total_tokens, reasoning_tokens, \
+                 cached_input_tokens, cache_write_input_tokens, image_count, web_search_count, \
+                 request_count, {}, priced_model_id, pricing_source \
+                 FROM {} FINAL WHERE {} AND span_type IN ('llm', 'embedding')",
+                costs.join(", "),
+                self.spans_table,
+                filter.sql()
+            ))
+            .await?;
+        let mut spans = Vec::with_capacity(block.row_count());
+        for row in block.rows() {
+            let mut money = [None; 9];
+            for (m, c) in money.iter_mut().zip(COST_COLUMNS) {
+                let text: Option<String> = row.get(c)?;
+                *m = text
+                    .map(|t| {
+                        parse_money(&t).ok_or_else(|| {
+                            StoreError::new(format!("{c} {t:?} is not a Decimal(18, 10)"))
+                        })
+                    })
+                    .transpose()?;
+            }
+            let [prompt, completion, request, image, web_search, internal_reasoning, cache_read, cache_write, total] =
+                money;
+            spans.push(StoredSpan {
+                key: SpanKey {
+                    org_id: row.get("org_id")?,
+                    trace_id: row.get("trace_id")?,
+                    start_time_ms: row.get("start_time_ms")?,
+                    span_id: row.get("span_id")?,
+                },
+                span_type: row.get("span_type")?,
+                provider: row.get("provider")?,
+                model_id: row.get("model_id")?,
+                usage: StoredUsage {
+                    input_tokens: row.get("input_tokens")?,
+                    output_tokens: row.get("output_tokens")?,
+                    total_tokens: row.get("total_tokens")?,
+                    reasoning_tokens: row.get("reasoning_tokens")?,
+                    cached_input_tokens: row.get("cached_input_tokens")?,
+                    cache_write_input_tokens: row.get("cache_write_input_tokens")?,
+                    image_count: row.get("image_count")?,
+                    web_search_count: row.get("web_search_count")?,
+                    request_count: row.get("request_count")?,
+                },
+                costs: CostColumns {
+                    prompt,
+                    completion,
+                    request,
+                    image,
+                    web_search,
+                    internal_reasoning,
+                    cache_read,
+                    cache_write,
+                    total,
+                },
+                priced_model_id: row.get("priced_model_id")?,
+                pricing_source: row.get("pricing_source")?,
+            });
+        }
+        Ok(spans)
+    }
+
+    /// Writes a corrected copy, at `version`, of every stored span `corrections` names (all of
+    /// them selected by `filter`). Returns the rows written.
+    pub async fn write_repriced(
+        &self,
+        filter: &SpanFilter<'_>,
+        corrections: &[Correction],
+        version: u64,
+    ) -> Result<u64, StoreError> {
+        if corrections.is_empty() {
+            return Ok(0);
+        }
+        let scratch = format!(
+            "`{}`.`reprice_{}_{}`",
+            self.database,
+            std::process::id(),
+            version
+        );
+        let mut c = self.long_running().get_handle().await?;
+        let mut columns = vec![
+            "org_id String".to_string(),
+            "trace_id String".to_string(),
+            "start_time_ms UInt64".to_string(),
+            "span_id String".to_string(),
+        ];
+        columns.extend(
+            COST_COLUMNS
+                .iter()
+                .map(|col| format!("new_{col} Nullable(Decimal(18, 10))")),
+        );
+        columns.extend([
+            "new_priced_model_id String".to_string(),
+            "new_pricing_source String".to_string(),
+            "new_priced_at Nullable(DateTime)".to_string(),
+            "new_request_count UInt64".to_string(),
+        ]);
+        c.execute(format!("DROP TABLE IF EXISTS {scratch}")).await?;
+        c.execute(format!(
+            "CREATE TABLE {scratch} ({}) ENGINE = Memory",
+            columns.join(", ")
+        ))
+        .await?;
+        let result = async {
+            for chunk in corrections.chunks(CORRECTIONS_PER_STATEMENT) {
+                c.insert(scratch.as_str(), block_of(chunk)).await?;
+            }
+            let names: Vec<&str> = SPANS_COLUMNS.iter().map(|c| c.0).collect();
+            let select: Vec<String> = names
+                .iter()
+                .map(|&name| match name {
+                    "version" => format!("toUInt64({version})"),
+                    _ if COST_COLUMNS.contains(&name) || REPLACED.contains(&name) => {
+                        format!("new_{name}")
+                    }
+                    _ => format!("`{name}`"),
+                })
+                .collect();
+            c.execute(format!(
+                "INSERT INTO {} (`{}`) SELECT {} FROM (SELECT * FROM {} FINAL WHERE {}) \
+                 ANY INNER JOIN {scratch} USING (org_id, trace_id, start_time_ms, span_id)",
+                self.spans_table,
+                names.join("`, `"),
+                select.join(", "),
+                self.spans_table,
+                filter.sql()
+            ))
+            .await?;
+            Ok::<_, StoreError>(())
+        }
+        .await;
+        let dropped = c.execute(format!("DROP TABLE IF EXISTS {scratch}")).await;
+        result?;
+        dropped?;
+        Ok(corrections.len() as u64)
+    }
+}
+
+/// Corrections as a block of the scratch table's columns.
+fn block_of(chunk: &[Correction]) -> Block {
+    let strings = |f: fn(&Correction) -> &str| -> Vec<String> {
+        chunk.iter().map(|x| f(x).to_string()).collect()
+    };
+    let mut block = Block::new()
+        .column("org_id", strings(|x| &x.key.org_id))
+        .column("trace_id", strings(|x| &x.key.trace_id))
+        .column(
+            "start_time_ms",
+            chunk
+                .iter()
+                .map(|x| x.key.start_time_ms)
+                .collect::<Vec<u64>>(),
+        )
+        .column("span_id", strings(|x| &x.key.span_id));
+    for (i, name) in COST_COLUMNS.iter().enumerate() {
+        let values: Vec<Option<Decimal>> = chunk
+            .iter()
+            .map(|x| cost_at(&x.costs, i).map(|m| Decimal::new(m, MONEY_SCALE)))
+            .collect();
+        block = block.column(&format!("new_{name}"), values);
+    }
+    block
+        .column("new_priced_model_id", strings(|x| &x.priced_model_id))
+        .column("new_pricing_source", strings(|x| &x.pricing_source))
+        .column(
+            "new_priced_at",
+            chunk
+                .iter()
+                .map(|x| x.priced_at.map(utc))
+                .collect::<Vec<Option<DateTime<Tz>>>>(),
+        )
+        .column(
+            "new_request_count",
+            chunk.iter().map(|x| x.request_count).collect::<Vec<u64>>(),
+        )
+}
+
+/// The `i`th cost column (in `COST_COLUMNS` order).
+fn cost_at(c: &CostColumns, i: usize) -> Option<Money> {
+    [
+        c.prompt,
+        c.completion,
+        c.request,
+        c.image,
+        c.web_search,
+        c.internal_reasoning,
+        c.cache_read,
+        c.cache_write,
+        c.total,
+    ][i]
+}
+
+fn utc(epoch_seconds: u32) -> DateTime<Tz> {
+    DateTime::<Utc>::from_timestamp(i64::from(epoch_seconds), 0)
+        .unwrap_or_default()
+        .with_timezone(&Tz::UTC)
+}
+
+/// A `Decimal(18, 10)` as ClickHouse prints it (`-12.3400000000`) -> units of 1e-10 USD.
+fn parse_money(text: &str) -> Option<Money> {
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+    if int.is_empty()
+        || frac.len() > 10
+        || !int.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let mut units: i64 = int.parse::<i64>().ok()?.checked_mul(10_000_000_000)?;
+    let mut scale = 1_000_000_000i64;
+    for b in frac.bytes() {
+        units = units.checked_add(i64::from(b - b'0') * scale)?;
+        scale /= 10;
+    }
+    Some(if negative { -units } else { units })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn money_as_clickhouse_prints_it() {
+        for (text, units) in [
+            ("0.0000000000", Some(0)),
+            ("2.2500000000", Some(22_500_000_000)),
+            ("0.0000000001", Some(1)),
+            ("-1.5", Some(-15_000_000_000)),
+            ("99999999.9999999999", Some(999_999_999_999_999_999)),
+            ("1.00000000001", None),
+            ("x", None),
+            ("", None),
+        ] {
+            assert_eq!(parse_money(text), units, "{text}");
+            if let Some(u) = units.filter(|u| *u >= 0) {
+                assert_eq!(parse_money(&crate::pricing::format_money(u)), Some(u));
+            }
+        }
+    }
+}
