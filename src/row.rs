@@ -142,6 +142,8 @@ pub struct RowRef<'a> {
     pub chunk_jitter_max: Option<f64>,
     /// Epoch seconds.
     pub ingested_at: u32,
+    /// The cost the client reported for the call (OTLP), next to ours; `None` when it sent none.
+    pub reported_cost: Option<Money>,
 }
 
 /// How a column is laid out, and which type its values have in `RowRef`.
@@ -408,6 +410,9 @@ spans_columns! {
     chunk_jitter_avg: OptF64(chunk_jitter_avg),
     chunk_jitter_p90: OptF64(chunk_jitter_p90),
     chunk_jitter_max: OptF64(chunk_jitter_max),
+    // OTLP front end. New columns go last: an existing table gets them by `ADD COLUMN`, and a
+    // spool record written before them reads back with them empty (`sink/codec.rs`).
+    reported_cost: Money(reported_cost),
 }
 
 /// Where a region of a batch under construction gets its next bytes: the unwritten rest of it.
@@ -1293,6 +1298,7 @@ mod tests {
             of(r.chunk_jitter_avg),
             of(r.chunk_jitter_p90),
             of(r.chunk_jitter_max),
+            m(r.reported_cost),
         ]
     }
 
@@ -1312,6 +1318,9 @@ mod tests {
                 }
                 if i % 5 == 4 {
                     r.input = Box::leak("x".repeat(300).into_boxed_str());
+                }
+                if i % 2 == 0 {
+                    r.reported_cost = Some(42 + i as i64);
                 }
                 r
             })

@@ -92,40 +92,7 @@ fn is_absolute_url(s: &str) -> bool {
 }
 
 fn empty_span<'a>() -> Span<'a> {
-    Span {
-        span_id: "",
-        parent_span_id: None,
-        span_type: SpanType::Other,
-        name: "",
-        start_time: 0,
-        end_time: 0,
-        status: Status::Ok,
-        error_message: None,
-        provider: None,
-        model_id: None,
-        usage: None,
-        ttft_ms: None,
-        chunk_offsets: &[],
-        chunk_tokens: &[],
-        reasoning_offsets: &[],
-        reasoning_chunk_tokens: &[],
-        reasoning_duration_ms: None,
-        model_call_ms: None,
-        input: None,
-        output: None,
-        tool_catalog: None,
-        sources: None,
-        system_fingerprint: None,
-        safety_metadata: None,
-        rate_limit: None,
-        metadata: &[],
-        response_time_ms: None,
-        effective_output_tps: None,
-        effective_total_tps: None,
-        output_tps: None,
-        input_tps: None,
-        chunk_jitter: None,
-    }
+    Span::default()
 }
 
 /// Field names of the objects whose members are all numbers, in struct order.

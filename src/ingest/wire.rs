@@ -3,6 +3,11 @@
 //! Every `&'a str` points into the connection's body buffer (simd-json unescapes in place), and
 //! every slice lives in the per-request `bumpalo::Bump`. Nothing here owns heap memory, so a whole
 //! batch is dropped by resetting the arena.
+//!
+//! Two front ends produce it: the v1 JSON decoder (`decode.rs`) and the OTLP decoder
+//! (`otlp/`); everything after decoding (pricing, rows) is shared and cannot tell them apart.
+
+use crate::row::Money;
 
 /// A validated batch. `version` is always `"v1"` and is not kept.
 #[derive(Debug, Clone, Copy)]
@@ -37,12 +42,14 @@ pub struct Customer<'a> {
     pub image_url: Option<&'a str>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SpanType {
     Agent,
     Llm,
     Tool,
     Embedding,
+    /// The default: a span that is none of the above (never priced).
+    #[default]
     Other,
 }
 
@@ -117,7 +124,9 @@ pub struct ChunkJitter {
     pub max: f64,
 }
 
-#[derive(Debug, Clone, Copy)]
+/// `Default` is an `other` span with empty ids and name at time 0, every optional field
+/// absent: front ends that fill a few fields build spans with `..Span::default()`.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Span<'a> {
     pub span_id: &'a str,
     pub parent_span_id: Option<&'a str>,
@@ -155,4 +164,8 @@ pub struct Span<'a> {
     pub output_tps: Option<f64>,
     pub input_tps: Option<f64>,
     pub chunk_jitter: Option<ChunkJitter>,
+    /// The cost the client computed itself (OTLP `gen_ai.usage.cost` and the like), in units of
+    /// 1e-10 USD; never sent by v1 clients. Stored as `reported_cost`, and the row's total
+    /// when the price table does not know the model (`pricing_source = 'client'`).
+    pub reported_cost: Option<Money>,
 }

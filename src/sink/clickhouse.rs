@@ -1248,7 +1248,7 @@ mod tests {
             reasoning_chunk_tokens, ingested_at, customer_id, customer_name, customer_image_url, \
             response_time_ms, effective_output_tps, effective_total_tps, output_tps, input_tps, \
             chunk_jitter_min, chunk_jitter_p10, chunk_jitter_median, chunk_jitter_avg, \
-            chunk_jitter_p90, chunk_jitter_max";
+            chunk_jitter_p90, chunk_jitter_max, reported_cost";
         let names: Vec<&str> = SPANS_COLUMNS.iter().map(|c| c.0).collect();
         let expected: Vec<&str> = expected.split(", ").collect();
         assert_eq!(names, expected);

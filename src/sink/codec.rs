@@ -13,6 +13,9 @@
 //! `data` is the batch's column regions as they are in memory (ClickHouse's native layout, see
 //! `row.rs`), so writing a record is one copy and reading one back a copy and a check.
 //!
+//! A version-2 batch written before the last columns were added (they are only ever added at
+//! the end) reads back with those columns empty.
+//!
 //! Version 1, the first format (a fixed-size row struct per span plus a text buffer), is still
 //! read: a spool written by an earlier build is replayed after an upgrade. Its records are
 //! turned into rows and written into a version-2 batch (`legacy`).
@@ -20,7 +23,7 @@
 use std::fmt;
 use std::sync::Mutex;
 
-use crate::row::{CostColumns, RowBatch, RowRef, COLUMNS, REGIONS};
+use crate::row::{CostColumns, Kind, RowBatch, RowRef, COLUMNS, KINDS, REGIONS};
 
 /// First byte of every batch this build writes.
 const VERSION: u8 = 2;
@@ -74,19 +77,51 @@ pub fn decode(bytes: &[u8]) -> Result<RowBatch, CodecError> {
     }
     let mut r = Reader { bytes, at: 1 };
     let rows = r.u32()? as usize;
-    let columns = u16::from_le_bytes(r.array()?);
-    if usize::from(columns) != COLUMNS {
+    let columns = usize::from(u16::from_le_bytes(r.array()?));
+    if !(FIRST_COLUMNS..=COLUMNS).contains(&columns) {
         return Err(CodecError("written with another column list"));
     }
     let mut bounds = [0u32; REGIONS + 1];
-    for b in &mut bounds {
+    for b in &mut bounds[..2 * columns + 1] {
         *b = r.u32()?;
     }
-    let data = r.take(bounds[REGIONS] as usize)?.to_vec();
+    let mut data = r.take(bounds[2 * columns] as usize)?.to_vec();
     if r.at != bytes.len() {
         return Err(CodecError("trailing bytes"));
     }
+    add_empty_columns(rows, columns, &mut bounds, &mut data)?;
     RowBatch::from_parts(rows, bounds, data).map_err(CodecError)
+}
+
+/// Columns in the first version-2 batches; later builds only ever added columns at the end.
+const FIRST_COLUMNS: usize = 76;
+
+/// Appends empty values (null, `""`, 0, `[]`) of the columns from `columns` on to a batch an
+/// earlier build wrote before those columns existed, so it reads back in today's layout.
+fn add_empty_columns(
+    rows: usize,
+    columns: usize,
+    bounds: &mut [u32; REGIONS + 1],
+    data: &mut Vec<u8>,
+) -> Result<(), CodecError> {
+    for (c, kind) in KINDS.iter().enumerate().skip(columns) {
+        let (head_byte, head_width) = match kind {
+            Kind::Str => (0u8, 1),
+            // A null flag set in every row.
+            k if k.tail_width() > 0 => (1, 1),
+            // Zeros, or (arrays) end offsets of zero elements.
+            k => (0, k.head_width()),
+        };
+        data.resize(data.len() + rows * head_width, head_byte);
+        bounds[2 * c + 1] = region_end(data)?;
+        data.resize(data.len() + rows * kind.tail_width(), 0);
+        bounds[2 * c + 2] = region_end(data)?;
+    }
+    Ok(())
+}
+
+fn region_end(data: &[u8]) -> Result<u32, CodecError> {
+    u32::try_from(data.len()).map_err(|_| CodecError("batch too large"))
 }
 
 struct Reader<'a> {
@@ -331,7 +366,11 @@ mod legacy {
             impl Batch {
                 /// A row of this record as a `RowRef` (its metadata pairs given, borrowed).
                 fn row_ref<'b>(&'b self, row: &Row, metadata: &'b [(&'b str, &'b str)]) -> RowRef<'b> {
-                    RowRef { $($field: as_ref!($kind, self, row.$field, metadata),)* }
+                    RowRef {
+                        $($field: as_ref!($kind, self, row.$field, metadata),)*
+                        // Columns added after version 1.
+                        reported_cost: None,
+                    }
                 }
 
                 /// Appends a row given as a `RowRef`: how an earlier build wrote it (tests).
@@ -718,6 +757,34 @@ mod tests {
         ] {
             assert_eq!(round_trip(&b), b);
         }
+    }
+
+    /// A record an earlier build wrote, before the last columns existed, reads back with them
+    /// empty (the test rows leave them empty, so the batch is the same).
+    #[test]
+    fn reads_a_record_written_before_the_last_columns() {
+        let b = batch_then("org-é", "trace-1", 3, 1_700_000_000_000, "last");
+        let mut bytes = Vec::new();
+        encode(&b, &mut bytes);
+        let bound = |bytes: &[u8], i: usize| {
+            let at = HEADER + 4 * i;
+            u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize
+        };
+        let old = FIRST_COLUMNS;
+        let data = HEADER + 4 * (REGIONS + 1);
+        let old_len = bound(&bytes, 2 * old);
+        let mut earlier = bytes[..HEADER].to_vec();
+        earlier[5..7].copy_from_slice(&(old as u16).to_le_bytes());
+        earlier.extend_from_slice(&bytes[HEADER..HEADER + 4 * (2 * old + 1)]);
+        earlier.extend_from_slice(&bytes[data..data + old_len]);
+        assert_eq!(decode(&earlier).expect("decodes"), b);
+        // An empty batch, too.
+        let mut empty = Vec::new();
+        encode(&RowBatch::default(), &mut empty);
+        let mut earlier = empty[..HEADER].to_vec();
+        earlier[5..7].copy_from_slice(&(old as u16).to_le_bytes());
+        earlier.extend_from_slice(&empty[HEADER..HEADER + 4 * (2 * old + 1)]);
+        assert_eq!(decode(&earlier).expect("decodes"), RowBatch::default());
     }
 
     #[test]
