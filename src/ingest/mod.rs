@@ -9,6 +9,7 @@ pub mod decode;
 mod fuzz;
 pub mod handoff;
 pub mod issue;
+pub mod otlp;
 pub mod rows;
 pub mod validate;
 pub mod wire;

@@ -3,7 +3,7 @@
 
 use std::sync::OnceLock;
 
-use crate::ingest::wire::{Span, SpanType, Status, Usage};
+use crate::ingest::wire::{Span, SpanType, Usage};
 
 use super::*;
 
