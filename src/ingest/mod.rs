@@ -5,6 +5,7 @@
 //! await in write-ahead mode) or the refusal to answer with. Admission (rate limit, quota) is
 //! `crate::admission`, called between the schema and the write buffer.
 
+pub mod compress;
 pub mod decode;
 mod fuzz;
 pub mod handoff;
