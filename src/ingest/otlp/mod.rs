@@ -40,6 +40,8 @@
 //! (decompressed) body, everything else is in the arena; `tests/alloc.rs` asserts it.
 
 pub mod answer;
+#[cfg(test)]
+mod captures;
 mod fuzz;
 mod json;
 pub mod keys;
