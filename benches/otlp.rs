@@ -13,7 +13,8 @@
 //! Group `otlp_512` (the protobuf bytes): `decode_map` (`OtlpDecoder::decode_protobuf`),
 //! `decode_map_rows` (plus pricing and `rows::build`, what the request path does after the
 //! body is read). Group `otlp_512_gzip` (the same, gzip-compressed: throughput in *compressed*
-//! bytes): `gunzip` alone and `gunzip_decode_map_rows`. Group `v1_512` (the same spans as a v1
+//! bytes): `gunzip` alone and `gunzip_decode_map_rows`; `otlp_512_zstd/unzstd` likewise for
+//! zstd (ruzstd's own encoder, default level). Group `v1_512` (the same spans as a v1
 //! batch, its JSON bytes): `decode_validate_rows`, the v1 path's equivalent.
 
 use std::hint::black_box;
@@ -72,7 +73,13 @@ fn otlp(c: &mut Criterion) {
     g.bench_function("decode_map", |b| {
         b.iter(|| {
             arena.reset();
-            black_box(decoder.decode_protobuf(&proto, &arena).unwrap().batch.span_count)
+            black_box(
+                decoder
+                    .decode_protobuf(&proto, &arena)
+                    .unwrap()
+                    .batch
+                    .span_count,
+            )
         })
     });
     let mut pricer = Pricer::new();
@@ -80,7 +87,16 @@ fn otlp(c: &mut Criterion) {
         b.iter(|| {
             arena.reset();
             let d = decoder.decode_protobuf(&proto, &arena).unwrap();
-            rows::build(&d.batch, &principal, &table, &mut pricer, NOW_S, u64::MAX, &arena).unwrap()
+            rows::build(
+                &d.batch,
+                &principal,
+                &table,
+                &mut pricer,
+                NOW_S,
+                u64::MAX,
+                &arena,
+            )
+            .unwrap()
         })
     });
     g.finish();
@@ -96,8 +112,27 @@ fn otlp(c: &mut Criterion) {
             arena.reset();
             let body = inflate.decompress(Encoding::Gzip, &gz, CAP).unwrap();
             let d = decoder.decode_protobuf(body, &arena).unwrap();
-            rows::build(&d.batch, &principal, &table, &mut pricer, NOW_S, u64::MAX, &arena).unwrap()
+            rows::build(
+                &d.batch,
+                &principal,
+                &table,
+                &mut pricer,
+                NOW_S,
+                u64::MAX,
+                &arena,
+            )
+            .unwrap()
         })
+    });
+    g.finish();
+
+    // zstd (ruzstd), the same body compressed by zstd's default level's pure-Rust peer.
+    let zst =
+        ruzstd::encoding::compress_to_vec(&proto[..], ruzstd::encoding::CompressionLevel::Default);
+    let mut g = c.benchmark_group("otlp_512_zstd");
+    g.throughput(Throughput::Bytes(zst.len() as u64));
+    g.bench_function("unzstd", |b| {
+        b.iter(|| black_box(inflate.decompress(Encoding::Zstd, &zst, CAP).unwrap().len()))
     });
     g.finish();
 
@@ -111,17 +146,26 @@ fn otlp(c: &mut Criterion) {
             |body| {
                 v1_arena.reset();
                 let batch = v1_decoder.decode(body, &v1_arena).expect("valid batch");
-                rows::build(&batch, &principal, &table, &mut pricer, NOW_S, u64::MAX, &v1_arena)
-                    .unwrap()
+                rows::build(
+                    &batch,
+                    &principal,
+                    &table,
+                    &mut pricer,
+                    NOW_S,
+                    u64::MAX,
+                    &v1_arena,
+                )
+                .unwrap()
             },
             BatchSize::SmallInput,
         )
     });
     g.finish();
     eprintln!(
-        "otlp bench sizes: protobuf {} B, gzip {} B, v1 JSON {} B (512 spans)",
+        "otlp bench sizes: protobuf {} B, gzip {} B, zstd {} B, v1 JSON {} B (512 spans)",
         proto.len(),
         gz.len(),
+        zst.len(),
         v1.len()
     );
 }

@@ -18,11 +18,11 @@ use std::io::Write;
 use bumpalo::Bump;
 use traceingest::auth::Principal;
 use traceingest::ingest::compress::{Decompressor, Encoding};
+use traceingest::ingest::handoff::Handoff;
 use traceingest::ingest::otlp::OtlpDecoder;
 use traceingest::ingest::rows;
-use traceingest::pricing::{PriceTable, Pricer};
-use traceingest::ingest::handoff::Handoff;
 use traceingest::ingest::Pipeline;
+use traceingest::pricing::{PriceTable, Pricer};
 use traceingest::server::Shared;
 
 thread_local! {
@@ -156,8 +156,14 @@ fn otlp_path_allocations_do_not_grow_with_spans() {
     let (small_a, spans) = allocations_for(&small);
     assert_eq!(spans, 16);
     let (big_b, _) = allocations_for(&big);
-    assert_eq!(big_a, big_b, "a warm OTLP path allocates the same every time");
-    assert_eq!(big_a, small_a, "512 spans allocate no more than 16: nothing per span");
+    assert_eq!(
+        big_a, big_b,
+        "a warm OTLP path allocates the same every time"
+    );
+    assert_eq!(
+        big_a, small_a,
+        "512 spans allocate no more than 16: nothing per span"
+    );
     assert_eq!(big_a, 1, "allocations per OTLP request: the RowBatch");
 
     // OTLP/JSON of the same spans: the JSON decoder's buffers are reused too.

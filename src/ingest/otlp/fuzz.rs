@@ -92,7 +92,9 @@ mod oracle {
     }
 
     fn our_attrs(kvs: &[Attr<'_>]) -> CAttrs {
-        kvs.iter().map(|a| (a.key.to_string(), ours(&a.value))).collect()
+        kvs.iter()
+            .map(|a| (a.key.to_string(), ours(&a.value)))
+            .collect()
     }
 
     fn theirs(v: Option<&AnyValue>) -> CValue {
@@ -155,7 +157,13 @@ mod oracle {
             for ss in &rs.scope_spans {
                 let scope = ss.scope.as_ref().map_or_else(
                     || (String::new(), String::new(), Vec::new()),
-                    |s| (s.name.clone(), s.version.clone(), their_attrs(&s.attributes)),
+                    |s| {
+                        (
+                            s.name.clone(),
+                            s.version.clone(),
+                            their_attrs(&s.attributes),
+                        )
+                    },
                 );
                 for sp in &ss.spans {
                     out.push(CSpan {
@@ -188,7 +196,11 @@ mod oracle {
         let mut collect = Collect::default();
         let ours = proto::walk(data, &arena, &mut collect).map(|()| collect.0);
         let theirs = ExportTraceServiceRequest::decode(data);
-        assert_eq!(ours.is_ok(), decoded.is_some(), "the reader and the decoder agree");
+        assert_eq!(
+            ours.is_ok(),
+            decoded.is_some(),
+            "the reader and the decoder agree"
+        );
         match (ours, theirs) {
             (Ok(ours), Ok(theirs)) => {
                 let theirs = prost_spans(&theirs);
@@ -203,11 +215,18 @@ mod oracle {
                 assert_eq!(kept, d.batch.span_count);
             }
             (Ok(ours), Err(e)) => {
-                panic!("accepted a body prost refuses ({e}); read {} spans", ours.len())
+                panic!(
+                    "accepted a body prost refuses ({e}); read {} spans",
+                    ours.len()
+                )
             }
             (Err(e), Ok(_)) => {
                 // Only nesting deeper than our limit may be refused where prost accepts.
-                assert_eq!(e.kind, ProtoErrorKind::TooDeep, "refused a body prost accepts: {e}");
+                assert_eq!(
+                    e.kind,
+                    ProtoErrorKind::TooDeep,
+                    "refused a body prost accepts: {e}"
+                );
             }
             (Err(_), Err(_)) => {}
         }

@@ -450,7 +450,8 @@ impl<'a> Mapper<'a> {
             if !keep {
                 continue;
             }
-            if utf16_len(a.key) > limit::METADATA_KEY {
+            // (A key of at most 128 bytes has at most 128 UTF-16 units.)
+            if a.key.len() > limit::METADATA_KEY && utf16_len(a.key) > limit::METADATA_KEY {
                 self.counts.dropped_attributes += 1;
                 continue;
             }

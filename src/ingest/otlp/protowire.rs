@@ -224,12 +224,18 @@ impl<'a> Reader<'a> {
         })
     }
 
-    /// A string field, checked to be UTF-8.
+    /// A string field, checked to be UTF-8 (with SIMD past a few words: prompts and answers
+    /// are most of an export's bytes, and std's check slows down on non-ASCII text).
     #[inline]
     pub fn str(&mut self) -> Result<&'a str, ProtoError> {
         let at = self.pos;
         let b = self.bytes()?;
-        std::str::from_utf8(b).map_err(|_| self.err_at(at, ProtoErrorKind::NotUtf8))
+        let ok = if b.len() < 64 {
+            std::str::from_utf8(b).ok()
+        } else {
+            simdutf8::basic::from_utf8(b).ok()
+        };
+        ok.ok_or_else(|| self.err_at(at, ProtoErrorKind::NotUtf8))
     }
 
     /// Refuses a known field whose wire type is not `expected` (prost refuses it too).
@@ -414,6 +420,16 @@ mod tests {
         for (bytes, expected) in cases {
             assert_eq!(render(bytes), *expected, "{bytes:x?}");
         }
+    }
+
+    #[test]
+    fn long_strings_are_checked_too() {
+        let mut body = vec![0x0a, 65];
+        body.extend([b'a'; 64]);
+        body.push(0xff);
+        assert_eq!(render(&body), "NotUtf8@1");
+        body[66] = b'b';
+        assert_eq!(render(&body), format!("1:2=\"{}b\"", "a".repeat(64)));
     }
 
     #[test]
