@@ -16,7 +16,7 @@
 //! - `zstd`: RFC 8878 frames, possibly several; checksums checked when present.
 //! - `identity` or no header: the body as it is. Anything else: [`CompressError::Unsupported`].
 //!
-//! The codecs are pure Rust: flate2 on miniz_oxide, and ruzstd; `docs/otlp.md` has the
+//! The codecs are pure Rust: flate2 on zlib-rs, and ruzstd; `docs/otlp.md` has the
 //! measurements behind the choice.
 
 use std::fmt;
