@@ -237,7 +237,7 @@ mod oracle {
 mod tests {
     use prost::Message;
 
-    use super::super::tests::{arr, export, i, kvl, s, span};
+    use super::super::testkit::{arr, export, i, kvl, s, span};
     use super::*;
 
     /// Seeds and known-hard inputs, each through the whole property.

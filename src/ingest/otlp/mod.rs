@@ -50,6 +50,8 @@ mod proto;
 pub mod protowire;
 mod raw;
 #[cfg(test)]
+mod testkit;
+#[cfg(test)]
 mod tests;
 
 use std::fmt;
