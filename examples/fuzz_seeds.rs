@@ -1,10 +1,13 @@
 //! Writes the seed corpora of the fuzz targets from the perf fixtures:
-//! `cargo run --example fuzz_seeds -- fuzz/corpus` fills `decode/`, `http_request/` and
-//! `pricing/` under the given directory (`.ci/run` does this before fuzzing).
+//! `cargo run --example fuzz_seeds -- fuzz/corpus` fills `decode/`, `http_request/`,
+//! `pricing/` and `otlp/` under the given directory (`.ci/run` does this before fuzzing).
 
 #[path = "../perf/fixtures.rs"]
 #[rustfmt::skip] // Shared with the perf harness, which keeps its own layout.
 mod fixtures;
+#[path = "../perf/otlp_fixtures.rs"]
+#[rustfmt::skip]
+mod otlp_fixtures;
 
 use std::path::Path;
 
@@ -109,6 +112,26 @@ fn main() {
             };
             write(dir, "pricing", &format!("fixture-{n}"), &call.to_bytes());
             n += 1;
+        }
+    }
+    // OTLP: small generated exports (protobuf) and every real client capture (protobuf and
+    // JSON bodies, uncompressed).
+    for (i, n) in [1usize, 2, 3, 5].into_iter().enumerate() {
+        let spans = otlp_fixtures::spans(i as u64, n);
+        write(
+            dir,
+            "otlp",
+            &format!("export-{n}"),
+            &otlp_fixtures::otlp_protobuf(&spans),
+        );
+    }
+    let captures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/otlp");
+    for entry in std::fs::read_dir(&captures).expect("the captures") {
+        let path = entry.expect("an entry").path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.ends_with(".pb") || (name.ends_with(".json") && !name.contains(".decoded")) {
+            let bytes = std::fs::read(&path).expect("a capture");
+            write(dir, "otlp", &format!("capture-{name}"), &bytes);
         }
     }
     println!("fuzz seeds written under {}", dir.display());

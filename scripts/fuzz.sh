@@ -21,7 +21,7 @@ cargo run --quiet --features fuzzing --example fuzz_seeds -- fuzz/corpus
 cargo fuzz build
 
 status=0
-for target in http_request decode pricing; do
+for target in http_request decode pricing otlp; do
   echo "fuzzing $target for ${SECONDS_PER_TARGET}s" >&2
   log="fuzz/target/$target.log"
   if cargo fuzz run "$target" "fuzz/corpus/$target" -- \

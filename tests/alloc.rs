@@ -7,14 +7,23 @@
 
 #[path = "../perf/fixtures.rs"]
 mod fixtures;
+#[path = "../perf/otlp_fixtures.rs"]
+#[rustfmt::skip]
+mod otlp_fixtures;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
+use std::io::Write;
+
+use bumpalo::Bump;
 use traceingest::auth::Principal;
+use traceingest::ingest::compress::{Decompressor, Encoding};
+use traceingest::ingest::otlp::OtlpDecoder;
+use traceingest::ingest::rows;
 use traceingest::ingest::wire::Usage;
 use traceingest::ingest::Pipeline;
-use traceingest::pricing::{Pricer, SharedPrices};
+use traceingest::pricing::{PriceTable, Pricer, SharedPrices};
 use traceingest::server::Shared;
 use traceingest::sink::Handoff;
 
@@ -136,4 +145,118 @@ fn a_cached_match_prices_without_allocating() {
     assert_eq!(allocations() - before, 0);
     assert!(total > 0);
     assert_eq!(p.cache_stats().misses, 3);
+}
+
+/// The OTLP path, from the gzip body a client sends to rows: decompress, decode, map, price,
+/// build. Once warm it allocates the `RowBatch`'s buffer and nothing else, for 16 spans as for
+/// 512; the protobuf and the JSON decoders alike.
+#[test]
+fn otlp_path_allocations_do_not_grow_with_spans() {
+    let principal = Principal::unlimited("org-alloc", "project-alloc");
+    let table = PriceTable::builtin();
+    let mut pricer = Pricer::new();
+    let mut decompressor = Decompressor::new();
+    let mut decoder = OtlpDecoder::new();
+    let mut arena = Bump::new();
+    let gzip = |b: &[u8]| {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(b).unwrap();
+        e.finish().unwrap()
+    };
+    let big = gzip(&otlp_fixtures::otlp_protobuf(&otlp_fixtures::spans(7, 512)));
+    let small = gzip(&otlp_fixtures::otlp_protobuf(&otlp_fixtures::spans(7, 16)));
+
+    let mut allocations_for = |body: &[u8]| {
+        let before = allocations();
+        arena.reset();
+        let plain = decompressor
+            .decompress(Encoding::Gzip, body, 64 << 20)
+            .expect("gzip");
+        let decoded = decoder.decode_protobuf(plain, &arena).expect("decodes");
+        let rows = rows::build(
+            &decoded.batch,
+            &principal,
+            &table,
+            &mut pricer,
+            1_760_000_000_000,
+            u64::MAX,
+            &arena,
+        )
+        .expect("rows");
+        (allocations() - before, rows.len())
+    };
+    for _ in 0..2 {
+        allocations_for(&big);
+        allocations_for(&small);
+    }
+    let (big_a, spans) = allocations_for(&big);
+    assert_eq!(spans, 512);
+    let (small_a, spans) = allocations_for(&small);
+    assert_eq!(spans, 16);
+    let (big_b, _) = allocations_for(&big);
+    assert_eq!(
+        big_a, big_b,
+        "a warm OTLP path allocates the same every time"
+    );
+    assert_eq!(
+        big_a, small_a,
+        "512 spans allocate no more than 16: nothing per span"
+    );
+    assert_eq!(big_a, 1, "allocations per OTLP request: the RowBatch");
+
+    // OTLP/JSON of the same spans: the JSON decoder's buffers are reused too.
+    let json = |n: usize| otlp_json(&otlp_fixtures::spans(7, n));
+    let (big, small) = (json(512), json(16));
+    let mut json_allocations_for = |body: &[u8]| {
+        let mut body = body.to_vec();
+        let before = allocations();
+        arena.reset();
+        let decoded = decoder.decode_json(&mut body, &arena).expect("decodes");
+        let n = decoded.batch.span_count;
+        (allocations() - before, n)
+    };
+    for _ in 0..2 {
+        json_allocations_for(&big);
+        json_allocations_for(&small);
+    }
+    let (big_a, spans) = json_allocations_for(&big);
+    assert_eq!(spans, 512);
+    let (small_a, _) = json_allocations_for(&small);
+    assert_eq!(big_a, small_a, "JSON: 512 spans allocate no more than 16");
+    assert_eq!(big_a, 0, "a warm JSON decode allocates nothing");
+}
+
+/// OTLP/JSON of generated spans (ids hex, integers as strings), as the JS exporter writes it.
+fn otlp_json(spans: &[otlp_fixtures::GenSpan]) -> Vec<u8> {
+    use serde_json::json;
+    let hex = |b: &[u8]| b.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let value = |v: &otlp_fixtures::Val| match v {
+        otlp_fixtures::Val::S(s) => json!({ "stringValue": s }),
+        otlp_fixtures::Val::I(i) => json!({ "intValue": i.to_string() }),
+        otlp_fixtures::Val::D(d) => json!({ "doubleValue": d }),
+    };
+    let spans: Vec<_> = spans
+        .iter()
+        .map(|s| {
+            json!({
+                "traceId": hex(&s.trace_id),
+                "spanId": hex(&s.span_id),
+                "parentSpanId": s.parent.map_or(String::new(), |p| hex(&p)),
+                "name": s.name,
+                "kind": s.kind,
+                "startTimeUnixNano": s.start_ns.to_string(),
+                "endTimeUnixNano": s.end_ns.to_string(),
+                "attributes": s.attrs.iter().map(|(k, v, _)| json!({"key": k, "value": value(v)})).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let resource: Vec<_> = otlp_fixtures::RESOURCE
+        .iter()
+        .map(|(k, v)| json!({"key": k, "value": {"stringValue": v}}))
+        .collect();
+    serde_json::to_vec(&json!({"resourceSpans": [{
+        "resource": {"attributes": resource},
+        "scopeSpans": [{"scope": {"name": "bench"}, "spans": spans}],
+    }]}))
+    .unwrap()
 }

@@ -2,6 +2,7 @@
 //! and a JSON body.
 
 pub use crate::admission::LimitHeaders;
+use crate::http::json::write_json_string;
 pub use crate::http::refusal::Refusal;
 use crate::ingest::{Issue, PathSeg};
 
@@ -226,50 +227,6 @@ fn write_issue(out: &mut Vec<u8>, issue: &Issue) {
     out.extend_from_slice(b",\"message\":");
     write_json_string(out, &issue.message);
     out.push(b'}');
-}
-
-/// What `write_json_string` does with each byte: 0 = copy, `u` = `\u00XX`, else `\` + that byte.
-const ESCAPE: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut i = 0;
-    while i < 0x20 {
-        t[i] = b'u';
-        i += 1;
-    }
-    t[0x08] = b'b';
-    t[0x09] = b't';
-    t[0x0a] = b'n';
-    t[0x0c] = b'f';
-    t[0x0d] = b'r';
-    t[b'"' as usize] = b'"';
-    t[b'\\' as usize] = b'\\';
-    t
-};
-
-/// Appends `s` as a JSON string literal (quotes, `\"`, `\\`, control characters escaped).
-fn write_json_string(out: &mut Vec<u8>, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let bytes = s.as_bytes();
-    out.reserve(bytes.len() + 2);
-    out.push(b'"');
-    let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let esc = ESCAPE[b as usize];
-        if esc == 0 {
-            continue;
-        }
-        out.extend_from_slice(&bytes[start..i]);
-        if esc == b'u' {
-            out.extend_from_slice(b"\\u00");
-            out.push(HEX[(b >> 4) as usize]);
-            out.push(HEX[(b & 0xf) as usize]);
-        } else {
-            out.extend_from_slice(&[b'\\', esc]);
-        }
-        start = i + 1;
-    }
-    out.extend_from_slice(&bytes[start..]);
-    out.push(b'"');
 }
 
 /// Decimal digits of `n`, written at the end of `digits`.

@@ -10,6 +10,8 @@
 //! built from what it needs (prices, the hand-off, the clock, the batch limit, where unpriced
 //! spans are counted: `unpriced.rs`, which also logs each model without a price once).
 
+pub mod compress;
+pub mod otlp;
 pub mod rows;
 pub mod unpriced;
 pub mod v1;

@@ -127,9 +127,17 @@ fn row<'a>(
 ) -> RowRef<'a> {
     let now_s = (now_ms / 1000) as u32;
     let usage = span.usage.unwrap_or_default();
-    let (costs, priced_model_id, pricing_source, priced_at) = match priced {
-        Some(p) => (p.costs, p.model_id, p.source, Some(now_s)),
-        None => (CostColumns::default(), "", "", None),
+    let (costs, priced_model_id, pricing_source, priced_at) = match (priced, client_total(span)) {
+        (Some(p), _) => (p.costs, p.model_id, p.source, Some(now_s)),
+        // Our table does not know the model: the client's own figure is the best there is.
+        (None, Some(total)) => {
+            let costs = CostColumns {
+                total: Some(total),
+                ..CostColumns::default()
+            };
+            (costs, "", CLIENT_SOURCE, Some(now_s))
+        }
+        (None, None) => (CostColumns::default(), "", "", None),
     };
     let request_count = match (usage.request_count, priced.is_some()) {
         (Some(n), _) => n,
@@ -208,7 +216,18 @@ fn row<'a>(
         chunk_jitter_max: jitter.map(|j| j.max),
         ingested_at: now_s,
         version: now_ms,
+        reported_cost: span.reported_cost,
     }
+}
+
+/// `pricing_source` of a row whose total is the cost the client reported.
+pub const CLIENT_SOURCE: &str = "client";
+
+/// The client-reported cost that stands as a span's total when we cannot price it: only for
+/// spans that are model calls themselves (an aggregate on a parent span would count twice).
+#[inline]
+fn client_total(span: &Span<'_>) -> Option<crate::row::Money> {
+    span.reported_cost.filter(|_| span.span_type.is_priced())
 }
 
 /// A span's metadata: its trace's, with its own on top. The span's value wins on an equal key;
@@ -267,6 +286,101 @@ fn overflow_issue(trace: usize, span: usize) -> Issue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ingest::wire::{SpanType, Usage};
+    use crate::row::{col, Value};
+
+    /// (total_cost, pricing_source, reported_cost) of each row of one trace of `spans`.
+    fn costs(spans: &[Span<'_>]) -> Vec<(Value<'static>, String, Value<'static>)> {
+        let arena = Bump::new();
+        let traces = [Trace {
+            trace_id: "t",
+            spans,
+            trace_name: None,
+            agent_name: None,
+            workflow_name: None,
+            workflow_run_id: None,
+            session_id: None,
+            metadata: &[],
+            customer: None,
+        }];
+        let batch = Batch {
+            traces: &traces,
+            span_count: spans.len(),
+        };
+        let principal = Principal::unlimited("o", "p");
+        let table = PriceTable::builtin();
+        let rows = build(
+            &batch,
+            &principal,
+            &table,
+            &mut Pricer::new(),
+            1,
+            u64::MAX,
+            &arena,
+        )
+        .expect("rows");
+        let mut reader = rows.reader(0..rows.len());
+        let mut out = Vec::new();
+        while let Some(r) = reader.next_row() {
+            let source = match &r[col::pricing_source] {
+                Value::Str(s) => s.to_string(),
+                v => panic!("{v:?}"),
+            };
+            let owned = |v: &Value<'_>| match v {
+                Value::I64(n) => Value::I64(*n),
+                Value::Null => Value::Null,
+                v => panic!("{v:?}"),
+            };
+            out.push((
+                owned(&r[col::total_cost]),
+                source,
+                owned(&r[col::reported_cost]),
+            ));
+        }
+        out
+    }
+
+    #[test]
+    fn a_client_reported_cost_stands_only_for_unknown_models_of_model_calls() {
+        let usage = Usage {
+            input_tokens: Some(1_000_000),
+            ..Usage::default()
+        };
+        let span = |span_type, model: &'static str, reported| Span {
+            span_id: "s",
+            span_type,
+            model_id: Some(model),
+            provider: Some("openai"),
+            usage: Some(usage),
+            reported_cost: reported,
+            ..Span::default()
+        };
+        let got = costs(&[
+            // Unknown model: the client's figure, marked as such.
+            span(SpanType::Llm, "in-house", Some(123)),
+            span(SpanType::Embedding, "in-house", Some(7)),
+            // Known model: our price wins; the client's stays in its own column.
+            span(SpanType::Llm, "gpt-4o", Some(123)),
+            // Not a model call (aggregate usage on a parent): never a total.
+            span(SpanType::Agent, "in-house", Some(123)),
+            span(SpanType::Llm, "in-house", None),
+        ]);
+        let gpt_4o_million_input = 2_5000000000; // $2.50
+        assert_eq!(
+            got,
+            vec![
+                (Value::I64(123), "client".into(), Value::I64(123)),
+                (Value::I64(7), "client".into(), Value::I64(7)),
+                (
+                    Value::I64(gpt_4o_million_input),
+                    "builtin".into(),
+                    Value::I64(123)
+                ),
+                (Value::Null, "".into(), Value::I64(123)),
+                (Value::Null, "".into(), Value::Null),
+            ]
+        );
+    }
 
     #[test]
     fn merged_metadata_follows_the_trace_order_and_the_span_wins() {

@@ -3,6 +3,11 @@
 //! Every `&'a str` points into the connection's body buffer (simd-json unescapes in place), and
 //! every slice lives in the per-request `bumpalo::Bump`. Nothing here owns heap memory, so a whole
 //! batch is dropped by resetting the arena.
+//!
+//! Two front ends produce it: the v1 JSON decoder (`decode.rs`) and the OTLP decoder
+//! (`otlp/`); everything after decoding (pricing, rows) is shared and cannot tell them apart.
+
+use crate::row::Money;
 
 /// A validated batch. `version` is always `"v1"` and is not kept.
 #[derive(Debug, Clone, Copy)]
@@ -43,6 +48,7 @@ pub enum SpanType {
     Llm,
     Tool,
     Embedding,
+    /// The default: a span that is none of the above (never priced).
     #[default]
     Other,
 }
@@ -158,4 +164,18 @@ pub struct Span<'a> {
     pub output_tps: Option<f64>,
     pub input_tps: Option<f64>,
     pub chunk_jitter: Option<ChunkJitter>,
+    /// The cost the client computed itself (OTLP `gen_ai.usage.cost` and the like), in units of
+    /// 1e-10 USD; never sent by v1 clients. Stored as `reported_cost`, and the row's total
+    /// when the price table does not know the model (`pricing_source = 'client'`).
+    pub reported_cost: Option<Money>,
+}
+
+/// Length of `s` in UTF-16 code units, as JavaScript counts it: one per scalar value, two for
+/// those outside the Basic Multilingual Plane (4-byte UTF-8 sequences).
+#[inline]
+pub fn utf16_len(s: &str) -> usize {
+    s.as_bytes()
+        .iter()
+        .map(|&b| usize::from((b as i8) >= -0x40) + usize::from(b >= 0xF0))
+        .sum()
 }

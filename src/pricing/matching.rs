@@ -77,7 +77,7 @@ pub(crate) fn bases(provider: Option<&str>, model: &str) -> Vec<(String, String)
     let provider = provider
         .map(|p| p.trim().to_lowercase())
         .unwrap_or_default();
-    let seg = provider.split('.').next().unwrap_or("");
+    let seg = provider_segment(&provider);
     let mut bases: Vec<(String, String)> = Vec::new();
     if !seg.is_empty() {
         bases.push((seg.to_string(), model.clone()));
@@ -96,6 +96,22 @@ pub(crate) fn bases(provider: Option<&str>, model: &str) -> Vec<(String, String)
         .collect();
     bases.extend(inferred);
     bases
+}
+
+/// The part of a provider id that names the vendor or host: its first dot-segment, except for
+/// the OpenTelemetry semantic conventions' `gcp.*` values (`gcp.vertex_ai`, `gcp.gemini`,
+/// `gcp.gen_ai`), where it is the Google product after the dot, and their older `az.*`
+/// (`az.ai.openai`, `az.ai.inference`), which is Azure.
+fn provider_segment(provider: &str) -> &str {
+    let mut parts = provider.split('.');
+    match parts.next().unwrap_or("") {
+        "gcp" => match parts.next() {
+            Some("vertex_ai") => "vertex_ai",
+            _ => "gemini",
+        },
+        "az" => "azure",
+        first => first,
+    }
 }
 
 /// Appends unless already present (lists are short).
@@ -268,8 +284,8 @@ pub(crate) fn vendor_alias(seg: &str) -> Option<&'static str> {
         | "google-generative-ai"
         | "googleai"
         | "vertex_ai-language-models" => "google",
-        "mistral" | "mistralai" | "mistral-ai" => "mistralai",
-        "xai" | "x-ai" | "grok" => "x-ai",
+        "mistral" | "mistralai" | "mistral-ai" | "mistral_ai" => "mistralai",
+        "xai" | "x-ai" | "x_ai" | "grok" => "x-ai",
         "deepseek" | "deepseek-ai" => "deepseek",
         "meta" | "llama" | "meta-llama" | "meta_llama" => "meta-llama",
         "cohere" | "cohere_chat" | "cohere-chat" => "cohere",
@@ -666,6 +682,27 @@ mod tests {
             (None, "mistralai/mistral-large-2411", Some("mistralai/mistral-large")),
             (None, "meta-llama/llama-3.1-8b-instruct", Some("meta-llama/llama-3.1-8b-instruct")),
             (None, "openrouter/anthropic/claude-sonnet-4.5", Some("anthropic/claude-sonnet-4.5")),
+            // The OpenTelemetry GenAI conventions' `gen_ai.provider.name` values.
+            (Some("openai"), "gpt-4o-2024-08-06", Some("openai/gpt-4o")),
+            (Some("anthropic"), "claude-sonnet-4-5", Some("anthropic/claude-sonnet-4.5")),
+            (Some("aws.bedrock"), "us.anthropic.claude-3-5-sonnet-20240620-v1:0", Some("anthropic/claude-3.5-sonnet")),
+            (Some("aws.bedrock"), "amazon.nova-pro-v1:0", Some("amazon/nova-pro")),
+            (Some("azure.ai.openai"), "gpt-4o", Some("openai/gpt-4o")),
+            // Azure AI Foundry sells DeepSeek-R1 at Bedrock's $1.35/$5.40, not DeepSeek's own
+            // API price (`deepseek-reasoner`).
+            (Some("azure.ai.inference"), "DeepSeek-R1", Some("deepseek/deepseek-r1")),
+            (Some("az.ai.openai"), "gpt-4o-mini", Some("openai/gpt-4o-mini")),
+            (Some("gcp.vertex_ai"), "gemini-2.5-pro", Some("google/gemini-2.5-pro")),
+            (Some("gcp.vertex_ai"), "claude-sonnet-4-5@20250929", Some("anthropic/claude-sonnet-4.5")),
+            (Some("gcp.gemini"), "gemini-2.5-flash", Some("google/gemini-2.5-flash")),
+            (Some("gcp.gen_ai"), "gemini-2.5-flash-lite", Some("google/gemini-2.5-flash-lite")),
+            (Some("x_ai"), "grok-4", Some("x-ai/grok-4")),
+            (Some("mistral_ai"), "mistral-large-2411", Some("mistralai/mistral-large")),
+            (Some("deepseek"), "deepseek-chat", Some("deepseek/deepseek-chat")),
+            (Some("perplexity"), "sonar-pro", Some("perplexity/sonar-pro")),
+            (Some("groq"), "llama-3.3-70b-instruct", Some("meta-llama/llama-3.3-70b-instruct")),
+            (Some("cohere"), "command-a-03-2025", Some("cohere/command-a")),
+            (Some("ibm.watsonx.ai"), "ibm/granite-3-8b-instruct", None),
             // Unknown
             (None, "my-own-model", None),
             (Some("openai"), "ft:gpt-4o:acme::abc123", None),

@@ -3,7 +3,7 @@
 
 use std::sync::OnceLock;
 
-use crate::ingest::wire::{Span, SpanType, Status, Usage};
+use crate::ingest::wire::{Span, SpanType, Usage};
 
 use super::*;
 
@@ -727,37 +727,13 @@ fn builtin_price_history() {
 fn span(span_type: SpanType, usage: &Usage) -> Span<'static> {
     Span {
         span_id: "s1",
-        parent_span_id: None,
         span_type,
         name: "call",
-        start_time: 0,
         end_time: 1,
-        status: Status::Ok,
-        error_message: None,
         provider: Some("openai"),
         model_id: Some("gpt-4o"),
         usage: Some(*usage),
-        ttft_ms: None,
-        chunk_offsets: &[],
-        chunk_tokens: &[],
-        reasoning_offsets: &[],
-        reasoning_chunk_tokens: &[],
-        reasoning_duration_ms: None,
-        model_call_ms: None,
-        input: None,
-        output: None,
-        tool_catalog: None,
-        sources: None,
-        system_fingerprint: None,
-        safety_metadata: None,
-        rate_limit: None,
-        metadata: &[],
-        response_time_ms: None,
-        effective_output_tps: None,
-        effective_total_tps: None,
-        output_tps: None,
-        input_tps: None,
-        chunk_jitter: None,
+        ..Span::default()
     }
 }
 

@@ -1,5 +1,7 @@
 //! The `spans` columns in table order (`spans_columns!`): name, kind and the `RowRef` field
 //! each comes from; from them, the DDL types, the layout, and how a row is measured and written.
+//! New columns go last: an existing table gets them by `ADD COLUMN`, and a spool record written
+//! before them reads back with them filled (`RowBatch::from_older_parts`).
 
 use super::write::Writer;
 use super::RowRef;
@@ -270,4 +272,6 @@ spans_columns! {
     chunk_jitter_max: OptF64(chunk_jitter_max),
     // Re-pricing (the copy with the highest version is kept).
     version: U64(version),
+    // OTLP front end: the cost the client reported.
+    reported_cost: Money(reported_cost),
 }

@@ -122,4 +122,6 @@ pub struct RowRef<'a> {
     /// Which copy of a span the table keeps (`ReplacingMergeTree(version)`): epoch ms of the
     /// ingest, or of the re-pricing that wrote a corrected copy.
     pub version: u64,
+    /// The cost the client reported for the call (OTLP), next to ours; `None` when it sent none.
+    pub reported_cost: Option<Money>,
 }

@@ -108,6 +108,7 @@ fn expected(r: &RowRef<'_>) -> Vec<Value<'static>> {
         of(r.chunk_jitter_p90),
         of(r.chunk_jitter_max),
         Value::U64(r.version),
+        m(r.reported_cost),
     ]
 }
 
@@ -127,6 +128,9 @@ fn rows_of<'a>(ids: &'a [String]) -> Vec<RowRef<'a>> {
             }
             if i % 5 == 4 {
                 r.input = Box::leak("x".repeat(300).into_boxed_str());
+            }
+            if i % 2 == 0 {
+                r.reported_cost = Some(42 + i as i64);
             }
             r
         })

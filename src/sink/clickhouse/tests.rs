@@ -35,7 +35,7 @@ fn spans_columns_are_in_contract_order() {
         reasoning_chunk_tokens, ingested_at, customer_id, customer_name, customer_image_url, \
         response_time_ms, effective_output_tps, effective_total_tps, output_tps, input_tps, \
         chunk_jitter_min, chunk_jitter_p10, chunk_jitter_median, chunk_jitter_avg, \
-        chunk_jitter_p90, chunk_jitter_max, version";
+        chunk_jitter_p90, chunk_jitter_max, version, reported_cost";
     let names: Vec<&str> = SPANS_COLUMNS.iter().map(|c| c.0).collect();
     let expected: Vec<&str> = expected.split(", ").collect();
     assert_eq!(names, expected);
@@ -732,7 +732,10 @@ fn a_table_of_an_older_shape_is_rebuilt_with_every_row() {
     let rt = rt();
     let done = rt.block_on(store.migrate()).unwrap();
     assert_eq!(done.rebuilt_spans, Some(3), "{done}");
-    assert_eq!(done.added_columns, vec![("spans", "version")]);
+    assert_eq!(
+        done.added_columns,
+        vec![("spans", "version"), ("spans", "reported_cost")]
+    );
     let rows = json_rows(&format!(
         "SELECT trace_id, toUInt32(ingested_at) AS at, version FROM `{}`.spans FINAL \
          ORDER BY trace_id",

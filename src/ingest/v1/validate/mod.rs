@@ -21,6 +21,7 @@ mod scalars;
 mod schema;
 #[cfg(test)]
 mod tests;
+pub use crate::ingest::wire::utf16_len;
 use crate::ingest::wire::{
     Batch, ChunkJitter, Customer, Metadata, RateLimit, Span, SpanType, Status, Trace, Usage,
 };
@@ -73,16 +74,6 @@ struct Walker<'t, 'a> {
     issues: Issues,
     placeholders: &'t [Placeholder],
     base: usize,
-}
-
-/// Length of `s` in UTF-16 code units, as JavaScript counts it: one per scalar value, two for
-/// those outside the Basic Multilingual Plane (4-byte UTF-8 sequences).
-#[inline]
-pub fn utf16_len(s: &str) -> usize {
-    s.as_bytes()
-        .iter()
-        .map(|&b| usize::from((b as i8) >= -0x40) + usize::from(b >= 0xF0))
-        .sum()
 }
 
 /// `scheme:rest` with a valid scheme, a non-empty rest, and no whitespace anywhere.

@@ -1,0 +1,5 @@
+// Automatically generated mod.rs
+pub mod collector;
+pub mod common;
+pub mod resource;
+pub mod trace;

@@ -1,0 +1,820 @@
+//! OTLP spans -> the shared borrowed model (`wire::Span`, grouped into `wire::Trace`s): span
+//! type, provider and model, token counts translated into v1 meanings, content, status, times,
+//! metadata, each string within the v1 limits.
+//!
+//! `Mapper` is the `SpanSink` both decoders feed. Per span it classifies every attribute once
+//! (`keys::classify`), keeps the best-ranked value of each mapped meaning, decides the span
+//! type, and puts everything it did not map (and, on spans that are not model calls, their
+//! usage and cost: aggregates that must never be priced) into metadata. A span with bad ids or
+//! an end before its start is refused on its own and counted. `finish` groups the spans by
+//! trace id (traces of one export arrive interleaved) and names each trace after its root span.
+
+use bumpalo::collections::Vec as BVec;
+use bumpalo::Bump;
+
+use super::keys::{self, Bucket, Dialect, Key, INPUT_PARTS, OUTPUT_PARTS};
+use super::raw::{self, Attr, RawSpan, Resource, Scope, SpanSink, Value};
+use crate::ingest::wire::utf16_len;
+use crate::ingest::wire::{Batch, Customer, Span, SpanType, Status, Trace, Usage};
+use crate::pricing::MAX_MONEY;
+use crate::row::Money;
+
+/// The v1 contract's limits, in UTF-16 code units; longer strings are cut (and counted).
+pub mod limit {
+    pub const NAME: usize = 512;
+    pub const ERROR_MESSAGE: usize = 8192;
+    pub const PROVIDER: usize = 128;
+    pub const MODEL_ID: usize = 256;
+    pub const CONTENT: usize = 1_000_000;
+    pub const FINGERPRINT: usize = 256;
+    pub const TRACE_NAME: usize = 256;
+    pub const AGENT_NAME: usize = 256;
+    pub const SESSION_ID: usize = 128;
+    pub const CUSTOMER_ID: usize = 128;
+    pub const METADATA_KEYS: usize = 64;
+    pub const METADATA_KEY: usize = 128;
+    pub const METADATA_VALUE: usize = 1024;
+}
+
+/// Metadata pairs in the arena.
+type Pairs<'a> = &'a [(&'a str, &'a str)];
+
+/// What became of the spans and attributes of one request, for its answer and `/metrics`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Spans refused on their own (bad ids, end before start).
+    pub rejected_spans: u64,
+    /// Strings cut to a v1 limit.
+    pub truncated_strings: u64,
+    /// Attributes left out of metadata (past 64 keys, or a key over 128 units).
+    pub dropped_attributes: u64,
+}
+
+/// Why a span was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    TraceId,
+    SpanId,
+    ParentSpanId,
+    EndBeforeStart,
+}
+
+impl Refused {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refused::TraceId => "its trace id is not 16 bytes, or is all zero",
+            Refused::SpanId => "its span id is not 8 bytes, or is all zero",
+            Refused::ParentSpanId => "its parent span id is neither empty nor 8 bytes",
+            Refused::EndBeforeStart => "it ends before it starts",
+        }
+    }
+}
+
+/// A mapped span with its trace and what its trace may take from it.
+#[derive(Clone, Copy)]
+struct Item<'a> {
+    trace: u128,
+    span: Span<'a>,
+    session: Option<&'a str>,
+    user: Option<&'a str>,
+    agent: Option<&'a str>,
+}
+
+/// The first refused span, described once the count is known.
+#[derive(Clone, Copy)]
+struct FirstRefusal<'a> {
+    why: Refused,
+    span_id: &'a [u8],
+    name: &'a str,
+}
+
+/// Turns OTLP spans into the shared model; one per request, all of it in the request's arena.
+pub struct Mapper<'a> {
+    arena: &'a Bump,
+    items: BVec<'a, Item<'a>>,
+    counts: Counts,
+    first_refusal: Option<FirstRefusal<'a>>,
+    /// Per attribute of the span being mapped: what it is, and whether it was used.
+    keys: BVec<'a, (Key, Use)>,
+    /// Flattened message parts of the span being mapped: (output?, index, role?, text).
+    parts: BVec<'a, (bool, u32, bool, &'a str)>,
+    /// The metadata pairs of the resource and scope last seen (computed once per pair).
+    context: Option<([usize; 4], Pairs<'a>)>,
+}
+
+/// What became of an attribute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Use {
+    /// Into metadata.
+    Metadata,
+    /// Mapped onto a column.
+    Mapped,
+    /// Usage or cost: mapped on a model call, metadata elsewhere.
+    IfPriced,
+    /// What decided the span's type: metadata only when the type is `other` (which loses it).
+    IfOther,
+}
+
+/// The best-ranked value of each mapped meaning on one span.
+#[derive(Default)]
+struct Found<'a> {
+    operation: Option<&'a str>,
+    openinference_kind: Option<&'a str>,
+    ai_operation: Option<&'a str>,
+    llm_request_type: Option<&'a str>,
+    traceloop_kind: Option<&'a str>,
+    provider: Ranked<&'a str>,
+    model: Ranked<&'a str>,
+    /// Per dialect, per bucket.
+    usage: [[Ranked<u64>; 6]; 3],
+    cost: Ranked<Money>,
+    input: Ranked<Value<'a>>,
+    output: Ranked<Value<'a>>,
+    tool_catalog: Ranked<Value<'a>>,
+    session: Ranked<&'a str>,
+    user: Ranked<&'a str>,
+    agent: Option<&'a str>,
+    fingerprint: Ranked<&'a str>,
+    ttft_ms: Ranked<f64>,
+    error_type: Option<&'a str>,
+}
+
+/// A value and the rank of the name it came under (lower wins).
+#[derive(Clone, Copy)]
+struct Ranked<T>(Option<(u8, T)>);
+
+impl<T> Default for Ranked<T> {
+    fn default() -> Self {
+        Ranked(None)
+    }
+}
+
+impl<T: Copy> Ranked<T> {
+    #[inline]
+    fn offer(&mut self, rank: u8, v: T) {
+        if self.0.is_none_or(|(r, _)| rank <= r) {
+            self.0 = Some((rank, v));
+        }
+    }
+    #[inline]
+    fn get(&self) -> Option<T> {
+        self.0.map(|(_, v)| v)
+    }
+}
+
+impl<'a> SpanSink<'a> for Mapper<'a> {
+    fn span(&mut self, s: &RawSpan<'a, '_>, scope: &Scope<'a>, resource: &Resource<'a>) {
+        if let Some(why) = refusal(s) {
+            self.counts.rejected_spans += 1;
+            if self.first_refusal.is_none() {
+                self.first_refusal = Some(FirstRefusal {
+                    why,
+                    span_id: s.span_id,
+                    name: s.name,
+                });
+            }
+            return;
+        }
+        let item = self.map(s, scope, resource);
+        self.items.push(item);
+    }
+}
+
+/// Why a span is refused, if it is.
+fn refusal(s: &RawSpan<'_, '_>) -> Option<Refused> {
+    let zero = |id: &[u8]| id.iter().all(|&b| b == 0);
+    if s.trace_id.len() != 16 || zero(s.trace_id) {
+        Some(Refused::TraceId)
+    } else if s.span_id.len() != 8 || zero(s.span_id) {
+        Some(Refused::SpanId)
+    } else if !s.parent_span_id.is_empty() && s.parent_span_id.len() != 8 {
+        Some(Refused::ParentSpanId)
+    } else if s.end_ns < s.start_ns {
+        Some(Refused::EndBeforeStart)
+    } else {
+        None
+    }
+}
+
+impl<'a> Mapper<'a> {
+    pub fn new(arena: &'a Bump) -> Mapper<'a> {
+        Mapper {
+            arena,
+            items: BVec::with_capacity_in(64, arena),
+            counts: Counts::default(),
+            first_refusal: None,
+            keys: BVec::with_capacity_in(64, arena),
+            parts: BVec::new_in(arena),
+            context: None,
+        }
+    }
+
+    /// `s` cut to `max` UTF-16 units at a char boundary, counted when cut.
+    #[inline]
+    fn cut(&mut self, s: &'a str, max: usize) -> &'a str {
+        // A UTF-16 unit per byte at least, so most strings are decided by their length.
+        if s.len() <= max {
+            return s;
+        }
+        let cut = cut_utf16(s, max);
+        if cut.len() < s.len() {
+            self.counts.truncated_strings += 1;
+        }
+        cut
+    }
+
+    fn map(&mut self, s: &RawSpan<'a, '_>, scope: &Scope<'a>, resource: &Resource<'a>) -> Item<'a> {
+        let mut f = Found::default();
+        self.keys.clear();
+        self.parts.clear();
+        for a in s.attributes {
+            let key = keys::classify(a.key);
+            let used = self.take(key, a, &mut f);
+            self.keys.push((key, used));
+        }
+        let span_type = span_type(&f, s.name);
+        let priced = span_type.is_priced();
+
+        let error = s.status_code == 2;
+        let error_message = match (error, s.status_message) {
+            (false, _) => None,
+            (true, "") => f.error_type,
+            (true, m) => Some(m),
+        };
+        let input = self.content(f.input.get(), false);
+        let output = self.content(f.output.get(), true);
+        let tool_catalog = f.tool_catalog.get().map(|v| self.text(v));
+        let metadata = self.metadata(s.attributes, span_type, scope, resource);
+        let span = Span {
+            span_id: raw::hex(s.span_id, self.arena),
+            parent_span_id: match s.parent_span_id {
+                p if p.iter().all(|&b| b == 0) => None,
+                p => Some(raw::hex(p, self.arena)),
+            },
+            span_type,
+            name: self.cut(s.name, limit::NAME),
+            start_time: s.start_ns / 1_000_000,
+            end_time: s.end_ns / 1_000_000,
+            status: if error { Status::Error } else { Status::Ok },
+            error_message: error_message.map(|m| self.cut(m, limit::ERROR_MESSAGE)),
+            provider: f.provider.get().map(|p| self.cut(p, limit::PROVIDER)),
+            model_id: f.model.get().map(|m| self.cut(m, limit::MODEL_ID)),
+            usage: if priced { usage(&f.usage) } else { None },
+            ttft_ms: f.ttft_ms.get(),
+            input: input.map(|t| self.cut(t, limit::CONTENT)),
+            output: output.map(|t| self.cut(t, limit::CONTENT)),
+            tool_catalog: tool_catalog.map(|t| self.cut(t, limit::CONTENT)),
+            system_fingerprint: f.fingerprint.get().map(|t| self.cut(t, limit::FINGERPRINT)),
+            metadata,
+            reported_cost: if priced { f.cost.get() } else { None },
+            ..Span::default()
+        };
+        let mut trace = [0u8; 16];
+        trace.copy_from_slice(s.trace_id);
+        Item {
+            trace: u128::from_be_bytes(trace),
+            span,
+            session: f.session.get().map(|t| self.cut(t, limit::SESSION_ID)),
+            user: f.user.get().map(|t| self.cut(t, limit::CUSTOMER_ID)),
+            agent: f.agent.map(|t| self.cut(t, limit::AGENT_NAME)),
+        }
+    }
+
+    /// Records what attribute `a` (of meaning `key`) says, and whether it was used.
+    #[inline]
+    fn take(&mut self, key: Key, a: &Attr<'a>, f: &mut Found<'a>) -> Use {
+        let v = a.value;
+        let s = match v {
+            Value::Str(s) if !s.is_empty() => Some(s),
+            _ => None,
+        };
+        if key == Key::Other {
+            if a.key == "error.type" {
+                f.error_type = s;
+            }
+            return Use::Metadata;
+        }
+        let used = match (key, s) {
+            (Key::Usage(d, b, rank), _) => match count(&v) {
+                Some(n) => {
+                    f.usage[d as usize][b as usize].offer(rank, n);
+                    return Use::IfPriced;
+                }
+                None => false,
+            },
+            (Key::Cost(rank), _) => match money(&v) {
+                Some(c) => {
+                    f.cost.offer(rank, c);
+                    return Use::IfPriced;
+                }
+                None => false,
+            },
+            (Key::InputText(rank), _) if v != Value::Empty => {
+                f.input.offer(rank, v);
+                true
+            }
+            (Key::OutputText(rank), _) if v != Value::Empty => {
+                f.output.offer(rank, v);
+                true
+            }
+            (Key::ToolCatalog(rank), _) if v != Value::Empty => {
+                f.tool_catalog.offer(rank, v);
+                true
+            }
+            (Key::InputPart(p), _) => self.part(a, INPUT_PARTS[p as usize].len(), false),
+            (Key::OutputPart(p), _) => self.part(a, OUTPUT_PARTS[p as usize].len(), true),
+            (Key::TtftMs(rank), _) => match number(&v) {
+                Some(ms) => {
+                    f.ttft_ms.offer(rank, ms);
+                    true
+                }
+                None => false,
+            },
+            (Key::TtftSeconds, _) => match number(&v) {
+                Some(s) => {
+                    f.ttft_ms.offer(2, s * 1000.0);
+                    true
+                }
+                None => false,
+            },
+            (_, None) => false,
+            (Key::Operation, Some(s)) => return type_key(&mut f.operation, s),
+            (Key::OpenInferenceKind, Some(s)) => return type_key(&mut f.openinference_kind, s),
+            (Key::AiOperationId, Some(s)) => return type_key(&mut f.ai_operation, s),
+            (Key::LlmRequestType, Some(s)) => return type_key(&mut f.llm_request_type, s),
+            (Key::TraceloopKind, Some(s)) => return type_key(&mut f.traceloop_kind, s),
+            (Key::AgentName, Some(s)) => set(&mut f.agent, s),
+            (Key::Provider(rank), Some(s)) => offer(&mut f.provider, rank, s),
+            (Key::Model(rank), Some(s)) => offer(&mut f.model, rank, s),
+            (Key::Session(rank), Some(s)) => offer(&mut f.session, rank, s),
+            (Key::User(rank), Some(s)) => offer(&mut f.user, rank, s),
+            (Key::Fingerprint(rank), Some(s)) => offer(&mut f.fingerprint, rank, s),
+            _ => false,
+        };
+        if used {
+            Use::Mapped
+        } else {
+            Use::Metadata
+        }
+    }
+
+    /// Records one field of a flattened message list; roles and text contents are rendered,
+    /// other fields (tool calls, images) are dropped with them.
+    fn part(&mut self, a: &Attr<'a>, prefix: usize, output: bool) -> bool {
+        match (keys::part(a.key, prefix), a.value) {
+            (Some((index, Some(role))), Value::Str(s)) => {
+                self.parts.push((output, index, role, s));
+                true
+            }
+            (Some((_, None)), _) => true,
+            _ => false,
+        }
+    }
+
+    /// A content value as text: a string as it is, anything else as JSON; without one, the
+    /// flattened message parts (`[{"role":…,"content":…},…]`), if any.
+    fn content(&mut self, v: Option<Value<'a>>, output: bool) -> Option<&'a str> {
+        if let Some(v) = v {
+            return Some(self.text(v));
+        }
+        if !self.parts.iter().any(|p| p.0 == output) {
+            return None;
+        }
+        let mut parts: BVec<'_, _> = BVec::from_iter_in(
+            self.parts
+                .iter()
+                .filter(|p| p.0 == output)
+                .map(|p| (p.1, p.2, p.3)),
+            self.arena,
+        );
+        parts.sort_by_key(|p| (p.0, !p.1));
+        let mut out = bumpalo::collections::String::new_in(self.arena);
+        out.push('[');
+        let mut i = 0;
+        while i < parts.len() {
+            let index = parts[i].0;
+            if out.len() > 1 {
+                out.push(',');
+            }
+            out.push('{');
+            let mut first = true;
+            while i < parts.len() && parts[i].0 == index {
+                let (_, role, text) = parts[i];
+                if !first {
+                    out.push(',');
+                }
+                out.push_str(if role { "\"role\":" } else { "\"content\":" });
+                raw::write_json_str(text, &mut out);
+                first = false;
+                i += 1;
+            }
+            out.push('}');
+        }
+        out.push(']');
+        Some(out.into_bump_str())
+    }
+
+    /// A value as text: strings as they are, the rest JSON-encoded.
+    #[inline]
+    fn text(&self, v: Value<'a>) -> &'a str {
+        match v {
+            Value::Str(s) => s,
+            v => raw::to_json(&v, self.arena),
+        }
+    }
+
+    /// The span's metadata: its unmapped attributes (on a span that is not a model call, its
+    /// usage and cost too; on an `other` span, what it said its type was), then its resource's attributes and scope name, at most 64 keys.
+    fn metadata(
+        &mut self,
+        attrs: &[Attr<'a>],
+        span_type: SpanType,
+        scope: &Scope<'a>,
+        resource: &Resource<'a>,
+    ) -> &'a [(&'a str, &'a str)] {
+        let context = self.context(scope, resource);
+        let keys = std::mem::replace(&mut self.keys, BVec::new_in(self.arena));
+        let mut out = BVec::with_capacity_in(
+            (attrs.len() + context.len()).min(limit::METADATA_KEYS),
+            self.arena,
+        );
+        // One bit per key length: most keys are told apart without comparing them.
+        let mut seen = 0u64;
+        for (a, &(_, used)) in attrs.iter().zip(keys.iter()) {
+            let keep = match used {
+                Use::Metadata => true,
+                Use::Mapped => false,
+                Use::IfPriced => !span_type.is_priced(),
+                Use::IfOther => span_type == SpanType::Other,
+            };
+            if !keep {
+                continue;
+            }
+            // (A key of at most 128 bytes has at most 128 UTF-16 units.)
+            if a.key.len() > limit::METADATA_KEY && utf16_len(a.key) > limit::METADATA_KEY {
+                self.counts.dropped_attributes += 1;
+                continue;
+            }
+            let value = self.text(a.value);
+            let value = self.cut(value, limit::METADATA_VALUE);
+            self.put(&mut out, &mut seen, a.key, value, true);
+        }
+        for &(k, v) in context {
+            self.put(&mut out, &mut seen, k, v, false);
+        }
+        self.keys = keys;
+        out.into_bump_slice()
+    }
+
+    /// Adds a pair unless its key is there already (a repeated attribute replaces the value;
+    /// a resource attribute never replaces the span's own); past 64 keys, drops it.
+    #[inline]
+    fn put(
+        &mut self,
+        out: &mut BVec<'a, (&'a str, &'a str)>,
+        seen: &mut u64,
+        k: &'a str,
+        v: &'a str,
+        replace: bool,
+    ) {
+        let bit = 1u64 << (k.len() & 63);
+        if *seen & bit != 0 {
+            if let Some(slot) = out.iter_mut().find(|(ok, _)| *ok == k) {
+                if replace {
+                    slot.1 = v;
+                }
+                return;
+            }
+        }
+        if out.len() == limit::METADATA_KEYS {
+            self.counts.dropped_attributes += 1;
+            return;
+        }
+        *seen |= bit;
+        out.push((k, v));
+    }
+
+    /// The resource's attributes and the scope's name as metadata pairs, computed once for
+    /// all the spans under the same resource and scope.
+    fn context(&mut self, scope: &Scope<'a>, resource: &Resource<'a>) -> &'a [(&'a str, &'a str)] {
+        // Arena slices and body strings never share an address while the request lives, so
+        // equal addresses and lengths are equal contents.
+        let id = [
+            resource.attributes.as_ptr() as usize,
+            resource.attributes.len(),
+            scope.name.as_ptr() as usize,
+            scope.name.len(),
+        ];
+        if let Some((seen, pairs)) = self.context {
+            if seen == id {
+                return pairs;
+            }
+        }
+        let mut pairs = BVec::with_capacity_in(resource.attributes.len() + 1, self.arena);
+        for a in resource.attributes {
+            if utf16_len(a.key) > limit::METADATA_KEY {
+                continue;
+            }
+            let v = self.text(a.value);
+            pairs.push((a.key, cut_utf16(v, limit::METADATA_VALUE)));
+        }
+        if !scope.name.is_empty() {
+            pairs.push((
+                "otel.scope.name",
+                cut_utf16(scope.name, limit::METADATA_VALUE),
+            ));
+        }
+        let pairs = pairs.into_bump_slice();
+        self.context = Some((id, pairs));
+        pairs
+    }
+
+    /// The spans mapped so far, grouped by trace, and what became of the rest.
+    pub fn finish(self) -> (Batch<'a>, Counts, Option<&'a str>) {
+        let arena = self.arena;
+        let mut counts = self.counts;
+        let items = self.items;
+        let n = items.len();
+        // Stable grouping by trace: sort (trace, arrival) pairs, which are all distinct.
+        let mut order = BVec::from_iter_in(
+            items.iter().enumerate().map(|(i, it)| (it.trace, i as u32)),
+            arena,
+        );
+        order.sort_unstable();
+        let mut spans = BVec::with_capacity_in(n, arena);
+        for &(_, i) in order.iter() {
+            spans.push(items[i as usize].span);
+        }
+        let spans: &'a [Span<'a>] = spans.into_bump_slice();
+        let mut traces = BVec::new_in(arena);
+        let mut start = 0;
+        while start < n {
+            let id = order[start].0;
+            let mut end = start + 1;
+            while end < n && order[end].0 == id {
+                end += 1;
+            }
+            let group = &order[start..end];
+            let group_spans = &spans[start..end];
+            let root = group_spans.iter().position(|s| s.parent_span_id.is_none());
+            // A trace-level value: the root's if it has one, else the first span's that does.
+            let pick = |get: &dyn Fn(&Item<'a>) -> Option<&'a str>| {
+                root.and_then(|r| get(&items[group[r].1 as usize]))
+                    .or_else(|| group.iter().find_map(|&(_, i)| get(&items[i as usize])))
+            };
+            let user = pick(&|it| it.user);
+            traces.push(Trace {
+                trace_id: raw::hex(&id.to_be_bytes(), arena),
+                spans: group_spans,
+                trace_name: root.map(|r| {
+                    let name = group_spans[r].name;
+                    let cut = cut_utf16(name, limit::TRACE_NAME);
+                    counts.truncated_strings += u64::from(cut.len() < name.len());
+                    cut
+                }),
+                agent_name: pick(&|it| it.agent),
+                workflow_name: None,
+                workflow_run_id: None,
+                session_id: pick(&|it| it.session),
+                metadata: &[],
+                customer: user.map(|id| Customer {
+                    id,
+                    name: None,
+                    image_url: None,
+                }),
+            });
+            start = end;
+        }
+        let message = self.first_refusal.map(|r| {
+            let rejected = counts.rejected_spans;
+            let id = if r.span_id.is_empty() {
+                "(none)"
+            } else {
+                raw::hex(r.span_id, arena)
+            };
+            let name = cut_utf16(r.name, 128);
+            bumpalo::format!(
+                in arena,
+                "{rejected} span{} rejected; the first, span {id} ({name:?}), because {}",
+                if rejected == 1 { "" } else { "s" },
+                r.why.as_str()
+            )
+            .into_bump_str()
+        });
+        let batch = Batch {
+            traces: traces.into_bump_slice(),
+            span_count: n,
+        };
+        (batch, counts, message)
+    }
+}
+
+#[inline]
+fn type_key<'a>(slot: &mut Option<&'a str>, s: &'a str) -> Use {
+    *slot = Some(s);
+    Use::IfOther
+}
+
+#[inline]
+fn set<'a>(slot: &mut Option<&'a str>, s: &'a str) -> bool {
+    *slot = Some(s);
+    true
+}
+
+#[inline]
+fn offer<'a>(slot: &mut Ranked<&'a str>, rank: u8, s: &'a str) -> bool {
+    slot.offer(rank, s);
+    true
+}
+
+/// The span's type, from the first convention that says: GenAI's operation name,
+/// OpenInference's span kind, the AI SDK's operation id (or span name), OpenLLMetry's request
+/// type and span kind. Only model calls themselves are `llm`/`embedding`.
+fn span_type(f: &Found<'_>, name: &str) -> SpanType {
+    if let Some(op) = f.operation {
+        return match op {
+            "chat" | "text_completion" | "generate_content" => SpanType::Llm,
+            "embeddings" => SpanType::Embedding,
+            "execute_tool" => SpanType::Tool,
+            "invoke_agent" | "create_agent" => SpanType::Agent,
+            _ => SpanType::Other,
+        };
+    }
+    if let Some(kind) = f.openinference_kind {
+        let is = |k: &str| kind.eq_ignore_ascii_case(k);
+        return if is("LLM") {
+            SpanType::Llm
+        } else if is("EMBEDDING") {
+            SpanType::Embedding
+        } else if is("TOOL") {
+            SpanType::Tool
+        } else if is("AGENT") {
+            SpanType::Agent
+        } else {
+            SpanType::Other
+        };
+    }
+    let ai = f
+        .ai_operation
+        .or_else(|| name.starts_with("ai.").then_some(name));
+    if let Some(op) = ai {
+        // The operation id, without the function id some versions append to the name.
+        let op = op.split(' ').next().unwrap_or(op);
+        return if op.ends_with(".doGenerate") || op.ends_with(".doStream") {
+            SpanType::Llm
+        } else if op.ends_with(".doEmbed") {
+            SpanType::Embedding
+        } else if op == "ai.toolCall" {
+            SpanType::Tool
+        } else {
+            SpanType::Other
+        };
+    }
+    if let Some(t) = f.llm_request_type {
+        return match t {
+            "chat" | "completion" => SpanType::Llm,
+            "embedding" => SpanType::Embedding,
+            _ => SpanType::Other,
+        };
+    }
+    match f.traceloop_kind {
+        Some("tool") => SpanType::Tool,
+        Some("agent") => SpanType::Agent,
+        _ => SpanType::Other,
+    }
+}
+
+/// A model call's usage in v1 meanings, from one dialect: the AI SDK's if the span has its
+/// counts, else OpenInference's, else GenAI's.
+///
+/// Every dialect counts cache reads and cache writes inside its input and reasoning inside its
+/// output (the GenAI conventions say so; OpenInference's details and the AI SDK's cached count
+/// are parts of their totals). v1's input includes cache reads but not writes, so input =
+/// input - writes, and output and reasoning stay. A client that counted input without the
+/// cache (Anthropic's own usage fields: input below reads + writes, impossible if inclusive)
+/// gets input + reads instead; likewise output below reasoning means output + reasoning.
+fn usage(u: &[[Ranked<u64>; 6]; 3]) -> Option<Usage> {
+    let has = |d: Dialect| {
+        let d = &u[d as usize];
+        d[Bucket::Input as usize].0.is_some() || d[Bucket::Output as usize].0.is_some()
+    };
+    let dialect = [Dialect::AiSdk, Dialect::OpenInference, Dialect::GenAi]
+        .into_iter()
+        .find(|&d| has(d))
+        .or_else(|| {
+            [Dialect::AiSdk, Dialect::OpenInference, Dialect::GenAi]
+                .into_iter()
+                .find(|&d| u[d as usize].iter().any(|b| b.0.is_some()))
+        })?;
+    let d = &u[dialect as usize];
+    let get = |b: Bucket| d[b as usize].get();
+    let (read, write) = (get(Bucket::CacheRead), get(Bucket::CacheWrite));
+    let reasoning = get(Bucket::Reasoning);
+    let cache = read.unwrap_or(0).saturating_add(write.unwrap_or(0));
+    let input = get(Bucket::Input).map(|i| {
+        if i >= cache {
+            i - write.unwrap_or(0)
+        } else {
+            i.saturating_add(read.unwrap_or(0))
+        }
+    });
+    let output = get(Bucket::Output).map(|o| match reasoning {
+        Some(r) if o < r => o.saturating_add(r),
+        _ => o,
+    });
+    Some(Usage {
+        input_tokens: input,
+        output_tokens: output,
+        total_tokens: get(Bucket::Total),
+        reasoning_tokens: reasoning,
+        cached_input_tokens: read,
+        cache_write_input_tokens: write,
+        ..Usage::default()
+    })
+}
+
+/// A token count: a non-negative integer, as an integer, an integral double or a decimal
+/// string (JSON clients send 64-bit integers as strings).
+fn count(v: &Value<'_>) -> Option<u64> {
+    match *v {
+        Value::Int(i) => u64::try_from(i).ok(),
+        Value::Double(d) if d >= 0.0 && d.fract() == 0.0 && d < 1.8e19 => Some(d as u64),
+        Value::Str(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// A number (ttft).
+fn number(v: &Value<'_>) -> Option<f64> {
+    match *v {
+        Value::Int(i) => Some(i as f64),
+        Value::Double(d) if d.is_finite() => Some(d),
+        Value::Str(s) => s.trim().parse().ok().filter(|d: &f64| d.is_finite()),
+        _ => None,
+    }
+    .filter(|&d| d >= 0.0)
+}
+
+/// A cost in USD as exact money (units of 1e-10 USD, half-up): from the decimal digits the
+/// client wrote (a double's shortest representation), never through float arithmetic.
+fn money(v: &Value<'_>) -> Option<Money> {
+    let mut buf = [0u8; 40];
+    let text: &str = match *v {
+        Value::Str(s) => s.trim(),
+        Value::Int(i) => {
+            let units = i.checked_mul(10_000_000_000)?;
+            return (0..=MAX_MONEY).contains(&units).then_some(units);
+        }
+        // Below half a unit: zero (and Display would write hundreds of digits).
+        Value::Double(d) if (0.0..5e-11).contains(&d) => return Some(0),
+        Value::Double(d) if (0.0..1e8).contains(&d) => {
+            use std::io::Write;
+            let mut w = &mut buf[..];
+            write!(w, "{d}").ok()?;
+            let len = 40 - w.len();
+            std::str::from_utf8(&buf[..len]).ok()?
+        }
+        _ => return None,
+    };
+    decimal_units(text)
+}
+
+/// `123.45678901234` -> units of 1e-10, rounded half-up; `None` if not a plain non-negative
+/// decimal or past `Decimal(18, 10)`.
+fn decimal_units(s: &str) -> Option<Money> {
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    if int.is_empty() && frac.is_empty() {
+        return None;
+    }
+    if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let int = int.trim_start_matches('0');
+    if int.len() > 8 {
+        return None;
+    }
+    let mut units: i64 = if int.is_empty() { 0 } else { int.parse().ok()? };
+    for i in 0..10 {
+        let d = frac.as_bytes().get(i).map_or(0, |b| b - b'0');
+        units = units * 10 + i64::from(d);
+    }
+    if frac.as_bytes().get(10).is_some_and(|&b| b >= b'5') {
+        units += 1;
+    }
+    (units <= MAX_MONEY).then_some(units)
+}
+
+/// The longest prefix of `s` of at most `max` UTF-16 units that ends at a char boundary.
+pub fn cut_utf16(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut units = 0;
+    for (i, c) in s.char_indices() {
+        units += c.len_utf16();
+        if units > max {
+            return &s[..i];
+        }
+    }
+    s
+}

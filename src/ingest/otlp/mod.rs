@@ -1,0 +1,239 @@
+//! The OTLP/HTTP trace front end as a library: an `ExportTraceServiceRequest` (protobuf or
+//! JSON) -> the same borrowed batch the v1 decoder makes (`wire::Batch`), plus what the answer
+//! and `/metrics` need; and the answers' bytes.
+//!
+//! # Use
+//!
+//! One [`OtlpDecoder`] per worker, reused for every request; the request's arena is reset
+//! before each one, exactly as for `/ingest`:
+//!
+//! ```ignore
+//! arena.reset();
+//! let body = decompressor.decompress(encoding, raw, cap)?;        // ingest::compress
+//! let decoded = match content_type {
+//!     Protobuf => otlp.decode_protobuf(body, &arena),
+//!     Json => otlp.decode_json(body, &arena),                      // parses in place
+//! };
+//! let decoded = decoded?;                                          // Err: 400, google.rpc.Status
+//! let rows = ingest::rows::build(&decoded.batch, ...)?;            // the shared pipeline
+//! http::otlp::export_response(format, decoded.partial_success(), &mut out);
+//! ```
+//!
+//! A body that is not an export at all is an [`OtlpError`] (answer `400` with
+//! `http::otlp::status`). Spans with bad ids or an end before their start are left out one by
+//! one and counted in [`Decoded::rejected_spans`] with a message for
+//! `partial_success.error_message`; the other spans are in the batch. Strings past a v1 limit
+//! are cut, attributes past the metadata limits dropped, both counted for `/metrics`.
+//!
+//! # Layout
+//!
+//! - `protowire.rs`: the protobuf wire format reader (sans-I/O cursor, every length checked).
+//! - `proto.rs`: the OTLP trace schema over that reader.
+//! - `json.rs`: the same schema over simd-json's tape (OTLP/JSON).
+//! - `raw.rs`: spans as both read them (`RawSpan`, `Value`), the `SpanSink` they feed.
+//! - `keys.rs`: attribute names, dialect by dialect; `map.rs`: `RawSpan` -> `wire::Span`,
+//!   grouped into traces. The table is in `docs/otlp.md`.
+//! - `fuzz.rs` (tests and fuzzing only): the fuzz property, against prost's decode of the same
+//!   bytes.
+//!
+//! **Invariant:** no allocation per span outside the request's arena: strings borrow the
+//! (decompressed) body, everything else is in the arena; `tests/alloc.rs` asserts it.
+
+#[cfg(test)]
+mod captures;
+#[cfg(any(test, feature = "fuzzing"))]
+mod fuzz;
+mod json;
+pub mod keys;
+mod map;
+mod proto;
+pub mod protowire;
+mod raw;
+#[cfg(test)]
+mod testkit;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::mem;
+
+use bumpalo::Bump;
+use simd_json::{Buffers, ErrorType, Node, Tape};
+
+#[cfg(any(test, feature = "fuzzing"))]
+pub use fuzz::fuzz_decode;
+pub use json::ShapeError;
+pub use map::{cut_utf16, limit, Counts};
+pub use protowire::{ProtoError, ProtoErrorKind};
+pub use raw::MAX_VALUE_DEPTH;
+
+use crate::ingest::wire::Batch;
+
+/// A decoded export: the spans that were kept, and what became of the rest.
+#[derive(Debug, Clone, Copy)]
+pub struct Decoded<'a> {
+    /// The spans kept, grouped by trace; may be empty.
+    pub batch: Batch<'a>,
+    /// Spans refused one by one (bad or missing ids, end before start).
+    pub rejected_spans: u64,
+    /// Why, for `partial_success.error_message`; `Some` exactly when spans were rejected.
+    pub error_message: Option<&'a str>,
+    /// Strings cut to a v1 limit (`/metrics`).
+    pub truncated_strings: u64,
+    /// Attributes left out of metadata: past 64 keys, or a key over 128 units (`/metrics`).
+    pub dropped_attributes: u64,
+}
+
+impl<'a> Decoded<'a> {
+    /// `(rejected_spans, error_message)` when some spans were refused: the answer's
+    /// `partial_success`.
+    pub fn partial_success(&self) -> Option<(u64, &'a str)> {
+        self.error_message.map(|m| (self.rejected_spans, m))
+    }
+
+    fn new(batch: Batch<'a>, counts: Counts, error_message: Option<&'a str>) -> Decoded<'a> {
+        Decoded {
+            batch,
+            rejected_spans: counts.rejected_spans,
+            error_message,
+            truncated_strings: counts.truncated_strings,
+            dropped_attributes: counts.dropped_attributes,
+        }
+    }
+}
+
+/// Why a body is not an OTLP export: the answer is `400` with a `google.rpc.Status` whose
+/// message is this error's `Display`. `Copy`: nothing is formatted until it is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OtlpError {
+    /// Not a protobuf `ExportTraceServiceRequest`.
+    Protobuf(ProtoError),
+    /// Not JSON: what is wrong, and where (byte offset) when known.
+    Json { what: &'static str, offset: usize },
+    /// JSON, but not an export: which field has the wrong type.
+    Shape(&'static str),
+    /// Attribute values nested deeper than [`MAX_VALUE_DEPTH`].
+    TooDeep,
+}
+
+impl fmt::Display for OtlpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OtlpError::Protobuf(e) if e.kind == ProtoErrorKind::TooDeep => write!(
+                f,
+                "the body is not a valid OTLP protobuf export: attribute values nested deeper \
+                 than {MAX_VALUE_DEPTH} levels (at byte {})",
+                e.offset
+            ),
+            OtlpError::Protobuf(e) => {
+                write!(f, "the body is not a valid OTLP protobuf export: {e}")
+            }
+            OtlpError::Json { what, offset } => {
+                write!(f, "the body is not valid JSON: {what} (at byte {offset})")
+            }
+            OtlpError::Shape(what) => write!(f, "the body is not an OTLP JSON export: {what}"),
+            OtlpError::TooDeep => write!(
+                f,
+                "the body is not an OTLP JSON export: attribute values nested deeper than \
+                 {MAX_VALUE_DEPTH} levels"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for OtlpError {}
+
+/// Per-worker OTLP decoding state, reused by every request so that a warm decode allocates
+/// nothing outside the request's arena.
+pub struct OtlpDecoder {
+    /// simd-json's scratch (its padded copy of the body, structural indexes).
+    buffers: Buffers,
+    /// The tape's storage; always empty between calls, hence `'static`.
+    tape: Vec<Node<'static>>,
+}
+
+impl Default for OtlpDecoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl OtlpDecoder {
+    pub fn new() -> OtlpDecoder {
+        OtlpDecoder {
+            buffers: Buffers::default(),
+            tape: Vec::new(),
+        }
+    }
+
+    /// Decodes an `application/x-protobuf` body. Strings borrow `body`; the rest is in `arena`.
+    pub fn decode_protobuf<'a>(
+        &mut self,
+        body: &'a [u8],
+        arena: &'a Bump,
+    ) -> Result<Decoded<'a>, OtlpError> {
+        let mut mapper = map::Mapper::new(arena);
+        proto::walk(body, arena, &mut mapper).map_err(OtlpError::Protobuf)?;
+        let (batch, counts, message) = mapper.finish();
+        Ok(Decoded::new(batch, counts, message))
+    }
+
+    /// Decodes an `application/json` body, parsing it in place (strings are unescaped where
+    /// they lie, so `body` is changed). Strings borrow `body`; the rest is in `arena`.
+    pub fn decode_json<'a>(
+        &mut self,
+        body: &'a mut [u8],
+        arena: &'a Bump,
+    ) -> Result<Decoded<'a>, OtlpError> {
+        let mut tape: Tape<'a> = Tape(mem::take(&mut self.tape)).reset();
+        let result = match simd_json::fill_tape(body, &mut self.buffers, &mut tape) {
+            Ok(()) => {
+                let mut mapper = map::Mapper::new(arena);
+                match json::walk(&tape.0, arena, &mut mapper) {
+                    Ok(()) => {
+                        let (batch, counts, message) = mapper.finish();
+                        Ok(Decoded::new(batch, counts, message))
+                    }
+                    Err(ShapeError::Shape(what)) => Err(OtlpError::Shape(what)),
+                    Err(ShapeError::TooDeep) => Err(OtlpError::TooDeep),
+                }
+            }
+            Err(e) => Err(json_error(&e)),
+        };
+        self.tape = tape.reset().0;
+        result
+    }
+}
+
+/// Reads a protobuf export without mapping it and returns how many spans it has: the reader
+/// alone, for the benches that compare it with prost and quick-protobuf on the same bytes.
+#[doc(hidden)]
+pub fn read_protobuf_spans(body: &[u8], arena: &Bump) -> Result<usize, OtlpError> {
+    struct Count(usize);
+    impl<'a> raw::SpanSink<'a> for Count {
+        fn span(&mut self, _: &raw::RawSpan<'a, '_>, _: &raw::Scope<'a>, _: &raw::Resource<'a>) {
+            self.0 += 1;
+        }
+    }
+    let mut count = Count(0);
+    proto::walk(body, arena, &mut count).map_err(OtlpError::Protobuf)?;
+    Ok(count.0)
+}
+
+#[cold]
+fn json_error(e: &simd_json::Error) -> OtlpError {
+    let what = match e.error() {
+        ErrorType::Eof => "the body is empty or ends early",
+        ErrorType::InvalidUtf8 => "not valid UTF-8",
+        ErrorType::InvalidEscape => "invalid escape sequence in a string",
+        ErrorType::InvalidUnicodeCodepoint => "invalid \\u escape in a string",
+        ErrorType::InvalidNumber => "invalid or out-of-range number",
+        ErrorType::DepthLimitExceeded => "nested too deep",
+        ErrorType::TrailingData => "unexpected data after the JSON value",
+        _ => "syntax error",
+    };
+    OtlpError::Json {
+        what,
+        offset: e.index(),
+    }
+}

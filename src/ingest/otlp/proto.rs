@@ -1,0 +1,500 @@
+//! OTLP/protobuf: walks an `ExportTraceServiceRequest` with the wire reader (`protowire.rs`)
+//! and hands every span, with its resource and scope, to a `SpanSink`.
+//!
+//! The schema is opentelemetry-proto's (`collector/trace/v1`, `trace/v1`, `common/v1`,
+//! `resource/v1`), and so are the decoding rules, prost's: a known field with another wire
+//! type, a string that is not UTF-8, a truncated field refuse the body; unknown fields are
+//! skipped; a singular message field sent twice is merged (its fields overwrite, repeated
+//! fields append), a `oneof` takes the last member sent (two array or two key-value-list values
+//! in a row merge). The fuzz target holds this reader to prost's decode of the same bytes.
+//!
+//! A `ResourceSpans` and a `ScopeSpans` are each read twice: first their resource (scope) and
+//! the fields that are checked only, then their spans, so that every span is mapped knowing its
+//! resource whatever order the fields came in. Nothing allocates outside the arena: a span's
+//! attributes go into one scratch vector reused for every span.
+
+use bumpalo::collections::Vec as BVec;
+use bumpalo::Bump;
+
+use super::protowire::{ProtoError, ProtoErrorKind, Reader, WireType};
+use super::raw::{Attr, RawSpan, Resource, Scope, SpanSink, Value, MAX_VALUE_DEPTH};
+
+/// Decodes `body` and hands its spans to `sink`. On an error, spans already handed on are
+/// meaningless (the caller refuses the whole body).
+pub fn walk<'a, S: SpanSink<'a>>(
+    body: &'a [u8],
+    arena: &'a Bump,
+    sink: &mut S,
+) -> Result<(), ProtoError> {
+    let mut w = Walker {
+        arena,
+        attrs: BVec::with_capacity_in(64, arena),
+    };
+    let mut r = Reader::new(body);
+    while !r.is_empty() {
+        match r.key()? {
+            (1, wire) => {
+                r.expect(wire, WireType::Len)?;
+                w.resource_spans(r.message()?, sink)?;
+            }
+            (field, wire) => r.skip(field, wire)?,
+        }
+    }
+    Ok(())
+}
+
+struct Walker<'a> {
+    arena: &'a Bump,
+    /// The current span's attributes; cleared for the next span.
+    attrs: BVec<'a, Attr<'a>>,
+}
+
+impl<'a> Walker<'a> {
+    fn resource_spans<S: SpanSink<'a>>(
+        &mut self,
+        msg: Reader<'a>,
+        sink: &mut S,
+    ) -> Result<(), ProtoError> {
+        // First pass: the resource (all of them: a message field sent twice is merged) and the
+        // checks of the other fields; the scope spans only have their wire type checked.
+        let mut resource_attrs = BVec::new_in(self.arena);
+        let mut r = msg;
+        while !r.is_empty() {
+            match r.key()? {
+                (1, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    self.resource(r.message()?, &mut resource_attrs)?;
+                }
+                (2, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    r.bytes()?;
+                }
+                (3, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    r.str()?;
+                }
+                (field, wire) => r.skip(field, wire)?,
+            }
+        }
+        let resource = Resource {
+            attributes: resource_attrs.into_bump_slice(),
+        };
+        // Second pass: the spans. Every field was read once already, so nothing but the scope
+        // spans themselves can fail here.
+        let mut r = msg;
+        while !r.is_empty() {
+            match r.key()? {
+                (2, _) => self.scope_spans(r.message()?, &resource, sink)?,
+                (field, wire) => r.skip(field, wire)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn resource(
+        &mut self,
+        mut r: Reader<'a>,
+        attrs: &mut BVec<'a, Attr<'a>>,
+    ) -> Result<(), ProtoError> {
+        while !r.is_empty() {
+            match r.key()? {
+                (1, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    attrs.push(self.key_value(r.message()?, 1)?);
+                }
+                (2, wire) => {
+                    r.expect(wire, WireType::Varint)?;
+                    r.varint()?;
+                }
+                (3, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    entity_ref(r.message()?)?;
+                }
+                (field, wire) => r.skip(field, wire)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn scope_spans<S: SpanSink<'a>>(
+        &mut self,
+        msg: Reader<'a>,
+        resource: &Resource<'a>,
+        sink: &mut S,
+    ) -> Result<(), ProtoError> {
+        let mut scope = Scope::default();
+        let mut scope_attrs = BVec::new_in(self.arena);
+        let mut r = msg;
+        while !r.is_empty() {
+            match r.key()? {
+                (1, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    self.scope(r.message()?, &mut scope, &mut scope_attrs)?;
+                }
+                (2, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    r.bytes()?;
+                }
+                (3, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    r.str()?;
+                }
+                (field, wire) => r.skip(field, wire)?,
+            }
+        }
+        scope.attributes = scope_attrs.into_bump_slice();
+        let mut r = msg;
+        while !r.is_empty() {
+            match r.key()? {
+                (2, _) => {
+                    let span = self.span(r.message()?)?;
+                    sink.span(&span, &scope, resource);
+                }
+                (field, wire) => r.skip(field, wire)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn scope(
+        &mut self,
+        mut r: Reader<'a>,
+        scope: &mut Scope<'a>,
+        attrs: &mut BVec<'a, Attr<'a>>,
+    ) -> Result<(), ProtoError> {
+        while !r.is_empty() {
+            match r.key()? {
+                (1, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    scope.name = r.str()?;
+                }
+                (2, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    scope.version = r.str()?;
+                }
+                (3, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    attrs.push(self.key_value(r.message()?, 1)?);
+                }
+                (4, wire) => {
+                    r.expect(wire, WireType::Varint)?;
+                    r.varint()?;
+                }
+                (field, wire) => r.skip(field, wire)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// One span; its attributes are in `self.attrs` until the next span.
+    #[inline]
+    fn span<'s>(&'s mut self, mut r: Reader<'a>) -> Result<RawSpan<'a, 's>, ProtoError> {
+        self.attrs.clear();
+        let mut s = RawSpan::default();
+        while !r.is_empty() {
+            let (field, wire) = r.key()?;
+            match field {
+                1 | 2 | 4 => {
+                    r.expect(wire, WireType::Len)?;
+                    let id = r.bytes()?;
+                    match field {
+                        1 => s.trace_id = id,
+                        2 => s.span_id = id,
+                        _ => s.parent_span_id = id,
+                    }
+                }
+                3 => {
+                    r.expect(wire, WireType::Len)?;
+                    r.str()?;
+                }
+                5 => {
+                    r.expect(wire, WireType::Len)?;
+                    s.name = r.str()?;
+                }
+                6 => {
+                    r.expect(wire, WireType::Varint)?;
+                    s.kind = r.varint()? as i32;
+                }
+                7 => {
+                    r.expect(wire, WireType::Fixed64)?;
+                    s.start_ns = r.fixed64()?;
+                }
+                8 => {
+                    r.expect(wire, WireType::Fixed64)?;
+                    s.end_ns = r.fixed64()?;
+                }
+                9 => {
+                    r.expect(wire, WireType::Len)?;
+                    let kv = self.key_value(r.message()?, 1)?;
+                    self.attrs.push(kv);
+                }
+                10 | 12 | 14 => {
+                    r.expect(wire, WireType::Varint)?;
+                    r.varint()?;
+                }
+                11 => {
+                    r.expect(wire, WireType::Len)?;
+                    self.event(r.message()?)?;
+                    s.events += 1;
+                }
+                13 => {
+                    r.expect(wire, WireType::Len)?;
+                    self.link(r.message()?)?;
+                    s.links += 1;
+                }
+                15 => {
+                    r.expect(wire, WireType::Len)?;
+                    status(r.message()?, &mut s)?;
+                }
+                16 => {
+                    r.expect(wire, WireType::Fixed32)?;
+                    r.fixed32()?;
+                }
+                _ => r.skip(field, wire)?,
+            }
+        }
+        s.attributes = &self.attrs;
+        Ok(s)
+    }
+
+    /// An event: checked, counted, not kept.
+    fn event(&mut self, mut r: Reader<'a>) -> Result<(), ProtoError> {
+        while !r.is_empty() {
+            match r.key()? {
+                (1, wire) => {
+                    r.expect(wire, WireType::Fixed64)?;
+                    r.fixed64()?;
+                }
+                (2, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    r.str()?;
+                }
+                (3, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    self.key_value(r.message()?, 1)?;
+                }
+                (4, wire) => {
+                    r.expect(wire, WireType::Varint)?;
+                    r.varint()?;
+                }
+                (field, wire) => r.skip(field, wire)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// A link: checked, counted, not kept.
+    fn link(&mut self, mut r: Reader<'a>) -> Result<(), ProtoError> {
+        while !r.is_empty() {
+            match r.key()? {
+                (1 | 2, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    r.bytes()?;
+                }
+                (3, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    r.str()?;
+                }
+                (4, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    self.key_value(r.message()?, 1)?;
+                }
+                (5, wire) => {
+                    r.expect(wire, WireType::Varint)?;
+                    r.varint()?;
+                }
+                (6, wire) => {
+                    r.expect(wire, WireType::Fixed32)?;
+                    r.fixed32()?;
+                }
+                (field, wire) => r.skip(field, wire)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// A `KeyValue` whose value is at nesting `depth` (1 for an attribute).
+    #[inline]
+    fn key_value(&mut self, mut r: Reader<'a>, depth: u32) -> Result<Attr<'a>, ProtoError> {
+        let mut kv = Attr::default();
+        while !r.is_empty() {
+            match r.key()? {
+                (1, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    kv.key = r.str()?;
+                }
+                (2, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    self.any_value(r.message()?, depth, &mut kv.value)?;
+                }
+                (3, wire) => {
+                    // `key_strindex`: a profiles dictionary index, meaningless in traces.
+                    r.expect(wire, WireType::Varint)?;
+                    r.varint()?;
+                }
+                (field, wire) => r.skip(field, wire)?,
+            }
+        }
+        Ok(kv)
+    }
+
+    /// Merges an `AnyValue` into `into` (a value sent twice is merged, as prost does).
+    fn any_value(
+        &mut self,
+        mut r: Reader<'a>,
+        depth: u32,
+        into: &mut Value<'a>,
+    ) -> Result<(), ProtoError> {
+        if depth > MAX_VALUE_DEPTH {
+            return Err(ProtoError {
+                kind: ProtoErrorKind::TooDeep,
+                offset: r.offset(),
+            });
+        }
+        while !r.is_empty() {
+            match r.key()? {
+                (1, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    *into = Value::Str(r.str()?);
+                }
+                (2, wire) => {
+                    r.expect(wire, WireType::Varint)?;
+                    *into = Value::Bool(r.varint()? != 0);
+                }
+                (3, wire) => {
+                    r.expect(wire, WireType::Varint)?;
+                    *into = Value::Int(r.varint()? as i64);
+                }
+                (4, wire) => {
+                    r.expect(wire, WireType::Fixed64)?;
+                    *into = Value::Double(f64::from_bits(r.fixed64()?));
+                }
+                (5, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    let items = self.array(r.message()?, depth)?;
+                    *into = match *into {
+                        Value::Array(before) => Value::Array(self.concat(before, items)),
+                        _ => Value::Array(items),
+                    };
+                }
+                (6, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    let kvs = self.kvlist(r.message()?, depth)?;
+                    *into = match *into {
+                        Value::Kvlist(before) => Value::Kvlist(self.concat(before, kvs)),
+                        _ => Value::Kvlist(kvs),
+                    };
+                }
+                (7, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    *into = Value::Bytes(r.bytes()?);
+                }
+                (8, wire) => {
+                    // `string_value_strindex`: a profiles dictionary index; no value here.
+                    r.expect(wire, WireType::Varint)?;
+                    r.varint()?;
+                    *into = Value::Empty;
+                }
+                (field, wire) => r.skip(field, wire)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// An `ArrayValue`'s values, in the arena: counted first, so the slice is allocated once.
+    fn array(&mut self, msg: Reader<'a>, depth: u32) -> Result<&'a [Value<'a>], ProtoError> {
+        let n = count_field_1(msg)?;
+        let items = self.arena.alloc_slice_fill_copy(n, Value::Empty);
+        let mut r = msg;
+        let mut i = 0;
+        while !r.is_empty() {
+            match r.key()? {
+                (1, _) => {
+                    self.any_value(r.message()?, depth + 1, &mut items[i])?;
+                    i += 1;
+                }
+                (field, wire) => r.skip(field, wire)?,
+            }
+        }
+        Ok(items)
+    }
+
+    /// A `KeyValueList`'s pairs, in the arena.
+    fn kvlist(&mut self, msg: Reader<'a>, depth: u32) -> Result<&'a [Attr<'a>], ProtoError> {
+        let n = count_field_1(msg)?;
+        let kvs = self.arena.alloc_slice_fill_copy(n, Attr::default());
+        let mut r = msg;
+        let mut i = 0;
+        while !r.is_empty() {
+            match r.key()? {
+                (1, _) => {
+                    kvs[i] = self.key_value(r.message()?, depth + 1)?;
+                    i += 1;
+                }
+                (field, wire) => r.skip(field, wire)?,
+            }
+        }
+        Ok(kvs)
+    }
+
+    /// `a` then `b` in one arena slice (a repeated field merged twice).
+    #[cold]
+    fn concat<T: Copy>(&self, a: &[T], b: &'a [T]) -> &'a [T] {
+        if a.is_empty() {
+            return b;
+        }
+        let mut v = BVec::with_capacity_in(a.len() + b.len(), self.arena);
+        v.extend_from_slice(a);
+        v.extend_from_slice(b);
+        v.into_bump_slice()
+    }
+}
+
+/// How many field-1 entries a message has (each checked to be length-delimited; everything
+/// else skipped, as the second pass will).
+fn count_field_1(mut r: Reader<'_>) -> Result<usize, ProtoError> {
+    let mut n = 0;
+    while !r.is_empty() {
+        match r.key()? {
+            (1, wire) => {
+                r.expect(wire, WireType::Len)?;
+                r.bytes()?;
+                n += 1;
+            }
+            (field, wire) => r.skip(field, wire)?,
+        }
+    }
+    Ok(n)
+}
+
+/// A span's `Status` (sent twice, merged: each field overwrites).
+fn status<'a>(mut r: Reader<'a>, s: &mut RawSpan<'a, '_>) -> Result<(), ProtoError> {
+    while !r.is_empty() {
+        match r.key()? {
+            (2, wire) => {
+                r.expect(wire, WireType::Len)?;
+                s.status_message = r.str()?;
+            }
+            (3, wire) => {
+                r.expect(wire, WireType::Varint)?;
+                s.status_code = r.varint()? as i32;
+            }
+            (field, wire) => r.skip(field, wire)?,
+        }
+    }
+    Ok(())
+}
+
+/// A resource's `EntityRef`: checked only (strings must be UTF-8).
+fn entity_ref(mut r: Reader<'_>) -> Result<(), ProtoError> {
+    while !r.is_empty() {
+        match r.key()? {
+            (1..=4, wire) => {
+                r.expect(wire, WireType::Len)?;
+                r.str()?;
+            }
+            (field, wire) => r.skip(field, wire)?,
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,680 @@
+//! The mapping, dialect by dialect: every row of `docs/otlp.md`'s table is a case here. Each
+//! case is one span's attributes, encoded by prost (opentelemetry-proto's types) and also
+//! written as OTLP/JSON; both decodes must render the same, and that rendering is checked.
+
+use bumpalo::Bump;
+use opentelemetry_proto::tonic::common::v1::AnyValue;
+use opentelemetry_proto::tonic::trace::v1::{status, Span, Status};
+use prost::Message;
+
+use super::testkit::*;
+use super::*;
+
+/// A case: span name, attributes, expected rendering.
+type Case<'s> = (&'s str, Vec<(&'s str, AnyValue)>, &'s str);
+
+/// One span named `name` with `attrs`: its rendering (without the counts line when clean).
+#[track_caller]
+fn check(name: &str, attrs: &[(&str, AnyValue)], expected: &str) {
+    let got = decode_both(&export(vec![span(1, 0, name, attrs)]));
+    let got = got
+        .strip_suffix("\nrejected=0 truncated=0 dropped=0")
+        .unwrap_or(&got);
+    assert_eq!(got, expected, "\nattributes: {attrs:?}");
+}
+
+#[test]
+fn genai_current() {
+    let usage = [
+        ("gen_ai.usage.input_tokens", i(1000)),
+        ("gen_ai.usage.output_tokens", i(200)),
+        ("gen_ai.usage.cache_read.input_tokens", i(300)),
+        ("gen_ai.usage.cache_creation.input_tokens", i(100)),
+        ("gen_ai.usage.reasoning.output_tokens", i(50)),
+    ];
+    let with = |extra: &[(&'static str, AnyValue)]| {
+        let mut v = usage.to_vec();
+        v.extend_from_slice(extra);
+        v
+    };
+    let cases: Vec<Case<'_>> = vec![
+        (
+            "chat gpt-4o",
+            with(&[
+                ("gen_ai.operation.name", s("chat")),
+                ("gen_ai.provider.name", s("openai")),
+                ("gen_ai.system", s("not-me")),
+                ("gen_ai.request.model", s("gpt-4o")),
+                ("gen_ai.response.model", s("gpt-4o-2024-08-06")),
+                ("gen_ai.request.temperature", d(0.7)),
+            ]),
+            // Input 1000 includes reads 300 and writes 100: v1 input = 1000 - 100.
+            "llm chat gpt-4o provider=openai model=gpt-4o-2024-08-06 usage=900/200/300/100/50/- meta[gen_ai.request.temperature=0.7]",
+        ),
+        (
+            "text",
+            vec![("gen_ai.operation.name", s("text_completion")), ("gen_ai.request.model", s("m"))],
+            "llm text model=m",
+        ),
+        (
+            "gen",
+            vec![("gen_ai.operation.name", s("generate_content")), ("gen_ai.provider.name", s("gcp.gemini"))],
+            "llm gen provider=gcp.gemini",
+        ),
+        (
+            "embeddings",
+            vec![("gen_ai.operation.name", s("embeddings")), ("gen_ai.usage.input_tokens", i(12))],
+            "embedding embeddings usage=12/-/-/-/-/-",
+        ),
+        (
+            "execute_tool get_weather",
+            vec![
+                ("gen_ai.operation.name", s("execute_tool")),
+                ("gen_ai.tool.name", s("get_weather")),
+                ("gen_ai.tool.call.arguments", s("{\"city\":\"Paris\"}")),
+                ("gen_ai.tool.call.result", s("sunny")),
+            ],
+            "tool execute_tool get_weather input={\"city\":\"Paris\"} output=sunny meta[gen_ai.tool.name=get_weather]",
+        ),
+        (
+            // Aggregate usage on an agent span: metadata, never priced.
+            "invoke_agent helper",
+            with(&[
+                ("gen_ai.operation.name", s("invoke_agent")),
+                ("gen_ai.agent.name", s("helper")),
+                ("gen_ai.usage.cost", d(0.5)),
+            ]),
+            "agent invoke_agent helper agent=helper meta[gen_ai.usage.input_tokens=1000,gen_ai.usage.output_tokens=200,gen_ai.usage.cache_read.input_tokens=300,gen_ai.usage.cache_creation.input_tokens=100,gen_ai.usage.reasoning.output_tokens=50,gen_ai.usage.cost=0.5]",
+        ),
+        ("create", vec![("gen_ai.operation.name", s("create_agent"))], "agent create"),
+        ("wf", vec![("gen_ai.operation.name", s("invoke_workflow"))], "other wf meta[gen_ai.operation.name=invoke_workflow]"),
+        (
+            "content",
+            vec![
+                ("gen_ai.operation.name", s("chat")),
+                ("gen_ai.input.messages", s("[{\"role\":\"user\",\"parts\":[]}]")),
+                ("gen_ai.output.messages", arr(vec![kvl(vec![("role", s("assistant"))])])),
+                ("gen_ai.tool.definitions", s("[{\"name\":\"f\"}]")),
+                ("gen_ai.usage.cost", d(0.0123)),
+                ("gen_ai.conversation.id", s("conv-1")),
+                ("user.id", s("u-7")),
+                ("gen_ai.openai.response.system_fingerprint", s("fp_1")),
+                ("gen_ai.server.time_to_first_token", d(0.25)),
+            ],
+            "llm content cost=0.0123000000 input=[{\"role\":\"user\",\"parts\":[]}] output=[{\"role\":\"assistant\"}] tools=[{\"name\":\"f\"}] ttft=250 fp=fp_1 session=conv-1 user=u-7",
+        ),
+    ];
+    for (name, attrs, expected) in cases {
+        check(name, &attrs, expected);
+    }
+}
+
+#[test]
+fn genai_older_names_and_inconsistent_counts() {
+    let chat = ("gen_ai.operation.name", s("chat"));
+    let cases: Vec<(Vec<(&str, AnyValue)>, &str)> = vec![
+        (
+            // The names before 1.27 (and OpenLLMetry's), a system but no provider name.
+            vec![
+                chat.clone(),
+                ("gen_ai.system", s("anthropic")),
+                ("gen_ai.usage.prompt_tokens", i(500)),
+                ("gen_ai.usage.completion_tokens", i(20)),
+                ("gen_ai.usage.total_tokens", i(520)),
+            ],
+            "llm s provider=anthropic usage=500/20/-/-/-/520",
+        ),
+        (
+            // Current names win over older ones on the same span.
+            vec![
+                chat.clone(),
+                ("gen_ai.usage.prompt_tokens", i(1)),
+                ("gen_ai.usage.input_tokens", i(2)),
+                ("gen_ai.usage.completion_tokens", i(3)),
+                ("gen_ai.usage.output_tokens", i(4)),
+            ],
+            // (The outranked spellings are the same counts again: not kept.)
+            "llm s usage=2/4/-/-/-/-",
+        ),
+        (
+            // Input below its cache parts: counted without the cache (Anthropic's own fields).
+            vec![
+                chat.clone(),
+                ("gen_ai.usage.input_tokens", i(50)),
+                ("gen_ai.usage.cache_read.input_tokens", i(1000)),
+                ("gen_ai.usage.cache_creation.input_tokens", i(200)),
+                ("gen_ai.usage.output_tokens", i(10)),
+                ("gen_ai.usage.reasoning.output_tokens", i(30)),
+            ],
+            "llm s usage=1050/40/1000/200/30/-",
+        ),
+        (
+            // Vendor spellings of the cache and reasoning counts; counts as strings and doubles.
+            vec![
+                chat.clone(),
+                ("gen_ai.usage.input_tokens", s("1000")),
+                ("gen_ai.usage.cache_read_input_tokens", d(100.0)),
+                ("gen_ai.usage.cache_creation_input_tokens", i(10)),
+                ("gen_ai.usage.output_tokens", i(9)),
+                ("gen_ai.usage.reasoning_tokens", i(3)),
+                ("llm.usage.total_tokens", i(1009)),
+            ],
+            "llm s usage=990/9/100/10/3/1009",
+        ),
+        (
+            vec![
+                chat.clone(),
+                ("gen_ai.usage.input_tokens", i(100)),
+                ("gen_ai.usage.input_tokens.cached", i(10)),
+                ("gen_ai.usage.input_tokens.cache_write", i(5)),
+                ("gen_ai.usage.output_tokens.reasoning", i(1)),
+            ],
+            "llm s usage=95/-/10/5/1/-",
+        ),
+        (
+            // A count that is not one stays in metadata.
+            vec![
+                chat.clone(),
+                ("gen_ai.usage.input_tokens", s("many")),
+                ("gen_ai.usage.output_tokens", i(-1)),
+            ],
+            "llm s meta[gen_ai.usage.input_tokens=many,gen_ai.usage.output_tokens=-1]",
+        ),
+    ];
+    for (attrs, expected) in cases {
+        check("s", &attrs, expected);
+    }
+}
+
+#[test]
+fn openinference() {
+    let llm = [
+        ("openinference.span.kind", s("LLM")),
+        ("llm.provider", s("openai")),
+        ("llm.system", s("openai")),
+        ("llm.model_name", s("gpt-4o-mini")),
+        ("llm.token_count.prompt", i(1000)),
+        ("llm.token_count.completion", i(100)),
+        ("llm.token_count.total", i(1100)),
+        ("llm.token_count.prompt_details.cache_read", i(400)),
+        ("llm.token_count.prompt_details.cache_write", i(0)),
+        ("llm.token_count.completion_details.reasoning", i(20)),
+        ("input.value", s("{\"messages\":[]}")),
+        ("input.mime_type", s("application/json")),
+        ("output.value", s("hi")),
+        ("llm.input_messages.0.message.role", s("user")),
+        ("llm.input_messages.0.message.content", s("hello")),
+        ("llm.cost.total", s("0.00042")),
+        ("session.id", s("sess-9")),
+    ];
+    let cases: Vec<Case<'_>> = vec![
+        (
+            "ChatCompletion",
+            llm.to_vec(),
+            "llm ChatCompletion provider=openai model=gpt-4o-mini usage=1000/100/400/0/20/1100 cost=0.0004200000 input={\"messages\":[]} output=hi session=sess-9 meta[input.mime_type=application/json]",
+        ),
+        (
+            // Without input.value/output.value, the flattened messages are the content.
+            "flat",
+            vec![
+                ("openinference.span.kind", s("llm")),
+                ("llm.input_messages.1.message.content", s("2+2?")),
+                ("llm.input_messages.0.message.role", s("system")),
+                ("llm.input_messages.0.message.content", s("be \"brief\"")),
+                ("llm.input_messages.1.message.role", s("user")),
+                ("llm.input_messages.1.message.tool_calls.0.tool_call.id", s("x")),
+                ("llm.output_messages.0.message.role", s("assistant")),
+                ("llm.output_messages.0.message.content", s("4")),
+            ],
+            "llm flat input=[{\"role\":\"system\",\"content\":\"be \\\"brief\\\"\"},{\"role\":\"user\",\"content\":\"2+2?\"}] output=[{\"role\":\"assistant\",\"content\":\"4\"}]",
+        ),
+        (
+            "embed",
+            vec![
+                ("openinference.span.kind", s("EMBEDDING")),
+                ("embedding.model_name", s("text-embedding-3-small")),
+                ("llm.token_count.prompt", i(8)),
+            ],
+            "embedding embed model=text-embedding-3-small usage=8/-/-/-/-/-",
+        ),
+        ("tool", vec![("openinference.span.kind", s("TOOL")), ("input.value", s("{}"))], "tool tool input={}"),
+        ("agent", vec![("openinference.span.kind", s("AGENT"))], "agent agent"),
+        (
+            // A chain repeating its children's tokens: metadata only.
+            "chain",
+            vec![("openinference.span.kind", s("CHAIN")), ("llm.token_count.total", i(5))],
+            "other chain meta[openinference.span.kind=CHAIN,llm.token_count.total=5]",
+        ),
+    ];
+    for (name, attrs, expected) in cases {
+        check(name, &attrs, expected);
+    }
+}
+
+#[test]
+fn openllmetry() {
+    let cases: Vec<Case<'_>> = vec![
+        (
+            "openai.chat",
+            vec![
+                ("llm.request.type", s("chat")),
+                ("gen_ai.system", s("openai")),
+                ("gen_ai.request.model", s("gpt-4o")),
+                ("gen_ai.response.model", s("gpt-4o-2024-08-06")),
+                ("gen_ai.usage.prompt_tokens", i(300)),
+                ("gen_ai.usage.completion_tokens", i(30)),
+                ("gen_ai.usage.cache_read_input_tokens", i(100)),
+                ("llm.usage.total_tokens", i(330)),
+                ("gen_ai.prompt.0.role", s("user")),
+                ("gen_ai.prompt.0.content", s("hi")),
+                ("gen_ai.completion.0.role", s("assistant")),
+                ("gen_ai.completion.0.content", s("hello")),
+                ("gen_ai.completion.0.finish_reason", s("stop")),
+                ("llm.is_streaming", b(false)),
+            ],
+            "llm openai.chat provider=openai model=gpt-4o-2024-08-06 usage=300/30/100/-/-/330 input=[{\"role\":\"user\",\"content\":\"hi\"}] output=[{\"role\":\"assistant\",\"content\":\"hello\"}] meta[llm.is_streaming=false]",
+        ),
+        (
+            "openai.embeddings",
+            vec![("llm.request.type", s("embedding")), ("gen_ai.usage.prompt_tokens", i(7))],
+            "embedding openai.embeddings usage=7/-/-/-/-/-",
+        ),
+        (
+            "joke.workflow",
+            vec![
+                ("traceloop.span.kind", s("workflow")),
+                ("traceloop.entity.input", s("{\"args\":[]}")),
+                ("traceloop.entity.output", s("\"ok\"")),
+            ],
+            "other joke.workflow input={\"args\":[]} output=\"ok\" meta[traceloop.span.kind=workflow]",
+        ),
+        ("t.tool", vec![("traceloop.span.kind", s("tool"))], "tool t.tool"),
+        ("a.agent", vec![("traceloop.span.kind", s("agent"))], "agent a.agent"),
+    ];
+    for (name, attrs, expected) in cases {
+        check(name, &attrs, expected);
+    }
+}
+
+#[test]
+fn vercel_ai_sdk() {
+    let cases: Vec<Case<'_>> = vec![
+        (
+            // v4 spellings.
+            "ai.generateText.doGenerate",
+            vec![
+                ("ai.operationId", s("ai.generateText.doGenerate")),
+                ("operation.name", s("ai.generateText.doGenerate")),
+                ("ai.model.provider", s("openai.chat")),
+                ("ai.model.id", s("gpt-4o")),
+                ("ai.usage.promptTokens", i(100)),
+                ("ai.usage.completionTokens", i(20)),
+                ("ai.prompt.messages", s("[{\"role\":\"user\"}]")),
+                ("ai.response.text", s("hello")),
+            ],
+            "llm ai.generateText.doGenerate provider=openai.chat model=gpt-4o usage=100/20/-/-/-/- input=[{\"role\":\"user\"}] output=hello meta[operation.name=ai.generateText.doGenerate]",
+        ),
+        (
+            // v5 spellings, next to the GenAI names the SDK also writes: the SDK's win.
+            "ai.streamText.doStream",
+            vec![
+                ("ai.operationId", s("ai.streamText.doStream")),
+                ("ai.model.provider", s("anthropic.messages")),
+                ("ai.model.id", s("claude-sonnet-4-5")),
+                ("ai.response.model", s("claude-sonnet-4-5-20250929")),
+                ("gen_ai.system", s("anthropic.messages")),
+                ("ai.usage.inputTokens", i(2000)),
+                ("ai.usage.outputTokens", i(300)),
+                ("ai.usage.totalTokens", i(2300)),
+                ("ai.usage.cachedInputTokens", i(1500)),
+                ("ai.usage.reasoningTokens", i(100)),
+                ("gen_ai.usage.input_tokens", i(2000)),
+                ("gen_ai.usage.output_tokens", i(300)),
+                ("ai.response.msToFirstChunk", d(412.5)),
+                ("ai.prompt.tools", arr(vec![s("{\"name\":\"f\"}")])),
+            ],
+            "llm ai.streamText.doStream provider=anthropic.messages model=claude-sonnet-4-5-20250929 usage=2000/300/1500/-/100/2300 tools=[\"{\\\"name\\\":\\\"f\\\"}\"] ttft=412.5",
+        ),
+        (
+            // The root repeats its steps' usage: never priced.
+            "ai.generateText",
+            vec![
+                ("ai.operationId", s("ai.generateText")),
+                ("ai.usage.promptTokens", i(100)),
+                ("ai.prompt", s("{\"prompt\":\"hi\"}")),
+            ],
+            "other ai.generateText input={\"prompt\":\"hi\"} meta[ai.operationId=ai.generateText,ai.usage.promptTokens=100]",
+        ),
+        (
+            "ai.embed.doEmbed",
+            vec![("ai.operationId", s("ai.embed.doEmbed")), ("ai.usage.tokens", i(9)), ("ai.values", arr(vec![s("x")]))],
+            "embedding ai.embed.doEmbed usage=9/-/-/-/-/- input=[\"x\"]",
+        ),
+        (
+            "ai.embed",
+            vec![("ai.operationId", s("ai.embed")), ("ai.usage.tokens", i(9))],
+            "other ai.embed meta[ai.operationId=ai.embed,ai.usage.tokens=9]",
+        ),
+        (
+            "ai.toolCall",
+            vec![("ai.toolCall.name", s("weather")), ("ai.toolCall.args", s("{}")), ("ai.toolCall.result", s("7"))],
+            "tool ai.toolCall input={} output=7 meta[ai.toolCall.name=weather]",
+        ),
+        (
+            // The operation id in the span name, a function id after it.
+            "ai.generateObject.doGenerate my-fn",
+            vec![("ai.usage.inputTokens", i(1))],
+            "llm ai.generateObject.doGenerate my-fn usage=1/-/-/-/-/-",
+        ),
+    ];
+    for (name, attrs, expected) in cases {
+        check(name, &attrs, expected);
+    }
+}
+
+#[test]
+fn pydantic_ai() {
+    let cases: Vec<Case<'_>> = vec![
+        (
+            "chat gpt-4o",
+            vec![
+                ("gen_ai.operation.name", s("chat")),
+                ("gen_ai.system", s("openai")),
+                ("gen_ai.request.model", s("gpt-4o")),
+                ("gen_ai.usage.input_tokens", i(1000)),
+                ("gen_ai.usage.output_tokens", i(100)),
+                ("gen_ai.usage.details.cache_read_tokens", i(200)),
+                ("gen_ai.usage.details.cache_write_tokens", i(50)),
+                ("gen_ai.usage.details.reasoning_tokens", i(30)),
+                ("gen_ai.usage.details.input_audio_tokens", i(0)),
+                ("model_request_parameters", s("{}")),
+            ],
+            "llm chat gpt-4o provider=openai model=gpt-4o usage=950/100/200/50/30/- meta[gen_ai.usage.details.input_audio_tokens=0,model_request_parameters={}]",
+        ),
+        (
+            // Today's agent run: aggregated usage under its own names, kept, never priced.
+            "invoke_agent agent",
+            vec![
+                ("gen_ai.operation.name", s("invoke_agent")),
+                ("gen_ai.agent.name", s("agent")),
+                ("gen_ai.aggregated_usage.input_tokens", i(2000)),
+                ("gen_ai.aggregated_usage.output_tokens", i(200)),
+            ],
+            "agent invoke_agent agent agent=agent meta[gen_ai.aggregated_usage.input_tokens=2000,gen_ai.aggregated_usage.output_tokens=200]",
+        ),
+        (
+            // Older agent runs repeated the totals under the model-call names.
+            "agent run",
+            vec![
+                ("agent_name", s("agent")),
+                ("gen_ai.usage.input_tokens", i(2000)),
+                ("logfire.msg", s("agent run")),
+            ],
+            "other agent run meta[agent_name=agent,gen_ai.usage.input_tokens=2000,logfire.msg=agent run]",
+        ),
+        (
+            "running tool",
+            vec![("gen_ai.operation.name", s("execute_tool")), ("gen_ai.tool.name", s("roll"))],
+            "tool running tool meta[gen_ai.tool.name=roll]",
+        ),
+    ];
+    for (name, attrs, expected) in cases {
+        check(name, &attrs, expected);
+    }
+}
+
+#[test]
+fn status_errors_and_values_in_metadata() {
+    let mut sp = span(
+        1,
+        0,
+        "boom",
+        &[
+            ("error.type", s("TimeoutError")),
+            ("n", i(-3)),
+            ("f", d(f64::INFINITY)),
+        ],
+    );
+    sp.status = Some(Status {
+        message: String::new(),
+        code: status::StatusCode::Error as i32,
+    });
+    let mut sp2 = span(
+        2,
+        1,
+        "boom2",
+        &[("l", arr(vec![i(1), b(true), kvl(vec![("k", s("v"))])]))],
+    );
+    sp2.status = Some(Status {
+        message: "upstream said no".into(),
+        code: status::StatusCode::Error as i32,
+    });
+    let mut sp3 = span(3, 1, "fine", &[]);
+    sp3.status = Some(Status {
+        message: "ignored".into(),
+        code: status::StatusCode::Ok as i32,
+    });
+    assert_eq!(
+        decode_both(&export(vec![sp, sp2, sp3])),
+        "other boom status=error error=TimeoutError meta[error.type=TimeoutError,n=-3,f=\"Infinity\"]\n\
+         other boom2 status=error error=upstream said no meta[l=[1,true,{\"k\":\"v\"}]]\n\
+         other fine\n\
+         rejected=0 truncated=0 dropped=0"
+    );
+}
+
+#[test]
+fn identity_grouping_and_rejected_spans() {
+    let other_trace = |mut sp: Span| {
+        sp.trace_id[15] = 0xaa;
+        sp
+    };
+    let mut bad_end = span(4, 1, "backwards", &[]);
+    bad_end.end_time_unix_nano = bad_end.start_time_unix_nano - 1;
+    let mut zero_trace = span(5, 0, "zero trace", &[]);
+    zero_trace.trace_id = vec![0; 16];
+    let mut short_span = span(6, 0, "short", &[]);
+    short_span.span_id = vec![1, 2, 3];
+    let mut bad_parent = span(7, 0, "bad parent", &[]);
+    bad_parent.parent_span_id = vec![1; 4];
+    let mut zero_parent = span(8, 0, "zero parent", &[("session.id", s("s-8"))]);
+    zero_parent.parent_span_id = vec![0; 8];
+    zero_parent.trace_id[15] = 0xbb;
+    let req = export(vec![
+        span(2, 1, "child", &[("session.id", s("s-child"))]),
+        other_trace(span(3, 9, "elsewhere", &[])),
+        bad_end,
+        span(1, 0, "root", &[("gen_ai.agent.name", s("helper"))]),
+        zero_trace,
+        short_span,
+        bad_parent,
+        zero_parent,
+    ]);
+    let proto = req.encode_to_vec();
+    let arena = Bump::new();
+    let d = OtlpDecoder::new().decode_protobuf(&proto, &arena).unwrap();
+    let got: Vec<String> = d
+        .batch
+        .traces
+        .iter()
+        .map(|t| {
+            let spans: Vec<String> = t
+                .spans
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{}<{} {} {}-{}",
+                        s.span_id,
+                        s.parent_span_id.unwrap_or("root"),
+                        s.name,
+                        s.start_time,
+                        s.end_time
+                    )
+                })
+                .collect();
+            format!(
+                "{} name={:?} session={:?} agent={:?}: {}",
+                t.trace_id,
+                t.trace_name,
+                t.session_id,
+                t.agent_name,
+                spans.join(", ")
+            )
+        })
+        .collect();
+    // Traces by id; within one, spans as they came; the trace named after its root.
+    assert_eq!(
+        got,
+        [
+            "5b8efff798038103d269b633813fc60c name=Some(\"root\") session=Some(\"s-child\") agent=Some(\"helper\"): \
+             0000000000000002<0000000000000001 child 1760000000123-1760000001500, \
+             0000000000000001<root root 1760000000123-1760000001500",
+            "5b8efff798038103d269b633813fc6aa name=None session=None agent=None: \
+             0000000000000003<0000000000000009 elsewhere 1760000000123-1760000001500",
+            "5b8efff798038103d269b633813fc6bb name=Some(\"zero parent\") session=Some(\"s-8\") agent=None: \
+             0000000000000008<root zero parent 1760000000123-1760000001500",
+        ]
+    );
+    assert_eq!(d.batch.span_count, 4);
+    assert_eq!(d.rejected_spans, 4);
+    assert_eq!(
+        d.partial_success(),
+        Some((
+            4,
+            "4 spans rejected; the first, span 0000000000000004 (\"backwards\"), because it ends before it starts"
+        ))
+    );
+    // The rendering of the JSON form agrees (ids in hex there).
+    decode_both(&req);
+}
+
+#[test]
+fn limits_cut_and_drop_and_count() {
+    let long_key = "k".repeat(129);
+    let mut attrs: Vec<(String, AnyValue)> = (0..70).map(|n| (format!("a{n:02}"), i(n))).collect();
+    attrs.insert(0, (long_key, s("x")));
+    attrs.insert(1, ("big".into(), s(&"é".repeat(2000))));
+    attrs.insert(2, ("service.name".into(), s("span wins")));
+    attrs.insert(
+        3,
+        ("gen_ai.input.messages".into(), s(&"😀".repeat(600_000))),
+    );
+    let attrs: Vec<(&str, AnyValue)> = attrs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    let name = "n".repeat(600);
+    let req = export(vec![span(1, 0, &name, &attrs)]);
+    let proto = req.encode_to_vec();
+    let arena = Bump::new();
+    let d = OtlpDecoder::new().decode_protobuf(&proto, &arena).unwrap();
+    let sp = &d.batch.traces[0].spans[0];
+    assert_eq!(sp.name.len(), 512);
+    assert_eq!(d.batch.traces[0].trace_name.map(str::len), Some(256));
+    // 1,000,000 UTF-16 units: 500,000 emoji of two units each (four bytes).
+    assert_eq!(sp.input.map(str::len), Some(2_000_000));
+    assert_eq!(sp.metadata.len(), 64);
+    assert_eq!(sp.metadata[0], ("big", &*"é".repeat(1024)));
+    assert_eq!(sp.metadata[1], ("service.name", "span wins"));
+    assert_eq!(sp.metadata[2], ("a00", "0"));
+    assert_eq!(sp.metadata[63], ("a61", "61"));
+    // Dropped: the long key, a62..a69 (8), and the resource's service.name never got in
+    // (the span's own wins, so it is not dropped) nor the scope name (past 64: dropped).
+    assert_eq!(d.dropped_attributes, 1 + 8 + 1);
+    // Cut: the name, the trace name, the input, the big value.
+    assert_eq!(d.truncated_strings, 4);
+    assert!(d.error_message.is_none());
+}
+
+#[test]
+fn json_spellings() {
+    let body = r#"{"resource_spans":[{"scope_spans":[{"spans":[
+        {"trace_id":"W47/95gDgQPSabYzgT/GDA==","span_id":"AAAAAAAAAAE=","name":"snake",
+         "kind":"SPAN_KIND_CLIENT","start_time_unix_nano":1000000,"end_time_unix_nano":"2000000",
+         "status":{"code":"STATUS_CODE_ERROR","message":"m"},"unknown":{"deep":[1,2,{"x":null}]},
+         "attributes":[{"key":"i","value":{"int_value":7}},{"key":"d","value":{"double_value":"1.5"}},
+                       {"key":"b","value":{"bytes_value":"AP8="}},{"key":"e","value":{}},
+                       {"key":"n","value":null},{"key":"kv","value":{"kvlist_value":{"values":[{"key":"a","value":{"bool_value":true}}]}}}]},
+        {"traceId":"5B8EFFF798038103D269B633813FC60C","spanId":"0000000000000002","parentSpanId":"",
+         "name":"camel","startTimeUnixNano":"5","endTimeUnixNano":"5","events":[{"name":"e"}],"links":null,
+         "attributes":[{"key":"s","value":{"stringValue":"v"}}],"status":null},
+        {"traceId":"not hex","spanId":"0000000000000003","name":"bad id"},
+        null
+    ]}]}],"extra":true}"#;
+    let mut body = body.as_bytes().to_vec();
+    let arena = Bump::new();
+    let d = OtlpDecoder::new().decode_json(&mut body, &arena).unwrap();
+    assert_eq!(
+        render(&d),
+        "other snake status=error error=m meta[i=7,d=1.5,b=\"AP8=\",e=null,n=null,kv={\"a\":true}]\n\
+         other camel meta[s=v]\n\
+         rejected=1 truncated=0 dropped=0\n\
+         1 span rejected; the first, span 0000000000000003 (\"bad id\"), because its trace id is not 16 bytes, or is all zero"
+    );
+    assert_eq!(d.batch.traces.len(), 1);
+    assert_eq!(d.batch.traces[0].spans[0].span_id, "0000000000000001");
+    assert_eq!(d.batch.traces[0].spans[0].start_time, 1);
+}
+
+#[test]
+fn undecodable_bodies() {
+    let json_cases: &[(&str, &str)] = &[
+        ("", "the body is not valid JSON: the body is empty or ends early (at byte 0)"),
+        ("[]", "the body is not an OTLP JSON export: the body must be a JSON object"),
+        ("{\"resourceSpans\":{}}", "the body is not an OTLP JSON export: resourceSpans must be an array"),
+        (
+            "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[{\"name\":5}]}]}]}",
+            "the body is not an OTLP JSON export: span name must be a string",
+        ),
+        (
+            "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[{\"startTimeUnixNano\":-1}]}]}]}",
+            "the body is not an OTLP JSON export: startTimeUnixNano must be an unsigned 64-bit integer",
+        ),
+        ("{\"resourceSpans\":[", "the body is not valid JSON: syntax error (at byte 17)"),
+    ];
+    for (body, want) in json_cases {
+        let mut b = body.as_bytes().to_vec();
+        let arena = Bump::new();
+        let got = OtlpDecoder::new()
+            .decode_json(&mut b, &arena)
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(got.to_string(), *want, "{body}");
+    }
+    // Values nested past the limit, in both encodings.
+    let mut v = s("leaf");
+    for _ in 0..MAX_VALUE_DEPTH {
+        v = arr(vec![v]);
+    }
+    let req = export(vec![span(1, 0, "deep", &[("v", v)])]);
+    let arena = Bump::new();
+    let proto = req.encode_to_vec();
+    let err = OtlpDecoder::new()
+        .decode_protobuf(&proto, &arena)
+        .map(|_| ())
+        .unwrap_err();
+    assert!(
+        matches!(err, OtlpError::Protobuf(e) if e.kind == ProtoErrorKind::TooDeep),
+        "{err}"
+    );
+    let mut json = to_json(&req);
+    let err = OtlpDecoder::new()
+        .decode_json(&mut json, &arena)
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(err, OtlpError::TooDeep);
+    // One level less is fine.
+    let mut v = s("leaf");
+    for _ in 1..MAX_VALUE_DEPTH {
+        v = arr(vec![v]);
+    }
+    decode_both(&export(vec![span(1, 0, "deep", &[("v", v)])]));
+    // A truncated protobuf body.
+    let proto = export(vec![span(1, 0, "x", &[])]).encode_to_vec();
+    let err = OtlpDecoder::new()
+        .decode_protobuf(&proto[..proto.len() - 3], &arena)
+        .map(|_| ())
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("the body is not a valid OTLP protobuf export: a field runs past"),
+        "{err}"
+    );
+}
