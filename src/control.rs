@@ -219,9 +219,11 @@ pub fn spawn(
         .name("control".into())
         .spawn(move || {
             let config = &shared.config;
-            let stores = Store::new(&config.clickhouse_url, &config.clickhouse_database).and_then(
-                |a| Ok((a, Store::new(&config.clickhouse_url, &config.clickhouse_database)?)),
-            );
+            let open = || {
+                Store::new(&config.clickhouse_url, &config.clickhouse_database)?
+                    .in_cluster(config.clickhouse_cluster.as_deref())
+            };
+            let stores = open().and_then(|a| Ok((a, open()?)));
             let (key_store, usage_store) = match stores {
                 Ok(s) => s,
                 Err(e) => {

@@ -49,14 +49,11 @@ pub const ORGS_COLUMNS: &[(&str, &str)] = &[
 const ORGS_ENGINE: &str = "ENGINE = ReplacingMergeTree(version) ORDER BY org_id";
 
 /// A table's name, columns (name, type) and engine.
-type Table = (
-    &'static str,
-    &'static [(&'static str, &'static str)],
-    &'static str,
-);
+pub(super) type Table<E = &'static str> =
+    (&'static str, &'static [(&'static str, &'static str)], E);
 
-/// Every table the service owns.
-const TABLES: [Table; 3] = [
+/// Every table the service owns (in cluster mode laid out by `cluster::cluster_tables`).
+pub(super) const TABLES: [Table; 3] = [
     ("spans", SPANS_COLUMNS, SPANS_ENGINE),
     ("api_keys", API_KEYS_COLUMNS, API_KEYS_ENGINE),
     ("orgs", ORGS_COLUMNS, ORGS_ENGINE),
@@ -127,15 +124,22 @@ impl Store {
             .map(|r| r.get::<u64, _>("n"))
             .transpose()?
             == Some(0);
-        c.execute(format!("CREATE DATABASE IF NOT EXISTS `{db}`"))
-            .await?;
-        for (table, columns, engine) in TABLES {
+        let on = &self.on_cluster;
+        if done.created_database || on.is_empty() {
+            c.execute(format!("CREATE DATABASE IF NOT EXISTS `{db}`{on}"))
+                .await?;
+        }
+        let tables: Vec<Table<String>> = match &self.cluster {
+            None => TABLES.map(|(t, c, e)| (t, c, e.to_string())).to_vec(),
+            Some(cluster) => super::cluster::cluster_tables(&TABLES, db, cluster),
+        };
+        for (table, columns, engine) in tables {
             let existing = self.columns(&mut c, table).await?;
             if existing.is_empty() {
                 c.execute(create_table_sql(
-                    &format!("`{db}`.`{table}`"),
+                    &format!("`{db}`.`{table}`{on}"),
                     columns,
-                    engine,
+                    &engine,
                 ))
                 .await?;
                 tracing::info!(database = %db, table, "created table");
@@ -198,8 +202,8 @@ impl Store {
                         .map(|p| format!(" AFTER `{p}`"))
                         .unwrap_or_default();
                     c.execute(format!(
-                        "ALTER TABLE `{}`.`{table}` ADD COLUMN `{name}` {ty}{after}",
-                        self.database
+                        "ALTER TABLE `{}`.`{table}`{} ADD COLUMN `{name}` {ty}{after}",
+                        self.database, self.on_cluster
                     ))
                     .await?;
                     tracing::info!(

@@ -82,7 +82,8 @@ impl State {
         let (room_rows, room_bytes) = self.cfg.budget.room();
         let (low_rows, low_bytes) = (room_rows / 2, room_bytes / 2);
         let mut k = 0;
-        for p in self.queue.iter().skip(self.inflight).rev() {
+        let pinned = self.inflight.max(self.frozen.map_or(0, |f| f.0));
+        for p in self.queue.iter().skip(pinned).rev() {
             if rows <= low_rows && bytes <= low_bytes {
                 break;
             }
