@@ -197,7 +197,11 @@ fn cuts_point_at_row_starts() {
         }
         // Cutting further on from an earlier cut lands on the same offsets.
         for from in 0..=split {
-            assert_eq!(whole.cut_from(from, &whole.cut(from), split), cut, "{from}..{split}");
+            assert_eq!(
+                whole.cut_from(from, &whole.cut(from), split),
+                cut,
+                "{from}..{split}"
+            );
         }
     }
 }
