@@ -11,7 +11,10 @@
 //! - every `INGEST_QUOTA_SYNC_MS` (and at once when an organisation gets a quota) `sync_usage`
 //!   re-counts this month's spans in ClickHouse for every organisation with a quota.
 //!
-//! The two loops run concurrently, so a slow count never delays a revocation. A failed load
+//! - with `INGEST_REDIS_URL`, every `INGEST_REDIS_SYNC_MS` the `fleet::Leaser` tops up the
+//!   keys' rate-limit leases from Redis.
+//!
+//! The loops run concurrently, so a slow count never delays a revocation. A failed load
 //! keeps what is in place and is logged once until it recovers.
 
 use std::cell::Cell;
@@ -26,6 +29,7 @@ use crate::admission::{Account, Accounts};
 use crate::auth::{KeySet, KeyStore, Principal};
 use crate::calendar::Month;
 use crate::clock;
+use crate::fleet::Leaser;
 use crate::server::Shared;
 use crate::sink::clickhouse::Store;
 
@@ -288,6 +292,20 @@ pub fn spawn(
                     tokio::time::sleep(step).await;
                 }
             };
-            rt.block_on(async { tokio::join!(keys_loop, usage_loop) });
+            let leases_loop = async {
+                let Some(url) = &config.redis_url else { return };
+                let mut leaser = match Leaser::new(url, config.redis_sync, shared.fleet.clone()) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        tracing::error!(error = %e, "fleet rate limits off");
+                        return;
+                    }
+                };
+                while !stop.load(Ordering::Acquire) {
+                    leaser.round(&shared.keys).await;
+                    tokio::time::sleep(config.redis_sync).await;
+                }
+            };
+            rt.block_on(async { tokio::join!(keys_loop, usage_loop, leases_loop) });
         })
 }

@@ -248,6 +248,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         metrics: Metrics::default(),
         clock,
         accounts,
+        fleet: Arc::default(),
         config: config.clone(),
     });
 

@@ -153,6 +153,9 @@ pub struct Snapshot {
     pub keys: u64,
     /// (organisation, batches refused with `quota_exceeded`), only organisations with refusals.
     pub quota_refusals: Vec<(String, u64)>,
+    /// Fleet-wide rate limits configured: (falling back to local buckets, failed rounds, spans
+    /// granted by Redis).
+    pub fleet: Option<(bool, u64, u64)>,
 }
 
 impl Snapshot {
@@ -379,6 +382,26 @@ impl Collector for Snapshot {
             "Active API keys in the key set",
             self.keys,
         )?;
+        if let Some((fallback, errors, granted)) = self.fleet {
+            gauge(
+                &mut enc,
+                "traceingest_rate_limit_fallback",
+                "1 while Redis is unreachable and this replica enforces rate limits alone",
+                u64::from(fallback),
+            )?;
+            counter(
+                &mut enc,
+                "traceingest_rate_limit_redis_errors",
+                "Lease rounds that could not reach Redis",
+                errors,
+            )?;
+            counter(
+                &mut enc,
+                "traceingest_rate_limit_leased_spans",
+                "Spans of rate-limit budget leased from Redis",
+                granted,
+            )?;
+        }
         let mut m = enc.encode_descriptor(
             "traceingest_quota_refusals",
             "Batches refused because the organisation's monthly quota is used up",

@@ -8,6 +8,7 @@ pub mod runtime;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::admission::fleet::FleetStatus;
 use crate::admission::Accounts;
 use crate::auth::KeyStore;
 use crate::clock::Clock;
@@ -52,6 +53,8 @@ pub struct Shared {
     /// Every organisation's plan and usage (the control thread publishes the list; workers
     /// reach an account through the key's `Principal`).
     pub accounts: Accounts,
+    /// Fleet-wide rate limits (`INGEST_REDIS_URL`): configured, falling back, leased.
+    pub fleet: Arc<FleetStatus>,
 }
 
 impl Shared {
@@ -108,6 +111,7 @@ impl Shared {
             metrics: Metrics::default(),
             clock: Clock::new(config.clock_offset_ms),
             accounts: Accounts::default(),
+            fleet: Arc::default(),
             config,
         }
     }

@@ -147,6 +147,14 @@ pub fn metrics(shared: &Shared) -> Outcome {
     s.wal_syncs = load(&stats.wal_syncs);
     s.key_set_age_s = key_set_age_ms(shared) as f64 / 1000.0;
     s.keys = shared.keys.len() as u64;
+    let fleet = &shared.fleet;
+    s.fleet = fleet.configured.load(Ordering::Relaxed).then(|| {
+        (
+            fleet.fallback.load(Ordering::Relaxed),
+            load(&fleet.errors),
+            load(&fleet.granted),
+        )
+    });
     s.quota_refusals = shared
         .accounts
         .load()
