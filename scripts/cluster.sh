@@ -63,7 +63,7 @@ start_zookeeper() {
   local dir=$RUN_DIR/zookeeper
   mkdir -p "$dir/data" "$dir/conf" "$dir/log"
   cat >"$dir/conf/zoo.cfg" <<EOF
-tickTime=2000
+tickTime=500
 initLimit=10
 syncLimit=5
 dataDir=$dir/data
@@ -126,7 +126,7 @@ write_cluster_xml() {
       echo '    </shard>'
     done
     echo "  </$CLUSTER></remote_servers_local>"
-    echo "  <zookeeper_local><node><host>$HOST</host><port>$ZK_PORT</port></node><session_timeout_ms>10000</session_timeout_ms></zookeeper_local>"
+    echo "  <zookeeper_local><node><host>$HOST</host><port>$ZK_PORT</port></node><session_timeout_ms>4000</session_timeout_ms></zookeeper_local>"
     echo '</yandex>'
   } >"$f"
 }
