@@ -48,6 +48,13 @@ impl StoreArgs {
                 self.clickhouse_url
             ));
         }
+        if self.clickhouse_url.contains(',') && self.clickhouse_cluster.is_none() {
+            return Err(
+                "INGEST_CLICKHOUSE_URL names several nodes: set INGEST_CLICKHOUSE_CLUSTER too \
+                 (without replicated tables each server would hold a different part of the data)"
+                    .into(),
+            );
+        }
         if let Some(c) = &self.clickhouse_cluster {
             if c.is_empty()
                 || !c
@@ -564,6 +571,21 @@ mod tests {
             (&["--plans", "gold"], "INGEST_PLANS"),
             (&["--default-plan", "gold"], "INGEST_DEFAULT_PLAN"),
             (&["--quota-sync-ms", "10"], "INGEST_QUOTA_SYNC_MS"),
+            (&["--redis-url", "http://x"], "INGEST_REDIS_URL"),
+            (&["--redis-sync-ms", "5"], "INGEST_REDIS_SYNC_MS"),
+            (
+                &["--clickhouse-url", "tcp://a:9000,tcp://b:9000"],
+                "INGEST_CLICKHOUSE_URL",
+            ),
+            (
+                &[
+                    "--clickhouse-url",
+                    "tcp://a,tcp://b",
+                    "--clickhouse-cluster",
+                    "a b",
+                ],
+                "INGEST_CLICKHOUSE_CLUSTER",
+            ),
             (
                 &["--ready-store-timeout-ms", "900", "--key-refresh-ms", "500"],
                 "INGEST_READY_STORE_TIMEOUT_MS",

@@ -230,6 +230,9 @@ struct DropDb<'a>(&'a Cluster, String);
 
 impl Drop for DropDb<'_> {
     fn drop(&mut self) {
+        if self.1.is_empty() {
+            return;
+        }
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             self.0.up();
             self.0.drop_database(&self.1);
@@ -345,8 +348,10 @@ fn two_replicas_share_the_load_and_every_span_is_stored_once() {
     let Some(cluster) = Cluster::get() else {
         return;
     };
+    // Dropped after the servers (declared before them), so none of them sees its tables go.
+    let mut cleanup = DropDb(&cluster, String::new());
     let a = cluster.server("s1r1", None, &[]);
-    let _drop = DropDb(&cluster, a.database.clone());
+    cleanup.1 = a.database.clone();
     let b = cluster.server("s2r2", Some(&a.database), &[]);
     let key = a.ready_key("org-fleet");
     b.ready_key_existing(&key);
@@ -386,8 +391,10 @@ fn a_replica_killed_during_load_loses_and_duplicates_nothing() {
     let Some(cluster) = Cluster::get() else {
         return;
     };
+    // Dropped after the servers (declared before them), so none of them sees its tables go.
+    let mut cleanup = DropDb(&cluster, String::new());
     let a = cluster.server("s1r1", None, &[]);
-    let _drop = DropDb(&cluster, a.database.clone());
+    cleanup.1 = a.database.clone();
     let b = cluster.server("s2r1", Some(&a.database), &[]);
     let key = a.ready_key("org-kill");
     b.ready_key_existing(&key);
@@ -476,6 +483,8 @@ fn a_whole_shard_down_spools_then_refuses_and_everything_arrives_when_it_returns
     let Some(cluster) = Cluster::get() else {
         return;
     };
+    // Dropped after the servers (declared before them), so none of them sees its tables go.
+    let mut cleanup = DropDb(&cluster, String::new());
     let a = cluster.server(
         "s1r1",
         None,
@@ -484,7 +493,7 @@ fn a_whole_shard_down_spools_then_refuses_and_everything_arrives_when_it_returns
             ("INGEST_SPOOL_MAX_BYTES", "262144"),
         ],
     );
-    let _drop = DropDb(&cluster, a.database.clone());
+    cleanup.1 = a.database.clone();
     let key = a.ready_key("org-shard");
     cluster.kill9("s2r1");
     cluster.kill9("s2r2");
@@ -538,8 +547,10 @@ fn a_key_revoked_through_one_node_is_refused_by_both_replicas_within_a_second() 
     let Some(cluster) = Cluster::get() else {
         return;
     };
+    // Dropped after the servers (declared before them), so none of them sees its tables go.
+    let mut cleanup = DropDb(&cluster, String::new());
     let a = cluster.server("s1r1", None, &[]);
-    let _drop = DropDb(&cluster, a.database.clone());
+    cleanup.1 = a.database.clone();
     let b = cluster.server("s2r2", Some(&a.database), &[]);
     let key = a.ready_key("org-revoke");
     b.ready_key_existing(&key);
@@ -601,8 +612,10 @@ fn a_key_at_three_times_its_rate_across_two_replicas_gets_at_most_the_bound() {
         ("INGEST_REDIS_URL", cluster.redis.as_str()),
         ("INGEST_REDIS_SYNC_MS", "100"),
     ];
+    // Dropped after the servers (declared before them), so none of them sees its tables go.
+    let mut cleanup = DropDb(&cluster, String::new());
     let a = cluster.server("s1r1", None, &limits);
-    let _drop = DropDb(&cluster, a.database.clone());
+    cleanup.1 = a.database.clone();
     let b = cluster.server("s2r2", Some(&a.database), &limits);
     let key = a.ready_key("org-rate");
     b.ready_key_existing(&key);
@@ -640,8 +653,10 @@ fn with_redis_down_each_replica_still_enforces_the_limit_on_its_own() {
         ("INGEST_RATE_LIMIT_RPS", "100"),
         ("INGEST_REDIS_URL", cluster.redis.as_str()),
     ];
+    // Dropped after the servers (declared before them), so none of them sees its tables go.
+    let mut cleanup = DropDb(&cluster, String::new());
     let a = cluster.server("s1r1", None, &limits);
-    let _drop = DropDb(&cluster, a.database.clone());
+    cleanup.1 = a.database.clone();
     let key = a.ready_key("org-redis-down");
     cluster.kill9("redis");
     wait_until("the fallback", Duration::from_secs(5), || {
