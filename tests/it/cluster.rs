@@ -676,3 +676,86 @@ fn with_redis_down_each_replica_still_enforces_the_limit_on_its_own() {
         metric(&a, "traceingest_rate_limit_fallback") == 0.0
     });
 }
+
+/// Inserts frozen by a shard outage (the other shard took them), then the server stops
+/// (`SIGTERM`, or `kill -9` in `wal` mode), the shard returns and the server starts again: the
+/// replay sends the same blocks (`spool/insert.intent`), so the shard that had them drops them
+/// and every span is stored once, raw and with `FINAL`.
+fn a_stop_during_an_unfinished_insert(durability: &str, kill: bool) {
+    let Some(cluster) = Cluster::get() else {
+        return;
+    };
+    let mut cleanup = DropDb(&cluster, String::new());
+    let mut a = cluster.server(
+        "s1r1",
+        None,
+        &[
+            ("INGEST_DURABILITY", durability),
+            ("INGEST_SHUTDOWN_TIMEOUT_MS", "3000"),
+        ],
+    );
+    cleanup.1 = a.database.clone();
+    let key = a.ready_key("org-replay");
+    cluster.kill9("s2r1");
+    cluster.kill9("s2r2");
+    let mut accepted = 0;
+    for i in 0..30 {
+        assert_eq!(
+            a.post_ingest(&key, &batch(&format!("rep{i}"), 2, 5)).status,
+            202
+        );
+        accepted += 10;
+    }
+    wait_until("a failed insert", Duration::from_secs(10), || {
+        metric(&a, "traceingest_flush_errors_total") > 0.0
+    });
+    let shard1 = |c: &Cluster| {
+        c.count_at(
+            "s1r1",
+            &format!("SELECT count() FROM `{}`.spans_local", a.database),
+        )
+    };
+    let before = shard1(&cluster);
+    assert!(before > 0, "shard 1 took its part of the frozen insert");
+    // Batches after the frozen insert: a replay that did not keep its composition would put
+    // them in the same insert, and shard 1 would get its rows again in another block.
+    for i in 30..40 {
+        assert_eq!(
+            a.post_ingest(&key, &batch(&format!("rep{i}"), 2, 5)).status,
+            202
+        );
+        accepted += 10;
+    }
+    if kill {
+        a.signal(libc::SIGKILL);
+        a.wait_exit(Duration::from_secs(10));
+    } else {
+        a.signal(SIGTERM);
+        assert_eq!(a.wait_exit(Duration::from_secs(20)), 0);
+    }
+    assert!(
+        a.data_dir().join("spool/insert.intent").exists(),
+        "the unfinished insert is written down"
+    );
+    cluster.up();
+    a.spawn();
+    a.wait_rows_within(accepted, Duration::from_secs(60));
+    check_stored_once(&cluster, &a, accepted);
+    wait_until("the intent removed", Duration::from_secs(10), || {
+        !a.data_dir().join("spool/insert.intent").exists()
+    });
+    eprintln!(
+        "{durability} {}: {accepted} spans, {before} on shard 1 before the stop, stored once",
+        if kill { "kill -9" } else { "SIGTERM" }
+    );
+}
+
+#[test]
+fn a_clean_stop_during_an_unfinished_insert_replays_the_same_blocks() {
+    a_stop_during_an_unfinished_insert("buffer", false);
+}
+
+#[test]
+fn kill_9_in_wal_mode_during_an_unfinished_insert_replays_the_same_blocks() {
+    a_stop_during_an_unfinished_insert("wal", true);
+}

@@ -21,6 +21,7 @@
 //!   drops the copy it may already hold.
 
 mod intake;
+mod intent;
 mod queue;
 mod retry;
 mod spill;
@@ -191,6 +192,12 @@ struct State {
     /// Cluster mode, after a failed insert: the head pieces it had, to be retried exactly so
     /// (same rows, same order, so the same block per shard), and the shards that took them.
     frozen: Option<(usize, ShardsDone)>,
+    /// Cluster mode: the previous run's unfinished insert, until its records are read back
+    /// (`intent.rs`), and those read so far.
+    intent: Option<intent::Intent>,
+    held: Vec<Entry>,
+    /// `spool/insert.intent` exists.
+    intent_on_disk: bool,
     spool: Spool,
     /// Quota tickets of batches this process accepted that wait only in the spool, by record
     /// (segment, index): their spans stay counted as buffered, not yet in ClickHouse, until the
@@ -268,7 +275,7 @@ impl Flusher {
         spool: Spool,
     ) -> Flusher {
         let seed = crate::clock::now_us() | 1;
-        Flusher {
+        let mut flusher = Flusher {
             store,
             rt,
             st: State {
@@ -282,6 +289,9 @@ impl Flusher {
                 queued_rows: 0,
                 inflight: 0,
                 frozen: None,
+                intent: None,
+                held: Vec::new(),
+                intent_on_disk: false,
                 spool,
                 tickets: HashMap::new(),
                 attempt: 0,
@@ -294,7 +304,11 @@ impl Flusher {
                 busy: false,
                 backlogged: false,
             },
+        };
+        if flusher.store.replicated() {
+            flusher.st.load_intent();
         }
+        flusher
     }
 
     fn run(mut self) -> FlushReport {
@@ -349,6 +363,9 @@ impl Flusher {
                 }
             }
             let (pieces, rows) = self.st.next_insert();
+            if self.store.replicated() && self.st.frozen.is_none() {
+                self.st.note_intent(pieces);
+            }
             let parts: Vec<(Rc<Entry>, usize, usize)> = self
                 .st
                 .queue
@@ -382,6 +399,7 @@ impl Flusher {
                     // A resumed insert wrote only the shards left; all its rows are in now.
                     inserted.rows = rows;
                     self.st.frozen = None;
+                    self.st.clear_intent();
                     self.st.written(pieces, inserted, started.elapsed())
                 }
                 Err(e) => {

@@ -72,6 +72,19 @@ impl State {
         });
     }
 
+    /// Puts an entry in front of the queue (a replayed unfinished insert, `intent.rs`).
+    pub(super) fn push_front(&mut self, entry: Entry, arrived: Instant) {
+        let rows = entry.batch.len();
+        self.queued_rows += rows;
+        self.queue.push_front(Piece {
+            start: 0,
+            end: rows,
+            entry: Rc::new(entry),
+            arrived,
+            cap: usize::MAX,
+        });
+    }
+
     /// When the next insert should start, if anything is waiting.
     pub(super) fn due(&self) -> Option<Instant> {
         let at = match self.queue.front() {
