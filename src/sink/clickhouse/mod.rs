@@ -205,8 +205,9 @@ fn options_from_url(url: &str) -> Result<(Options, String, u16), StoreError> {
         .insert_timeout(Some(Duration::from_secs(60)))
         .execute_timeout(Some(Duration::from_secs(60)))
         // `ON CLUSTER` DDL waits for every node; a node that is down must not hold a
-        // migration for 180 s (the server's default).
-        .with_setting("distributed_ddl_task_timeout", 50_i64, true);
+        // migration for 180 s (the server's default). The statement still reaches that node
+        // when it is back, and the next migration finds the tables where it looks.
+        .with_setting("distributed_ddl_task_timeout", 15_i64, true);
     if !parsed.username().is_empty() {
         options = options.username(&percent_decode(parsed.username()));
     }
