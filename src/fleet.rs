@@ -1,5 +1,6 @@
 //! Fleet-wide rate limits, the control thread's side: every `INGEST_REDIS_SYNC_MS` one
-//! pipelined round trip to Redis tops up the leases of the keys in use (`admission::fleet`).
+//! pipelined round trip to Redis tops up the leases of the keys in use (`admission::fleet`), or
+//! a `PING` when none needs anything, so an unreachable Redis shows at once.
 //!
 //! Redis holds one GCRA bucket per key (`traceingest:rate:<sha256 of the key>`, the theoretical
 //! arrival time in microseconds of Redis's own clock, so the replicas' clocks do not matter).
@@ -153,7 +154,13 @@ impl Leaser {
             asked.push((principal.clone(), d.local));
         }
         if asked.is_empty() {
-            return Ok(());
+            // Nothing to lease: still ask, so that a Redis gone away shows (log, `/metrics`)
+            // before a key needs it.
+            return redis::cmd("PING")
+                .query_async::<String>(conn)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string());
         }
         let granted: Result<Vec<u64>, _> = pipe.query_async(conn).await;
         match granted {
