@@ -219,28 +219,32 @@ up() {
   write_cluster_xml
   for n in "${NODES[@]}"; do start_node $n; done
   for n in "${NODES[@]}"; do wait_node $n; done
-  local urls=() n
+  local urls=() n lines=()
   for n in "${NODES[@]}"; do
     set -- $n
-    echo "node $1 native=$HOST:$4 http=$HOST:$5 pid=$(pid_of "$RUN_DIR/$1/ch.pid")"
+    lines+=("node $1 native=$HOST:$4 http=$HOST:$5 pid=$(pid_of "$RUN_DIR/$1/ch.pid")")
     urls+=("tcp://$HOST:$4")
   done
-  echo "zookeeper $HOST:$ZK_PORT pid=$(pid_of "$RUN_DIR/zookeeper/zk.pid")"
-  echo "redis $HOST:$REDIS_PORT pid=$(pid_of "$RUN_DIR/redis/redis.pid")"
-  local joined
+  lines+=("zookeeper $HOST:$ZK_PORT pid=$(pid_of "$RUN_DIR/zookeeper/zk.pid")")
+  lines+=("redis $HOST:$REDIS_PORT pid=$(pid_of "$RUN_DIR/redis/redis.pid")")
+  local joined settings
   joined=$(IFS=,; echo "${urls[*]}")
+  settings="INGEST_CLICKHOUSE_URL=$joined
+INGEST_CLICKHOUSE_CLUSTER=$CLUSTER
+INGEST_REDIS_URL=redis://$HOST:$REDIS_PORT"
+  # The env file first (the tests read it), then what a user reads: a reader that stops
+  # early (`| head`) must not leave the file unwritten.
   {
-    echo "INGEST_CLICKHOUSE_URL=$joined"
-    echo "INGEST_CLICKHOUSE_CLUSTER=$CLUSTER"
-    echo "INGEST_REDIS_URL=redis://$HOST:$REDIS_PORT"
-  } | tee "$RUN_DIR/env.tmp"
-  # The node table for the tests: name shard replica native http pid-file.
-  for n in "${NODES[@]}"; do
-    set -- $n
-    echo "NODE=$1 $2 $3 $4 $5 $RUN_DIR/$1/ch.pid"
-  done >>"$RUN_DIR/env.tmp"
-  echo "RUN_DIR=$RUN_DIR" >>"$RUN_DIR/env.tmp"
+    echo "$settings"
+    # The node table for the tests: name shard replica native http pid-file.
+    for n in "${NODES[@]}"; do
+      set -- $n
+      echo "NODE=$1 $2 $3 $4 $5 $RUN_DIR/$1/ch.pid"
+    done
+    echo "RUN_DIR=$RUN_DIR"
+  } >"$RUN_DIR/env.tmp"
   mv "$RUN_DIR/env.tmp" "$RUN_DIR/env"
+  printf '%s\n' "${lines[@]}" "$settings"
 }
 
 stop_pid_file() {
