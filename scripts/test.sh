@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# The whole test suite: a C compiler and ClickHouse installed if missing, formatting, lints,
-# unit and integration tests, benches compiled. What CI runs.
+# The whole test suite: a C compiler, ClickHouse and the local cluster installed if missing
+# and started, formatting, lints, unit and integration tests, benches compiled. What CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/build-deps.sh
 scripts/clickhouse.sh
+# 2 shards x 2 replicas, ZooKeeper and Redis for the cluster tests (tests/it/cluster.rs), which
+# fail rather than skip when it is missing.
+scripts/cluster.sh up >/dev/null
+export TRACEINGEST_CLUSTER_TESTS=required
 cargo fmt --all -- --check
 cargo clippy --all-targets --all-features --quiet -- -D warnings
 cargo test --all-targets

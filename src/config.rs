@@ -16,7 +16,7 @@ use crate::http::request::Limits;
 /// Where ClickHouse is; shared by `serve` and every command that talks to it.
 #[derive(Debug, Clone, Args)]
 pub struct StoreArgs {
-    /// ClickHouse native-protocol URL.
+    /// ClickHouse native-protocol URL, or several comma-separated (the nodes of a cluster).
     #[arg(
         long,
         env = "INGEST_CLICKHOUSE_URL",
@@ -30,15 +30,41 @@ pub struct StoreArgs {
         default_value = "traceingest"
     )]
     pub clickhouse_database: String,
+    /// Cluster mode: a cluster of the servers' `remote_servers`; tables are made ON CLUSTER,
+    /// spans sharded by trace id into replicated tables.
+    #[arg(long, env = "INGEST_CLICKHOUSE_CLUSTER")]
+    pub clickhouse_cluster: Option<String>,
 }
 
 impl StoreArgs {
     pub fn check(&self) -> Result<(), String> {
-        if !self.clickhouse_url.starts_with("tcp://") {
+        if !self
+            .clickhouse_url
+            .split(',')
+            .all(|u| u.trim().starts_with("tcp://"))
+        {
             return Err(format!(
-                "INGEST_CLICKHOUSE_URL must be a native-protocol URL like tcp://127.0.0.1:9000, got {:?}",
+                "INGEST_CLICKHOUSE_URL must be native-protocol URLs like tcp://127.0.0.1:9000 (comma-separated for several), got {:?}",
                 self.clickhouse_url
             ));
+        }
+        if self.clickhouse_url.contains(',') && self.clickhouse_cluster.is_none() {
+            return Err(
+                "INGEST_CLICKHOUSE_URL names several nodes: set INGEST_CLICKHOUSE_CLUSTER too \
+                 (without replicated tables each server would hold a different part of the data)"
+                    .into(),
+            );
+        }
+        if let Some(c) = &self.clickhouse_cluster {
+            if c.is_empty()
+                || !c
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+            {
+                return Err(format!(
+                    "INGEST_CLICKHOUSE_CLUSTER must name a cluster of remote_servers (letters, digits, _ - .), got {c:?}"
+                ));
+            }
         }
         let db = &self.clickhouse_database;
         if db.is_empty()
@@ -206,6 +232,12 @@ pub struct ServeArgs {
     /// long (milliseconds).
     #[arg(long, env = "INGEST_READY_STORE_TIMEOUT_MS", default_value_t = 10_000)]
     pub ready_store_timeout_ms: u64,
+    /// Fleet-wide rate limits: a Redis URL (redis://host:port) the replicas lease budget from.
+    #[arg(long, env = "INGEST_REDIS_URL")]
+    pub redis_url: Option<String>,
+    /// How often each key's leased budget is topped up from Redis (milliseconds).
+    #[arg(long, env = "INGEST_REDIS_SYNC_MS", default_value_t = 100)]
+    pub redis_sync_ms: u64,
     /// Test only: shifts the wall clock (row timestamps, quota month) by this many ms.
     #[arg(
         long,
@@ -263,6 +295,12 @@ pub struct Config {
     pub force_legacy_driver: bool,
     pub clickhouse_url: String,
     pub clickhouse_database: String,
+    /// `INGEST_CLICKHOUSE_CLUSTER` (cluster mode).
+    pub clickhouse_cluster: Option<String>,
+    /// `INGEST_REDIS_URL`: fleet-wide rate limits when set.
+    pub redis_url: Option<String>,
+    /// `INGEST_REDIS_SYNC_MS`.
+    pub redis_sync: Duration,
     /// Plans, the default plan and the default rate.
     pub plans: Plans,
     pub quota_sync: Duration,
@@ -416,6 +454,21 @@ impl ServeArgs {
                 self.ready_store_timeout_ms, self.key_refresh_ms
             ));
         }
+        if let Some(url) = &self.redis_url {
+            if !(url.starts_with("redis://") || url.starts_with("rediss://"))
+                || redis::Client::open(url.as_str()).is_err()
+            {
+                return Err(format!(
+                    "INGEST_REDIS_URL must be a URL like redis://127.0.0.1:6379, got {url:?}"
+                ));
+            }
+        }
+        if !(10..=1000).contains(&self.redis_sync_ms) {
+            return Err(format!(
+                "INGEST_REDIS_SYNC_MS must be 10..=1000, got {}",
+                self.redis_sync_ms
+            ));
+        }
         // A century either way is more than any test needs and keeps the arithmetic far from
         // overflow.
         const CENTURY_MS: i64 = 100 * 366 * 86_400_000;
@@ -454,6 +507,9 @@ impl ServeArgs {
             force_legacy_driver: self.force_legacy_driver,
             clickhouse_url: self.store.clickhouse_url.clone(),
             clickhouse_database: self.store.clickhouse_database.clone(),
+            clickhouse_cluster: self.store.clickhouse_cluster.clone(),
+            redis_url: self.redis_url.clone(),
+            redis_sync: Duration::from_millis(self.redis_sync_ms),
             plans,
             quota_sync: Duration::from_millis(self.quota_sync_ms),
             ready_store_timeout: Duration::from_millis(self.ready_store_timeout_ms),
@@ -569,6 +625,21 @@ mod tests {
             (&["--plans", "gold"], "INGEST_PLANS"),
             (&["--default-plan", "gold"], "INGEST_DEFAULT_PLAN"),
             (&["--quota-sync-ms", "10"], "INGEST_QUOTA_SYNC_MS"),
+            (&["--redis-url", "http://x"], "INGEST_REDIS_URL"),
+            (&["--redis-sync-ms", "5"], "INGEST_REDIS_SYNC_MS"),
+            (
+                &["--clickhouse-url", "tcp://a:9000,tcp://b:9000"],
+                "INGEST_CLICKHOUSE_URL",
+            ),
+            (
+                &[
+                    "--clickhouse-url",
+                    "tcp://a,tcp://b",
+                    "--clickhouse-cluster",
+                    "a b",
+                ],
+                "INGEST_CLICKHOUSE_CLUSTER",
+            ),
             (
                 &["--ready-store-timeout-ms", "900", "--key-refresh-ms", "500"],
                 "INGEST_READY_STORE_TIMEOUT_MS",

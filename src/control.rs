@@ -13,7 +13,10 @@
 //! - every `INGEST_QUOTA_SYNC_MS` (and at once when an organisation gets a quota) `sync_usage`
 //!   re-counts this month's spans in ClickHouse for every organisation with a quota.
 //!
-//! The two loops run concurrently, so a slow count never delays a revocation. A failed load
+//! - with `INGEST_REDIS_URL`, every `INGEST_REDIS_SYNC_MS` the `fleet::Leaser` tops up the
+//!   keys' rate-limit leases from Redis.
+//!
+//! The loops run concurrently, so a slow count never delays a revocation. A failed load
 //! keeps what is in place and is logged once until it recovers.
 
 use std::cell::Cell;
@@ -33,6 +36,7 @@ use crate::auth::refresh::{RefreshDemand, ON_DEMAND_GAP};
 use crate::auth::{KeySet, KeyStore, Principal};
 use crate::calendar::Month;
 use crate::clock;
+use crate::fleet::Leaser;
 use crate::server::Shared;
 use crate::sink::clickhouse::Store;
 
@@ -273,9 +277,11 @@ pub fn spawn(
         .name("control".into())
         .spawn(move || {
             let config = &shared.config;
-            let stores = Store::new(&config.clickhouse_url, &config.clickhouse_database).and_then(
-                |a| Ok((a, Store::new(&config.clickhouse_url, &config.clickhouse_database)?)),
-            );
+            let open = || {
+                Store::new(&config.clickhouse_url, &config.clickhouse_database)?
+                    .in_cluster(config.clickhouse_cluster.as_deref())
+            };
+            let stores = open().and_then(|a| Ok((a, open()?)));
             let (key_store, usage_store) = match stores {
                 Ok(s) => s,
                 Err(e) => {
@@ -361,6 +367,20 @@ pub fn spawn(
                     tokio::time::sleep(step).await;
                 }
             };
-            rt.block_on(async { tokio::join!(keys_loop, usage_loop) });
+            let leases_loop = async {
+                let Some(url) = &config.redis_url else { return };
+                let mut leaser = match Leaser::new(url, config.redis_sync, shared.fleet.clone()) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        tracing::error!(error = %e, "fleet rate limits off");
+                        return;
+                    }
+                };
+                while !stop.load(Ordering::Acquire) {
+                    leaser.round(&shared.keys).await;
+                    tokio::time::sleep(config.redis_sync).await;
+                }
+            };
+            rt.block_on(async { tokio::join!(keys_loop, usage_loop, leases_loop) });
         })
 }

@@ -20,7 +20,7 @@
 //! - `sink`: the storage side: memory budget and hand-off, write-ahead log, flush thread,
 //!   spool, dead letters, and the only ClickHouse code (`sink::clickhouse`).
 //! - `control`: the background thread that refreshes keys and plans, re-counts quota usage and
-//!   reloads prices.
+//!   reloads prices; `fleet`: its leases of rate-limit budget from Redis (fleet-wide limits).
 //! - `metrics`: lock-free counters, encoded for `/metrics`.
 //! - `clock`, `calendar`: the wall and monotonic clocks; UTC days and months.
 //! - `cli`: `keys`, `orgs`, `price` commands.
@@ -32,6 +32,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod control;
+pub mod fleet;
 pub mod http;
 pub mod ingest;
 pub mod metrics;

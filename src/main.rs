@@ -50,7 +50,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the ingest server (the default command).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Create the database and tables if missing, then exit.
     Migrate(StoreArgs),
     /// Manage API keys.
@@ -96,7 +96,8 @@ fn main() {
         Command::Serve(args) => serve(&args),
         Command::Migrate(store) => block_on(async {
             store.check().map_err(anyhow::Error::msg)?;
-            let s = Store::new(&store.clickhouse_url, &store.clickhouse_database)?;
+            let s = Store::new(&store.clickhouse_url, &store.clickhouse_database)?
+                .in_cluster(store.clickhouse_cluster.as_deref())?;
             let done = s.migrate().await?;
             println!("{}", done.to_string().trim_end());
             Ok(())
@@ -191,7 +192,8 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let mut spool = Spool::open(spool_config.clone(), flush_stats.clone())
         .with_context(|| format!("cannot open the spool in {}", spool_config.dir.display()))?;
 
-    let store = Store::new(&config.clickhouse_url, &config.clickhouse_database)?;
+    let store = Store::new(&config.clickhouse_url, &config.clickhouse_database)?
+        .in_cluster(config.clickhouse_cluster.as_deref())?;
     let keys = KeyStore::new(&config.key_prefix);
     let accounts = Accounts::default();
     let clock = Clock::new(config.clock_offset_ms);
@@ -225,6 +227,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         config.buffer_max_bytes,
     ));
     let mut flush_config = FlushConfig::new(&config.clickhouse_url, &config.clickhouse_database);
+    flush_config.cluster = config.clickhouse_cluster.clone();
     flush_config.interval = config.flush_interval;
     flush_config.max_rows = config.flush_max_rows;
     flush_config.shutdown_timeout = config.shutdown_timeout;
@@ -272,6 +275,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         clock,
         accounts,
         unpriced: Arc::default(),
+        fleet: Arc::default(),
         config: config.clone(),
     });
 

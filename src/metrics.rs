@@ -158,6 +158,9 @@ pub struct Snapshot {
     pub quota_refusals: Vec<(String, u64)>,
     /// (provider label, accepted spans whose model has no price), every label.
     pub unpriced_spans: Vec<(&'static str, u64)>,
+    /// Fleet-wide rate limits configured: (falling back to local buckets, failed rounds, spans
+    /// granted by Redis).
+    pub fleet: Option<(bool, u64, u64)>,
 }
 
 impl Snapshot {
@@ -390,6 +393,26 @@ impl Collector for Snapshot {
             "Key-set loads run early because a request brought an unknown key (at most one per 100 ms)",
             self.key_refreshes_on_demand,
         )?;
+        if let Some((fallback, errors, granted)) = self.fleet {
+            gauge(
+                &mut enc,
+                "traceingest_rate_limit_fallback",
+                "1 while Redis is unreachable and this replica enforces rate limits alone",
+                u64::from(fallback),
+            )?;
+            counter(
+                &mut enc,
+                "traceingest_rate_limit_redis_errors",
+                "Lease rounds that could not reach Redis",
+                errors,
+            )?;
+            counter(
+                &mut enc,
+                "traceingest_rate_limit_leased_spans",
+                "Spans of rate-limit budget leased from Redis",
+                granted,
+            )?;
+        }
         let mut m = enc.encode_descriptor(
             "traceingest_quota_refusals",
             "Batches refused because the organisation's monthly quota is used up",

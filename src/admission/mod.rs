@@ -8,6 +8,7 @@
 //! and a batch refused after admission (full buffer, shutdown, the write-ahead log full or
 //! failing) gets both back.
 
+pub mod fleet;
 pub mod plan;
 pub mod quota;
 pub mod rate;

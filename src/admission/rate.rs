@@ -13,6 +13,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::fleet::{Lease, LEASED};
+
 const NS_PER_S: u128 = 1_000_000_000;
 
 /// Highest rate a plan may set, in spans per second: at this rate a span still costs 10 ns.
@@ -77,15 +79,30 @@ pub enum Take {
     Refused { retry_after_s: u64, remaining: u64 },
 }
 
-/// One key's bucket: its theoretical arrival time, in ns on the caller's monotonic clock.
+/// One key's bucket: its theoretical arrival time, in ns on the caller's monotonic clock, and
+/// the budget leased from the fleet (`fleet.rs`), which decides instead while it is in fleet
+/// mode.
 #[derive(Debug, Default)]
 pub struct Bucket {
     tat: AtomicU64,
+    pub lease: Lease,
 }
 
 impl Bucket {
     /// Takes the cost of a batch of `spans` spans at `now`, or says how long to wait.
     pub fn take(&self, rate: Rate, spans: u64, now: u64) -> Take {
+        if self.lease.is_fleet() {
+            return self.lease.take(rate, spans);
+        }
+        let taken = self.take_local(rate, spans, now);
+        if let Take::Taken { .. } = taken {
+            self.lease.count_local(rate.cost_spans(spans));
+        }
+        taken
+    }
+
+    /// The local GCRA.
+    fn take_local(&self, rate: Rate, spans: u64, now: u64) -> Take {
         let cost = rate.cost_ns(rate.cost_spans(spans));
         let limit = now.saturating_add(rate.tau_ns());
         let mut tat = self.tat.load(Ordering::Acquire);
@@ -115,6 +132,9 @@ impl Bucket {
 
     /// Whole spans available at `now`, without taking any.
     pub fn peek(&self, rate: Rate, now: u64) -> u64 {
+        if self.lease.is_fleet() {
+            return self.lease.peek(rate);
+        }
         rate.available(self.tat.load(Ordering::Acquire), now)
     }
 
@@ -122,6 +142,9 @@ impl Bucket {
     /// Exact while the bucket is not full; once it has refilled past the refund there is
     /// nothing to give back, which the saturation expresses.
     pub fn refund(&self, cost_ns: u64) {
+        if cost_ns & LEASED != 0 {
+            return self.lease.refund(cost_ns & !LEASED);
+        }
         let _ = self
             .tat
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {

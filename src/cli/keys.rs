@@ -30,7 +30,8 @@ pub enum KeysCommand {
 /// Runs a keys command.
 pub async fn run(cmd: &KeysCommand, store_args: &StoreArgs) -> anyhow::Result<()> {
     store_args.check().map_err(anyhow::Error::msg)?;
-    let store = Store::new(&store_args.clickhouse_url, &store_args.clickhouse_database)?;
+    let store = Store::new(&store_args.clickhouse_url, &store_args.clickhouse_database)?
+        .in_cluster(store_args.clickhouse_cluster.as_deref())?;
     store.migrate().await?;
     match cmd {
         KeysCommand::Create {

@@ -34,7 +34,8 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     store_args.check().map_err(anyhow::Error::msg)?;
     let plans = plan_args.resolve().map_err(anyhow::Error::msg)?;
-    let store = Store::new(&store_args.clickhouse_url, &store_args.clickhouse_database)?;
+    let store = Store::new(&store_args.clickhouse_url, &store_args.clickhouse_database)?
+        .in_cluster(store_args.clickhouse_cluster.as_deref())?;
     store.migrate().await?;
     match cmd {
         OrgsCommand::Create { org, plan } => {

@@ -400,6 +400,39 @@ impl RowBatch {
         at
     }
 
+    /// `cut(row)` from `at`, the cut at an earlier row `from`: only the rows between are
+    /// skipped, so cutting a batch at increasing rows costs one pass over it in all.
+    pub fn cut_from(&self, from: usize, at: &[usize; REGIONS], row: usize) -> [usize; REGIONS] {
+        assert!(
+            from <= row && row <= self.rows,
+            "rows {from}..{row} of {}",
+            self.rows
+        );
+        if row == self.rows || from == 0 {
+            return self.cut(row);
+        }
+        let mut to = *at;
+        for (c, &kind) in KINDS.iter().enumerate() {
+            let (h, t) = (2 * c, 2 * c + 1);
+            match kind {
+                Kind::Str => {
+                    to[h] +=
+                        skip_strings(&self.head(c)[at[h]..], row - from).expect("checked batch")
+                }
+                _ => to[h] = row * kind.head_width(),
+            }
+            to[t] = match kind {
+                Kind::Ints => 8 * self.elems_before(c, row),
+                Kind::MetaKeys | Kind::MetaValues => {
+                    let n = self.elems_before(c, row) - self.elems_before(c, from);
+                    at[t] + skip_strings(&self.tail(c)[at[t]..], n).expect("checked batch")
+                }
+                _ => row * kind.tail_width(),
+            };
+        }
+        to
+    }
+
     /// Elements of array column `c` in the rows before `row`.
     pub fn elems_before(&self, c: usize, row: usize) -> usize {
         if row == 0 {

@@ -200,6 +200,14 @@ fn cuts_point_at_row_starts() {
             };
             assert_eq!(at, expected, "region {i} at row {split}");
         }
+        // Cutting further on from an earlier cut lands on the same offsets.
+        for from in 0..=split {
+            assert_eq!(
+                whole.cut_from(from, &whole.cut(from), split),
+                cut,
+                "{from}..{split}"
+            );
+        }
     }
 }
 

@@ -12,6 +12,7 @@ pub mod runtime;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::admission::fleet::FleetStatus;
 use crate::admission::Accounts;
 use crate::auth::KeyStore;
 use crate::clock::Clock;
@@ -59,6 +60,8 @@ pub struct Shared {
     pub accounts: Accounts,
     /// Accepted spans whose model has no price, by provider (workers add, `/metrics` reads).
     pub unpriced: Arc<UnpricedModels>,
+    /// Fleet-wide rate limits (`INGEST_REDIS_URL`): configured, falling back, leased.
+    pub fleet: Arc<FleetStatus>,
 }
 
 impl Shared {
@@ -117,6 +120,7 @@ impl Shared {
             clock: Clock::new(config.clock_offset_ms),
             accounts: Accounts::default(),
             unpriced: Arc::default(),
+            fleet: Arc::default(),
             config,
         }
     }

@@ -1,6 +1,7 @@
 //! Integration tests: the real server binary, real HTTP over TCP, rows read back from a real
 //! ClickHouse (which must be running on 127.0.0.1:9000/8123; `.ci/run` starts it). The
-//! durability tests also start private ClickHouse servers of their own, to stop and start.
+//! durability tests also start private ClickHouse servers of their own, to stop and start; the
+//! cluster tests use the local cluster of `scripts/cluster.sh`.
 
 #![recursion_limit = "512"]
 
@@ -9,6 +10,7 @@ mod support;
 
 mod admission;
 mod cli;
+mod cluster;
 mod connections;
 mod contract;
 mod durability;

@@ -210,6 +210,15 @@ impl Server {
         }
     }
 
+    /// Waits until this server accepts a key created elsewhere (another replica's refresh).
+    pub fn ready_key_existing(&self, key: &str) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.post_ingest(key, br#"{}"#).status == 401 {
+            assert!(Instant::now() < deadline, "key never became active");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     pub fn connect(&self) -> Client {
         Client::connect(self.addr)
     }

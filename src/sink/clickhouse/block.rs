@@ -61,9 +61,20 @@ pub(super) fn spans_block(
         .collect();
     // Array columns: elements in the block so far.
     let mut elems = [0u64; COLUMNS];
+    // The last cut made, to cut the same batch further on from there (in cluster mode a
+    // batch comes as many runs, one per trace, in row order).
+    let mut last: Option<(*const RowBatch, usize, [usize; REGIONS])> = None;
+    let mut cut = |b: &RowBatch, row: usize| {
+        let at = match last {
+            Some((p, from, at)) if std::ptr::eq(p, b) && from <= row => b.cut_from(from, &at, row),
+            _ => b.cut(row),
+        };
+        last = Some((b as *const RowBatch, row, at));
+        at
+    };
     for run in runs {
         let b = run.batch;
-        let (from, to) = (b.cut(run.rows.start), b.cut(run.rows.end));
+        let (from, to) = (cut(b, run.rows.start), cut(b, run.rows.end));
         for (c, kind) in KINDS.iter().enumerate() {
             let (h, t) = (2 * c, 2 * c + 1);
             let head = &b.head(c)[from[h]..to[h]];

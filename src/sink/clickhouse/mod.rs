@@ -6,6 +6,8 @@
 //! - `errors.rs`: `InsertError` and its `Retry` class, `StoreError`.
 //! - `admin.rs`: keys, organisations and the monthly span counts.
 //! - `reprice.rs`: reading stored spans' prices and writing corrected copies.
+//! - `cluster.rs`: many endpoints (health, back-off) and cluster mode (the shards, the
+//!   tables as a cluster lays them out, the insert routed by shard).
 //!
 //! Everything here is async on tokio and is driven by the flush thread or the control thread
 //! (or a CLI command), each from its own current-thread runtime. A `Store`'s pooled
@@ -15,6 +17,7 @@
 
 mod admin;
 mod block;
+mod cluster;
 mod errors;
 mod reprice;
 mod schema;
@@ -24,28 +27,35 @@ pub(crate) mod test_support;
 mod tests;
 
 use std::fmt;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use clickhouse_rs::errors::{ConnectionError, DriverError, Error as ChError};
+use clickhouse_rs::errors::Error as ChError;
 use clickhouse_rs::types::{Block, Complex};
 use clickhouse_rs::{ClientHandle, Options, Pool};
 
+use cluster::{Node, Nodes, Topology};
+
 pub use admin::{ActiveKey, KeyRecord, OrgRecord};
 pub use block::{Inserted, RowRun};
+pub use cluster::{shard_hash, ShardsDone};
 pub use errors::{InsertError, Retry, StoreError};
 pub use reprice::{Correction, SpanFilter, SpanKey, StoredSpan};
 pub use schema::{Migrated, API_KEYS_COLUMNS, ORGS_COLUMNS};
 
-/// A connection pool to one ClickHouse server plus the database the service owns.
+/// Connection pools to the ClickHouse servers plus the database the service owns.
 pub struct Store {
-    /// Connections are opened lazily by the first operation, on the caller's runtime.
-    pool: Pool,
+    /// The servers of `INGEST_CLICKHOUSE_URL`, each with its pool and health.
+    nodes: Nodes,
+    /// `INGEST_CLICKHOUSE_CLUSTER`: cluster mode (`cluster.rs`) when set.
+    cluster: Option<String>,
+    /// `` ON CLUSTER `name` `` for DDL in cluster mode, else empty.
+    on_cluster: String,
+    /// The cluster's shards, read once (cluster mode).
+    topology: Mutex<Option<Arc<Topology>>>,
     /// The column buffers of the last span insert, kept for the next (see `block.rs`).
     spares: Mutex<block::Spares>,
-    /// What the pool was made from, for a pool of long-running statements.
-    options: Options,
-    /// `tcp://host:port` without credentials, for messages.
+    /// `tcp://host:port` of every node without credentials, for messages.
     address: String,
     /// The database name as given (validated: ASCII letters, digits, `_`).
     database: String,
@@ -62,13 +72,15 @@ impl fmt::Debug for Store {
         f.debug_struct("Store")
             .field("address", &self.address)
             .field("database", &self.database)
+            .field("cluster", &self.cluster)
             .finish_non_exhaustive()
     }
 }
 
 impl Store {
-    /// Checks the URL (`tcp://[user[:password]@]host[:port]`, optional `?compression=lz4`) and
-    /// the database name. Does no I/O; connections open on first use.
+    /// Checks the URL (`tcp://[user[:password]@]host[:port]`, optional `?compression=lz4`; or
+    /// several, comma-separated) and the database name. Does no I/O; connections open on first
+    /// use.
     pub fn new(url: &str, database: &str) -> Result<Store, StoreError> {
         if database.is_empty()
             || database.len() > 128
@@ -80,12 +92,22 @@ impl Store {
                 "ClickHouse database name {database:?} must be 1 to 128 ASCII letters, digits or _"
             )));
         }
-        let (options, address) = options_from_url(url)?;
+        let mut list = Vec::new();
+        for one in url.split(',').map(str::trim) {
+            let (options, host, port) = options_from_url(one)?;
+            list.push(Node::new(options, &host, port));
+        }
+        if let [only] = list.as_mut_slice() {
+            only.alone = true;
+        }
+        let nodes = Nodes { list };
         Ok(Store {
-            pool: Pool::new(options.clone()),
+            address: nodes.addresses(),
+            nodes,
+            cluster: None,
+            on_cluster: String::new(),
+            topology: Mutex::default(),
             spares: Mutex::default(),
-            options,
-            address,
             database: database.to_string(),
             spans_table: format!("`{database}`.`spans`"),
             keys_table: format!("`{database}`.`api_keys`"),
@@ -93,50 +115,52 @@ impl Store {
         })
     }
 
+    /// Cluster mode (`INGEST_CLICKHOUSE_CLUSTER`): tables made `ON CLUSTER`, spans sharded
+    /// by trace id into replicated tables. `None` leaves the single-server schema.
+    pub fn in_cluster(mut self, cluster: Option<&str>) -> Result<Store, StoreError> {
+        if let Some(name) = cluster {
+            if name.is_empty()
+                || name.len() > 128
+                || !name
+                    .bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-' || c == b'.')
+            {
+                return Err(StoreError::new(format!(
+                    "ClickHouse cluster name {name:?} must be 1 to 128 ASCII letters, digits, _, - or ."
+                )));
+            }
+            self.on_cluster = format!(" ON CLUSTER `{name}`");
+            self.cluster = Some(name.to_string());
+        }
+        Ok(self)
+    }
+
+    /// The tables are replicated (cluster mode): an insert retried with the same rows must be
+    /// the same block, so that ClickHouse drops the copy.
+    pub fn replicated(&self) -> bool {
+        self.cluster.is_some()
+    }
+
     pub fn database(&self) -> &str {
         &self.database
     }
 
-    /// `tcp://host:port`, without credentials.
+    /// `tcp://host:port` (comma-separated when several), without credentials.
     pub fn address(&self) -> &str {
         &self.address
     }
 
-    /// A connection from the pool, opened if need be. A failure to connect is one line that
-    /// names ClickHouse, its address and the setting that gives it (`INGEST_CLICKHOUSE_URL`):
-    /// it is what a user sees when ClickHouse is down or the URL is wrong.
+    /// A connection from the pool of the first node in rotation that answers, opened if need
+    /// be. A failure to connect names ClickHouse and its address: it is what a user sees when
+    /// ClickHouse is down.
     async fn handle(&self) -> Result<ClientHandle, ChError> {
-        let unreachable = |why: String| {
-            ChError::Io(std::io::Error::new(
-                std::io::ErrorKind::ConnectionRefused,
-                format!(
-                    "cannot reach ClickHouse at {} (INGEST_CLICKHOUSE_URL): {why}",
-                    self.address
-                ),
-            ))
-        };
-        self.pool.get_handle().await.map_err(|e| match e {
-            ChError::Io(e) => unreachable(e.to_string()),
-            ChError::Connection(ConnectionError::IoError(e)) => unreachable(e.to_string()),
-            ChError::Connection(e) => unreachable(e.to_string()),
-            // Connected, but no native-protocol handshake came back: typically the HTTP port.
-            ChError::Driver(DriverError::Timeout) => unreachable(format!(
-                "connected, but no answer to the native-protocol handshake within {} s; is this \
-                 ClickHouse's native port (9000 by default; 8123 is its HTTP port)?",
-                CONNECT_TIMEOUT.as_secs()
-            )),
-            other => other,
-        })
+        self.nodes.any_handle().await
     }
 
-    /// A pool whose statements may run for hours (a migration's copy), opened on first use.
+    /// A pool to the first node whose statements may run for hours (a migration's copy, a
+    /// re-pricing's insert), opened on first use.
     fn long_running(&self) -> Pool {
-        Pool::new(
-            self.options
-                .clone()
-                .execute_timeout(Some(Duration::from_secs(24 * 3600)))
-                .query_timeout(Duration::from_secs(24 * 3600)),
-        )
+        self.nodes.long_running()
     }
 
     /// Runs a query and returns its whole result.
@@ -164,8 +188,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Client options. Server settings, if ever needed, go through `Options::with_setting`: as URL
 /// parameters they corrupt the protocol with 18.16.
-/// Returns the options and the address without credentials.
-fn options_from_url(url: &str) -> Result<(Options, String), StoreError> {
+/// Returns the options, host and port.
+fn options_from_url(url: &str) -> Result<(Options, String, u16), StoreError> {
     let bad = |why: &str| StoreError::new(format!("ClickHouse URL {url:?}: {why}"));
     let parsed = url::Url::parse(url).map_err(|e| bad(&e.to_string()))?;
     if parsed.scheme() != "tcp" {
@@ -181,7 +205,6 @@ fn options_from_url(url: &str) -> Result<(Options, String), StoreError> {
     }
     let port = parsed.port().unwrap_or(9000);
     let addr = url::Url::parse(&format!("tcp://{host}:{port}")).map_err(|e| bad(&e.to_string()))?;
-    let address = format!("tcp://{host}:{port}");
     let mut options = Options::new(addr)
         // One flush or control thread uses a Store at a time: one idle connection is enough.
         .pool_min(1)
@@ -195,7 +218,11 @@ fn options_from_url(url: &str) -> Result<(Options, String), StoreError> {
         .connection_timeout(CONNECT_TIMEOUT)
         .query_timeout(Duration::from_secs(30))
         .insert_timeout(Some(Duration::from_secs(60)))
-        .execute_timeout(Some(Duration::from_secs(60)));
+        .execute_timeout(Some(Duration::from_secs(60)))
+        // `ON CLUSTER` DDL waits for every node; a node that is down must not hold a
+        // migration for 180 s (the server's default). The statement still reaches that node
+        // when it is back, and the next migration finds the tables where it looks.
+        .with_setting("distributed_ddl_task_timeout", 15_i64, true);
     if !parsed.username().is_empty() {
         options = options.username(&percent_decode(parsed.username()));
     }
@@ -209,7 +236,7 @@ fn options_from_url(url: &str) -> Result<(Options, String), StoreError> {
             _ => return Err(bad(&format!("unsupported parameter {key}={value}"))),
         }
     }
-    Ok((options, address))
+    Ok((options, host.to_string(), port))
 }
 
 fn percent_decode(s: &str) -> String {
@@ -254,6 +281,14 @@ mod url_tests {
     fn urls_and_names() {
         assert!(Store::new("tcp://127.0.0.1:9000", "ok_db_1").is_ok());
         assert!(Store::new("tcp://u:p%40ss@h?compression=lz4", "x").is_ok());
+        let many = Store::new("tcp://a:9001, tcp://b", "x").unwrap();
+        assert_eq!(many.address(), "tcp://a:9001,tcp://b:9000");
+        assert!(many.in_cluster(Some("local")).unwrap().replicated());
+        assert!(Store::new("tcp://a", "x")
+            .unwrap()
+            .in_cluster(Some("a b"))
+            .is_err());
+        assert!(Store::new("tcp://a,http://b", "x").is_err());
         for (url, db) in [
             ("http://127.0.0.1:8123", "x"),
             ("tcp://h/db", "x"),

@@ -27,10 +27,10 @@ pub(super) const SPANS_SHAPE: Shape = Shape {
     order_by: "org_id, trace_id, start_time_ms, span_id",
 };
 
-/// Engine of `spans`, as DDL.
-pub(super) fn spans_engine() -> String {
-    SPANS_SHAPE.ddl()
-}
+/// Engine of `spans`, as DDL: `SPANS_SHAPE` written out (a test checks they agree).
+pub(super) const SPANS_ENGINE: &str = "ENGINE = ReplacingMergeTree(version) \
+     PARTITION BY toYYYYMM(toDateTime(intDiv(start_time_ms, 1000))) \
+     ORDER BY (org_id, trace_id, start_time_ms, span_id)";
 
 /// A MergeTree table's engine with its arguments, partition key and sorting key, written as
 /// ClickHouse prints them back in `system.tables` (spacing aside).
@@ -97,14 +97,12 @@ pub const ORGS_COLUMNS: &[(&str, &str)] = &[
 const ORGS_ENGINE: &str = "ENGINE = ReplacingMergeTree(version) ORDER BY org_id";
 
 /// A table's name, columns (name, type) and engine.
-type Table = (
-    &'static str,
-    &'static [(&'static str, &'static str)],
-    &'static str,
-);
+pub(super) type Table<E = &'static str> =
+    (&'static str, &'static [(&'static str, &'static str)], E);
 
-/// The tables besides `spans`, whose engines never changed.
-const TABLES: [Table; 2] = [
+/// Every table the service owns (in cluster mode laid out by `cluster::cluster_tables`).
+pub(super) const TABLES: [Table; 3] = [
+    ("spans", SPANS_COLUMNS, SPANS_ENGINE),
     ("api_keys", API_KEYS_COLUMNS, API_KEYS_ENGINE),
     ("orgs", ORGS_COLUMNS, ORGS_ENGINE),
 ];
@@ -175,7 +173,7 @@ impl fmt::Display for Migrated {
         if self.is_noop() {
             return write!(
                 f,
-                "database {}: schema up to date (tables spans, {}), nothing changed",
+                "database {}: schema up to date (tables {}), nothing changed",
                 self.database,
                 TABLES.map(|t| t.0).join(", ")
             );
@@ -223,17 +221,22 @@ impl Store {
             .map(|r| r.get::<u64, _>("n"))
             .transpose()?
             == Some(0);
-        c.execute(format!("CREATE DATABASE IF NOT EXISTS `{db}`"))
-            .await?;
-        let spans_engine = spans_engine();
-        let spans = ("spans", SPANS_COLUMNS, spans_engine.as_str());
-        for (table, columns, engine) in std::iter::once(spans).chain(TABLES) {
+        let on = &self.on_cluster;
+        if done.created_database || on.is_empty() {
+            c.execute(format!("CREATE DATABASE IF NOT EXISTS `{db}`{on}"))
+                .await?;
+        }
+        let tables: Vec<Table<String>> = match &self.cluster {
+            None => TABLES.map(|(t, c, e)| (t, c, e.to_string())).to_vec(),
+            Some(cluster) => super::cluster::cluster_tables(&TABLES, db, cluster),
+        };
+        for (table, columns, engine) in tables {
             let existing = self.columns(&mut c, table).await?;
             if existing.is_empty() {
                 c.execute(create_table_sql(
-                    &format!("`{db}`.`{table}`"),
+                    &format!("`{db}`.`{table}`{on}"),
                     columns,
-                    engine,
+                    &engine,
                 ))
                 .await?;
                 tracing::info!(database = %db, table, "created table");
@@ -247,7 +250,11 @@ impl Store {
                 done.added_columns.push((table, column));
             }
         }
-        done.rebuilt_spans = self.rebuild_spans_if_needed(&mut c).await?;
+        // A cluster's tables are made in the current shape; rebuilding one is done by hand
+        // (docs/fleet.md).
+        if self.cluster.is_none() {
+            done.rebuilt_spans = self.rebuild_spans_if_needed(&mut c).await?;
+        }
         Ok(done)
     }
 
@@ -307,7 +314,7 @@ impl Store {
             }
             let new = format!("`{db}`.`{NEW_SPANS}`");
             c.execute(format!("DROP TABLE IF EXISTS {new}")).await?;
-            c.execute(create_table_sql(&new, SPANS_COLUMNS, &spans_engine()))
+            c.execute(create_table_sql(&new, SPANS_COLUMNS, SPANS_ENGINE))
                 .await?;
             c.execute(format!("RENAME TABLE {spans} TO {old}, {new} TO {spans}"))
                 .await?;
@@ -419,8 +426,8 @@ impl Store {
                         .map(|p| format!(" AFTER `{p}`"))
                         .unwrap_or_default();
                     c.execute(format!(
-                        "ALTER TABLE `{}`.`{table}` ADD COLUMN `{name}` {ty}{after}",
-                        self.database
+                        "ALTER TABLE `{}`.`{table}`{} ADD COLUMN `{name}` {ty}{after}",
+                        self.database, self.on_cluster
                     ))
                     .await?;
                     tracing::info!(

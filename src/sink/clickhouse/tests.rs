@@ -784,6 +784,14 @@ fn shapes_match_what_the_server_prints() {
         "org_id, trace_id, start_time_ms, span_id",
     );
     assert!(SPANS_SHAPE.matches(printed.0, printed.1, printed.2));
+    assert_eq!(
+        SPANS_SHAPE.ddl(),
+        super::schema::SPANS_ENGINE
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" "),
+        "the shape and the DDL say the same"
+    );
     let older = printed.0.replace("(version)", "(ingested_at)");
     assert!(!SPANS_SHAPE.matches(&older, printed.1, printed.2));
     assert!(!SPANS_SHAPE.matches(printed.0, "toYYYYMMDD(x)", printed.2));

@@ -15,9 +15,13 @@
 //!   kept (memory, then spool) and retried; a batch is confirmed in the spool once all its rows
 //!   are inserted or dead-lettered;
 //! - a replayed or retried row is byte for byte the row of the first attempt, so the
-//!   `ReplacingMergeTree` shows it once after `FINAL`.
+//!   `ReplacingMergeTree` shows it once after `FINAL`;
+//! - in cluster mode a failed insert is retried with the same pieces (`State::frozen`) until
+//!   every shard took them, so each shard gets the same block again and its replicated table
+//!   drops the copy it may already hold.
 
 mod intake;
+mod intent;
 mod queue;
 mod retry;
 mod spill;
@@ -37,7 +41,7 @@ pub use intake::Input;
 use queue::{Entry, Piece};
 
 use super::budget::MemoryBudget;
-use super::clickhouse::{InsertError, Retry, RowRun, Store, StoreError};
+use super::clickhouse::{InsertError, Retry, RowRun, ShardsDone, Store, StoreError};
 use super::deadletter::DeadLetters;
 use super::spool::Spool;
 use super::stats::FlushStats;
@@ -53,6 +57,8 @@ pub struct FlushConfig {
     pub url: String,
     /// Database holding the `spans` table.
     pub database: String,
+    /// `INGEST_CLICKHOUSE_CLUSTER`: rows are routed by shard into replicated tables.
+    pub cluster: Option<String>,
     /// Longest time a row waits before its flush starts (`INGEST_FLUSH_INTERVAL_MS`).
     pub interval: Duration,
     /// Rows waiting that trigger a flush at once, and the largest insert (`INGEST_FLUSH_MAX_ROWS`).
@@ -82,6 +88,7 @@ impl FlushConfig {
         FlushConfig {
             url: url.into(),
             database: database.into(),
+            cluster: None,
             interval: Duration::from_millis(1000),
             max_rows: 10_000,
             shutdown_timeout: Duration::from_secs(10),
@@ -108,6 +115,7 @@ impl fmt::Debug for FlushConfig {
         f.debug_struct("FlushConfig")
             .field("url", &url)
             .field("database", &self.database)
+            .field("cluster", &self.cluster)
             .field("interval", &self.interval)
             .field("max_rows", &self.max_rows)
             .field("shutdown_timeout", &self.shutdown_timeout)
@@ -139,7 +147,7 @@ pub fn spawn(
     input: Input,
     spool: Spool,
 ) -> Result<JoinHandle<FlushReport>, StoreError> {
-    let store = Store::new(&cfg.url, &cfg.database)?;
+    let store = Store::new(&cfg.url, &cfg.database)?.in_cluster(cfg.cluster.as_deref())?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -181,6 +189,15 @@ struct State {
     queued_rows: usize,
     /// Head pieces in the insert that is running: never moved to the spool.
     inflight: usize,
+    /// Cluster mode, after a failed insert: the head pieces it had, to be retried exactly so
+    /// (same rows, same order, so the same block per shard), and the shards that took them.
+    frozen: Option<(usize, ShardsDone)>,
+    /// Cluster mode: the previous run's unfinished insert, until its records are read back
+    /// (`intent.rs`), and those read so far.
+    intent: Option<intent::Intent>,
+    held: Vec<Entry>,
+    /// `spool/insert.intent` exists.
+    intent_on_disk: bool,
     spool: Spool,
     /// Quota tickets of batches this process accepted that wait only in the spool, by record
     /// (segment, index): their spans stay counted as buffered, not yet in ClickHouse, until the
@@ -258,7 +275,7 @@ impl Flusher {
         spool: Spool,
     ) -> Flusher {
         let seed = crate::clock::now_us() | 1;
-        Flusher {
+        let mut flusher = Flusher {
             store,
             rt,
             st: State {
@@ -271,6 +288,10 @@ impl Flusher {
                 queue: VecDeque::new(),
                 queued_rows: 0,
                 inflight: 0,
+                frozen: None,
+                intent: None,
+                held: Vec::new(),
+                intent_on_disk: false,
                 spool,
                 tickets: HashMap::new(),
                 attempt: 0,
@@ -283,7 +304,11 @@ impl Flusher {
                 busy: false,
                 backlogged: false,
             },
+        };
+        if flusher.store.replicated() {
+            flusher.st.load_intent();
         }
+        flusher
     }
 
     fn run(mut self) -> FlushReport {
@@ -338,6 +363,9 @@ impl Flusher {
                 }
             }
             let (pieces, rows) = self.st.next_insert();
+            if self.store.replicated() && self.st.frozen.is_none() {
+                self.st.note_intent(pieces);
+            }
             let parts: Vec<(Rc<Entry>, usize, usize)> = self
                 .st
                 .queue
@@ -346,6 +374,7 @@ impl Flusher {
                 .map(|p| (Rc::clone(&p.entry), p.start, p.end))
                 .collect();
             self.st.inflight = pieces;
+            let mut done = self.st.frozen.map(|f| f.1).unwrap_or_default();
             let started = Instant::now();
             let result = {
                 let runs: Vec<RowRun<'_>> = parts
@@ -358,7 +387,7 @@ impl Flusher {
                 drive(
                     &self.rt,
                     &mut self.st,
-                    self.store.insert_runs(&runs),
+                    self.store.insert_runs_resuming(&runs, &mut done),
                     deadline,
                 )
                 .unwrap_or_else(Err)
@@ -366,8 +395,17 @@ impl Flusher {
             self.st.inflight = 0;
             drop(parts);
             match result {
-                Ok(inserted) => self.st.written(pieces, inserted, started.elapsed()),
+                Ok(mut inserted) => {
+                    // A resumed insert wrote only the shards left; all its rows are in now.
+                    inserted.rows = rows;
+                    self.st.frozen = None;
+                    self.st.clear_intent();
+                    self.st.written(pieces, inserted, started.elapsed())
+                }
                 Err(e) => {
+                    if self.store.replicated() {
+                        self.st.frozen = Some((pieces, done));
+                    }
                     if !self.st.failed(pieces, rows, &e) {
                         return;
                     }

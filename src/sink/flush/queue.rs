@@ -72,6 +72,19 @@ impl State {
         });
     }
 
+    /// Puts an entry in front of the queue (a replayed unfinished insert, `intent.rs`).
+    pub(super) fn push_front(&mut self, entry: Entry, arrived: Instant) {
+        let rows = entry.batch.len();
+        self.queued_rows += rows;
+        self.queue.push_front(Piece {
+            start: 0,
+            end: rows,
+            entry: Rc::new(entry),
+            arrived,
+            cap: usize::MAX,
+        });
+    }
+
     /// When the next insert should start, if anything is waiting.
     pub(super) fn due(&self) -> Option<Instant> {
         let at = match self.queue.front() {
@@ -83,11 +96,15 @@ impl State {
         Some(self.retry_at.map_or(at, |r| r.max(at)))
     }
 
-    /// The front pieces that make the next insert: at most `max_rows` rows (and no more than
+    /// The front pieces that make the next insert: the frozen ones after a failure in cluster
+    /// mode, else at most `max_rows` rows (and no more than
     /// any included piece's cap) and half of `room()` in bytes, but always at least one piece.
     /// (An insert's pieces stay in memory until it ends, however long ClickHouse takes: the
     /// other half is for intake, and for what must move to the spool meanwhile.)
     pub(super) fn next_insert(&self) -> (usize, usize) {
+        if let Some((pieces, _)) = self.frozen {
+            return (pieces, self.queue.iter().take(pieces).map(Piece::len).sum());
+        }
         let max_bytes = self.cfg.budget.room().1 / 2;
         let (mut pieces, mut rows, mut bytes, mut cap) = (0, 0, 0, usize::MAX);
         for p in &self.queue {

@@ -96,6 +96,10 @@ impl State {
 
     /// Replaces the refused insert's pieces with its two halves, each to be inserted alone.
     pub(super) fn bisect(&mut self, pieces: usize, rows: usize) {
+        // New pieces: shards that took the whole will get the halves as other blocks (the
+        // rows are the same, so `FINAL` still shows each once).
+        self.frozen = None;
+        self.clear_intent();
         let half = rows / 2;
         let mut halves: Vec<Piece> = Vec::with_capacity(pieces + 1);
         let mut seen = 0;
@@ -128,6 +132,8 @@ impl State {
 
     /// Gives up rows ClickHouse will never take: into the dead-letter file with the error.
     fn reject(&mut self, pieces: usize, rows: usize, e: &InsertError) {
+        self.frozen = None;
+        self.clear_intent();
         // The server answered: connectivity is fine, whatever the backoff had reached.
         self.attempt = 0;
         self.retry_at = None;

@@ -19,18 +19,18 @@ impl State {
         &mut self,
         entry: &Entry,
         over_limit: bool,
-    ) -> Result<(), SpoolError> {
+    ) -> Result<RecordPos, SpoolError> {
         let rows = entry.batch.len() as u64;
         if let Some(pos) = entry.pos {
             self.spool.release(pos, rows);
             self.keep_ticket(pos, entry);
-            return Ok(());
+            return Ok(pos);
         }
         match self.spool.append(&entry.batch, over_limit) {
             Ok(pos) => {
                 self.cfg.stats.full.store(false, Ordering::Relaxed);
                 self.keep_ticket(pos, entry);
-                Ok(())
+                Ok(pos)
             }
             Err(e) => {
                 match &e {
@@ -82,7 +82,8 @@ impl State {
         let (room_rows, room_bytes) = self.cfg.budget.room();
         let (low_rows, low_bytes) = (room_rows / 2, room_bytes / 2);
         let mut k = 0;
-        for p in self.queue.iter().skip(self.inflight).rev() {
+        let pinned = self.inflight.max(self.frozen.map_or(0, |f| f.0));
+        for p in self.queue.iter().skip(pinned).rev() {
             if rows <= low_rows && bytes <= low_bytes {
                 break;
             }
@@ -135,14 +136,23 @@ impl State {
             };
             self.cfg.budget.take(entry.batch.len() as u64, entry.bytes);
             // Replayed rows are old: due at once.
-            self.push(entry, since);
+            if let Some(entry) = self.hold_for_intent(entry) {
+                self.push(entry, since);
+            }
         }
+        self.apply_intent(since);
     }
 
     /// Shutdown: moves everything still in memory to the spool (past its bound if it must) and
     /// fsyncs, so that the next start inserts it.
     pub(super) fn spool_everything(&mut self) {
         let mut done: Vec<*const Entry> = Vec::new();
+        // A frozen insert's batches, spooled first: where they went, for the next start.
+        let mut frozen = self.frozen.take().map(|(pieces, _)| (pieces, Vec::new()));
+        // Records of the previous run's insert read back so far: still in the spool.
+        for entry in std::mem::take(&mut self.held) {
+            self.push(entry, Instant::now());
+        }
         while let Some(p) = self.queue.pop_front() {
             self.queued_rows -= p.len();
             self.cfg.budget.release(p.len() as u64, 0);
@@ -156,7 +166,13 @@ impl State {
             // A batch partly inserted goes to the spool whole: its inserted rows come again
             // and collapse in the table.
             match self.spool_entry(entry, true) {
-                Ok(()) => {}
+                Ok(pos) => {
+                    if let Some((pieces, at)) = &mut frozen {
+                        if at.len() < *pieces {
+                            at.push(pos);
+                        }
+                    }
+                }
                 Err(e) => {
                     tracing::error!(
                         rows = unsettled,
@@ -174,6 +190,12 @@ impl State {
         }
         if let Err(e) = self.spool.sync() {
             tracing::error!(error = %e, "cannot fsync the spool at shutdown");
+        }
+        match frozen {
+            Some((pieces, at)) if at.len() == pieces => self.note_stopped_intent(&at),
+            // The previous run's insert, not read back whole yet: its file stays.
+            _ if self.intent.is_some() => {}
+            _ => self.clear_intent(),
         }
         self.report.rows_spooled = self.cfg.stats.spool_rows.load(Ordering::Relaxed);
         if self.report.rows_spooled > 0 {

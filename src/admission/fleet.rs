@@ -1,0 +1,219 @@
+//! The worker's side of fleet-wide rate limits: each key's `Lease`, budget leased from Redis
+//! in chunks by the control thread (`crate::redis`) and spent here with one compare-and-swap.
+//!
+//! A key's `Bucket` (`rate.rs`) holds a `Lease`. While the lease is in fleet mode the worker
+//! spends its allowance and never touches Redis; the control thread tops it up every
+//! `INGEST_REDIS_SYNC_MS` (S) from a GCRA bucket in Redis that every replica draws from, up to
+//! a small hold H = min(burst, max(ceil(2 x rate x S), largest batch asked for)). In local mode
+//! (no Redis configured, a key not leased yet, or Redis unreachable) the key's own bucket in
+//! this process decides, and what it lets through is counted and charged to Redis at the next
+//! round, so the fleet's bucket knows it.
+//!
+//! The bound (README, docs/fleet.md): over any T seconds a key gets at most
+//! `burst + rate x T + N x H` spans across N replicas (Redis grants at most `burst + rate x T`,
+//! and each replica may hold H granted before the window), plus what local buckets let through
+//! before their first lease or while Redis is down (each replica then enforces the plan alone:
+//! at most `N x (burst + rate x T)` for as long as that lasts).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use super::rate::{Rate, Take};
+
+/// Marks a `Take::Taken::cost_ns` that came out of a lease: the low bits are spans, not ns.
+pub const LEASED: u64 = 1 << 63;
+
+/// One key's budget leased from the fleet's bucket.
+#[derive(Debug, Default)]
+pub struct Lease {
+    /// Fleet mode: the allowance decides. Off: the key's local bucket does.
+    fleet: AtomicBool,
+    /// Spans granted by Redis and not spent yet.
+    allowance: AtomicU64,
+    /// Spans the local bucket let through since the last round: charged to Redis then.
+    local: AtomicU64,
+    /// Spans asked for (taken or refused) since the last round: a key nobody uses is not
+    /// topped up.
+    asked: AtomicU64,
+    /// The largest batch cost asked for since the last round: the hold must fit it.
+    largest: AtomicU64,
+}
+
+/// What the control thread takes from a lease for one round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Demand {
+    pub fleet: bool,
+    /// Unspent allowance.
+    pub held: u64,
+    /// Spans the local bucket let through, to charge.
+    pub local: u64,
+    pub asked: u64,
+    pub largest: u64,
+}
+
+impl Lease {
+    pub fn is_fleet(&self) -> bool {
+        self.fleet.load(Ordering::Acquire)
+    }
+
+    /// Takes a batch's cost out of the allowance, or refuses it (`Retry-After` from the part
+    /// missing at the key's rate, at least 1 s: the next top-up is due well before).
+    pub fn take(&self, rate: Rate, spans: u64) -> Take {
+        let cost = rate.cost_spans(spans);
+        self.asked.fetch_add(cost, Ordering::Relaxed);
+        self.largest.fetch_max(cost, Ordering::Relaxed);
+        let mut have = self.allowance.load(Ordering::Acquire);
+        loop {
+            if have < cost {
+                return Take::Refused {
+                    retry_after_s: (cost - have).div_ceil(u64::from(rate.per_second)).max(1),
+                    remaining: have.min(u64::from(rate.burst)),
+                };
+            }
+            match self.allowance.compare_exchange_weak(
+                have,
+                have - cost,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    return Take::Taken {
+                        remaining: (have - cost).min(u64::from(rate.burst)),
+                        cost_ns: LEASED | cost,
+                    }
+                }
+                Err(now) => have = now,
+            }
+        }
+    }
+
+    /// Spans the allowance holds.
+    pub fn peek(&self, rate: Rate) -> u64 {
+        self.allowance
+            .load(Ordering::Acquire)
+            .min(u64::from(rate.burst))
+    }
+
+    /// Gives back spans taken from the allowance (a batch refused by a later check).
+    pub fn refund(&self, spans: u64) {
+        self.allowance.fetch_add(spans, Ordering::AcqRel);
+    }
+
+    /// The local bucket let `spans` through.
+    pub fn count_local(&self, spans: u64) {
+        self.local.fetch_add(spans, Ordering::Relaxed);
+    }
+
+    /// Control thread: what happened since the last round (the counters restart from 0).
+    pub fn demand(&self) -> Demand {
+        Demand {
+            fleet: self.is_fleet(),
+            held: self.allowance.load(Ordering::Acquire),
+            local: self.local.swap(0, Ordering::Relaxed),
+            asked: self.asked.swap(0, Ordering::Relaxed),
+            largest: self.largest.swap(0, Ordering::Relaxed),
+        }
+    }
+
+    /// Control thread: Redis granted `spans` more; the lease is in fleet mode from now on.
+    pub fn grant(&self, spans: u64) {
+        self.allowance.fetch_add(spans, Ordering::AcqRel);
+        self.fleet.store(true, Ordering::Release);
+    }
+
+    /// Control thread: a round failed to charge what it took (Redis went away mid-round):
+    /// keep it for the next one.
+    pub fn recharge(&self, spans: u64) {
+        self.local.fetch_add(spans, Ordering::Relaxed);
+    }
+
+    /// Control thread: Redis is unreachable; the local bucket decides until it is back. The
+    /// allowance is dropped (it was granted to a fleet view this replica no longer has).
+    pub fn fall_back(&self) {
+        self.fleet.store(false, Ordering::Release);
+        self.allowance.store(0, Ordering::Release);
+    }
+}
+
+/// The most a replica holds for a key: two sync intervals of its rate, or the largest batch
+/// asked for, never more than the bucket.
+pub fn hold(rate: Rate, sync_ms: u64, largest: u64) -> u64 {
+    let per_interval = (2 * u64::from(rate.per_second) * sync_ms).div_ceil(1000);
+    per_interval
+        .max(largest)
+        .clamp(1, u64::from(rate.burst).max(1))
+}
+
+/// Fleet rate limiting as `/metrics` shows it.
+#[derive(Debug, Default)]
+pub struct FleetStatus {
+    /// `INGEST_REDIS_URL` is set.
+    pub configured: AtomicBool,
+    /// Redis is unreachable: every key is limited by this replica's own bucket.
+    pub fallback: AtomicBool,
+    /// Rounds that failed to reach Redis.
+    pub errors: AtomicU64,
+    /// Spans granted by Redis to this replica.
+    pub granted: AtomicU64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const R10: Rate = Rate {
+        per_second: 10,
+        burst: 20,
+    };
+
+    #[test]
+    fn a_lease_spends_what_was_granted() {
+        let l = Lease::default();
+        assert!(!l.is_fleet());
+        l.grant(12);
+        assert!(l.is_fleet());
+        // (spans asked, answer: Ok(remaining) or Err(retry_after_s))
+        let cases: &[(u64, Result<u64, u64>)] = &[
+            (5, Ok(7)),
+            (7, Ok(0)),
+            (1, Err(1)),
+            // 15 missing at 10 spans/s: 2 s.
+            (15, Err(2)),
+            // A batch larger than the bucket costs the bucket (20): still 20 missing.
+            (500, Err(2)),
+        ];
+        for &(spans, want) in cases {
+            let got = match l.take(R10, spans) {
+                Take::Taken { remaining, cost_ns } => {
+                    assert_eq!(cost_ns & LEASED, LEASED);
+                    Ok(remaining)
+                }
+                Take::Refused { retry_after_s, .. } => Err(retry_after_s),
+            };
+            assert_eq!(got, want, "{spans} spans");
+        }
+        let d = l.demand();
+        assert_eq!((d.held, d.asked, d.largest), (0, 5 + 7 + 1 + 15 + 20, 20));
+        assert_eq!(l.demand().asked, 0, "counters restart each round");
+        l.refund(3);
+        assert_eq!(l.peek(R10), 3);
+        l.fall_back();
+        assert!(!l.is_fleet());
+        assert_eq!(l.peek(R10), 0);
+    }
+
+    #[test]
+    fn holds() {
+        // (rate, burst, sync ms, largest asked, hold)
+        let cases = [
+            (100, 100, 100, 0, 20),
+            (100, 100, 100, 50, 50),
+            (100, 100, 100, 5000, 100),
+            (1, 1, 100, 0, 1),
+            (10_000, 10_000, 100, 0, 2000),
+        ];
+        for (per_second, burst, sync, largest, want) in cases {
+            let r = Rate { per_second, burst };
+            assert_eq!(hold(r, sync, largest), want, "{r:?} {sync} {largest}");
+        }
+    }
+}

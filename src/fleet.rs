@@ -1,0 +1,215 @@
+//! Fleet-wide rate limits, the control thread's side: every `INGEST_REDIS_SYNC_MS` one
+//! pipelined round trip to Redis tops up the leases of the keys in use (`admission::fleet`), or
+//! a `PING` when none needs anything, so an unreachable Redis shows at once.
+//!
+//! Redis holds one GCRA bucket per key (`traceingest:rate:<sha256 of the key>`, the theoretical
+//! arrival time in microseconds of Redis's own clock, so the replicas' clocks do not matter).
+//! A round asks, per key, for what brings the replica's allowance up to its hold, and charges
+//! what the local bucket let through meanwhile; the script grants what the bucket has. Only
+//! this thread talks to Redis: the workers read atomics.
+//!
+//! Redis unreachable (a refused connection, no answer within 1 s, an error): every lease falls
+//! back to the key's local bucket, one warning is logged and `/metrics` shows
+//! `traceingest_rate_limit_fallback 1`; rounds go on trying every second, and the first that
+//! succeeds puts the keys back in fleet mode (logged once).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Client};
+
+use crate::admission::fleet::{hold, FleetStatus};
+use crate::auth::{hex, KeyStore};
+
+/// GCRA in Redis: KEYS[1] the key's bucket; ARGV rate (spans/s), burst, spans wanted, spans
+/// to charge. The charge is taken whatever the bucket holds (the spans were admitted already)
+/// but the debt is capped at one bucket; then as much of `want` as the bucket has is granted.
+/// Returns the spans granted.
+const SCRIPT: &str = r#"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local want = tonumber(ARGV[3])
+local charge = tonumber(ARGV[4])
+local per = 1000000 / rate
+local tau = burst * per
+local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tat < now then tat = now end
+if charge > 0 then
+  tat = math.min(tat + charge * per, now + 2 * tau)
+end
+local free = math.floor((now + tau - tat) / per)
+if free < 0 then free = 0 end
+local grant = math.min(want, free)
+tat = tat + grant * per
+redis.call('SET', KEYS[1], string.format('%.0f', tat), 'PX', math.ceil(2 * tau / 1000) + 1000)
+return grant
+"#;
+
+/// How long a connection attempt or a round may take.
+const TIMEOUT: Duration = Duration::from_secs(1);
+/// After a failure, the next attempt.
+const RETRY: Duration = Duration::from_secs(1);
+
+/// The control thread's connection to Redis and the state of fleet mode.
+pub struct Leaser {
+    client: Client,
+    /// The URL without a password, for messages.
+    address: String,
+    conn: Option<(MultiplexedConnection, String)>,
+    sync_ms: u64,
+    status: Arc<FleetStatus>,
+    /// No attempt before this (after a failure).
+    retry_at: Option<Instant>,
+    /// When the fallback started (logged once, with its end).
+    failing_since: Option<Instant>,
+}
+
+impl Leaser {
+    /// Checks the URL; does no I/O.
+    pub fn new(url: &str, sync: Duration, status: Arc<FleetStatus>) -> Result<Leaser, String> {
+        let client = Client::open(url).map_err(|e| format!("INGEST_REDIS_URL {url:?}: {e}"))?;
+        let address = match url::Url::parse(url) {
+            Ok(mut u) => {
+                let _ = u.set_password(None);
+                u.to_string()
+            }
+            Err(_) => "redis".to_string(),
+        };
+        status.configured.store(true, Ordering::Relaxed);
+        Ok(Leaser {
+            client,
+            address,
+            conn: None,
+            sync_ms: sync.as_millis() as u64,
+            status,
+            retry_at: None,
+            failing_since: None,
+        })
+    }
+
+    /// One round: charge and top up every key with a rate limit that needs it.
+    pub async fn round(&mut self, keys: &KeyStore) {
+        if self.retry_at.is_some_and(|at| Instant::now() < at) {
+            return;
+        }
+        match tokio::time::timeout(TIMEOUT, self.try_round(keys)).await {
+            Ok(Ok(())) => self.recovered(),
+            Ok(Err(e)) => self.failed(keys, &e),
+            Err(_) => self.failed(keys, "no answer within 1 s"),
+        }
+    }
+
+    async fn try_round(&mut self, keys: &KeyStore) -> Result<(), String> {
+        if self.conn.is_none() {
+            let config = AsyncConnectionConfig::new()
+                .set_connection_timeout(Some(TIMEOUT))
+                .set_response_timeout(Some(TIMEOUT));
+            let mut conn = self
+                .client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await
+                .map_err(|e| e.to_string())?;
+            let sha: String = redis::cmd("SCRIPT")
+                .arg("LOAD")
+                .arg(SCRIPT)
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| e.to_string())?;
+            self.conn = Some((conn, sha));
+        }
+        let Some((conn, sha)) = self.conn.as_mut() else {
+            return Err("not connected".into());
+        };
+        let set = keys.current();
+        let mut pipe = redis::pipe();
+        // (lease, spans charged) of each invocation, in order.
+        let mut asked = Vec::new();
+        for (hash, principal) in set.iter() {
+            let Some(rate) = principal.account.rate() else {
+                continue;
+            };
+            let lease = &principal.bucket.lease;
+            let d = lease.demand();
+            let want = if d.fleet && d.asked == 0 {
+                // Nobody used the key: what it holds stays, nothing more is leased.
+                0
+            } else {
+                hold(rate, self.sync_ms, d.largest).saturating_sub(d.held)
+            };
+            if d.fleet && want == 0 && d.local == 0 {
+                continue;
+            }
+            pipe.cmd("EVALSHA")
+                .arg(sha.as_str())
+                .arg(1)
+                .arg(format!("traceingest:rate:{}", hex(hash)))
+                .arg(rate.per_second)
+                .arg(rate.burst)
+                .arg(want)
+                .arg(d.local);
+            asked.push((principal.clone(), d.local));
+        }
+        if asked.is_empty() {
+            // Nothing to lease: still ask, so that a Redis gone away shows (log, `/metrics`)
+            // before a key needs it.
+            return redis::cmd("PING")
+                .query_async::<String>(conn)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string());
+        }
+        let granted: Result<Vec<u64>, _> = pipe.query_async(conn).await;
+        match granted {
+            Ok(granted) => {
+                let mut total = 0;
+                for ((principal, _), g) in asked.iter().zip(granted) {
+                    principal.bucket.lease.grant(g);
+                    total += g;
+                }
+                self.status.granted.fetch_add(total, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(e) => {
+                for (principal, charge) in &asked {
+                    principal.bucket.lease.recharge(*charge);
+                }
+                Err(e.to_string())
+            }
+        }
+    }
+
+    fn recovered(&mut self) {
+        self.retry_at = None;
+        if let Some(since) = self.failing_since.take() {
+            self.status.fallback.store(false, Ordering::Relaxed);
+            tracing::info!(
+                redis = %self.address,
+                failed_for_ms = since.elapsed().as_millis() as u64,
+                "Redis reachable again: rate limits hold across the fleet again"
+            );
+        }
+    }
+
+    fn failed(&mut self, keys: &KeyStore, error: &str) {
+        self.conn = None;
+        self.retry_at = Some(Instant::now() + RETRY);
+        self.status.errors.fetch_add(1, Ordering::Relaxed);
+        for principal in keys.current().values() {
+            principal.bucket.lease.fall_back();
+        }
+        if self.failing_since.is_none() {
+            self.failing_since = Some(Instant::now());
+            self.status.fallback.store(true, Ordering::Relaxed);
+            tracing::warn!(
+                redis = %self.address,
+                error,
+                "Redis unreachable: each replica now enforces rate limits with its own buckets \
+                 (a key may get up to the number of replicas times its rate)"
+            );
+        }
+    }
+}

@@ -1,0 +1,658 @@
+//! Many ClickHouse endpoints and cluster mode: the nodes of `INGEST_CLICKHOUSE_URL` with their
+//! health, the cluster's shards (from `system.clusters`), which shard a trace belongs to, the
+//! tables as the cluster lays them out, and the span insert that routes rows to their shard.
+//!
+//! Why the client picks the shard (ARCHITECTURE.md has the long form): an insert goes straight
+//! to one replica of the shard that owns its rows, as one block whose bytes depend only on the
+//! rows, so a retry after a timeout, to the same replica or another one of that shard, is the
+//! same block and `ReplicatedMergeTree` drops it by its hash (`insert_deduplicate`, on by
+//! default; ClickHouse 18.16 has no dedup token). Through the `Distributed` table a node would
+//! parse, hash, split and re-send every row (a second hop and a second encoding per row), and
+//! in 18.16's default asynchronous mode keep the split blocks on its own disk until the shards
+//! take them: a node that dies holds rows nobody else can send.
+//!
+//! Routing agrees with the `Distributed` table's sharding key, `sipHash64(trace_id)`: the same
+//! hash (SipHash-2-4 with a zero key, as ClickHouse computes it; a test checks values the
+//! server computed) modulo the shards' total weight, weights taken in shard order as the
+//! `Distributed` engine does.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clickhouse_rs::errors::{ConnectionError, DriverError, Error as ChError};
+use clickhouse_rs::{ClientHandle, Options, Pool};
+
+use super::block::{spans_block, Inserted, RowRun};
+use super::errors::{InsertError, Retry, StoreError};
+use super::schema::Table;
+use super::Store;
+use crate::clock::now_ms;
+use crate::row::col;
+
+/// The `Distributed` table's sharding key; `shard_hash` is its Rust twin.
+pub(super) const SHARDING_KEY: &str = "sipHash64(trace_id)";
+
+/// Tables spread over the shards (by `SHARDING_KEY`): stored as `<name>_local` on each shard's
+/// replicas, read through a `Distributed` table of the original name. Every other table of
+/// `schema::TABLES` is replicated to every node of the cluster, so it reads the same anywhere.
+const SHARDED: &[&str] = &["spans"];
+
+/// Shortest and longest time a node that failed is left out of rotation.
+const BACKOFF_MIN: Duration = Duration::from_millis(250);
+const BACKOFF_MAX: Duration = Duration::from_secs(15);
+
+/// ClickHouse's `sipHash64` of a string: SipHash-2-4, key (0, 0), over the bytes.
+pub fn shard_hash(s: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut h = siphasher::sip::SipHasher24::new_with_keys(0, 0);
+    h.write(s);
+    h.finish()
+}
+
+/// One ClickHouse server of `INGEST_CLICKHOUSE_URL`.
+pub(super) struct Node {
+    /// Connections are opened lazily by the first operation, on the caller's runtime.
+    pub(super) pool: Pool,
+    /// What the pool was made from, for a pool of long-running statements.
+    options: Options,
+    /// The only node: nothing else to rotate to, so leaving and rejoining the rotation is not
+    /// logged (the operation's own error says what happened).
+    pub(super) alone: bool,
+    /// `tcp://host:port` without credentials, for messages.
+    pub(super) address: String,
+    /// Host and port as given, to find the node in `system.clusters`.
+    host: String,
+    port: u16,
+    /// Unix ms until which the node is out of rotation (0: in rotation).
+    down_until_ms: AtomicU64,
+    /// Consecutive failures: the back-off doubles with each.
+    failures: AtomicU32,
+}
+
+impl Node {
+    pub(super) fn new(options: Options, host: &str, port: u16) -> Node {
+        Node {
+            pool: Pool::new(options.clone()),
+            options,
+            alone: false,
+            address: format!("tcp://{host}:{port}"),
+            host: host.to_string(),
+            port,
+            down_until_ms: AtomicU64::new(0),
+            failures: AtomicU32::new(0),
+        }
+    }
+
+    fn in_rotation(&self, now: u64) -> bool {
+        self.down_until_ms.load(Ordering::Relaxed) <= now
+    }
+
+    /// The node refused or did not answer: out of rotation for a back-off period, after which
+    /// the next operation that picks it is its probe.
+    fn failed(&self, why: &str) {
+        let n = self.failures.fetch_add(1, Ordering::Relaxed).min(16);
+        let backoff = BACKOFF_MIN.saturating_mul(1 << n).min(BACKOFF_MAX);
+        self.down_until_ms
+            .store(now_ms() + backoff.as_millis() as u64, Ordering::Relaxed);
+        if n == 0 && !self.alone {
+            tracing::warn!(
+                node = %self.address,
+                error = why,
+                "ClickHouse node out of rotation; it is probed again after a back-off"
+            );
+        }
+    }
+
+    fn answered(&self) {
+        if self.failures.swap(0, Ordering::Relaxed) > 0 {
+            self.down_until_ms.store(0, Ordering::Relaxed);
+            if !self.alone {
+                tracing::info!(node = %self.address, "ClickHouse node back in rotation");
+            }
+        }
+    }
+
+    /// A connection from the pool, opened if need be. A failure to connect is one line that
+    /// names ClickHouse, its address and the setting that gives it (`INGEST_CLICKHOUSE_URL`):
+    /// it is what a user sees when ClickHouse is down or the URL is wrong.
+    async fn handle(&self) -> Result<ClientHandle, ChError> {
+        let unreachable = |why: String| {
+            ChError::Io(std::io::Error::new(
+                std::io::ErrorKind::ConnectionRefused,
+                format!(
+                    "cannot reach ClickHouse at {} (INGEST_CLICKHOUSE_URL): {why}",
+                    self.address
+                ),
+            ))
+        };
+        let got = self.pool.get_handle().await.map_err(|e| match e {
+            ChError::Io(e) => unreachable(e.to_string()),
+            ChError::Connection(ConnectionError::IoError(e)) => unreachable(e.to_string()),
+            ChError::Connection(e) => unreachable(e.to_string()),
+            // Connected, but no native-protocol handshake came back: typically the HTTP port.
+            ChError::Driver(DriverError::Timeout) => unreachable(format!(
+                "connected, but no answer to the native-protocol handshake within {} s; is this \
+                 ClickHouse's native port (9000 by default; 8123 is its HTTP port)?",
+                super::CONNECT_TIMEOUT.as_secs()
+            )),
+            other => other,
+        });
+        match &got {
+            Ok(_) => self.answered(),
+            Err(e) => self.failed(&e.to_string()),
+        }
+        got
+    }
+}
+
+/// The nodes of `INGEST_CLICKHOUSE_URL`, in the order given.
+pub(super) struct Nodes {
+    pub(super) list: Vec<Node>,
+}
+
+impl Nodes {
+    /// `candidates` in the order to try them: those in rotation first (from `start` on, so
+    /// that callers can spread their load), then those out of it, soonest back first (when
+    /// none is in rotation, one of them must be tried: that is the probe).
+    fn order(&self, candidates: &[usize], start: usize) -> Vec<usize> {
+        let now = now_ms();
+        let n = candidates.len().max(1);
+        let mut up: Vec<usize> = (0..candidates.len())
+            .map(|i| candidates[(start + i) % n])
+            .filter(|&i| self.list[i].in_rotation(now))
+            .collect();
+        let mut down: Vec<usize> = candidates
+            .iter()
+            .copied()
+            .filter(|&i| !self.list[i].in_rotation(now))
+            .collect();
+        down.sort_by_key(|&i| self.list[i].down_until_ms.load(Ordering::Relaxed));
+        up.extend(down);
+        up
+    }
+
+    /// A connection to the first node that answers, in list order (the nodes all hold the
+    /// same keys, organisations and, through `Distributed` tables, spans).
+    pub(super) async fn any_handle(&self) -> Result<ClientHandle, ChError> {
+        let all: Vec<usize> = (0..self.list.len()).collect();
+        let mut last = None;
+        for i in self.order(&all, 0) {
+            match self.list[i].handle().await {
+                Ok(h) => return Ok(h),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| ChError::Other("no ClickHouse node configured".into())))
+    }
+
+    /// A pool to the first node whose statements may run for hours, opened on first use.
+    pub(super) fn long_running(&self) -> Pool {
+        let day = Duration::from_secs(24 * 3600);
+        Pool::new(
+            self.list[0]
+                .options
+                .clone()
+                .execute_timeout(Some(day))
+                .query_timeout(day),
+        )
+    }
+
+    /// `tcp://host:port` of every node, comma-separated.
+    pub(super) fn addresses(&self) -> String {
+        let a: Vec<&str> = self.list.iter().map(|n| n.address.as_str()).collect();
+        a.join(",")
+    }
+}
+
+/// A cluster's shards as the ingest side uses them.
+#[derive(Debug)]
+pub(super) struct Topology {
+    /// Per shard in `shard_num` order: the indexes of its replicas in `Nodes::list`.
+    pub(super) shards: Vec<Vec<usize>>,
+    /// `hash % slots.len()` -> shard index: each shard `weight` times, in shard order, as the
+    /// `Distributed` engine's selector.
+    slots: Vec<usize>,
+    /// Per shard: where its next insert starts in its replica list (spreads the inserts).
+    next: Vec<AtomicUsize>,
+}
+
+impl Topology {
+    /// From `system.clusters` rows (shard_num, weight, host_name, host_address, port) and the
+    /// nodes the service was given.
+    fn new(rows: &[(u32, u32, String, String, u16)], nodes: &Nodes) -> Result<Topology, String> {
+        let mut shard_nums: Vec<u32> = rows.iter().map(|r| r.0).collect();
+        shard_nums.sort_unstable();
+        shard_nums.dedup();
+        if shard_nums.is_empty() {
+            return Err("the cluster has no shards (is it in remote_servers?)".into());
+        }
+        let mut shards = Vec::with_capacity(shard_nums.len());
+        let mut slots = Vec::new();
+        for (i, &num) in shard_nums.iter().enumerate() {
+            let mine: Vec<&(u32, u32, String, String, u16)> =
+                rows.iter().filter(|r| r.0 == num).collect();
+            let weight = mine[0].1;
+            slots.extend(std::iter::repeat_n(i, weight as usize));
+            let replicas: Vec<usize> = mine
+                .iter()
+                .filter_map(|r| {
+                    nodes
+                        .list
+                        .iter()
+                        .position(|n| n.port == r.4 && (n.host == r.2 || n.host == r.3))
+                })
+                .collect();
+            if replicas.is_empty() {
+                let listed: Vec<String> = mine.iter().map(|r| format!("{}:{}", r.2, r.4)).collect();
+                return Err(format!(
+                    "INGEST_CLICKHOUSE_URL names no replica of shard {num} ({}); give every node \
+                     as remote_servers names it",
+                    listed.join(", ")
+                ));
+            }
+            shards.push(replicas);
+        }
+        if slots.is_empty() {
+            return Err("every shard has weight 0".into());
+        }
+        let next = shards.iter().map(|_| AtomicUsize::new(0)).collect();
+        Ok(Topology {
+            shards,
+            slots,
+            next,
+        })
+    }
+
+    /// The shard (index) a trace id's rows belong to.
+    pub(super) fn shard_of(&self, trace_id: &[u8]) -> usize {
+        self.slots[(shard_hash(trace_id) % self.slots.len() as u64) as usize]
+    }
+}
+
+/// Which shards of an insert are written: kept by the flush thread while it retries the same
+/// rows, so a retry sends only what is missing, and sends it as the same block.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShardsDone(u64);
+
+impl ShardsDone {
+    fn has(self, shard: usize) -> bool {
+        shard < 64 && self.0 & (1 << shard) != 0
+    }
+
+    fn set(&mut self, shard: usize) {
+        if shard < 64 {
+            self.0 |= 1 << shard;
+        }
+    }
+}
+
+/// Cuts runs of rows into per-shard runs, order kept: each shard's runs are its rows in the
+/// order of `runs`, so the same runs always give the same blocks.
+pub(super) fn route<'a>(runs: &[RowRun<'a>], topology: &Topology) -> Vec<Vec<RowRun<'a>>> {
+    let mut out: Vec<Vec<RowRun<'a>>> = vec![Vec::new(); topology.shards.len()];
+    for run in runs {
+        if run.rows.is_empty() {
+            continue;
+        }
+        let batch = run.batch;
+        let head = batch.head(col::trace_id);
+        let mut at = batch.cut(run.rows.start)[2 * col::trace_id];
+        let mut previous: (&[u8], usize) = (&[], usize::MAX);
+        let mut start = run.rows.start;
+        let mut current = usize::MAX;
+        for row in run.rows.clone() {
+            let (len, used) = varint(&head[at..]);
+            let id = &head[at + used..at + used + len];
+            at += used + len;
+            // A trace's rows are adjacent: hash each trace id once.
+            let shard = if id == previous.0 {
+                previous.1
+            } else {
+                topology.shard_of(id)
+            };
+            previous = (id, shard);
+            if shard != current {
+                if current != usize::MAX {
+                    out[current].push(RowRun {
+                        batch,
+                        rows: start..row,
+                    });
+                }
+                current = shard;
+                start = row;
+            }
+        }
+        out[current].push(RowRun {
+            batch,
+            rows: start..run.rows.end,
+        });
+    }
+    out
+}
+
+/// A string's length prefix in a checked batch.
+fn varint(bytes: &[u8]) -> (usize, usize) {
+    let mut v = 0usize;
+    for (i, &b) in bytes.iter().enumerate().take(10) {
+        v |= usize::from(b & 0x7F) << (7 * i);
+        if b < 0x80 {
+            return (v, i + 1);
+        }
+    }
+    unreachable!("a checked batch holds whole varints")
+}
+
+/// `ENGINE = X(args) rest` -> `ENGINE = ReplicatedX('path', '{replica}', args) rest`.
+pub(super) fn replicated(engine: &str, zk_path: &str) -> String {
+    let rest = engine
+        .strip_prefix("ENGINE = ")
+        .expect("engines are written `ENGINE = Name(args) ...`");
+    let open = rest.find('(').expect("an engine with parentheses");
+    let (name, args) = (&rest[..open], &rest[open + 1..]);
+    let sep = if args.starts_with(')') { "" } else { ", " };
+    format!("ENGINE = Replicated{name}('{zk_path}', '{{replica}}'{sep}{args}")
+}
+
+/// The tables as a cluster lays them out: (name, columns, engine), in the order to create
+/// them (a `Distributed` table after the local table it reads).
+pub(super) fn cluster_tables(
+    tables: &[Table],
+    database: &str,
+    cluster: &str,
+) -> Vec<Table<String>> {
+    let mut out = Vec::with_capacity(tables.len() + SHARDED.len());
+    for &(name, columns, engine) in tables {
+        if SHARDED.contains(&name) {
+            let local = local_name(name);
+            out.push((
+                local,
+                columns,
+                replicated(
+                    engine,
+                    &format!("/clickhouse/tables/{{shard}}/{database}/{local}"),
+                ),
+            ));
+            out.push((
+                name,
+                columns,
+                format!(
+                    "ENGINE = Distributed('{cluster}', '{database}', '{local}', {SHARDING_KEY})"
+                ),
+            ));
+        } else {
+            out.push((
+                name,
+                columns,
+                replicated(engine, &format!("/clickhouse/tables/all/{database}/{name}")),
+            ));
+        }
+    }
+    out
+}
+
+/// `spans` -> `spans_local`.
+fn local_name(name: &str) -> &'static str {
+    match name {
+        "spans" => "spans_local",
+        other => unreachable!("no local table name for {other}"),
+    }
+}
+
+impl Store {
+    /// Inserts the runs: in cluster mode routed by shard, skipping the shards in `done` and
+    /// adding those written to it (`insert_sharded`); else one block to the first server in
+    /// rotation (`insert_runs`).
+    pub async fn insert_runs_resuming(
+        &self,
+        runs: &[RowRun<'_>],
+        done: &mut ShardsDone,
+    ) -> Result<Inserted, InsertError> {
+        match &self.cluster {
+            Some(cluster) => self.insert_sharded(cluster, runs, done).await,
+            None => self.insert_runs(runs).await,
+        }
+    }
+
+    /// The cluster's shards, read from `system.clusters` once and kept.
+    pub(super) async fn topology(&self, cluster: &str) -> Result<Arc<Topology>, StoreError> {
+        if let Some(t) = self
+            .topology
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+        {
+            return Ok(t);
+        }
+        let block = self
+            .fetch(format!(
+                "SELECT shard_num, shard_weight, host_name, host_address, port \
+                 FROM system.clusters WHERE cluster = {} ORDER BY shard_num, replica_num",
+                super::sql_string(cluster)
+            ))
+            .await?;
+        let mut rows = Vec::with_capacity(block.row_count());
+        for r in block.rows() {
+            rows.push((
+                r.get::<u32, _>("shard_num")?,
+                r.get::<u32, _>("shard_weight")?,
+                r.get::<String, _>("host_name")?,
+                r.get::<String, _>("host_address")?,
+                r.get::<u16, _>("port")?,
+            ));
+        }
+        if rows.is_empty() {
+            return Err(StoreError::new(format!(
+                "ClickHouse knows no cluster {cluster:?} (INGEST_CLICKHOUSE_CLUSTER); \
+                 see remote_servers in its configuration"
+            )));
+        }
+        let t = Arc::new(Topology::new(&rows, &self.nodes).map_err(StoreError::new)?);
+        tracing::info!(
+            cluster,
+            shards = t.shards.len(),
+            nodes = self.nodes.list.len(),
+            "cluster topology loaded"
+        );
+        *self.topology.lock().unwrap_or_else(|e| e.into_inner()) = Some(t.clone());
+        Ok(t)
+    }
+
+    /// Cluster mode's span insert: the runs cut by shard, each shard's rows one block sent to
+    /// one of its replicas (the next one after a refusal or a network failure: the same bytes,
+    /// so a block the first one did write is dropped as a duplicate). Shards in `done` are
+    /// skipped; each shard written is added to it, so the caller can retry just the rest.
+    pub(super) async fn insert_sharded(
+        &self,
+        cluster: &str,
+        runs: &[RowRun<'_>],
+        done: &mut ShardsDone,
+    ) -> Result<Inserted, InsertError> {
+        let topology = self.topology(cluster).await.map_err(|e| InsertError {
+            retry: Retry::Later,
+            code: e.code,
+            message: e.message,
+        })?;
+        let per_shard = route(runs, &topology);
+        let table = format!("`{}`.`{}`", self.database, local_name("spans"));
+        let mut total = Inserted { rows: 0, bytes: 0 };
+        // A shard with every replica down does not hold the others back: they are written,
+        // and the error comes once every shard was tried.
+        let mut unreachable: Option<InsertError> = None;
+        for (shard, runs) in per_shard.iter().enumerate() {
+            let rows: usize = runs.iter().map(|r| r.rows.len()).sum();
+            if rows == 0 || done.has(shard) {
+                continue;
+            }
+            let replicas = &topology.shards[shard];
+            let start = topology.next[shard].fetch_add(1, Ordering::Relaxed);
+            let mut last: Option<InsertError> = None;
+            for i in self.nodes.order(replicas, start) {
+                let node = &self.nodes.list[i];
+                let sent = self.insert_block_at(node, &table, runs, rows).await;
+                match sent {
+                    Ok(bytes) => {
+                        total.rows += rows;
+                        total.bytes += bytes;
+                        done.set(shard);
+                        last = None;
+                        break;
+                    }
+                    Err(e) if e.retry == Retry::Later => {
+                        node.failed(&e.message);
+                        last = Some(e);
+                    }
+                    // The rows or the schema are at fault: another replica would say the same.
+                    Err(e) => return Err(e),
+                }
+            }
+            if let Some(e) = last {
+                unreachable = Some(InsertError {
+                    message: format!("shard {}: every replica failed: {e}", shard + 1),
+                    ..e
+                });
+            }
+        }
+        match unreachable {
+            Some(e) => Err(e),
+            None => Ok(total),
+        }
+    }
+
+    /// One block of `runs` into `table` on `node`; returns its size.
+    async fn insert_block_at(
+        &self,
+        node: &Node,
+        table: &str,
+        runs: &[RowRun<'_>],
+        rows: usize,
+    ) -> Result<usize, InsertError> {
+        let mut c = node.handle().await?;
+        let spares = std::mem::take(
+            &mut self
+                .spares
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .buffers,
+        );
+        let (block, taken, bytes) = spans_block(runs, rows, spares);
+        let sent = c.insert(table, block).await;
+        drop(c);
+        self.spares
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .reclaim(taken, bytes);
+        sent?;
+        Ok(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `sipHash64` as ClickHouse 18.16 computes it (`SELECT sipHash64('...')`).
+    #[test]
+    fn shard_hash_is_clickhouses_siphash64() {
+        for (s, want) in [
+            ("", 2_202_906_307_356_721_367u64),
+            ("abc", 4_596_069_200_710_135_518),
+        ] {
+            assert_eq!(shard_hash(s.as_bytes()), want, "{s:?}");
+        }
+    }
+
+    /// Runs cut by shard: every row once, in order, each run on its rows' shard, adjacent rows
+    /// of a shard in one run; shard weights as the `Distributed` engine counts them.
+    #[test]
+    fn routing_by_trace() {
+        use crate::row::{RowBatch, RowRef};
+        let ids: Vec<String> = (0..12).map(|i| format!("trace-{i}")).collect();
+        let rows: Vec<RowRef<'_>> = ids
+            .iter()
+            .flat_map(|t| {
+                [RowRef {
+                    trace_id: t,
+                    ..RowRef::default()
+                }; 3]
+            })
+            .collect();
+        let batch = RowBatch::from_rows(&rows);
+        for (weights, slots) in [(vec![1, 1], vec![0, 1]), (vec![2, 1], vec![0, 0, 1])] {
+            let topology = Topology {
+                shards: weights.iter().map(|_| vec![0]).collect(),
+                slots: slots.clone(),
+                next: weights.iter().map(|_| AtomicUsize::new(0)).collect(),
+            };
+            let run = RowRun {
+                batch: &batch,
+                rows: 2..batch.len() - 1,
+            };
+            let per_shard = route(&[run], &topology);
+            let mut seen = Vec::new();
+            for (shard, runs) in per_shard.iter().enumerate() {
+                for r in runs {
+                    for row in r.rows.clone() {
+                        let want = slots[(shard_hash(rows[row].trace_id.as_bytes())
+                            % slots.len() as u64)
+                            as usize];
+                        assert_eq!(want, shard, "row {row} ({})", rows[row].trace_id);
+                        seen.push(row);
+                    }
+                }
+                for w in runs.windows(2) {
+                    assert!(w[0].rows.end < w[1].rows.start, "adjacent runs are merged");
+                }
+            }
+            seen.sort_unstable();
+            assert_eq!(seen, (2..batch.len() - 1).collect::<Vec<_>>());
+            assert!(per_shard.iter().all(|r| !r.is_empty()), "{weights:?}");
+        }
+    }
+
+    #[test]
+    fn engines_become_replicated() {
+        let cases = [
+            (
+                "ENGINE = ReplacingMergeTree(version) ORDER BY key_hash",
+                "ENGINE = ReplicatedReplacingMergeTree('/p', '{replica}', version) ORDER BY key_hash",
+            ),
+            (
+                "ENGINE = MergeTree() ORDER BY x",
+                "ENGINE = ReplicatedMergeTree('/p', '{replica}') ORDER BY x",
+            ),
+        ];
+        for (engine, want) in cases {
+            assert_eq!(replicated(engine, "/p"), want);
+        }
+    }
+
+    #[test]
+    fn tables_in_a_cluster() {
+        let cols: &[(&str, &str)] = &[("trace_id", "String")];
+        let tables: [Table; 2] = [
+            (
+                "spans",
+                cols,
+                "ENGINE = ReplacingMergeTree(v) ORDER BY trace_id",
+            ),
+            (
+                "orgs",
+                cols,
+                "ENGINE = ReplacingMergeTree(v) ORDER BY trace_id",
+            ),
+        ];
+        let got: Vec<(&str, String)> = cluster_tables(&tables, "db", "c")
+            .into_iter()
+            .map(|(n, _, e)| (n, e))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("spans_local", "ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/db/spans_local', '{replica}', v) ORDER BY trace_id".to_string()),
+                ("spans", "ENGINE = Distributed('c', 'db', 'spans_local', sipHash64(trace_id))".to_string()),
+                ("orgs", "ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/all/db/orgs', '{replica}', v) ORDER BY trace_id".to_string()),
+            ]
+        );
+    }
+}
