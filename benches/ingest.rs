@@ -25,6 +25,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use simd_json::{Buffers, Node, Tape};
 use traceingest::auth::Principal;
 use traceingest::http::response::LimitHeaders;
+use traceingest::ingest::compress::Encoding;
 use traceingest::ingest::v1::Decoder;
 use traceingest::ingest::{rows, Pipeline};
 use traceingest::pricing::Pricer;
@@ -130,7 +131,13 @@ fn ingest(c: &mut Criterion) {
                 |input| {
                     let mut limits = LimitHeaders::default();
                     let handed = pipeline
-                        .ingest_v1(&principal, input, &mut limits)
+                        .ingest_v1(
+                            &principal,
+                            input,
+                            Encoding::Identity,
+                            usize::MAX,
+                            &mut limits,
+                        )
                         .expect("accepted");
                     let _ = black_box(handed);
                 },

@@ -19,6 +19,7 @@ use bumpalo::Bump;
 use simd_json::{Buffers, Node, Tape};
 use traceingest::auth::Principal;
 use traceingest::http::response::LimitHeaders;
+use traceingest::ingest::compress::Encoding;
 use traceingest::ingest::v1::Decoder;
 use traceingest::ingest::Pipeline;
 use traceingest::row::RowBatch;
@@ -64,7 +65,13 @@ fn iteration(s: &mut State, body: &mut [u8]) -> usize {
             let mut limits = LimitHeaders::default();
             match s
                 .pipeline
-                .ingest_v1(&s.principal, body, &mut limits)
+                .ingest_v1(
+                    &s.principal,
+                    body,
+                    Encoding::Identity,
+                    usize::MAX,
+                    &mut limits,
+                )
                 .expect("accepted")
             {
                 Handed::Buffered { spans } => spans,

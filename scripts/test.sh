@@ -10,6 +10,10 @@ scripts/clickhouse.sh
 # fail rather than skip when it is missing.
 scripts/cluster.sh up >/dev/null
 export TRACEINGEST_CLUSTER_TESTS=required
+# The OpenTelemetry Python SDK for the live exporter test (tests/it/otlp.rs), which fails
+# rather than skips when it is missing.
+TRACEINGEST_OTLP_PYTHON=$(scripts/otlp-python.sh)
+export TRACEINGEST_OTLP_PYTHON TRACEINGEST_OTLP_LIVE_TEST=required
 cargo fmt --all -- --check
 cargo clippy --all-targets --all-features --quiet -- -D warnings
 cargo test --all-targets

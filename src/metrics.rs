@@ -22,9 +22,12 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 /// Answers counted individually, by status and code; anything else lands in `other`.
 const ANSWERS: &[(u16, &str)] = &[
     (200, "ok"),
+    (200, "exported"),
     (202, "accepted"),
     (400, "bad_request"),
+    (400, "invalid_content_encoding"),
     (400, "invalid_json"),
+    (400, "invalid_otlp"),
     (400, "validation_failed"),
     (401, "invalid_api_key"),
     (401, "invalid_authorization_scheme"),
@@ -32,7 +35,11 @@ const ANSWERS: &[(u16, &str)] = &[
     (404, "not_found"),
     (405, "method_not_allowed"),
     (408, "request_timeout"),
+    (403, "quota_exceeded"),
+    (413, "batch_too_large"),
     (413, "payload_too_large"),
+    (415, "unsupported_content_encoding"),
+    (415, "unsupported_media_type"),
     (417, "expectation_failed"),
     (429, "quota_exceeded"),
     (429, "rate_limited"),
@@ -52,11 +59,33 @@ pub struct Metrics {
     answers: [AtomicU64; ANSWERS.len() + 1],
     pub spans_accepted: AtomicU64,
     pub batches_accepted: AtomicU64,
-    /// Request body bytes read on `/ingest` (after authentication; de-chunked).
+    /// Request body bytes read on `/ingest` and `/v1/traces` (after authentication;
+    /// de-chunked, before decompression).
     pub body_bytes: AtomicU64,
+    /// OTLP exports: spans left out (bad ids, end before start), strings cut to a v1 limit,
+    /// attributes left out of metadata.
+    pub otlp_rejected_spans: AtomicU64,
+    pub otlp_truncated_strings: AtomicU64,
+    pub otlp_dropped_attributes: AtomicU64,
 }
 
 impl Metrics {
+    /// Counts an OTLP export that was answered `200`: its spans as accepted, and what was
+    /// left out or cut.
+    pub fn count_export(&self, e: &crate::ingest::Exported) {
+        self.spans_accepted
+            .fetch_add(e.spans as u64, Ordering::Relaxed);
+        for (counter, n) in [
+            (&self.otlp_rejected_spans, e.rejected),
+            (&self.otlp_truncated_strings, e.truncated_strings),
+            (&self.otlp_dropped_attributes, e.dropped_attributes),
+        ] {
+            if n > 0 {
+                counter.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// Counts one answer.
     pub fn count_response(&self, status: u16, code: &str) {
         let i = ANSWERS
@@ -122,6 +151,9 @@ pub struct Snapshot {
     spans_accepted: u64,
     batches_accepted: u64,
     body_bytes: u64,
+    otlp_rejected_spans: u64,
+    otlp_truncated_strings: u64,
+    otlp_dropped_attributes: u64,
     pub flush_batches: u64,
     pub flush_rows: u64,
     pub flush_errors: u64,
@@ -182,6 +214,9 @@ impl Snapshot {
             spans_accepted: load(&metrics.spans_accepted),
             batches_accepted: load(&metrics.batches_accepted),
             body_bytes: load(&metrics.body_bytes),
+            otlp_rejected_spans: load(&metrics.otlp_rejected_spans),
+            otlp_truncated_strings: load(&metrics.otlp_truncated_strings),
+            otlp_dropped_attributes: load(&metrics.otlp_dropped_attributes),
             flush_latency: flush_latency.snapshot(),
             ..Snapshot::default()
         }
@@ -226,20 +261,38 @@ impl Collector for Snapshot {
         counter(
             &mut enc,
             "traceingest_spans_accepted",
-            "Spans answered with 202",
+            "Spans accepted (answered 202 on /ingest, 200 on /v1/traces)",
             self.spans_accepted,
         )?;
         counter(
             &mut enc,
             "traceingest_batches_accepted",
-            "Batches answered with 202",
+            "Batches and exports accepted",
             self.batches_accepted,
         )?;
         counter(
             &mut enc,
             "traceingest_request_body_bytes",
-            "Request body bytes read on /ingest after authentication",
+            "Request body bytes read on /ingest and /v1/traces after authentication",
             self.body_bytes,
+        )?;
+        counter(
+            &mut enc,
+            "traceingest_otlp_rejected_spans",
+            "OTLP spans left out of accepted exports (bad ids, end before start)",
+            self.otlp_rejected_spans,
+        )?;
+        counter(
+            &mut enc,
+            "traceingest_otlp_truncated_strings",
+            "Strings of OTLP spans cut to the v1 limits",
+            self.otlp_truncated_strings,
+        )?;
+        counter(
+            &mut enc,
+            "traceingest_otlp_dropped_attributes",
+            "OTLP attributes left out of metadata (past 64 keys, or a key over 128 units)",
+            self.otlp_dropped_attributes,
         )?;
         counter(
             &mut enc,

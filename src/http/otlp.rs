@@ -40,6 +40,14 @@ pub mod code {
     pub const UNAVAILABLE: i32 = 14;
     /// `401`: no valid key.
     pub const UNAUTHENTICATED: i32 = 16;
+    /// `404`: no such path.
+    pub const NOT_FOUND: i32 = 5;
+    /// `408`, `504`: a deadline passed.
+    pub const DEADLINE_EXCEEDED: i32 = 4;
+    /// `405`, `501`, `505`: not implemented here.
+    pub const UNIMPLEMENTED: i32 = 12;
+    /// Other `5xx`.
+    pub const INTERNAL: i32 = 13;
 }
 
 /// Appends an `ExportTraceServiceResponse`: empty on full success, else with

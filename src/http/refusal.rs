@@ -10,6 +10,7 @@
 use crate::admission::AdmissionError;
 use crate::auth::AuthError;
 use crate::http::request::HttpError;
+use crate::ingest::compress::CompressError;
 use crate::ingest::{DecodeError, IngestError};
 use crate::server::ops::{NotReady, READY_BUFFER_PERCENT};
 use crate::sink::HandoffError;
@@ -50,6 +51,8 @@ pub enum ConnError {
         allow: &'static str,
         path: &'static str,
     },
+    /// An OTLP export whose `Content-Type` is neither protobuf nor JSON.
+    UnsupportedMediaType,
 }
 
 /// Anything a request can be refused for.
@@ -89,7 +92,22 @@ impl From<NotReady> for Refused {
 /// connection closes after it.
 #[cold]
 pub fn refusal(why: impl Into<Refused>) -> Refusal {
-    match why.into() {
+    refusal_of(why.into())
+}
+
+/// The answer to a refusal on `/v1/traces`: as `refusal`, except that a used-up monthly quota
+/// is `403`, which OTLP exporters do not retry (they retry `429` for ever).
+#[cold]
+pub fn otlp_refusal(why: impl Into<Refused>) -> Refusal {
+    let mut r = refusal_of(why.into());
+    if r.code == "quota_exceeded" {
+        r.status = 403;
+    }
+    r
+}
+
+fn refusal_of(why: Refused) -> Refusal {
+    match why {
         Refused::Conn(e) => conn(e),
         Refused::Auth(AuthError::Missing) => new(
             401,
@@ -153,6 +171,11 @@ fn conn(e: ConnError) -> Refusal {
         .closing(),
         ConnError::Draining => draining(),
         ConnError::NotFound => new(404, "not_found", "no such path; POST batches to /ingest"),
+        ConnError::UnsupportedMediaType => new(
+            415,
+            "unsupported_media_type",
+            "send OTLP exports as Content-Type: application/x-protobuf or application/json",
+        ),
         ConnError::MethodNotAllowed { allow, path } => {
             let message = if allow == "POST" {
                 format!("use POST on {path}")
@@ -213,6 +236,14 @@ fn draining() -> Refusal {
 
 fn decode(e: DecodeError) -> Refusal {
     match e {
+        DecodeError::Encoding(e @ CompressError::Unsupported) => {
+            new(415, "unsupported_content_encoding", e.to_string())
+        }
+        DecodeError::Encoding(e @ CompressError::TooLarge { .. }) => {
+            new(413, "payload_too_large", e.to_string())
+        }
+        DecodeError::Encoding(e) => new(400, "invalid_content_encoding", e.to_string()),
+        DecodeError::Otlp(e) => new(400, "invalid_otlp", e.to_string()),
         DecodeError::InvalidJson(message) => new(400, "invalid_json", message),
         DecodeError::Schema(issues) => {
             let n = issues.len();

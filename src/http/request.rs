@@ -6,6 +6,8 @@
 
 use std::ops::Range;
 
+use crate::ingest::compress::{CompressError, Encoding};
+
 /// Limits on what a client may send, from the configuration.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -61,19 +63,6 @@ pub enum MediaType {
     Other,
 }
 
-/// The request's `Content-Encoding`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Encoding {
-    /// None, or `identity`.
-    Identity,
-    Gzip,
-    Zstd,
-    /// `deflate` (zlib-wrapped, as HTTP defines it).
-    Deflate,
-    /// Any other coding, or more than one: refused with `415`.
-    Unsupported,
-}
-
 /// How the body is delimited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Framing {
@@ -103,7 +92,9 @@ pub struct Head {
     /// Value of `x-api-key` (trimmed), if present.
     pub x_api_key: Option<Range<usize>>,
     pub content_type: MediaType,
-    pub content_encoding: Encoding,
+    /// The body's `Content-Encoding`: one coding the server decodes, or `Unsupported` (`415`)
+    /// for any other coding or more than one.
+    pub content_encoding: Result<Encoding, CompressError>,
 }
 
 /// Why a request cannot be served. Each maps to one status in `http/response.rs`; all of them
@@ -176,7 +167,8 @@ pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError
     let mut authorization = None;
     let mut x_api_key = None;
     let mut content_type = MediaType::Absent;
-    let mut content_encoding = Encoding::Identity;
+    let mut content_encoding = Ok(Encoding::Identity);
+    let mut seen_encoding = false;
     let base = buf.as_ptr() as usize;
     for h in req.headers.iter() {
         let name = h.name.as_bytes();
@@ -226,10 +218,11 @@ pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError
             content_type = media_type(value);
         } else if name.eq_ignore_ascii_case(b"content-encoding") {
             content_encoding = match content_encoding {
-                Encoding::Identity => encoding(value),
+                Ok(Encoding::Identity) if !seen_encoding => Encoding::from_header(Some(value)),
                 // A second header lists a second coding.
-                _ => Encoding::Unsupported,
+                _ => Err(CompressError::Unsupported),
             };
+            seen_encoding = true;
         }
     }
     if chunked && content_length.is_some() {
@@ -277,23 +270,6 @@ fn media_type(value: &[u8]) -> MediaType {
         MediaType::Protobuf
     } else {
         MediaType::Other
-    }
-}
-
-/// The coding of a `Content-Encoding` value: one coding, or `identity`; a list of several is
-/// `Unsupported` (no client stacks codings, and each one is a decompression pass).
-fn encoding(value: &[u8]) -> Encoding {
-    let v = trim(value);
-    if v.is_empty() || v.eq_ignore_ascii_case(b"identity") {
-        Encoding::Identity
-    } else if v.eq_ignore_ascii_case(b"gzip") || v.eq_ignore_ascii_case(b"x-gzip") {
-        Encoding::Gzip
-    } else if v.eq_ignore_ascii_case(b"zstd") {
-        Encoding::Zstd
-    } else if v.eq_ignore_ascii_case(b"deflate") {
-        Encoding::Deflate
-    } else {
-        Encoding::Unsupported
     }
 }
 
@@ -646,58 +622,65 @@ mod tests {
 
     #[test]
     fn content_type_and_encoding() {
-        let cases: &[(&str, Route, MediaType, Encoding)] = &[
+        use CompressError::Unsupported;
+        type Case = (
+            &'static str,
+            Route,
+            MediaType,
+            Result<Encoding, CompressError>,
+        );
+        let cases: &[Case] = &[
             (
                 "POST /ingest HTTP/1.1\r\n\r\n",
                 Route::Ingest,
                 MediaType::Absent,
-                Encoding::Identity,
+                Ok(Encoding::Identity),
             ),
             (
                 "POST /v1/traces HTTP/1.1\r\nContent-Type: application/x-protobuf\r\n\
                  Content-Encoding: gzip\r\n\r\n",
                 Route::OtlpTraces,
                 MediaType::Protobuf,
-                Encoding::Gzip,
+                Ok(Encoding::Gzip),
             ),
             (
                 "POST /v1/traces?x HTTP/1.1\r\ncontent-type: Application/JSON; charset=utf-8\r\n\
                  content-encoding: ZSTD\r\n\r\n",
                 Route::OtlpTraces,
                 MediaType::Json,
-                Encoding::Zstd,
+                Ok(Encoding::Zstd),
             ),
             (
                 "POST /ingest HTTP/1.1\r\nContent-Type: text/plain\r\n\
                  Content-Encoding: deflate\r\n\r\n",
                 Route::Ingest,
                 MediaType::Other,
-                Encoding::Deflate,
+                Ok(Encoding::Deflate),
             ),
             (
                 "POST /ingest HTTP/1.1\r\nContent-Type: application/protobuf\r\n\
                  Content-Encoding: identity\r\n\r\n",
                 Route::Ingest,
                 MediaType::Protobuf,
-                Encoding::Identity,
+                Ok(Encoding::Identity),
             ),
             (
                 "POST /ingest HTTP/1.1\r\nContent-Encoding: br\r\n\r\n",
                 Route::Ingest,
                 MediaType::Absent,
-                Encoding::Unsupported,
+                Err(Unsupported),
             ),
             (
                 "POST /ingest HTTP/1.1\r\nContent-Encoding: gzip, gzip\r\n\r\n",
                 Route::Ingest,
                 MediaType::Absent,
-                Encoding::Unsupported,
+                Err(Unsupported),
             ),
             (
                 "POST /ingest HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Encoding: gzip\r\n\r\n",
                 Route::Ingest,
                 MediaType::Absent,
-                Encoding::Unsupported,
+                Err(Unsupported),
             ),
         ];
         for &(raw, route, media, coding) in cases {

@@ -1,8 +1,10 @@
-//! Writes an answer: an `Outcome` (accepted, ok, or a `Refusal`) as a status line, headers
-//! and a JSON body.
+//! Writes an answer: an `Outcome` (accepted, exported, ok, or a `Refusal`) as a status line,
+//! headers and a body: JSON on `/ingest` and the operations routes; on `/v1/traces` an OTLP
+//! `ExportTraceServiceResponse` or `google.rpc.Status` in the request's format.
 
 pub use crate::admission::LimitHeaders;
 use crate::http::json::write_json_string;
+use crate::http::otlp::{self, code, Format};
 pub use crate::http::refusal::Refusal;
 use crate::ingest::{Issue, PathSeg};
 
@@ -11,6 +13,12 @@ use crate::ingest::{Issue, PathSeg};
 pub enum Outcome {
     /// `202 {"accepted": N}`.
     Accepted { spans: usize },
+    /// `200` with an `ExportTraceServiceResponse`: empty, or `partial_success` when spans were
+    /// left out (how many, and why).
+    Exported {
+        format: Format,
+        partial: Option<(u64, String)>,
+    },
     /// `200` with a JSON or text body prepared by the caller.
     Ok {
         content_type: &'static str,
@@ -30,7 +38,9 @@ fn reason(status: u16) -> &'static str {
         404 => "Not Found",
         405 => "Method Not Allowed",
         408 => "Request Timeout",
+        403 => "Forbidden",
         413 => "Content Too Large",
+        415 => "Unsupported Media Type",
         417 => "Expectation Failed",
         429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
@@ -42,11 +52,13 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// Headers beyond the fixed ones: the admission state reported on every `/ingest` answer that
-/// got past authentication.
+/// What an answer carries beyond its outcome: the admission state reported on every
+/// `/ingest` and `/v1/traces` answer that got past authentication, and, on `/v1/traces`, the
+/// format refusals are written in (`google.rpc.Status`).
 #[derive(Debug, Default)]
 pub struct ExtraHeaders {
     pub limits: LimitHeaders,
+    pub otlp: Option<Format>,
 }
 
 /// Appends the whole answer to `out`. `keep_alive` is what the request allowed; the outcome may
@@ -88,7 +100,25 @@ pub fn write(
                 head_only,
             );
         }
+        Outcome::Exported { format, partial } => {
+            let partial = partial.as_ref().map(|(n, m)| (*n, m.as_str()));
+            otlp::export_response(*format, partial, &mut body_buf);
+            (200, format.content_type(), &body_buf, false, None, None)
+        }
         Outcome::Ok { content_type, body } => (200, content_type, body, false, None, None),
+        Outcome::Refused(r) if extra.otlp.is_some() => {
+            let format = extra.otlp.unwrap_or(Format::Json);
+            let message = format!("{} ({})", r.message, r.code);
+            otlp::status(format, grpc_code(r.status), &message, &mut body_buf);
+            (
+                r.status,
+                format.content_type(),
+                &body_buf,
+                r.close,
+                r.retry_after,
+                r.allow,
+            )
+        }
         Outcome::Refused(r) => {
             write_refusal_body(&mut body_buf, r);
             (
@@ -181,6 +211,21 @@ fn write_raw(
         out.extend_from_slice(body);
     }
     keep_alive
+}
+
+/// The `google.rpc.Code` of a refusal's status, for an OTLP `Status` body.
+fn grpc_code(status: u16) -> i32 {
+    match status {
+        401 => code::UNAUTHENTICATED,
+        403 => code::PERMISSION_DENIED,
+        404 => code::NOT_FOUND,
+        408 | 504 => code::DEADLINE_EXCEEDED,
+        429 => code::RESOURCE_EXHAUSTED,
+        405 | 501 | 505 => code::UNIMPLEMENTED,
+        502 | 503 => code::UNAVAILABLE,
+        500..=599 => code::INTERNAL,
+        _ => code::INVALID_ARGUMENT,
+    }
 }
 
 /// `HTTP/1.1 100 Continue`, sent before reading a body the client holds back.
@@ -331,6 +376,7 @@ mod tests {
     fn limit_headers() {
         let mut out = Vec::new();
         let extra = ExtraHeaders {
+            otlp: None,
             limits: LimitHeaders {
                 rate: Some((100, 0)),
                 quota: Some((9_500, 10_000)),

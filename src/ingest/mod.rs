@@ -3,7 +3,9 @@
 //! (`crate::sink::Handoff`).
 //!
 //! Every wire format is a front end that decodes a body into the same `wire::Batch`; the rest
-//! of the pipeline is shared. Front ends: `v1` (the v1 JSON batch). Everything here is
+//! of the pipeline is shared. Front ends: `v1` (the v1 JSON batch, `/ingest`) and `otlp` (an
+//! OTLP/HTTP trace export, `/v1/traces`); a body sent with a `Content-Encoding` is decoded
+//! first, within the body cap (`compress`). Everything here is
 //! synchronous and does no I/O: a worker calls `Pipeline::ingest_v1` with the body buffer its
 //! connection owns and gets back either the rows handed over (`Handed`, to await in
 //! write-ahead mode) or why they were refused. The pipeline knows nothing of the server: it is
@@ -27,6 +29,8 @@ use crate::clock::Clock;
 use crate::pricing::{Pricer, SharedPrices};
 use crate::row::RowBatch;
 use crate::sink::{Handed, Handoff, HandoffError};
+use compress::{CompressError, Decompressor, Encoding};
+use otlp::{OtlpDecoder, OtlpError};
 use rows::BuildError;
 use unpriced::UnpricedModels;
 use v1::Decoder;
@@ -39,6 +43,11 @@ pub use v1::{Issue, PathSeg};
 /// Why a body was refused while decoding it or building its rows.
 #[derive(Debug)]
 pub enum DecodeError {
+    /// The body's `Content-Encoding` is not one the server decodes (`415`), decodes past the
+    /// body cap (`413`), or is not a valid stream of its coding (`400`).
+    Encoding(CompressError),
+    /// Not an OTLP export (`400`, answered with a `google.rpc.Status`).
+    Otlp(OtlpError),
     /// Not JSON or not UTF-8. Says what and, when known, where.
     InvalidJson(String),
     /// Fails the schema: these (at most 100) issues.
@@ -77,6 +86,28 @@ impl From<HandoffError> for IngestError {
     }
 }
 
+/// Which encoding of an OTLP export the body is (its `Content-Type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OtlpFormat {
+    Protobuf,
+    Json,
+}
+
+/// What an OTLP export came to, for its answer and `/metrics`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Exported {
+    /// Spans kept (and handed over).
+    pub spans: usize,
+    /// Spans left out (bad ids, end before start): `partial_success.rejected_spans`.
+    pub rejected: u64,
+    /// Why, when spans were left out: `partial_success.error_message`.
+    pub message: Option<String>,
+    /// Strings cut to a v1 limit.
+    pub truncated_strings: u64,
+    /// Attributes left out of metadata (past its limits).
+    pub dropped_attributes: u64,
+}
+
 /// What a pipeline needs from the process, given once at start.
 #[derive(Clone)]
 pub struct Parts {
@@ -96,6 +127,9 @@ pub struct Parts {
 pub struct Pipeline {
     parts: Parts,
     v1: Decoder,
+    otlp: OtlpDecoder,
+    /// The decoded body of a request sent with a `Content-Encoding`.
+    decompressor: Decompressor,
     /// Holds the decoded batch of the request being served; reset after each request.
     arena: Bump,
     /// The worker's model-match cache.
@@ -107,6 +141,8 @@ impl Pipeline {
         Pipeline {
             parts,
             v1: Decoder::new(),
+            otlp: OtlpDecoder::new(),
+            decompressor: Decompressor::new(),
             arena: Bump::with_capacity(1 << 20),
             pricer: Pricer::new(),
         }
@@ -121,14 +157,32 @@ impl Pipeline {
     /// and hands the rows over. The caller answers `202` with the spans `Handed::settle`
     /// returns (at once in `buffer` mode, after the fsync in `wal` mode); `limits` gets the
     /// rate-limit and quota state the answer reports.
+    /// `body` is as it came, coded as `encoding`; `cap` is the most it may decode to.
     pub fn ingest_v1(
         &mut self,
         principal: &Principal,
         body: &mut [u8],
+        encoding: Encoding,
+        cap: usize,
         limits: &mut LimitHeaders,
     ) -> Result<Handed, IngestError> {
         let now_ms = self.parts.clock.now_ms();
-        let rows = self.build_v1(principal, body, now_ms)?;
+        let body = match encoding {
+            Encoding::Identity => body,
+            coded => self
+                .decompressor
+                .decompress(coded, body, cap)
+                .map_err(DecodeError::Encoding)?,
+        };
+        let rows = build_v1(
+            &self.parts,
+            &mut self.v1,
+            &mut self.arena,
+            &mut self.pricer,
+            principal,
+            body,
+            now_ms,
+        )?;
         let handed = self.hand_over(principal, rows, now_ms, limits)?;
         // Accepted: its spans without a price count (a refused batch's tally is dropped by
         // the next build).
@@ -136,27 +190,77 @@ impl Pipeline {
         Ok(handed)
     }
 
-    /// Decodes, validates and prices a v1 body into rows stamped `now_ms`, without handing
-    /// them over.
+    /// Decodes, validates and prices a v1 body (not coded) into rows stamped `now_ms`,
+    /// without handing them over.
     pub fn build_v1(
         &mut self,
         principal: &Principal,
         body: &mut [u8],
         now_ms: u64,
     ) -> Result<RowBatch, DecodeError> {
+        build_v1(
+            &self.parts,
+            &mut self.v1,
+            &mut self.arena,
+            &mut self.pricer,
+            principal,
+            body,
+            now_ms,
+        )
+    }
+
+    /// An OTLP export (`POST /v1/traces`), protobuf or JSON, coded as `encoding` and decoding
+    /// to at most `cap` bytes: decoded, the invalid spans left out (counted in `Exported`),
+    /// the rest priced, admitted and handed over as a v1 batch's are. `None` when no span was
+    /// left to hand over (nothing is admitted then).
+    pub fn ingest_otlp(
+        &mut self,
+        principal: &Principal,
+        body: &mut [u8],
+        format: OtlpFormat,
+        encoding: Encoding,
+        cap: usize,
+        limits: &mut LimitHeaders,
+    ) -> Result<(Option<Handed>, Exported), IngestError> {
+        let now_ms = self.parts.clock.now_ms();
         self.arena.reset();
         self.pricer.unpriced().clear();
+        let body = match encoding {
+            Encoding::Identity => body,
+            coded => self
+                .decompressor
+                .decompress(coded, body, cap)
+                .map_err(DecodeError::Encoding)?,
+        };
         let body_len = body.len();
-        let batch = self.v1.decode(body, &self.arena)?;
-        build(
+        let decoded = match format {
+            OtlpFormat::Protobuf => self.otlp.decode_protobuf(body, &self.arena),
+            OtlpFormat::Json => self.otlp.decode_json(body, &self.arena),
+        }
+        .map_err(DecodeError::Otlp)?;
+        let exported = Exported {
+            spans: decoded.batch.span_count,
+            rejected: decoded.rejected_spans,
+            // Only when spans were rejected: the answer's `partial_success` message.
+            message: decoded.error_message.map(str::to_string),
+            truncated_strings: decoded.truncated_strings,
+            dropped_attributes: decoded.dropped_attributes,
+        };
+        if decoded.batch.span_count == 0 {
+            return Ok((None, exported));
+        }
+        let rows = build(
             &self.parts,
             &mut self.pricer,
-            &batch,
+            &decoded.batch,
             principal,
             now_ms,
             body_len,
             &self.arena,
-        )
+        )?;
+        let handed = self.hand_over(principal, rows, now_ms, limits)?;
+        self.parts.unpriced.publish(self.pricer.unpriced());
+        Ok((Some(handed), exported))
     }
 
     /// Checks 6 to 8: the key's rate limit, the organisation's monthly quota, room in the
@@ -174,6 +278,24 @@ impl Pipeline {
         let admitted = admission::admit(principal, n, mono_ns, now_ms, limits)?;
         Ok(self.parts.handoff.send(principal, rows, admitted)?)
     }
+}
+
+/// Decodes, validates and prices a v1 body into rows (the pipeline's fields, borrowed apart so
+/// that the body may be the pipeline's own decompression buffer).
+fn build_v1(
+    parts: &Parts,
+    v1: &mut Decoder,
+    arena: &mut Bump,
+    pricer: &mut Pricer,
+    principal: &Principal,
+    body: &mut [u8],
+    now_ms: u64,
+) -> Result<RowBatch, DecodeError> {
+    arena.reset();
+    pricer.unpriced().clear();
+    let body_len = body.len();
+    let batch = v1.decode(body, arena)?;
+    build(parts, pricer, &batch, principal, now_ms, body_len, arena)
 }
 
 /// Prices a decoded batch's spans and builds their rows, against one price table for the

@@ -24,12 +24,16 @@ use monoio::io::{AsyncWriteRent, CancelableAsyncReadRent, CancelableAsyncWriteRe
 use monoio::net::TcpStream;
 
 use crate::admission;
+use crate::admission::LimitHeaders;
 use crate::auth::refresh::UNKNOWN_KEY_WAIT;
 use crate::auth::{AuthError, Principal};
-use crate::http::refusal::{refusal, ConnError, Refusal};
-use crate::http::request::{self, ChunkedDecoder, Framing, Head, HttpError, Method, Parsed, Route};
+use crate::http::otlp::Format;
+use crate::http::refusal::{otlp_refusal, refusal, ConnError, Refusal, Refused};
+use crate::http::request::{
+    self, ChunkedDecoder, Framing, Head, HttpError, MediaType, Method, Parsed, Route,
+};
 use crate::http::response::{self, ExtraHeaders, Outcome};
-use crate::ingest::{IngestError, Pipeline};
+use crate::ingest::{DecodeError, IngestError, OtlpFormat, Pipeline};
 use crate::server::keywait::KeyWaits;
 use crate::server::{ops, Shared};
 
@@ -195,56 +199,81 @@ impl Conn {
     /// Runs one request whose head is parsed; consumes its body. Returns keep-alive.
     async fn handle(&mut self, worker: &Worker, head: &Head) -> Result<bool, Stop> {
         let shared = &*worker.shared;
-        let max_body = shared.config.limits.max_body_bytes;
         let head_only = head.method == Method::Head;
 
-        if head.route != Route::Ingest {
-            // Other routes take no body: read and drop one if sent.
-            let Some(keep_alive) = self.skip_body(shared, head).await? else {
-                return Ok(false);
-            };
-            let outcome = match (head.route, head.method) {
-                // Only on the admin listener (`admin.rs`): it names organisations and shows
-                // traffic figures, which the internet-facing port must not.
-                (Route::Metrics, _) => Outcome::Refused(refusal(ConnError::NotFound)),
-                (_, Method::Post | Method::Other) => {
-                    Outcome::Refused(refusal(ConnError::MethodNotAllowed {
-                        allow: "GET, HEAD",
-                        path: "this path",
-                    }))
-                }
-                (Route::Health, _) => ops::health(shared),
-                (Route::Ready, _) => ops::ready(shared),
-                _ => Outcome::Refused(refusal(ConnError::NotFound)),
-            };
-            return Ok(self.answer(shared, &outcome, keep_alive, head_only));
-        }
+        let otlp = match head.route {
+            Route::Ingest => false,
+            Route::OtlpTraces => true,
+            _ => {
+                // Other routes take no body: read and drop one if sent.
+                let Some(keep_alive) = self.skip_body(shared, head, u64::MAX).await? else {
+                    return Ok(false);
+                };
+                let outcome = match (head.route, head.method) {
+                    // Only on the admin listener (`admin.rs`): it names organisations and
+                    // shows traffic figures, which the internet-facing port must not.
+                    (Route::Metrics, _) => Outcome::Refused(refusal(ConnError::NotFound)),
+                    (_, Method::Post | Method::Other) => {
+                        Outcome::Refused(refusal(ConnError::MethodNotAllowed {
+                            allow: "GET, HEAD",
+                            path: "this path",
+                        }))
+                    }
+                    (Route::Health, _) => ops::health(shared),
+                    (Route::Ready, _) => ops::ready(shared),
+                    _ => Outcome::Refused(refusal(ConnError::NotFound)),
+                };
+                return Ok(self.answer(shared, &outcome, keep_alive, head_only));
+            }
+        };
+        // `/v1/traces` answers in the request's format (JSON unless it is protobuf), refusals
+        // as `google.rpc.Status`; a used-up quota is 403 there (exporters retry 429).
+        let mut extra = ExtraHeaders {
+            limits: LimitHeaders::default(),
+            otlp: otlp.then_some(match head.content_type {
+                MediaType::Protobuf => Format::Protobuf,
+                _ => Format::Json,
+            }),
+        };
+        let refuse = |why: Refused| {
+            if otlp {
+                otlp_refusal(why)
+            } else {
+                refusal(why)
+            }
+        };
+        let max_body = if otlp {
+            shared.config.otlp_max_body_bytes
+        } else {
+            shared.config.limits.max_body_bytes
+        };
         if head.method != Method::Post {
-            let Some(keep_alive) = self.skip_body(shared, head).await? else {
+            let Some(keep_alive) = self.skip_body(shared, head, max_body).await? else {
                 return Ok(false);
             };
-            let r = refusal(ConnError::MethodNotAllowed {
+            let r = refuse(Refused::Conn(ConnError::MethodNotAllowed {
                 allow: "POST",
-                path: "/ingest",
-            });
-            return Ok(self.answer(shared, &Outcome::Refused(r), keep_alive, head_only));
+                path: if otlp { "/v1/traces" } else { "/ingest" },
+            }));
+            let outcome = Outcome::Refused(r);
+            return Ok(self.answer_full(shared, &outcome, keep_alive, head_only, extra, None));
         }
 
         // 1. Size, from Content-Length, before reading anything.
         if let Framing::Length(n) = head.framing {
             if n > max_body {
-                let r = refusal(ConnError::Http {
+                let r = refuse(Refused::Conn(ConnError::Http {
                     error: HttpError::BodyTooLarge,
                     max_body,
-                });
-                self.answer(shared, &Outcome::Refused(r), false, false);
+                }));
+                self.answer_full(shared, &Outcome::Refused(r), false, false, extra, None);
                 return Ok(false);
             }
         }
         // 2. Draining.
         if shared.is_draining() {
-            let r = refusal(ConnError::Draining);
-            self.answer(shared, &Outcome::Refused(r), false, false);
+            let r = refuse(Refused::Conn(ConnError::Draining));
+            self.answer_full(shared, &Outcome::Refused(r), false, false, extra, None);
             return Ok(false);
         }
         // 3. The key. One the key set does not know may have been created since the last
@@ -265,7 +294,7 @@ impl Conn {
         let principal = match principal {
             Ok(p) => p,
             Err(e) => {
-                let r = refusal(e);
+                let r = refuse(Refused::Auth(e));
                 // Keep the connection only if the whole body is already here to skip.
                 let keep = match head.framing {
                     Framing::None => head.keep_alive,
@@ -280,26 +309,27 @@ impl Conn {
                     }
                     _ => false,
                 };
-                return Ok(self.answer(shared, &Outcome::Refused(r), keep, false));
+                return Ok(self.answer_full(
+                    shared,
+                    &Outcome::Refused(r),
+                    keep,
+                    false,
+                    extra,
+                    None,
+                ));
             }
         };
         // Past authentication every answer reports the key's rate-limit state.
-        let mut limits = admission::peek(&principal, shared.clock.mono_ns(), shared.clock.now_ms());
+        extra.limits = admission::peek(&principal, shared.clock.mono_ns(), shared.clock.now_ms());
         // The checks that need no body passed: let a waiting client send it.
         if head.expect_continue && self.buf.len() - self.start == head.len {
             response::write_continue(&mut self.out);
             self.flush().await?;
         }
-        let body = self.read_body(shared, head).await?;
+        let body = self.read_body(shared, head, max_body).await?;
         if let Some(refusal) = body.refused {
-            self.answer_full(
-                shared,
-                &Outcome::Refused(refusal),
-                false,
-                false,
-                ExtraHeaders { limits },
-                Some(&principal.org_id),
-            );
+            let org = Some(&*principal.org_id);
+            self.answer_full(shared, &Outcome::Refused(refusal), false, false, extra, org);
             return Ok(false);
         }
         shared
@@ -307,31 +337,92 @@ impl Conn {
             .body_bytes
             .fetch_add(body.len as u64, Ordering::Relaxed);
         let body_start = self.start + head.len;
-        let result = {
-            let mut pipeline = worker.pipeline.borrow_mut();
-            let bytes = &mut self.buf[body_start..body_start + body.len];
-            pipeline.ingest_v1(&principal, bytes, &mut limits)
+        // 4 on: the body's coding and format, decoding, the schema, admission, the hand-off.
+        let outcome = match (head.content_encoding, otlp, head.content_type) {
+            (Err(e), ..) => Err(refuse(Refused::Ingest(IngestError::Decode(
+                DecodeError::Encoding(e),
+            )))),
+            (Ok(_), true, MediaType::Absent | MediaType::Other) => {
+                Err(refuse(Refused::Conn(ConnError::UnsupportedMediaType)))
+            }
+            (Ok(encoding), false, _) => {
+                let result = {
+                    let mut pipeline = worker.pipeline.borrow_mut();
+                    let bytes = &mut self.buf[body_start..body_start + body.len];
+                    pipeline.ingest_v1(
+                        &principal,
+                        bytes,
+                        encoding,
+                        max_body as usize,
+                        &mut extra.limits,
+                    )
+                };
+                // In write-ahead mode this waits (without blocking the worker) for the fsync.
+                match result {
+                    Ok(handed) => handed
+                        .settle()
+                        .await
+                        .map(|spans| Outcome::Accepted { spans })
+                        .map_err(|e| refuse(Refused::Ingest(IngestError::from(e)))),
+                    Err(e) => Err(refuse(Refused::Ingest(e))),
+                }
+            }
+            (Ok(encoding), true, media) => {
+                let format = match media {
+                    MediaType::Protobuf => OtlpFormat::Protobuf,
+                    _ => OtlpFormat::Json,
+                };
+                let result = {
+                    let mut pipeline = worker.pipeline.borrow_mut();
+                    let bytes = &mut self.buf[body_start..body_start + body.len];
+                    pipeline.ingest_otlp(
+                        &principal,
+                        bytes,
+                        format,
+                        encoding,
+                        max_body as usize,
+                        &mut extra.limits,
+                    )
+                };
+                match result {
+                    Ok((handed, exported)) => {
+                        let settled = match handed {
+                            Some(h) => h.settle().await.map(|_| ()),
+                            None => Ok(()),
+                        };
+                        match settled {
+                            Ok(()) => {
+                                shared.metrics.count_export(&exported);
+                                Ok(Outcome::Exported {
+                                    format: extra.otlp.unwrap_or(Format::Json),
+                                    partial: exported.message.map(|m| (exported.rejected, m)),
+                                })
+                            }
+                            Err(e) => Err(refuse(Refused::Ingest(IngestError::from(e)))),
+                        }
+                    }
+                    Err(e) => Err(refuse(Refused::Ingest(e))),
+                }
+            }
         };
         self.consume(head.len + body.raw);
-        // In write-ahead mode this waits (without blocking the worker) for the fsync.
-        let result = match result {
-            Ok(handed) => handed
-                .settle()
-                .await
-                .map_err(|e| refusal(IngestError::from(e))),
-            Err(e) => Err(refusal(e)),
-        };
-        let outcome = match result {
-            Ok(spans) => {
-                shared
-                    .metrics
-                    .spans_accepted
-                    .fetch_add(spans as u64, Ordering::Relaxed);
+        let outcome = match outcome {
+            Ok(o) => {
+                let spans = match &o {
+                    Outcome::Accepted { spans } => *spans as u64,
+                    _ => 0,
+                };
+                if spans > 0 {
+                    shared
+                        .metrics
+                        .spans_accepted
+                        .fetch_add(spans, Ordering::Relaxed);
+                }
                 shared
                     .metrics
                     .batches_accepted
                     .fetch_add(1, Ordering::Relaxed);
-                Outcome::Accepted { spans }
+                o
             }
             Err(r) => Outcome::Refused(r),
         };
@@ -340,7 +431,7 @@ impl Conn {
             &outcome,
             head.keep_alive,
             false,
-            ExtraHeaders { limits },
+            extra,
             Some(&principal.org_id),
         ))
     }
@@ -355,7 +446,12 @@ impl Conn {
 
     /// Reads and drops the body of a request that takes none. Returns whether the connection
     /// may stay open, or `None` when a refusal (413, 400, 408) was answered instead.
-    async fn skip_body(&mut self, shared: &Shared, head: &Head) -> Result<Option<bool>, Stop> {
+    async fn skip_body(
+        &mut self,
+        shared: &Shared,
+        head: &Head,
+        max_body: u64,
+    ) -> Result<Option<bool>, Stop> {
         if head.expect_continue
             && !matches!(head.framing, Framing::None | Framing::Length(0))
             && self.buf.len() - self.start == head.len
@@ -364,7 +460,7 @@ impl Conn {
             // once and close rather than wait for a body nobody wants (RFC 9110 §10.1.1).
             return Ok(Some(false));
         }
-        let len = self.read_body(shared, head).await?;
+        let len = self.read_body(shared, head, max_body).await?;
         if let Some(r) = len.refused {
             self.answer(shared, &Outcome::Refused(r), false, false);
             return Ok(None);
@@ -397,6 +493,7 @@ impl Conn {
     ) -> bool {
         let (status, code) = match outcome {
             Outcome::Accepted { .. } => (202, "accepted"),
+            Outcome::Exported { .. } => (200, "exported"),
             Outcome::Ok { .. } => (200, "ok"),
             Outcome::Refused(r) => {
                 tracing::debug!(
@@ -421,8 +518,12 @@ impl Conn {
 
     /// Makes the whole body available at `buf[start + head.len..]`. A body that stalls for the
     /// idle timeout, or arrives below the minimum rate, is refused with `408`.
-    async fn read_body(&mut self, shared: &Shared, head: &Head) -> Result<BodyLen, Stop> {
-        let max_body = shared.config.limits.max_body_bytes;
+    async fn read_body(
+        &mut self,
+        shared: &Shared,
+        head: &Head,
+        max_body: u64,
+    ) -> Result<BodyLen, Stop> {
         let body_started = Instant::now();
         match head.framing {
             Framing::None => Ok(BodyLen::default()),

@@ -17,6 +17,7 @@ mod durability;
 mod hardening;
 mod keys;
 mod operations;
+mod otlp;
 mod pricing;
 mod shutdown;
 mod storage;

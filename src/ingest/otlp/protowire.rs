@@ -283,7 +283,7 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Writers of the wire format, for the answers (`answer.rs`) and tests.
+/// Writers of the wire format, for the answers (`http/otlp.rs`) and tests.
 pub mod write {
     use super::WireType;
 

@@ -1,0 +1,533 @@
+//! `POST /v1/traces` against the real server: every real client capture stored span by span,
+//! the protocol's edges (formats, codings, a bomb, a broken body, partial success, the
+//! retryable statuses and the quota answer), and a live Python exporter.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/otlp");
+
+/// An OTLP export request with the key as `x-api-key` (as `OTEL_EXPORTER_OTLP_HEADERS` sets
+/// it); `headers` are extra header lines.
+fn otlp_request(key: &str, content_type: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    let mut r = format!(
+        "POST /v1/traces HTTP/1.1\r\nHost: t\r\nContent-Type: {content_type}\r\nx-api-key: {key}\r\n\
+         Content-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        r.push_str(&format!("{k}: {v}\r\n"));
+    }
+    r.push_str("\r\n");
+    let mut r = r.into_bytes();
+    r.extend_from_slice(body);
+    r
+}
+
+fn post(
+    server: &Server,
+    key: &str,
+    content_type: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Response {
+    let mut c = server.connect();
+    c.send(&otlp_request(key, content_type, headers, body));
+    c.read_response()
+}
+
+const PROTOBUF: &str = "application/x-protobuf";
+const JSON: &str = "application/json";
+
+fn capture(file: &str) -> Vec<u8> {
+    std::fs::read(format!("{FIXTURES}/{file}")).expect("capture")
+}
+
+/// A capture's `Content-Type` and `Content-Encoding`, from its `.headers` file.
+fn capture_headers(file: &str) -> (String, Option<String>) {
+    let stem = file
+        .trim_end_matches(".gz")
+        .trim_end_matches(".pb")
+        .trim_end_matches(".json");
+    let text = std::fs::read_to_string(format!("{FIXTURES}/{stem}.headers")).expect("headers");
+    let mut ct = String::new();
+    let mut ce = None;
+    for line in text.lines() {
+        if let Some((k, v)) = line.split_once(':') {
+            match k.trim().to_ascii_lowercase().as_str() {
+                "content-type" => ct = v.trim().to_string(),
+                "content-encoding" => ce = Some(v.trim().to_string()),
+                _ => {}
+            }
+        }
+    }
+    (ct, ce)
+}
+
+/// The expected lines of a capture (shared with `src/ingest/otlp/captures.rs`).
+fn expected(name: &str) -> Vec<String> {
+    std::fs::read_to_string(format!("{FIXTURES}/expected/{name}.txt"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The stored rows of `org`, as the expected files write them; and the check that no trace
+/// costs more than its model calls.
+fn stored_lines(server: &Server, org: &str) -> Vec<String> {
+    let rows = server.rows(
+        "trace_id, span_id, parent_span_id, span_type, name, provider, model_id, input_tokens, \
+         output_tokens, cached_input_tokens, cache_write_input_tokens, reasoning_tokens, \
+         toString(reported_cost) AS reported, toString(total_cost) AS total, priced_model_id, \
+         pricing_source",
+        &format!("WHERE org_id = '{org}'"),
+    );
+    let s = |r: &Value, k: &str| r[k].as_str().unwrap_or("").to_string();
+    let names: HashMap<(String, String), String> = rows
+        .iter()
+        .map(|r| ((s(r, "trace_id"), s(r, "span_id")), s(r, "name")))
+        .collect();
+    let money = |t: &str| -> i64 {
+        let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+        int.parse::<i64>().unwrap() * 10_000_000_000
+            + format!("{frac:0<10}").parse::<i64>().unwrap()
+    };
+    let mut totals: HashMap<String, (i64, i64)> = HashMap::new();
+    let mut lines: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let parent = s(r, "parent_span_id");
+            let parent = if parent.is_empty() {
+                "root".to_string()
+            } else {
+                names
+                    .get(&(s(r, "trace_id"), parent))
+                    .cloned()
+                    .unwrap_or_else(|| "?".into())
+            };
+            let span_type = s(r, "span_type");
+            let total = r["total"].as_str();
+            let t = totals.entry(s(r, "trace_id")).or_default();
+            t.0 += total.map_or(0, money);
+            if matches!(span_type.as_str(), "llm" | "embedding") {
+                t.1 += total.map_or(0, money);
+            }
+            let priced = match total {
+                None => "unpriced".to_string(),
+                Some(c) => format!(
+                    "{}={c} ({})",
+                    s(r, "priced_model_id"),
+                    s(r, "pricing_source")
+                ),
+            };
+            let n = |k: &str| {
+                r[k].as_str()
+                    .map_or_else(|| r[k].to_string(), str::to_string)
+            };
+            format!(
+                "{span_type} {:?} <{parent}> {}/{} {}/{}/{}/{}/{} reported={} {priced}",
+                s(r, "name"),
+                s(r, "provider"),
+                s(r, "model_id"),
+                n("input_tokens"),
+                n("output_tokens"),
+                n("cached_input_tokens"),
+                n("cache_write_input_tokens"),
+                n("reasoning_tokens"),
+                r["reported"].as_str().unwrap_or("-"),
+            )
+        })
+        .collect();
+    for (trace, (all, calls)) in totals {
+        assert_eq!(all, calls, "trace {trace} costs more than its model calls");
+    }
+    lines.sort();
+    lines
+}
+
+/// Every real client capture, sent as the client sent it (its content type and coding), is
+/// answered 200 and stored span by span: type, parent, provider, model, the token buckets, the
+/// reported and our cost, and no trace priced twice.
+#[test]
+fn every_capture_is_stored_span_by_span() {
+    let server = Server::start();
+    let cases = [
+        ("python-sdk-genai.pb.gz", "python-sdk-genai"),
+        ("python-sdk-genai-plain.pb", "python-sdk-genai"),
+        ("js-sdk-genai.json", "js-sdk-genai"),
+        ("openinference-openai.pb", "openinference-openai"),
+        ("openllmetry-openai.pb", "openllmetry-openai"),
+        ("vercel-ai.pb", "vercel-ai"),
+        ("pydantic-ai.pb", "pydantic-ai"),
+    ];
+    let mut total = 0;
+    for (i, (file, name)) in cases.iter().enumerate() {
+        let org = format!("org-capture-{i}");
+        let key = server.ready_key(&org);
+        let (ct, ce) = capture_headers(file);
+        let headers: Vec<(&str, &str)> = ce
+            .as_deref()
+            .map(|e| ("Content-Encoding", e))
+            .into_iter()
+            .collect();
+        let r = post(&server, &key, &ct, &headers, &capture(file));
+        assert_eq!(
+            r.status,
+            200,
+            "{file}: {:?}",
+            String::from_utf8_lossy(&r.body)
+        );
+        let want = expected(name);
+        total += want.len() as u64;
+        server.wait_rows(total);
+        assert_eq!(stored_lines(&server, &org), want, "{file}");
+        // The answer is in the request's format: an empty ExportTraceServiceResponse.
+        assert_eq!(r.header("content-type"), Some(ct.as_str()), "{file}");
+        if ct == JSON {
+            assert_eq!(r.body, b"{}", "{file}");
+        } else {
+            assert!(r.body.is_empty(), "{file}");
+        }
+    }
+    // Sent again (an exporter's retry), nothing is stored twice.
+    let key = server.ready_key("org-capture-5");
+    let r = post(&server, &key, PROTOBUF, &[], &capture("vercel-ai.pb"));
+    assert_eq!(r.status, 200);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(server.count(), total, "FINAL shows each span once");
+}
+
+/// A one-span export (OTLP/JSON), valid unless `span_id` or the times say otherwise.
+fn json_export(spans: &[(&str, u64, u64)]) -> Vec<u8> {
+    let spans: Vec<Value> = spans
+        .iter()
+        .map(|&(id, start_ns, end_ns)| {
+            json!({
+                "traceId": "5b8efff798038103d269b633813fc60c",
+                "spanId": id,
+                "name": "chat gpt-4o",
+                "kind": 3,
+                "startTimeUnixNano": start_ns.to_string(),
+                "endTimeUnixNano": end_ns.to_string(),
+                "attributes": [
+                    {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+                    {"key": "gen_ai.provider.name", "value": {"stringValue": "openai"}},
+                    {"key": "gen_ai.request.model", "value": {"stringValue": "gpt-4o"}},
+                    {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "1000"}},
+                    {"key": "gen_ai.usage.output_tokens", "value": {"intValue": 100}}
+                ]
+            })
+        })
+        .collect();
+    serde_json::to_vec(&json!({"resourceSpans": [{
+        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "edge"}}]},
+        "scopeSpans": [{"spans": spans}]
+    }]}))
+    .unwrap()
+}
+
+const T0: u64 = 1_780_000_000_000_000_000;
+
+/// `google.rpc.Status` as protobuf: (code, message).
+fn status_protobuf(body: &[u8]) -> (u64, String) {
+    let (mut code, mut message, mut i) = (0u64, String::new(), 0);
+    while i < body.len() {
+        let key = body[i];
+        i += 1;
+        let mut varint = || {
+            let (mut v, mut shift) = (0u64, 0);
+            loop {
+                let b = body[i];
+                i += 1;
+                v |= u64::from(b & 0x7f) << shift;
+                shift += 7;
+                if b < 0x80 {
+                    return v;
+                }
+            }
+        };
+        match key {
+            0x08 => code = varint(),
+            0x12 => {
+                let n = varint() as usize;
+                message = String::from_utf8(body[i..i + n].to_vec()).unwrap();
+                i += n;
+            }
+            other => panic!("unexpected field key {other:#x} in {body:?}"),
+        }
+    }
+    (code, message)
+}
+
+#[test]
+fn formats_codings_and_broken_bodies() {
+    // A 4 MiB cap, so that a bomb past it is quick to make.
+    let server = Server::start_with(&[("INGEST_OTLP_MAX_BODY_BYTES", "4194304")]);
+    let key = server.ready_key("org-edges");
+    let plain = capture("python-sdk-genai-plain.pb");
+    let spans = expected("python-sdk-genai").len() as u64;
+
+    // Every coding of the same protobuf export.
+    let gzip = {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(&plain).unwrap();
+        e.finish().unwrap()
+    };
+    let deflate = {
+        let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(&plain).unwrap();
+        e.finish().unwrap()
+    };
+    let zstd =
+        ruzstd::encoding::compress_to_vec(&plain[..], ruzstd::encoding::CompressionLevel::Fastest);
+    for (coding, body) in [("gzip", &gzip), ("deflate", &deflate), ("zstd", &zstd)] {
+        let r = post(
+            &server,
+            &key,
+            PROTOBUF,
+            &[("Content-Encoding", coding)],
+            body,
+        );
+        assert_eq!(
+            r.status,
+            200,
+            "{coding}: {:?}",
+            String::from_utf8_lossy(&r.body)
+        );
+    }
+    // One copy of the spans, whichever coding brought them (each export has its own ids, but
+    // the three are the same bytes).
+    server.wait_rows(spans);
+
+    // A gzip bomb: 64 MiB of zeros in about 64 KB, 16 times the cap; refused once the cap is
+    // reached (413), never inflated whole.
+    let bomb = {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..64 {
+            e.write_all(&zeros).unwrap();
+        }
+        e.finish().unwrap()
+    };
+    assert!(bomb.len() < 1 << 20, "{}", bomb.len());
+    let r = post(
+        &server,
+        &key,
+        PROTOBUF,
+        &[("Content-Encoding", "gzip")],
+        &bomb,
+    );
+    assert_eq!(r.status, 413, "{:?}", String::from_utf8_lossy(&r.body));
+    let (code, message) = status_protobuf(&r.body);
+    assert_eq!(code, 3, "INVALID_ARGUMENT");
+    assert!(message.contains("payload_too_large"), "{message}");
+
+    // Broken or unknown codings, a truncated protobuf, a wrong content type.
+    // (content type, extra headers, body, status, code)
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [u8], u16, &'a str);
+    let cases: [Case; 5] = [
+        (
+            PROTOBUF,
+            &[("Content-Encoding", "br")],
+            &plain,
+            415,
+            "unsupported_content_encoding",
+        ),
+        (
+            PROTOBUF,
+            &[("Content-Encoding", "gzip")],
+            &plain,
+            400,
+            "invalid_content_encoding",
+        ),
+        (
+            PROTOBUF,
+            &[],
+            &plain[..plain.len() - 7],
+            400,
+            "invalid_otlp",
+        ),
+        ("text/plain", &[], &plain, 415, "unsupported_media_type"),
+        (JSON, &[], b"{\"resourceSpans\": 7}", 400, "invalid_otlp"),
+    ];
+    for (ct, headers, body, status, code) in cases {
+        let r = post(&server, &key, ct, headers, body);
+        assert_eq!(
+            r.status,
+            status,
+            "{ct} {headers:?}: {:?}",
+            String::from_utf8_lossy(&r.body)
+        );
+        let message = if r.header("content-type") == Some(PROTOBUF) {
+            status_protobuf(&r.body).1
+        } else {
+            r.json()["message"].as_str().unwrap().to_string()
+        };
+        assert!(message.ends_with(&format!("({code})")), "{message}");
+    }
+
+    // The same gzip body on /ingest is decoded too (it used to be "not valid UTF-8").
+    let v1 = batch("gz", 1, 2);
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(&v1).unwrap();
+    let gz = e.finish().unwrap();
+    let mut c = server.connect();
+    let mut req = format!(
+        "POST /ingest HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n\
+         Authorization: Bearer {key}\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n",
+        gz.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(&gz);
+    c.send(&req);
+    let r = c.read_response();
+    assert_eq!((r.status, r.json()["accepted"].as_u64()), (202, Some(2)));
+    server.wait_rows(spans + 2);
+
+    // 401: a Status in the request's format, JSON here.
+    let r = post(&server, "ti_nope", JSON, &[], &json_export(&[]));
+    assert_eq!(r.status, 401);
+    assert_eq!(r.json()["code"], 16, "UNAUTHENTICATED");
+}
+
+/// Invalid spans are left out one by one (`partial_success`), the others stored.
+#[test]
+fn partial_success_rejects_only_the_invalid_spans() {
+    let server = Server::start();
+    let key = server.ready_key("org-partial");
+    let body = json_export(&[
+        ("0000000000000001", T0, T0 + 5_000_000),
+        ("00000000000000", T0, T0 + 1),       // 7 bytes: not a span id
+        ("0000000000000003", T0 + 9, T0 + 1), // ends before it starts
+        ("0000000000000004", T0, T0 + 1_500_000),
+    ]);
+    let r = post(&server, &key, JSON, &[], &body);
+    assert_eq!(r.status, 200, "{:?}", String::from_utf8_lossy(&r.body));
+    let answer = r.json();
+    assert_eq!(answer["partialSuccess"]["rejectedSpans"], "2", "{answer}");
+    assert!(
+        !answer["partialSuccess"]["errorMessage"]
+            .as_str()
+            .unwrap()
+            .is_empty(),
+        "{answer}"
+    );
+    server.wait_rows(2);
+    let rows = server.rows(
+        "span_id, span_type, start_time_ms, end_time_ms, toString(total_cost) AS t",
+        "ORDER BY span_id",
+    );
+    assert_eq!(
+        rows,
+        vec![
+            json!({"span_id": "0000000000000001", "span_type": "llm", "start_time_ms": "1780000000000",
+                   "end_time_ms": "1780000000005", "t": "0.0035000000"}),
+            json!({"span_id": "0000000000000004", "span_type": "llm", "start_time_ms": "1780000000000",
+                   "end_time_ms": "1780000000001", "t": "0.0035000000"}),
+        ]
+    );
+    assert_eq!(
+        server.metric("traceingest_otlp_rejected_spans_total"),
+        Some(2.0)
+    );
+}
+
+/// The retryable answers are 429 and 503 with `Retry-After`; a used-up monthly quota is 403,
+/// which exporters do not retry.
+#[test]
+fn retryable_statuses_and_the_quota_answer() {
+    // 429: one span per second for the key.
+    let server = Server::start_with(&[("INGEST_RATE_LIMIT_RPS", "1")]);
+    let key = server.ready_key("org-rate");
+    let two = json_export(&[
+        ("0000000000000001", T0, T0 + 1),
+        ("0000000000000002", T0, T0 + 1),
+    ]);
+    let r = post(&server, &key, JSON, &[], &two);
+    assert_eq!(r.status, 200, "the first span's worth of the bucket");
+    let r = post(
+        &server,
+        &key,
+        PROTOBUF,
+        &[],
+        &capture("python-sdk-genai-plain.pb"),
+    );
+    assert_eq!(r.status, 429);
+    assert!(r.header("retry-after").is_some());
+    assert_eq!(status_protobuf(&r.body).0, 8, "RESOURCE_EXHAUSTED");
+    drop(server);
+
+    // 503 with Retry-After: memory holds fewer rows than the export has.
+    let server = Server::start_with(&[
+        ("INGEST_BUFFER_MAX_ROWS", "1"),
+        ("INGEST_FLUSH_MAX_ROWS", "1"),
+    ]);
+    let key = server.ready_key("org-full");
+    let r = post(&server, &key, JSON, &[], &two);
+    assert_eq!(r.status, 503);
+    assert_eq!(r.header("retry-after"), Some("1"));
+    assert_eq!(r.json()["code"], 14, "UNAVAILABLE");
+    drop(server);
+
+    // 403: the month's quota is used up (one span, 1.1 allowed).
+    let server = Server::start_with(&[("INGEST_PLANS", "tiny:1"), ("INGEST_DEFAULT_PLAN", "tiny")]);
+    let key = server.ready_key("org-quota");
+    let r = post(&server, &key, JSON, &[], &two);
+    assert_eq!(r.status, 403, "{:?}", String::from_utf8_lossy(&r.body));
+    assert!(r.header("retry-after").is_none());
+    let status = r.json();
+    assert_eq!(status["code"], 7, "PERMISSION_DENIED");
+    assert!(
+        status["message"].as_str().unwrap().contains("quota"),
+        "{status}"
+    );
+    // /ingest keeps the v1 contract's 429 for the same refusal.
+    let r = server.post_ingest(&key, &batch("q", 1, 2));
+    assert_eq!((r.status, r.code().as_str()), (429, "quota_exceeded"));
+}
+
+/// The Python SDK's own OTLP/HTTP exporter (protobuf, gzip) against the server: its export
+/// succeeds and its spans are stored as the capture of the same program says.
+#[test]
+fn a_live_python_exporter() {
+    let Some(python) = std::env::var_os("TRACEINGEST_OTLP_PYTHON") else {
+        assert!(
+            std::env::var_os("TRACEINGEST_OTLP_LIVE_TEST").is_none(),
+            "TRACEINGEST_OTLP_LIVE_TEST is set but TRACEINGEST_OTLP_PYTHON is not"
+        );
+        eprintln!("TRACEINGEST_OTLP_PYTHON is not set (scripts/test.sh sets it): skipping");
+        return;
+    };
+    let server = Server::start();
+    let key = server.ready_key("org-live");
+    let program = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scripts/otlp-capture/python_sdk_genai.py"
+    );
+    let out = std::process::Command::new(python)
+        .arg(program)
+        .arg("--gzip")
+        .env(
+            "OTLP_CAPTURE_ENDPOINT",
+            format!("http://{}/v1/traces", server.addr),
+        )
+        .env("OTEL_EXPORTER_OTLP_HEADERS", format!("x-api-key={key}"))
+        .output()
+        .expect("run the Python exporter");
+    assert!(
+        out.status.success(),
+        "the exporter failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want = expected("python-sdk-genai");
+    server.wait_rows(want.len() as u64);
+    assert_eq!(stored_lines(&server, "org-live"), want);
+}
