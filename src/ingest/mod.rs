@@ -126,10 +126,16 @@ pub struct Parts {
 /// Per-worker state reused by every request the worker serves.
 pub struct Pipeline {
     parts: Parts,
-    v1: Decoder,
-    otlp: OtlpDecoder,
+    work: Work,
     /// The decoded body of a request sent with a `Content-Encoding`.
     decompressor: Decompressor,
+}
+
+/// The decoders and what a request's spans are built in, apart from the decompressor, whose
+/// buffer may be the body they read.
+struct Work {
+    v1: Decoder,
+    otlp: OtlpDecoder,
     /// Holds the decoded batch of the request being served; reset after each request.
     arena: Bump,
     /// The worker's model-match cache.
@@ -140,11 +146,13 @@ impl Pipeline {
     pub fn new(parts: Parts) -> Pipeline {
         Pipeline {
             parts,
-            v1: Decoder::new(),
-            otlp: OtlpDecoder::new(),
+            work: Work {
+                v1: Decoder::new(),
+                otlp: OtlpDecoder::new(),
+                arena: Bump::with_capacity(1 << 20),
+                pricer: Pricer::new(),
+            },
             decompressor: Decompressor::new(),
-            arena: Bump::with_capacity(1 << 20),
-            pricer: Pricer::new(),
         }
     }
 
@@ -167,26 +175,12 @@ impl Pipeline {
         limits: &mut LimitHeaders,
     ) -> Result<Handed, IngestError> {
         let now_ms = self.parts.clock.now_ms();
-        let body = match encoding {
-            Encoding::Identity => body,
-            coded => self
-                .decompressor
-                .decompress(coded, body, cap)
-                .map_err(DecodeError::Encoding)?,
-        };
-        let rows = build_v1(
-            &self.parts,
-            &mut self.v1,
-            &mut self.arena,
-            &mut self.pricer,
-            principal,
-            body,
-            now_ms,
-        )?;
+        let body = decoded(&mut self.decompressor, body, encoding, cap)?;
+        let rows = self.work.build_v1(&self.parts, principal, body, now_ms)?;
         let handed = self.hand_over(principal, rows, now_ms, limits)?;
         // Accepted: its spans without a price count (a refused batch's tally is dropped by
         // the next build).
-        self.parts.unpriced.publish(self.pricer.unpriced());
+        self.parts.unpriced.publish(self.work.pricer.unpriced());
         Ok(handed)
     }
 
@@ -198,15 +192,7 @@ impl Pipeline {
         body: &mut [u8],
         now_ms: u64,
     ) -> Result<RowBatch, DecodeError> {
-        build_v1(
-            &self.parts,
-            &mut self.v1,
-            &mut self.arena,
-            &mut self.pricer,
-            principal,
-            body,
-            now_ms,
-        )
+        self.work.build_v1(&self.parts, principal, body, now_ms)
     }
 
     /// An OTLP export (`POST /v1/traces`), protobuf or JSON, coded as `encoding` and decoding
@@ -223,19 +209,14 @@ impl Pipeline {
         limits: &mut LimitHeaders,
     ) -> Result<(Option<Handed>, Exported), IngestError> {
         let now_ms = self.parts.clock.now_ms();
-        self.arena.reset();
-        self.pricer.unpriced().clear();
-        let body = match encoding {
-            Encoding::Identity => body,
-            coded => self
-                .decompressor
-                .decompress(coded, body, cap)
-                .map_err(DecodeError::Encoding)?,
-        };
+        let w = &mut self.work;
+        w.arena.reset();
+        w.pricer.unpriced().clear();
+        let body = decoded(&mut self.decompressor, body, encoding, cap)?;
         let body_len = body.len();
         let decoded = match format {
-            OtlpFormat::Protobuf => self.otlp.decode_protobuf(body, &self.arena),
-            OtlpFormat::Json => self.otlp.decode_json(body, &self.arena),
+            OtlpFormat::Protobuf => w.otlp.decode_protobuf(body, &w.arena),
+            OtlpFormat::Json => w.otlp.decode_json(body, &w.arena),
         }
         .map_err(DecodeError::Otlp)?;
         let exported = Exported {
@@ -251,15 +232,15 @@ impl Pipeline {
         }
         let rows = build(
             &self.parts,
-            &mut self.pricer,
+            &mut w.pricer,
             &decoded.batch,
             principal,
             now_ms,
             body_len,
-            &self.arena,
+            &w.arena,
         )?;
         let handed = self.hand_over(principal, rows, now_ms, limits)?;
-        self.parts.unpriced.publish(self.pricer.unpriced());
+        self.parts.unpriced.publish(self.work.pricer.unpriced());
         Ok((Some(handed), exported))
     }
 
@@ -280,22 +261,45 @@ impl Pipeline {
     }
 }
 
-/// Decodes, validates and prices a v1 body into rows (the pipeline's fields, borrowed apart so
-/// that the body may be the pipeline's own decompression buffer).
-fn build_v1(
-    parts: &Parts,
-    v1: &mut Decoder,
-    arena: &mut Bump,
-    pricer: &mut Pricer,
-    principal: &Principal,
-    body: &mut [u8],
-    now_ms: u64,
-) -> Result<RowBatch, DecodeError> {
-    arena.reset();
-    pricer.unpriced().clear();
-    let body_len = body.len();
-    let batch = v1.decode(body, arena)?;
-    build(parts, pricer, &batch, principal, now_ms, body_len, arena)
+/// The body as sent when it is not coded, else decoded into `decompressor`'s buffer (at most
+/// `cap` bytes).
+fn decoded<'b>(
+    decompressor: &'b mut Decompressor,
+    body: &'b mut [u8],
+    encoding: Encoding,
+    cap: usize,
+) -> Result<&'b mut [u8], DecodeError> {
+    match encoding {
+        Encoding::Identity => Ok(body),
+        coded => decompressor
+            .decompress(coded, body, cap)
+            .map_err(DecodeError::Encoding),
+    }
+}
+
+impl Work {
+    /// Decodes, validates and prices a v1 body into rows.
+    fn build_v1(
+        &mut self,
+        parts: &Parts,
+        principal: &Principal,
+        body: &mut [u8],
+        now_ms: u64,
+    ) -> Result<RowBatch, DecodeError> {
+        self.arena.reset();
+        self.pricer.unpriced().clear();
+        let body_len = body.len();
+        let batch = self.v1.decode(body, &self.arena)?;
+        build(
+            parts,
+            &mut self.pricer,
+            &batch,
+            principal,
+            now_ms,
+            body_len,
+            &self.arena,
+        )
+    }
 }
 
 /// Prices a decoded batch's spans and builds their rows, against one price table for the

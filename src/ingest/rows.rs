@@ -295,13 +295,7 @@ mod tests {
         let traces = [Trace {
             trace_id: "t",
             spans,
-            trace_name: None,
-            agent_name: None,
-            workflow_name: None,
-            workflow_run_id: None,
-            session_id: None,
-            metadata: &[],
-            customer: None,
+            ..Trace::default()
         }];
         let batch = Batch {
             traces: &traces,

@@ -20,7 +20,8 @@ pub struct Batch<'a> {
 /// A string-to-string map, in the order the keys appeared. Keys are unique (duplicates are refused).
 pub type Metadata<'a> = &'a [(&'a str, &'a str)];
 
-#[derive(Debug, Clone, Copy)]
+/// One trace. `Default` has an empty id, no spans and every optional field absent.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Trace<'a> {
     pub trace_id: &'a str,
     pub spans: &'a [Span<'a>],

@@ -20,6 +20,12 @@ pub struct CostColumns {
 impl CostColumns {
     /// The eight dimensions without the total, in the order of `pricing::Dimension`.
     pub fn dimensions(&self) -> [Option<Money>; 8] {
+        let [d @ .., _total] = self.columns();
+        d
+    }
+
+    /// The nine columns in table order (the eight dimensions, then the total).
+    pub fn columns(&self) -> [Option<Money>; 9] {
         [
             self.prompt,
             self.completion,
@@ -29,6 +35,24 @@ impl CostColumns {
             self.internal_reasoning,
             self.cache_read,
             self.cache_write,
+            self.total,
         ]
+    }
+
+    /// The nine columns given in table order.
+    pub fn from_columns(c: [Option<Money>; 9]) -> CostColumns {
+        let [prompt, completion, request, image, web_search, internal_reasoning, cache_read, cache_write, total] =
+            c;
+        CostColumns {
+            prompt,
+            completion,
+            request,
+            image,
+            web_search,
+            internal_reasoning,
+            cache_read,
+            cache_write,
+            total,
+        }
     }
 }

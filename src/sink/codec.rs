@@ -700,19 +700,7 @@ mod legacy {
             for slot in &mut v {
                 *slot = self.opt(|r| r.i64())?;
             }
-            let [prompt, completion, request, image, web_search, internal_reasoning, cache_read, cache_write, total] =
-                v;
-            Ok(CostColumns {
-                prompt,
-                completion,
-                request,
-                image,
-                web_search,
-                internal_reasoning,
-                cache_read,
-                cache_write,
-                total,
-            })
+            Ok(CostColumns::from_columns(v))
         }
     }
 }

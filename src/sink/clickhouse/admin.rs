@@ -16,8 +16,9 @@ use crate::clock;
 /// Most organisations named in one usage count, to keep the query text small.
 const COUNT_ORGS_PER_QUERY: usize = 1000;
 
+/// Epoch seconds as the `DateTime` the client writes.
 #[inline]
-fn utc(epoch_seconds: u32) -> DateTime<Tz> {
+pub(super) fn utc(epoch_seconds: u32) -> DateTime<Tz> {
     DateTime::<Utc>::from_timestamp(i64::from(epoch_seconds), 0)
         .unwrap_or_default()
         .with_timezone(&Tz::UTC)

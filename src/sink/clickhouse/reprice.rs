@@ -6,10 +6,11 @@
 //! copy). Every other column is copied inside ClickHouse (`INSERT ... SELECT` joined with the
 //! corrections), so no value but the price changes.
 
-use chrono::{DateTime, Utc};
+use chrono::DateTime;
 use chrono_tz::Tz;
 use clickhouse_rs::types::{Block, Decimal};
 
+use super::admin::utc;
 use super::errors::StoreError;
 use super::{sql_string, Store};
 use crate::pricing::{CostColumns, Money, StoredUsage};
@@ -138,8 +139,6 @@ impl Store {
                     })
                     .transpose()?;
             }
-            let [prompt, completion, request, image, web_search, internal_reasoning, cache_read, cache_write, total] =
-                money;
             spans.push(StoredSpan {
                 key: SpanKey {
                     org_id: row.get("org_id")?,
@@ -161,17 +160,7 @@ impl Store {
                     web_search_count: row.get("web_search_count")?,
                     request_count: row.get("request_count")?,
                 },
-                costs: CostColumns {
-                    prompt,
-                    completion,
-                    request,
-                    image,
-                    web_search,
-                    internal_reasoning,
-                    cache_read,
-                    cache_write,
-                    total,
-                },
+                costs: CostColumns::from_columns(money),
                 priced_model_id: row.get("priced_model_id")?,
                 pricing_source: row.get("pricing_source")?,
             });
@@ -274,7 +263,7 @@ fn block_of(chunk: &[Correction]) -> Block {
     for (i, name) in COST_COLUMNS.iter().enumerate() {
         let values: Vec<Option<Decimal>> = chunk
             .iter()
-            .map(|x| cost_at(&x.costs, i).map(|m| Decimal::new(m, MONEY_SCALE)))
+            .map(|x| x.costs.columns()[i].map(|m| Decimal::new(m, MONEY_SCALE)))
             .collect();
         block = block.column(&format!("new_{name}"), values);
     }
@@ -292,27 +281,6 @@ fn block_of(chunk: &[Correction]) -> Block {
             "new_request_count",
             chunk.iter().map(|x| x.request_count).collect::<Vec<u64>>(),
         )
-}
-
-/// The `i`th cost column (in `COST_COLUMNS` order).
-fn cost_at(c: &CostColumns, i: usize) -> Option<Money> {
-    [
-        c.prompt,
-        c.completion,
-        c.request,
-        c.image,
-        c.web_search,
-        c.internal_reasoning,
-        c.cache_read,
-        c.cache_write,
-        c.total,
-    ][i]
-}
-
-fn utc(epoch_seconds: u32) -> DateTime<Tz> {
-    DateTime::<Utc>::from_timestamp(i64::from(epoch_seconds), 0)
-        .unwrap_or_default()
-        .with_timezone(&Tz::UTC)
 }
 
 /// A `Decimal(18, 10)` as ClickHouse prints it (`-12.3400000000`) -> units of 1e-10 USD.

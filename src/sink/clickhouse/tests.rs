@@ -303,6 +303,11 @@ fn same_batch_twice_deduplicates() {
     );
 }
 
+/// `spans`' engine as releases before the `version` column made it.
+const OLDER_SPANS_ENGINE: &str = "ENGINE = ReplacingMergeTree(ingested_at) \
+     PARTITION BY toYYYYMM(toDateTime(intDiv(start_time_ms, 1000))) \
+     ORDER BY (org_id, trace_id, start_time_ms, span_id)";
+
 #[test]
 fn adds_columns_a_table_from_an_older_release_lacks() {
     if skip() {
@@ -318,9 +323,7 @@ fn adds_columns_a_table_from_an_older_release_lacks() {
     http_query(&create_table_sql(
         &format!("`{}`.spans", db.0),
         &old,
-        "ENGINE = ReplacingMergeTree(ingested_at) \
-         PARTITION BY toYYYYMM(toDateTime(intDiv(start_time_ms, 1000))) \
-         ORDER BY (org_id, trace_id, start_time_ms, span_id)",
+        OLDER_SPANS_ENGINE,
     ));
     let store = Store::new(NATIVE_URL, &db.0).unwrap();
     let rt = rt();
@@ -696,9 +699,7 @@ fn a_table_of_an_older_shape_is_rebuilt_with_every_row() {
     http_query(&create_table_sql(
         &format!("`{}`.spans", db.0),
         &old,
-        "ENGINE = ReplacingMergeTree(ingested_at) \
-         PARTITION BY toYYYYMM(toDateTime(intDiv(start_time_ms, 1000))) \
-         ORDER BY (org_id, trace_id, start_time_ms, span_id)",
+        OLDER_SPANS_ENGINE,
     ));
     let names: Vec<&str> = old.iter().map(|c| c.0).collect();
     // Two months, and one span twice (a client's retry the table has not merged yet).

@@ -74,17 +74,7 @@ impl<'a> Walker<'_, 'a> {
     }
 
     pub(super) fn trace(&mut self, path: &Path<'_>) -> Trace<'a> {
-        let mut t = Trace {
-            trace_id: "",
-            spans: &[],
-            trace_name: None,
-            agent_name: None,
-            workflow_name: None,
-            workflow_run_id: None,
-            session_id: None,
-            metadata: &[],
-            customer: None,
-        };
+        let mut t = Trace::default();
         let n = self.next();
         let Node::Object { len, .. } = n else {
             self.wrong_type(path, "object", n);
