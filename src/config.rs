@@ -12,6 +12,7 @@ use clap::Args;
 
 use crate::admission::plan::{self, Plans};
 use crate::http::request::Limits;
+use crate::sink::clickhouse::Store;
 
 /// Where ClickHouse is; shared by `serve` and every command that talks to it.
 #[derive(Debug, Clone, Args)]
@@ -37,6 +38,15 @@ pub struct StoreArgs {
 }
 
 impl StoreArgs {
+    /// The store these arguments name, checked, in cluster mode when a cluster is named:
+    /// every command that talks to ClickHouse opens it here, so none of them can treat a
+    /// cluster's tables as a single server's.
+    pub fn open(&self) -> anyhow::Result<Store> {
+        self.check().map_err(anyhow::Error::msg)?;
+        Ok(Store::new(&self.clickhouse_url, &self.clickhouse_database)?
+            .in_cluster(self.clickhouse_cluster.as_deref())?)
+    }
+
     pub fn check(&self) -> Result<(), String> {
         if !self
             .clickhouse_url

@@ -95,10 +95,7 @@ fn main() {
     let result = match command {
         Command::Serve(args) => serve(&args),
         Command::Migrate(store) => block_on(async {
-            store.check().map_err(anyhow::Error::msg)?;
-            let s = Store::new(&store.clickhouse_url, &store.clickhouse_database)?
-                .in_cluster(store.clickhouse_cluster.as_deref())?;
-            let done = s.migrate().await?;
+            let done = store.open()?.migrate().await?;
             println!("{}", done.to_string().trim_end());
             Ok(())
         }),

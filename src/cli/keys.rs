@@ -5,7 +5,7 @@ use clap::Subcommand;
 use crate::auth::{self, DISPLAY_PREFIX_LEN};
 use crate::calendar::civil_from_days;
 use crate::config::StoreArgs;
-use crate::sink::clickhouse::{KeyRecord, Store};
+use crate::sink::clickhouse::KeyRecord;
 
 #[derive(Debug, Subcommand)]
 pub enum KeysCommand {
@@ -29,9 +29,7 @@ pub enum KeysCommand {
 
 /// Runs a keys command.
 pub async fn run(cmd: &KeysCommand, store_args: &StoreArgs) -> anyhow::Result<()> {
-    store_args.check().map_err(anyhow::Error::msg)?;
-    let store = Store::new(&store_args.clickhouse_url, &store_args.clickhouse_database)?
-        .in_cluster(store_args.clickhouse_cluster.as_deref())?;
+    let store = store_args.open()?;
     store.migrate().await?;
     match cmd {
         KeysCommand::Create {

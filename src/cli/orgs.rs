@@ -8,7 +8,6 @@ use clap::Subcommand;
 use crate::admission::plan::Plans;
 use crate::cli::keys::format_time;
 use crate::config::{PlanArgs, StoreArgs};
-use crate::sink::clickhouse::Store;
 
 #[derive(Debug, Subcommand)]
 pub enum OrgsCommand {
@@ -32,10 +31,8 @@ pub async fn run(
     plan_args: &PlanArgs,
     store_args: &StoreArgs,
 ) -> anyhow::Result<()> {
-    store_args.check().map_err(anyhow::Error::msg)?;
     let plans = plan_args.resolve().map_err(anyhow::Error::msg)?;
-    let store = Store::new(&store_args.clickhouse_url, &store_args.clickhouse_database)?
-        .in_cluster(store_args.clickhouse_cluster.as_deref())?;
+    let store = store_args.open()?;
     store.migrate().await?;
     match cmd {
         OrgsCommand::Create { org, plan } => {

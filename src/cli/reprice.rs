@@ -16,7 +16,7 @@ use crate::config::StoreArgs;
 use crate::pricing::{
     format_instant, format_money, parse_instant, reprice, CostColumns, Money, PriceTable,
 };
-use crate::sink::clickhouse::{Correction, SpanFilter, Store, StoredSpan};
+use crate::sink::clickhouse::{Correction, SpanFilter, StoredSpan};
 
 /// Start times read per query.
 const WINDOW_MS: u64 = 86_400_000;
@@ -62,12 +62,11 @@ pub async fn run(args: &RepriceArgs) -> anyhow::Result<()> {
     if args.from >= args.to {
         bail!("--from must be before --to");
     }
-    args.store.check().map_err(anyhow::Error::msg)?;
     let table = match &args.file {
         Some(path) => PriceTable::from_file(path)?,
         None => PriceTable::builtin(),
     };
-    let store = Store::new(&args.store.clickhouse_url, &args.store.clickhouse_database)?;
+    let store = args.store.open()?;
     // The table must have its current shape (the `version` column decides which copy stays).
     store.migrate().await?;
     let version = clock::now_ms();

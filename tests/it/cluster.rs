@@ -759,3 +759,140 @@ fn a_clean_stop_during_an_unfinished_insert_replays_the_same_blocks() {
 fn kill_9_in_wal_mode_during_an_unfinished_insert_replays_the_same_blocks() {
     a_stop_during_an_unfinished_insert("wal", true);
 }
+
+/// `reprice` in cluster mode: it reads through `spans` (`FINAL` per shard) and writes the
+/// corrected copies through it, so each lands on its own span's shard; the tables then keep
+/// one row per span, with the new costs.
+#[test]
+fn reprice_through_the_distributed_table_corrects_every_shard() {
+    let Some(cluster) = Cluster::get() else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("ti-cluster-reprice-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let genai = |input: f64, output: f64| {
+        serde_json::json!([{"id": "acme", "name": "Acme", "api_pattern": "x",
+            "provider_match": {"starts_with": "acme"},
+            "models": [{"id": "model-x", "match": {"starts_with": "model-x"},
+                        "prices": {"input_mtok": input, "output_mtok": output}}]}])
+        .to_string()
+    };
+    let (old, new) = (dir.join("old.json"), dir.join("new.json"));
+    std::fs::write(&old, genai(1.0, 10.0)).unwrap();
+    std::fs::write(&new, genai(2.0, 20.0)).unwrap();
+    let mut cleanup = DropDb(&cluster, String::new());
+    let server = cluster.server(
+        "s1r1",
+        None,
+        &[("INGEST_PRICING_FILE", old.to_str().unwrap())],
+    );
+    cleanup.1 = server.database.clone();
+    let key = server.ready_key("org-reprice");
+    let start = 1_785_369_600_000u64; // 2026-07-30T00:00:00Z
+    let traces: Vec<serde_json::Value> = (0..8)
+        .map(|t| {
+            let spans: Vec<serde_json::Value> = (0..2)
+                .map(|s| {
+                    serde_json::json!({"spanId": format!("s{s}"), "spanType": "llm",
+                        "name": "call", "startTime": start, "endTime": start + 100,
+                        "provider": "acme", "modelId": "model-x-1",
+                        "usage": {"inputTokens": 1000, "outputTokens": 100}})
+                })
+                .collect();
+            serde_json::json!({"traceId": format!("rp-{t}"), "traceName": "t", "spans": spans})
+        })
+        .collect();
+    let body = serde_json::to_vec(&serde_json::json!({"version": "v1", "traces": traces})).unwrap();
+    assert_eq!(server.post_ingest(&key, &body).status, 202);
+    server.wait_rows(16);
+    check_stored_once(&cluster, &server, 16);
+    let priced_at = |cost: &str| {
+        server.rows(
+            "count() AS n",
+            &format!("WHERE toString(total_cost) = '{cost}'"),
+        )[0]["n"]
+            .as_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    // 1000 x 1e-6 + 100 x 10e-6.
+    assert_eq!(priced_at("0.0020000000"), 16);
+
+    let out = server.cli(&[
+        "reprice",
+        "--from",
+        "2026-07-30",
+        "--to",
+        "2026-07-31",
+        "--file",
+        new.to_str().unwrap(),
+    ]);
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "reprice failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(summary.contains("16 corrected rows written"), "{summary}");
+    // The Distributed table forwards the corrected rows to the shards in the background, and
+    // each shard's other replica fetches them: wait until every replica shows only new costs.
+    let db = &server.database;
+    let old_costs_at = |node: &str| {
+        cluster.count_at(
+            node,
+            &format!(
+                "SELECT count() FROM `{db}`.spans_local FINAL \
+                 WHERE toString(total_cost) != '0.0040000000'"
+            ),
+        )
+    };
+    wait_until(
+        "the corrected rows on every replica",
+        Duration::from_secs(30),
+        || cluster.nodes.iter().all(|n| old_costs_at(&n.name) == 0),
+    );
+    assert_eq!(priced_at("0.0040000000"), 16);
+    assert_eq!(server.count(), 16, "one row per span after FINAL");
+    for n in &cluster.nodes {
+        let wrong = cluster.count_at(
+            &n.name,
+            &format!(
+                "SELECT count() FROM `{db}`.spans_local WHERE sipHash64(trace_id) % 2 != {}",
+                n.shard - 1
+            ),
+        );
+        assert_eq!(wrong, 0, "{}: a corrected row on the wrong shard", n.name);
+    }
+    let again = server.cli(&[
+        "reprice",
+        "--from",
+        "2026-07-30",
+        "--to",
+        "2026-07-31",
+        "--file",
+        new.to_str().unwrap(),
+    ]);
+    let again = String::from_utf8_lossy(&again.stdout);
+    assert!(again.contains("0 corrected rows written"), "{again}");
+    // A command that forgets INGEST_CLICKHOUSE_CLUSTER is refused before it changes anything.
+    let single = Command::new(BIN)
+        .args(["reprice", "--from", "2026-07-30", "--to", "2026-07-31"])
+        .env(
+            "INGEST_CLICKHOUSE_URL",
+            format!("tcp://127.0.0.1:{}", cluster.node("s1r1").native),
+        )
+        .env("INGEST_CLICKHOUSE_DATABASE", db)
+        .env_remove("INGEST_CLICKHOUSE_CLUSTER")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&single.stderr);
+    assert!(!single.status.success(), "{err}");
+    assert!(
+        err.contains("is a cluster's table (Distributed); set INGEST_CLICKHOUSE_CLUSTER"),
+        "{err}"
+    );
+    assert_eq!(server.count(), 16);
+    assert_eq!(priced_at("0.0040000000"), 16);
+    let _ = std::fs::remove_dir_all(&dir);
+}

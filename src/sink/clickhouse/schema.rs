@@ -290,6 +290,14 @@ impl Store {
             let engine_full: String = row.get("engine_full")?;
             let partition_key: String = row.get("partition_key")?;
             let sorting_key: String = row.get("sorting_key")?;
+            if engine_full.starts_with("Distributed") || engine_full.starts_with("Replicated") {
+                return Err(StoreError::new(format!(
+                    "{db}.spans is a cluster's table ({}); set INGEST_CLICKHOUSE_CLUSTER to \
+                     the cluster's name (docs/fleet.md), it is not rebuilt as a single \
+                     server's",
+                    engine_full.split('(').next().unwrap_or_default()
+                )));
+            }
             spans_shape_ok = SPANS_SHAPE.matches(&engine_full, &partition_key, &sorting_key);
             if !spans_shape_ok {
                 tracing::warn!(
