@@ -22,7 +22,7 @@
 //! - `control`: the background thread that refreshes keys and plans, re-counts quota usage and
 //!   reloads prices; `fleet`: its leases of rate-limit budget from Redis (fleet-wide limits).
 //! - `metrics`: lock-free counters, encoded for `/metrics`.
-//! - `clock`, `calendar`: the wall and monotonic clocks; UTC days and months.
+//! - `clock`, `calendar`, `hex`: the wall and monotonic clocks; UTC days and months; hex digits.
 //! - `cli`: `keys`, `orgs`, `price` commands.
 
 pub mod admission;
@@ -33,6 +33,7 @@ pub mod clock;
 pub mod config;
 pub mod control;
 pub mod fleet;
+pub mod hex;
 pub mod http;
 pub mod ingest;
 pub mod metrics;

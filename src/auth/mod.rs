@@ -111,27 +111,12 @@ pub fn hash_key(key: &[u8]) -> KeyHash {
 
 /// Lower-case hex of a hash, as stored in ClickHouse.
 pub fn hex(hash: &KeyHash) -> String {
-    let mut s = String::with_capacity(64);
-    for b in hash {
-        s.push(char::from(b"0123456789abcdef"[(b >> 4) as usize]));
-        s.push(char::from(b"0123456789abcdef"[(b & 15) as usize]));
-    }
-    s
+    crate::hex::encode(hash)
 }
 
-/// Parses 64 hex digits.
+/// Parses 64 hex digits (either case).
 pub fn parse_hex(s: &str) -> Option<KeyHash> {
-    let bytes = s.as_bytes();
-    if bytes.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, pair) in bytes.chunks_exact(2).enumerate() {
-        let hi = (pair[0] as char).to_digit(16)?;
-        let lo = (pair[1] as char).to_digit(16)?;
-        out[i] = (hi * 16 + lo) as u8;
-    }
-    Some(out)
+    crate::hex::decode_array(s.as_bytes())
 }
 
 /// Whether `key` has the shape of one of our keys; anything else is refused without a lookup.

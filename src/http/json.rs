@@ -20,7 +20,6 @@ const ESCAPE: [u8; 256] = {
 
 /// Appends `s` as a JSON string literal (quotes, `\"`, `\\`, control characters escaped).
 pub fn write_json_string(out: &mut Vec<u8>, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
@@ -33,8 +32,8 @@ pub fn write_json_string(out: &mut Vec<u8>, s: &str) {
         out.extend_from_slice(&bytes[start..i]);
         if esc == b'u' {
             out.extend_from_slice(b"\\u00");
-            out.push(HEX[(b >> 4) as usize]);
-            out.push(HEX[(b & 0xf) as usize]);
+            out.push(crate::hex::DIGITS[usize::from(b >> 4)]);
+            out.push(crate::hex::DIGITS[usize::from(b & 0xf)]);
         } else {
             out.extend_from_slice(&[b'\\', esc]);
         }

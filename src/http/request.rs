@@ -6,6 +6,7 @@
 
 use std::ops::Range;
 
+use crate::hex;
 use crate::ingest::compress::{CompressError, Encoding};
 
 /// Limits on what a client may send, from the configuration.
@@ -517,7 +518,10 @@ fn find_crlf(bytes: &[u8], max_line: usize) -> Result<Option<usize>, HttpError> 
 /// `chunk-size [ chunk-ext ] `: hex digits, then optionally `;name[=value]` extensions, which
 /// are ignored but must be well formed tokens or quoted strings.
 fn parse_chunk_size(line: &[u8]) -> Result<u64, HttpError> {
-    let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+    let digits = line
+        .iter()
+        .take_while(|&&b| hex::digit(b).is_some())
+        .count();
     if digits == 0 {
         return Err(HttpError::BadRequest("invalid chunk size"));
     }
@@ -526,9 +530,9 @@ fn parse_chunk_size(line: &[u8]) -> Result<u64, HttpError> {
     if significant > 15 {
         return Err(HttpError::BodyTooLarge);
     }
-    let size = line[..digits].iter().fold(0u64, |n, &b| {
-        n * 16 + u64::from((b as char).to_digit(16).unwrap_or(0))
-    });
+    let size = line[..digits]
+        .iter()
+        .fold(0u64, |n, &b| n << 4 | u64::from(hex::digit(b).unwrap_or(0)));
     let rest = &line[digits..];
     if !valid_chunk_ext(rest) {
         return Err(HttpError::BadRequest("invalid chunk extension"));

@@ -306,16 +306,18 @@ impl Reader<'_> {
         Ok(char::from_u32(hi).unwrap_or('\u{fffd}'))
     }
 
+    /// The four hex digits of a `\u` escape; an error points at the first one missing.
     fn hex4(&mut self) -> Result<u32, SyntaxError> {
-        let mut v = 0u32;
-        for _ in 0..4 {
-            let Some(d) = self.b.get(self.pos).and_then(|c| (*c as char).to_digit(16)) else {
-                return Err(self.error("invalid \\u escape"));
-            };
-            v = v * 16 + d;
-            self.pos += 1;
+        match crate::hex::escape_unit(self.b.get(self.pos..).unwrap_or_default()) {
+            Ok(v) => {
+                self.pos += 4;
+                Ok(v)
+            }
+            Err(at) => {
+                self.pos += at;
+                Err(self.error("invalid \\u escape"))
+            }
         }
-        Ok(v)
     }
 }
 
@@ -372,6 +374,8 @@ mod tests {
         check("[1.e5]", Err((1, 2, "malformed number")));
         check("[1 2]", Err((1, 4, "expected ',' or ']'")));
         check("\"abc", Err((1, 5, "unterminated string")));
+        check("[\"\\u12x4\"]", Err((1, 7, "invalid \\u escape")));
+        check("[\"\\uD83D\\u00\"]", Err((1, 13, "invalid \\u escape")));
         check("{} x", Err((1, 4, "unexpected text after the JSON value")));
         check("", Err((1, 1, "unexpected end of file")));
         check(&"[".repeat(100), Err((1, 66, "nested too deeply")));

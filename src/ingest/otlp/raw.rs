@@ -82,12 +82,8 @@ pub trait SpanSink<'a> {
 
 /// Lower-case hex of `bytes`, in the arena.
 pub fn hex<'a>(bytes: &[u8], arena: &'a Bump) -> &'a str {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let out = arena.alloc_slice_fill_copy(bytes.len() * 2, 0u8);
-    for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
-        pair[0] = DIGITS[usize::from(b >> 4)];
-        pair[1] = DIGITS[usize::from(b & 15)];
-    }
+    crate::hex::encode_into(bytes, out);
     std::str::from_utf8(out).expect("hex digits are ASCII")
 }
 
@@ -229,16 +225,8 @@ pub fn hex_decode<'a>(s: &str, arena: &'a Bump) -> Option<&'a [u8]> {
     if !b.len().is_multiple_of(2) {
         return None;
     }
-    let digit = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        b'A'..=b'F' => Some(c - b'A' + 10),
-        _ => None,
-    };
     let out = arena.alloc_slice_fill_copy(b.len() / 2, 0u8);
-    for (o, pair) in out.iter_mut().zip(b.chunks_exact(2)) {
-        *o = digit(pair[0])? << 4 | digit(pair[1])?;
-    }
+    crate::hex::decode_into(b, out)?;
     Some(out)
 }
 

@@ -192,13 +192,9 @@ fn is_trailing_data(tape: &[Node<'_>], e: &simd_json::Error) -> bool {
     }
 }
 
+/// The code unit of the `\u` escape whose four hex digits start at `at`, if they are there.
 fn hex4(buf: &[u8], at: usize) -> Option<u32> {
-    let digits = buf.get(at..at + 4)?;
-    let s = std::str::from_utf8(digits).ok()?;
-    if !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    u32::from_str_radix(s, 16).ok()
+    crate::hex::escape_unit(buf.get(at..)?).ok()
 }
 
 /// Rewrites every `\u` escape of an unpaired UTF-16 surrogate to `\uFFFD` (same length).

@@ -244,14 +244,19 @@ fn percent_decode(s: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
-            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
-                out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
+        let escaped = match bytes[i] {
+            b'%' => bytes
+                .get(i + 1..i + 3)
+                .and_then(crate::hex::decode_array::<1>),
+            _ => None,
+        };
+        match escaped {
+            Some([b]) => {
+                out.push(b);
                 i += 3;
             }
-            (c, _, _) => {
-                out.push(c);
+            None => {
+                out.push(bytes[i]);
                 i += 1;
             }
         }
