@@ -4,6 +4,7 @@ use clap::Subcommand;
 
 use crate::auth::{self, DISPLAY_PREFIX_LEN};
 use crate::calendar::civil_from_days;
+use crate::clock;
 use crate::config::StoreArgs;
 use crate::sink::clickhouse::KeyRecord;
 
@@ -46,7 +47,7 @@ pub async fn run(cmd: &KeysCommand, store_args: &StoreArgs) -> anyhow::Result<()
                 display_prefix: key[..DISPLAY_PREFIX_LEN].to_string(),
                 org_id: org.clone(),
                 project_id: project.clone(),
-                created_at: now_s(),
+                created_at: clock::now_s(),
                 revoked_at: None,
             };
             store.insert_key(&record).await?;
@@ -105,12 +106,6 @@ fn check_id(flag: &str, v: &str, may_be_empty: bool) -> anyhow::Result<()> {
         anyhow::bail!("{flag} must be 1 to 128 characters without control characters");
     }
     Ok(())
-}
-
-fn now_s() -> u32 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as u32)
 }
 
 /// `YYYY-MM-DD HH:MM:SS` in UTC.

@@ -4,10 +4,10 @@
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
 
+use crate::clock;
 use crate::ingest::wire::Usage;
 use crate::pricing::{
     format_instant, format_money, parse_instant, Dimension, ModelPrice, Price, PriceSet,
@@ -89,7 +89,7 @@ pub fn run(args: &PriceArgs) -> anyhow::Result<()> {
         .model
         .as_deref()
         .context("--model is required unless --list is given")?;
-    let at = args.at.unwrap_or_else(now_ms);
+    let at = args.at.unwrap_or_else(clock::now_ms);
     match explain(&table, args.provider.as_deref(), model, &usage_of(args), at)? {
         Some(text) => {
             print!("{text}");
@@ -106,13 +106,6 @@ pub fn run(args: &PriceArgs) -> anyhow::Result<()> {
             )
         }
     }
-}
-
-/// Now, in epoch milliseconds.
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// The usage object the flags describe.
