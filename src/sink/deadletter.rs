@@ -1,4 +1,6 @@
-//! The dead-letter file: every row ClickHouse refused for good, one JSON line each, in `INGEST_DATA_DIR/deadletter/spans.jsonl`.
+//! The dead-letter file: every row ClickHouse refused for good, one JSON line each.
+//!
+//! The file is `INGEST_DATA_DIR/deadletter/spans.jsonl`.
 //!
 //! A line is `{"dead_lettered_at_ms", "code", "error", "org_id", "trace_id", "span_id", "row"}`
 //! where `row` has one key per `spans` column with the exact values that were refused (money as

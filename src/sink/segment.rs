@@ -1,4 +1,6 @@
-//! Append-only segment files of checksummed records: the one on-disk layout of the spool and the write-ahead log.
+//! Append-only segment files of checksummed records.
+//!
+//! This is the one on-disk layout of the spool and the write-ahead log:
 //!
 //! ```text
 //! segment = "TISPOOL1" created_ms:u64le  record*

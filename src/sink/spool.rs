@@ -1,4 +1,6 @@
-//! The on-disk queue of batches waiting for ClickHouse: segments under `INGEST_DATA_DIR/spool`, read back oldest first, deleted once confirmed.
+//! The on-disk queue of batches waiting for ClickHouse.
+//!
+//! Segments under `INGEST_DATA_DIR/spool`, read back oldest first, deleted once confirmed.
 //!
 //! One `Spool` belongs to the flush thread. It sees every record of the directory, whoever
 //! wrote it:

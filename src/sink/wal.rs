@@ -1,4 +1,7 @@
-//! The write-ahead thread (`INGEST_DURABILITY=wal`): appends each batch to the spool, fsyncs once per group, then answers the workers and hands the batches to the flush thread.
+//! The write-ahead thread (`INGEST_DURABILITY=wal`).
+//!
+//! It appends each batch to the spool, fsyncs once per group, then answers the workers and
+//! hands the batches to the flush thread.
 //!
 //! Workers never touch the disk: a worker sends its `RowBatch` with a oneshot sender
 //! (`WalRequest`) and awaits the receiver, which any thread can complete and which wakes the
