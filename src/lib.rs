@@ -5,25 +5,30 @@
 //! Modules in the order a span travels through them:
 //!
 //! - `config`: flags and `INGEST_*` variables -> one checked `Config`.
-//! - `server`: pinned monoio workers (`runtime`), one task per connection (`conn`), the
-//!   operations endpoints (`ops`), and `Shared`, the state every worker reads.
+//! - `server`: pinned monoio workers (`runtime`), one task per connection (`conn`), the wait
+//!   for an early key-set load when a key is unknown (`keywait`), the operations endpoints
+//!   (`ops`) and the admin listener that serves them off the public port (`admin`), and
+//!   `Shared`, the state every worker reads.
 //! - `http`: request framing (`request`), the one mapping of refusals to answers (`refusal`),
-//!   writing answers (`response`).
-//! - `auth`: API key format, SHA-256, the in-memory `KeyStore`.
-//! - `ingest`: the pipeline: a front end per wire format (`v1`) decodes a body into the
-//!   borrowed span model (`wire`); `rows` prices the spans into rows; then admission and the
-//!   hand-off to storage.
-//! - `admission`: the per-key rate limit (`rate`), plans (`plan`) and the monthly quota
-//!   (`quota`), checked between decoding and the write buffer.
+//!   writing answers (`response`, with `json` string literals and the OTLP answers in `otlp`).
+//! - `auth`: API key format, SHA-256, the in-memory `KeyStore`, and the on-demand refresh a
+//!   worker asks for when it meets an unknown key (`refresh`).
+//! - `ingest`: the pipeline: a front end per wire format (`v1` JSON, `otlp` protobuf or JSON,
+//!   after `compress` for a coded body) decodes a body into the borrowed span model (`wire`);
+//!   `rows` prices the spans into rows and `unpriced` counts those without a price; then
+//!   admission and the hand-off to storage.
+//! - `admission`: the per-key rate limit (`rate`, and its fleet-wide lease in `fleet`), plans
+//!   (`plan`) and the monthly quota (`quota`), checked between decoding and the write buffer.
 //! - `pricing`: price table, model matching, exact money; pure, no I/O.
 //! - `row`: the `spans` columns and the `RowBatch` a worker hands to the storage side.
-//! - `sink`: the storage side: memory budget and hand-off, write-ahead log, flush thread,
-//!   spool, dead letters, and the only ClickHouse code (`sink::clickhouse`).
+//! - `sink`: the storage side: memory budget (`budget`) and hand-off (`handoff`), write-ahead
+//!   log (`wal`), flush thread (`flush`), spool (`spool`, `segment`, `codec`), dead letters
+//!   (`deadletter`), flush figures (`stats`), and the only ClickHouse code (`clickhouse`).
 //! - `control`: the background thread that refreshes keys and plans, re-counts quota usage and
 //!   reloads prices; `fleet`: its leases of rate-limit budget from Redis (fleet-wide limits).
 //! - `metrics`: lock-free counters, encoded for `/metrics`.
 //! - `clock`, `calendar`, `hex`: the wall and monotonic clocks; UTC days and months; hex digits.
-//! - `cli`: `keys`, `orgs`, `price` commands.
+//! - `cli`: the `keys`, `orgs`, `price` and `reprice` commands.
 
 pub mod admission;
 pub mod auth;

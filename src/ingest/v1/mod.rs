@@ -1,11 +1,12 @@
 //! The v1 front end: a v1 JSON batch -> `wire::Batch`, with the contract's schema checked and
 //! every issue reported by JSON path.
 //!
-//! - `decode.rs`: the body parsed in place by simd-json (`Decoder`), with the rare repair of
-//!   lone surrogates and out-of-range numbers.
-//! - `validate.rs`: the schema walk over simd-json's tape into arena-allocated `wire` types.
+//! - `decode.rs`: the body copied once into a padded buffer the `Decoder` owns and parsed
+//!   there by simd-json, with the rare repair of lone surrogates and out-of-range numbers.
+//! - `validate/`: the schema walk over simd-json's tape into arena-allocated `wire` types.
 //! - `issue.rs`: `Issue { path, code, message }` and the cheap path stack of the walk.
-//! - `fuzz.rs` (tests and fuzzing only): the decoder against an independent oracle.
+//! - `fuzz.rs` (tests and fuzzing only): the decoder against an independent oracle
+//!   (`fuzz/oracle.rs`).
 
 mod decode;
 #[cfg(any(test, feature = "fuzzing"))]
