@@ -113,6 +113,45 @@ const RATE_LIMIT_FIELDS: [&str; 6] = [
 ];
 const JITTER_FIELDS: [&str; 6] = ["min", "p10", "median", "avg", "p90", "max"];
 
+/// `Usage` from its members, `v[i]` being `USAGE_FIELDS[i]`.
+fn usage(v: [Option<u64>; 9]) -> Usage {
+    Usage {
+        input_tokens: v[0],
+        output_tokens: v[1],
+        total_tokens: v[2],
+        reasoning_tokens: v[3],
+        cached_input_tokens: v[4],
+        cache_write_input_tokens: v[5],
+        image_count: v[6],
+        web_search_count: v[7],
+        request_count: v[8],
+    }
+}
+
+/// `RateLimit` from its members, `v[i]` being `RATE_LIMIT_FIELDS[i]`.
+fn rate_limit(v: [Option<u64>; 6]) -> RateLimit {
+    RateLimit {
+        requests_limit: v[0],
+        requests_remaining: v[1],
+        requests_reset_ms: v[2],
+        tokens_limit: v[3],
+        tokens_remaining: v[4],
+        tokens_reset_ms: v[5],
+    }
+}
+
+/// `ChunkJitter` from its members, `v[i]` being `JITTER_FIELDS[i]`; all are required.
+fn chunk_jitter(v: [Option<f64>; 6]) -> Option<ChunkJitter> {
+    Some(ChunkJitter {
+        min: v[0]?,
+        p10: v[1]?,
+        median: v[2]?,
+        avg: v[3]?,
+        p90: v[4]?,
+        max: v[5]?,
+    })
+}
+
 /// Names of required fields, in the bit order the object walkers use for them (bits 0..n).
 const BATCH_REQUIRED: [&str; 2] = ["version", "traces"];
 const TRACE_REQUIRED: [&str; 2] = ["traceId", "spans"];

@@ -12,37 +12,28 @@ impl<'a> Walker<'_, 'a> {
             traces: &[],
             span_count: 0,
         };
-        let n = self.next();
-        let Node::Object { len, .. } = n else {
-            self.wrong_type(&root, "object", n);
-            return out;
-        };
-        let mut seen = 0u64;
-        let mut unknown = None;
-        for _ in 0..len {
-            let key = self.key();
-            let p = root.key(key);
+        self.object(&root, &BATCH_REQUIRED, |w, key, p, seen| {
             match key {
                 "version" => {
-                    self.once(&mut seen, 0, &p, key);
-                    let n = self.next();
+                    w.once(seen, 0, p, key);
+                    let n = w.next();
                     if !matches!(n, Node::String("v1")) {
-                        self.skip(n);
-                        self.issues.push(
-                            &p,
+                        w.skip(n);
+                        w.issues.push(
+                            p,
                             "invalid_literal",
                             format_args!("Invalid literal value, expected \"v1\""),
                         );
                     }
                 }
                 "traces" => {
-                    self.once(&mut seen, 1, &p, key);
-                    (out.traces, out.span_count) = self.traces(&p);
+                    w.once(seen, 1, p, key);
+                    (out.traces, out.span_count) = w.traces(p);
                 }
-                _ => self.unknown_key(&mut unknown, key),
+                _ => return false,
             }
-        }
-        self.finish_object(&root, seen, &BATCH_REQUIRED, unknown);
+            true
+        });
         out
     }
 
@@ -75,57 +66,50 @@ impl<'a> Walker<'_, 'a> {
 
     pub(super) fn trace(&mut self, path: &Path<'_>) -> Trace<'a> {
         let mut t = Trace::default();
-        let n = self.next();
-        let Node::Object { len, .. } = n else {
-            self.wrong_type(path, "object", n);
-            return t;
-        };
-        let mut seen = 0u64;
-        let mut unknown = None;
-        for _ in 0..len {
-            let key = self.key();
-            let p = path.key(key);
+        let Some(seen) = self.object(path, &TRACE_REQUIRED, |w, key, p, seen| {
             match key {
                 "traceId" => {
-                    self.once(&mut seen, 0, &p, key);
-                    t.trace_id = self.string(&p, 1, 128).unwrap_or("");
+                    w.once(seen, 0, p, key);
+                    t.trace_id = w.string(p, 1, 128).unwrap_or("");
                 }
                 "spans" => {
-                    self.once(&mut seen, 1, &p, key);
-                    t.spans = self.spans(&p);
+                    w.once(seen, 1, p, key);
+                    t.spans = w.spans(p);
                 }
                 "traceName" => {
-                    self.once(&mut seen, 2, &p, key);
-                    t.trace_name = self.string(&p, 0, 256);
+                    w.once(seen, 2, p, key);
+                    t.trace_name = w.string(p, 0, 256);
                 }
                 "agentName" => {
-                    self.once(&mut seen, 3, &p, key);
-                    t.agent_name = self.string(&p, 0, 256);
+                    w.once(seen, 3, p, key);
+                    t.agent_name = w.string(p, 0, 256);
                 }
                 "workflowName" => {
-                    self.once(&mut seen, 4, &p, key);
-                    t.workflow_name = self.string(&p, 0, 256);
+                    w.once(seen, 4, p, key);
+                    t.workflow_name = w.string(p, 0, 256);
                 }
                 "workflowRunId" => {
-                    self.once(&mut seen, 5, &p, key);
-                    t.workflow_run_id = self.string(&p, 0, 128);
+                    w.once(seen, 5, p, key);
+                    t.workflow_run_id = w.string(p, 0, 128);
                 }
                 "sessionId" => {
-                    self.once(&mut seen, 6, &p, key);
-                    t.session_id = self.string(&p, 0, 128);
+                    w.once(seen, 6, p, key);
+                    t.session_id = w.string(p, 0, 128);
                 }
                 "metadata" => {
-                    self.once(&mut seen, 7, &p, key);
-                    t.metadata = self.metadata(&p);
+                    w.once(seen, 7, p, key);
+                    t.metadata = w.metadata(p);
                 }
                 "customer" => {
-                    self.once(&mut seen, 8, &p, key);
-                    t.customer = self.customer(&p);
+                    w.once(seen, 8, p, key);
+                    t.customer = w.customer(p);
                 }
-                _ => self.unknown_key(&mut unknown, key),
+                _ => return false,
             }
-        }
-        self.finish_object(path, seen, &TRACE_REQUIRED, unknown);
+            true
+        }) else {
+            return t;
+        };
 
         // Cross-field rules, judged only on fields that are themselves valid: a field that was
         // sent (its bit is seen) but came out `None` already has its own issue.
@@ -154,45 +138,36 @@ impl<'a> Walker<'_, 'a> {
     }
 
     pub(super) fn customer(&mut self, path: &Path<'_>) -> Option<Customer<'a>> {
-        let n = self.next();
-        let Node::Object { len, .. } = n else {
-            self.wrong_type(path, "object", n);
-            return None;
-        };
         let mut c = Customer {
             id: "",
             name: None,
             image_url: None,
         };
-        let mut seen = 0u64;
-        let mut unknown = None;
-        for _ in 0..len {
-            let key = self.key();
-            let p = path.key(key);
+        self.object(path, &CUSTOMER_REQUIRED, |w, key, p, seen| {
             match key {
                 "id" => {
-                    self.once(&mut seen, 0, &p, key);
-                    c.id = self.string(&p, 1, 128).unwrap_or("");
+                    w.once(seen, 0, p, key);
+                    c.id = w.string(p, 1, 128).unwrap_or("");
                 }
                 "name" => {
-                    self.once(&mut seen, 1, &p, key);
-                    c.name = self.string(&p, 0, 256);
+                    w.once(seen, 1, p, key);
+                    c.name = w.string(p, 0, 256);
                 }
                 "imageUrl" => {
-                    self.once(&mut seen, 2, &p, key);
-                    c.image_url = self.any_string(&p).filter(|s| {
+                    w.once(seen, 2, p, key);
+                    c.image_url = w.any_string(p).filter(|s| {
                         let ok = is_absolute_url(s);
                         if !ok {
-                            self.issues
-                                .push(&p, "invalid_string", format_args!("Invalid url"));
+                            w.issues
+                                .push(p, "invalid_string", format_args!("Invalid url"));
                         }
-                        self.len_ok(&p, s, 0, 2048) && ok
+                        w.len_ok(p, s, 0, 2048) && ok
                     });
                 }
-                _ => self.unknown_key(&mut unknown, key),
+                _ => return false,
             }
-        }
-        self.finish_object(path, seen, &CUSTOMER_REQUIRED, unknown);
+            true
+        })?;
         Some(c)
     }
 
@@ -223,184 +198,148 @@ impl<'a> Walker<'_, 'a> {
 
     pub(super) fn span(&mut self, path: &Path<'_>) -> Span<'a> {
         let mut s = Span::default();
-        let n = self.next();
-        let Node::Object { len, .. } = n else {
-            self.wrong_type(path, "object", n);
-            return s;
-        };
-        let mut seen = 0u64;
-        let mut unknown = None;
         let (mut start, mut end) = (None, None);
-        for _ in 0..len {
-            let key = self.key();
-            let p = path.key(key);
+        let Some(_) = self.object(path, &SPAN_REQUIRED, |w, key, p, seen| {
             // Bits 0..5 are the required fields, in `SPAN_REQUIRED` order.
             match key {
                 "spanId" => {
-                    self.once(&mut seen, 0, &p, key);
-                    s.span_id = self.string(&p, 1, 128).unwrap_or("");
+                    w.once(seen, 0, p, key);
+                    s.span_id = w.string(p, 1, 128).unwrap_or("");
                 }
                 "spanType" => {
-                    self.once(&mut seen, 1, &p, key);
-                    s.span_type = self.span_type(&p).unwrap_or(SpanType::Other);
+                    w.once(seen, 1, p, key);
+                    s.span_type = w.span_type(p).unwrap_or(SpanType::Other);
                 }
                 "name" => {
-                    self.once(&mut seen, 2, &p, key);
-                    s.name = self.string(&p, 0, 512).unwrap_or("");
+                    w.once(seen, 2, p, key);
+                    s.name = w.string(p, 0, 512).unwrap_or("");
                 }
                 "startTime" => {
-                    self.once(&mut seen, 3, &p, key);
-                    start = self.int(&p);
+                    w.once(seen, 3, p, key);
+                    start = w.int(p);
                 }
                 "endTime" => {
-                    self.once(&mut seen, 4, &p, key);
-                    end = self.int(&p);
+                    w.once(seen, 4, p, key);
+                    end = w.int(p);
                 }
                 "parentSpanId" => {
-                    self.once(&mut seen, 5, &p, key);
-                    s.parent_span_id = self.string(&p, 1, 128);
+                    w.once(seen, 5, p, key);
+                    s.parent_span_id = w.string(p, 1, 128);
                 }
                 "status" => {
-                    self.once(&mut seen, 6, &p, key);
-                    s.status = self.status(&p).unwrap_or_default();
+                    w.once(seen, 6, p, key);
+                    s.status = w.status(p).unwrap_or_default();
                 }
                 "errorMessage" => {
-                    self.once(&mut seen, 7, &p, key);
-                    s.error_message = self.string(&p, 0, 8192);
+                    w.once(seen, 7, p, key);
+                    s.error_message = w.string(p, 0, 8192);
                 }
                 "provider" => {
-                    self.once(&mut seen, 8, &p, key);
-                    s.provider = self.string(&p, 0, 128);
+                    w.once(seen, 8, p, key);
+                    s.provider = w.string(p, 0, 128);
                 }
                 "modelId" => {
-                    self.once(&mut seen, 9, &p, key);
-                    s.model_id = self.string(&p, 0, 256);
+                    w.once(seen, 9, p, key);
+                    s.model_id = w.string(p, 0, 256);
                 }
                 "usage" => {
-                    self.once(&mut seen, 10, &p, key);
-                    s.usage = self
-                        .numbers(&p, &USAGE_FIELDS, NumKind::Int, 0)
-                        .map(|v| Usage {
-                            input_tokens: v[0].map(|x| x as u64),
-                            output_tokens: v[1].map(|x| x as u64),
-                            total_tokens: v[2].map(|x| x as u64),
-                            reasoning_tokens: v[3].map(|x| x as u64),
-                            cached_input_tokens: v[4].map(|x| x as u64),
-                            cache_write_input_tokens: v[5].map(|x| x as u64),
-                            image_count: v[6].map(|x| x as u64),
-                            web_search_count: v[7].map(|x| x as u64),
-                            request_count: v[8].map(|x| x as u64),
-                        });
+                    w.once(seen, 10, p, key);
+                    s.usage = w.numbers(p, &USAGE_FIELDS, &[], Self::int).map(usage);
                 }
                 "ttftMs" => {
-                    self.once(&mut seen, 11, &p, key);
-                    s.ttft_ms = self.non_negative(&p);
+                    w.once(seen, 11, p, key);
+                    s.ttft_ms = w.non_negative(p);
                 }
                 "chunkOffsets" => {
-                    self.once(&mut seen, 12, &p, key);
-                    s.chunk_offsets = self.int_array(&p);
+                    w.once(seen, 12, p, key);
+                    s.chunk_offsets = w.int_array(p);
                 }
                 "chunkTokens" => {
-                    self.once(&mut seen, 13, &p, key);
-                    s.chunk_tokens = self.int_array(&p);
+                    w.once(seen, 13, p, key);
+                    s.chunk_tokens = w.int_array(p);
                 }
                 "reasoningOffsets" => {
-                    self.once(&mut seen, 14, &p, key);
-                    s.reasoning_offsets = self.int_array(&p);
+                    w.once(seen, 14, p, key);
+                    s.reasoning_offsets = w.int_array(p);
                 }
                 "reasoningChunkTokens" => {
-                    self.once(&mut seen, 15, &p, key);
-                    s.reasoning_chunk_tokens = self.int_array(&p);
+                    w.once(seen, 15, p, key);
+                    s.reasoning_chunk_tokens = w.int_array(p);
                 }
                 "reasoningDurationMs" => {
-                    self.once(&mut seen, 16, &p, key);
-                    s.reasoning_duration_ms = self.int(&p);
+                    w.once(seen, 16, p, key);
+                    s.reasoning_duration_ms = w.int(p);
                 }
                 "modelCallMs" => {
-                    self.once(&mut seen, 17, &p, key);
-                    s.model_call_ms = self.int(&p);
+                    w.once(seen, 17, p, key);
+                    s.model_call_ms = w.int(p);
                 }
                 "input" => {
-                    self.once(&mut seen, 18, &p, key);
-                    s.input = self.string(&p, 0, 1_000_000);
+                    w.once(seen, 18, p, key);
+                    s.input = w.string(p, 0, 1_000_000);
                 }
                 "output" => {
-                    self.once(&mut seen, 19, &p, key);
-                    s.output = self.string(&p, 0, 1_000_000);
+                    w.once(seen, 19, p, key);
+                    s.output = w.string(p, 0, 1_000_000);
                 }
                 "toolCatalog" => {
-                    self.once(&mut seen, 20, &p, key);
-                    s.tool_catalog = self.string(&p, 0, 1_000_000);
+                    w.once(seen, 20, p, key);
+                    s.tool_catalog = w.string(p, 0, 1_000_000);
                 }
                 "sources" => {
-                    self.once(&mut seen, 21, &p, key);
-                    s.sources = self.string(&p, 0, 1_000_000);
+                    w.once(seen, 21, p, key);
+                    s.sources = w.string(p, 0, 1_000_000);
                 }
                 "systemFingerprint" => {
-                    self.once(&mut seen, 22, &p, key);
-                    s.system_fingerprint = self.string(&p, 0, 256);
+                    w.once(seen, 22, p, key);
+                    s.system_fingerprint = w.string(p, 0, 256);
                 }
                 "safetyMetadata" => {
-                    self.once(&mut seen, 23, &p, key);
-                    s.safety_metadata = self.string(&p, 0, 16384);
+                    w.once(seen, 23, p, key);
+                    s.safety_metadata = w.string(p, 0, 16384);
                 }
                 "rateLimit" => {
-                    self.once(&mut seen, 24, &p, key);
-                    s.rate_limit = self
-                        .numbers(&p, &RATE_LIMIT_FIELDS, NumKind::Int, 0)
-                        .map(|v| RateLimit {
-                            requests_limit: v[0].map(|x| x as u64),
-                            requests_remaining: v[1].map(|x| x as u64),
-                            requests_reset_ms: v[2].map(|x| x as u64),
-                            tokens_limit: v[3].map(|x| x as u64),
-                            tokens_remaining: v[4].map(|x| x as u64),
-                            tokens_reset_ms: v[5].map(|x| x as u64),
-                        });
+                    w.once(seen, 24, p, key);
+                    s.rate_limit = w
+                        .numbers(p, &RATE_LIMIT_FIELDS, &[], Self::int)
+                        .map(rate_limit);
                 }
                 "metadata" => {
-                    self.once(&mut seen, 25, &p, key);
-                    s.metadata = self.metadata(&p);
+                    w.once(seen, 25, p, key);
+                    s.metadata = w.metadata(p);
                 }
                 "responseTimeMs" => {
-                    self.once(&mut seen, 26, &p, key);
-                    s.response_time_ms = self.int(&p);
+                    w.once(seen, 26, p, key);
+                    s.response_time_ms = w.int(p);
                 }
                 "effectiveOutputTps" => {
-                    self.once(&mut seen, 27, &p, key);
-                    s.effective_output_tps = self.non_negative(&p);
+                    w.once(seen, 27, p, key);
+                    s.effective_output_tps = w.non_negative(p);
                 }
                 "effectiveTotalTps" => {
-                    self.once(&mut seen, 28, &p, key);
-                    s.effective_total_tps = self.non_negative(&p);
+                    w.once(seen, 28, p, key);
+                    s.effective_total_tps = w.non_negative(p);
                 }
                 "outputTps" => {
-                    self.once(&mut seen, 29, &p, key);
-                    s.output_tps = self.non_negative(&p);
+                    w.once(seen, 29, p, key);
+                    s.output_tps = w.non_negative(p);
                 }
                 "inputTps" => {
-                    self.once(&mut seen, 30, &p, key);
-                    s.input_tps = self.non_negative(&p);
+                    w.once(seen, 30, p, key);
+                    s.input_tps = w.non_negative(p);
                 }
                 "chunkJitter" => {
-                    self.once(&mut seen, 31, &p, key);
-                    let all = (1 << JITTER_FIELDS.len()) - 1;
-                    s.chunk_jitter = self
-                        .numbers(&p, &JITTER_FIELDS, NumKind::NonNeg, all)
-                        .and_then(|v| {
-                            Some(ChunkJitter {
-                                min: v[0]?,
-                                p10: v[1]?,
-                                median: v[2]?,
-                                avg: v[3]?,
-                                p90: v[4]?,
-                                max: v[5]?,
-                            })
-                        });
+                    w.once(seen, 31, p, key);
+                    s.chunk_jitter = w
+                        .numbers(p, &JITTER_FIELDS, &JITTER_FIELDS, Self::non_negative)
+                        .and_then(chunk_jitter);
                 }
-                _ => self.unknown_key(&mut unknown, key),
+                _ => return false,
             }
-        }
-        self.finish_object(path, seen, &SPAN_REQUIRED, unknown);
+            true
+        }) else {
+            return s;
+        };
         s.start_time = start.unwrap_or(0);
         s.end_time = end.unwrap_or(0);
         if let (Some(start), Some(end)) = (start, end) {
@@ -452,49 +391,54 @@ impl<'a> Walker<'_, 'a> {
         );
     }
 
-    /// A strict object whose members are all numbers of one kind; `required` is a bit mask
-    /// over `names`. Returns the values by position in `names`.
-    pub(super) fn numbers<const N: usize>(
+    /// A strict object whose members are all numbers read by `read` (`int` or
+    /// `non_negative`); `required` is `names` (all required) or empty (none). Returns the
+    /// values by position in `names`.
+    pub(super) fn numbers<T: Copy, const N: usize>(
         &mut self,
         path: &Path<'_>,
         names: &[&'static str; N],
-        kind: NumKind,
-        required: u64,
-    ) -> Option<[Option<f64>; N]> {
+        required: &[&'static str],
+        mut read: impl FnMut(&mut Self, &Path<'_>) -> Option<T>,
+    ) -> Option<[Option<T>; N]> {
+        let mut values = [None; N];
+        self.object(path, required, |w, key, p, seen| {
+            let Some(i) = names.iter().position(|&name| name == key) else {
+                return false;
+            };
+            w.once(seen, i as u32, p, key);
+            values[i] = read(w, p);
+            true
+        })?;
+        Some(values)
+    }
+
+    /// Walks a strict object: `member` reads each member's value, marking its bit in `seen`
+    /// with `once`, or answers `false` for a key the object does not have, which is skipped
+    /// and reported; then the `required` members (bits `0..`) not seen are reported. `None`
+    /// when the value is not an object (reported too), else the bits seen.
+    #[inline]
+    pub(super) fn object(
+        &mut self,
+        path: &Path<'_>,
+        required: &[&'static str],
+        mut member: impl FnMut(&mut Self, &'a str, &Path<'_>, &mut u64) -> bool,
+    ) -> Option<u64> {
         let n = self.next();
         let Node::Object { len, .. } = n else {
             self.wrong_type(path, "object", n);
             return None;
         };
-        let mut values = [None; N];
         let mut seen = 0u64;
         let mut unknown = None;
         for _ in 0..len {
             let key = self.key();
-            let p = path.key(key);
-            match names.iter().position(|&name| name == key) {
-                Some(i) => {
-                    self.once(&mut seen, i as u32, &p, key);
-                    values[i] = match kind {
-                        NumKind::Int => self.int(&p).map(|v| v as f64),
-                        NumKind::NonNeg => self.non_negative(&p),
-                    };
-                }
-                None => self.unknown_key(&mut unknown, key),
+            if !member(self, key, &path.key(key), &mut seen) {
+                self.unknown_key(&mut unknown, key);
             }
         }
-        if seen & required != required {
-            for (bit, name) in names.iter().enumerate() {
-                if required & !seen & (1 << bit) != 0 {
-                    self.issues
-                        .push(&path.key(name), "invalid_type", format_args!("Required"));
-                }
-            }
-        }
-        if let Some(keys) = unknown {
-            self.unrecognized(path, &keys);
-        }
-        Some(values)
+        self.finish_object(path, seen, required, unknown);
+        Some(seen)
     }
 
     /// An array of at most 200 integers.
