@@ -17,7 +17,7 @@ use crate::auth::Principal;
 use crate::ingest::v1::{Issue, PathSeg};
 use crate::ingest::wire::{Batch, Metadata, Span, Trace};
 use crate::pricing::{PriceError, PriceTable, Priced, Pricer};
-use crate::row::{CostColumns, Measure, RowBatch, RowRef, RowSource, TooLarge};
+use crate::row::{CostColumns, Measure, RowBatch, RowRef, RowSource, StoredUsage, TooLarge};
 
 /// Why a validated batch got no rows.
 #[derive(Debug)]
@@ -139,11 +139,6 @@ fn row<'a>(
         }
         (None, None) => (CostColumns::default(), "", "", None),
     };
-    let request_count = match (usage.request_count, priced.is_some()) {
-        (Some(n), _) => n,
-        (None, true) => 1,
-        (None, false) => 0,
-    };
     let rl = span.rate_limit.unwrap_or_default();
     let jitter = span.chunk_jitter;
     let customer = trace.customer;
@@ -163,15 +158,7 @@ fn row<'a>(
         provider: span.provider.unwrap_or(""),
         model_id: span.model_id.unwrap_or(""),
         priced_model_id,
-        input_tokens: usage.input_tokens.unwrap_or(0),
-        output_tokens: usage.output_tokens.unwrap_or(0),
-        total_tokens: usage.total_tokens.unwrap_or(0),
-        reasoning_tokens: usage.reasoning_tokens.unwrap_or(0),
-        cached_input_tokens: usage.cached_input_tokens.unwrap_or(0),
-        cache_write_input_tokens: usage.cache_write_input_tokens.unwrap_or(0),
-        image_count: usage.image_count.unwrap_or(0),
-        web_search_count: usage.web_search_count.unwrap_or(0),
-        request_count,
+        usage: StoredUsage::new(&usage, priced.is_some()),
         ttft_ms: span.ttft_ms,
         reasoning_duration_ms: span.reasoning_duration_ms,
         model_call_ms: span.model_call_ms,

@@ -7,9 +7,9 @@ use super::money::PriceError;
 use super::pricer::Priced;
 use super::table::PriceTable;
 
-/// The nine usage counts as a `spans` row stores them: an absent count is stored as 0, and the
-/// request count as the span's `requestCount`, 1 when a priced span had none, 0 when an
-/// unpriced span had none.
+/// The nine usage counts as a `spans` row stores them (`RowRef::usage`): an absent count is
+/// stored as 0, and the request count as the span's `requestCount`, 1 when a priced span had
+/// none, 0 when an unpriced span had none.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StoredUsage {
     pub input_tokens: u64,
@@ -24,6 +24,53 @@ pub struct StoredUsage {
 }
 
 impl StoredUsage {
+    /// How a row stores a span's `usage`, `priced` or not.
+    pub fn new(usage: &Usage, priced: bool) -> StoredUsage {
+        StoredUsage {
+            input_tokens: usage.input_tokens.unwrap_or(0),
+            output_tokens: usage.output_tokens.unwrap_or(0),
+            total_tokens: usage.total_tokens.unwrap_or(0),
+            reasoning_tokens: usage.reasoning_tokens.unwrap_or(0),
+            cached_input_tokens: usage.cached_input_tokens.unwrap_or(0),
+            cache_write_input_tokens: usage.cache_write_input_tokens.unwrap_or(0),
+            image_count: usage.image_count.unwrap_or(0),
+            web_search_count: usage.web_search_count.unwrap_or(0),
+            request_count: usage.request_count.unwrap_or(u64::from(priced)),
+        }
+    }
+
+    /// The nine counts in table order (`input_tokens` to `request_count`).
+    pub fn columns(&self) -> [u64; 9] {
+        [
+            self.input_tokens,
+            self.output_tokens,
+            self.total_tokens,
+            self.reasoning_tokens,
+            self.cached_input_tokens,
+            self.cache_write_input_tokens,
+            self.image_count,
+            self.web_search_count,
+            self.request_count,
+        ]
+    }
+
+    /// The nine counts given in table order.
+    pub fn from_columns(c: [u64; 9]) -> StoredUsage {
+        let [input_tokens, output_tokens, total_tokens, reasoning_tokens, cached_input_tokens, cache_write_input_tokens, image_count, web_search_count, request_count] =
+            c;
+        StoredUsage {
+            input_tokens,
+            output_tokens,
+            total_tokens,
+            reasoning_tokens,
+            cached_input_tokens,
+            cache_write_input_tokens,
+            image_count,
+            web_search_count,
+            request_count,
+        }
+    }
+
     /// The usage the span is priced with. Counts of 0 price like absent ones, except the
     /// request count: a stored 0 is read as absent (1 request), because an unpriced span
     /// without `requestCount` stored 0 and would be billed one request now; a span that

@@ -34,7 +34,7 @@ pub use batch::{Measure, RowBatch, RowSource, TooLarge};
 pub use columns::{col, varint_len, Kind, COLUMNS, KINDS, REGIONS, SPANS_COLUMNS};
 pub use read::{RowReader, Value};
 
-pub use crate::pricing::{CostColumns, Money};
+pub use crate::pricing::{CostColumns, Money, StoredUsage};
 
 /// The `version` of a row stored before the column existed: its ingest time in ms, as precise
 /// as `ingested_at` knows it (the migration and spool records of earlier builds use this).
@@ -63,15 +63,8 @@ pub struct RowRef<'a> {
     pub provider: &'a str,
     pub model_id: &'a str,
     pub priced_model_id: &'a str,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub total_tokens: u64,
-    pub reasoning_tokens: u64,
-    pub cached_input_tokens: u64,
-    pub cache_write_input_tokens: u64,
-    pub image_count: u64,
-    pub web_search_count: u64,
-    pub request_count: u64,
+    /// The nine usage columns, `input_tokens` to `request_count`.
+    pub usage: StoredUsage,
     pub ttft_ms: Option<f64>,
     pub reasoning_duration_ms: Option<u64>,
     pub model_call_ms: Option<u64>,

@@ -28,15 +28,17 @@ pub fn row<'a>(org: &'a str, trace: &'a str, span: &'a str, start: u64, full: bo
         r.provider = "openai.chat";
         r.model_id = "gpt-4o-2024-08-06";
         r.priced_model_id = "openai/gpt-4o";
-        r.input_tokens = 1000;
-        r.output_tokens = 200;
-        r.total_tokens = 1200;
-        r.reasoning_tokens = 50;
-        r.cached_input_tokens = 300;
-        r.cache_write_input_tokens = 7;
-        r.image_count = 2;
-        r.web_search_count = 3;
-        r.request_count = 1;
+        r.usage = StoredUsage {
+            input_tokens: 1000,
+            output_tokens: 200,
+            total_tokens: 1200,
+            reasoning_tokens: 50,
+            cached_input_tokens: 300,
+            cache_write_input_tokens: 7,
+            image_count: 2,
+            web_search_count: 3,
+            request_count: 1,
+        };
         r.ttft_ms = Some(123.5);
         r.reasoning_duration_ms = Some(400);
         r.model_call_ms = Some(1400);

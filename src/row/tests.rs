@@ -30,6 +30,7 @@ fn expected(r: &RowRef<'_>) -> Vec<Value<'static>> {
     let keys = r.metadata.iter().map(|(k, _)| leak(k)).collect();
     let values = r.metadata.iter().map(|(_, v)| leak(v)).collect();
     let c = r.costs;
+    let u = r.usage;
     vec![
         s(r.org_id),
         s(r.project_id),
@@ -46,15 +47,15 @@ fn expected(r: &RowRef<'_>) -> Vec<Value<'static>> {
         s(r.provider),
         s(r.model_id),
         s(r.priced_model_id),
-        Value::U64(r.input_tokens),
-        Value::U64(r.output_tokens),
-        Value::U64(r.total_tokens),
-        Value::U64(r.reasoning_tokens),
-        Value::U64(r.cached_input_tokens),
-        Value::U64(r.cache_write_input_tokens),
-        Value::U64(r.image_count),
-        Value::U64(r.web_search_count),
-        Value::U64(r.request_count),
+        Value::U64(u.input_tokens),
+        Value::U64(u.output_tokens),
+        Value::U64(u.total_tokens),
+        Value::U64(u.reasoning_tokens),
+        Value::U64(u.cached_input_tokens),
+        Value::U64(u.cache_write_input_tokens),
+        Value::U64(u.image_count),
+        Value::U64(u.web_search_count),
+        Value::U64(u.request_count),
         of(r.ttft_ms),
         ou(r.reasoning_duration_ms),
         ou(r.model_call_ms),

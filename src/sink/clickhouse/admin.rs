@@ -146,14 +146,14 @@ impl Store {
             .await?;
         let mut keys = Vec::with_capacity(block.row_count());
         for row in block.rows() {
-            let key = KeyRecord {
-                key_hash: row.get("key_hash")?,
-                display_prefix: row.get("display_prefix")?,
-                org_id: row.get("org_id")?,
-                project_id: row.get("project_id")?,
-                created_at: row.get("created")?,
-                revoked_at: row.get("revoked")?,
-            };
+            let key = from_row!(row, KeyRecord {
+                key_hash,
+                display_prefix,
+                org_id,
+                project_id,
+                created_at = "created",
+                revoked_at = "revoked",
+            });
             keys.push((key, row.get("version")?));
         }
         Ok(keys)
@@ -246,12 +246,12 @@ impl Store {
             .await?;
         let mut orgs = Vec::with_capacity(block.row_count());
         for row in block.rows() {
-            let org = OrgRecord {
-                org_id: row.get("org_id")?,
-                plan: row.get("plan")?,
-                created_at: row.get("created")?,
-                updated_at: row.get("updated")?,
-            };
+            let org = from_row!(row, OrgRecord {
+                org_id,
+                plan,
+                created_at = "created",
+                updated_at = "updated",
+            });
             orgs.push((org, row.get("version")?));
         }
         Ok(orgs)

@@ -1,5 +1,6 @@
 //! The only code that talks to ClickHouse. This file: the `Store` (a connection pool to one
-//! server plus the database the service owns) and its URL; the jobs are one file each.
+//! server plus the database the service owns), its URL, and `from_row!`, which reads a result
+//! row into a struct; the jobs are one file each.
 //!
 //! - `schema.rs`: the tables and `migrate`.
 //! - `block.rs`: the span insert (`insert_runs`) and its reused column buffers.
@@ -14,6 +15,20 @@
 //! connections belong to the runtime that opened them, so every thread builds its own `Store`;
 //! `Store::new` does no I/O. A failed operation's connection is dropped, never returned to the
 //! pool: the next operation opens a fresh one.
+
+/// A struct read from a result row: each field from the column of its name, or from the column
+/// named after `=`, e.g. `from_row!(row, OrgRecord { org_id, plan, created_at = "created" })`.
+macro_rules! from_row {
+    ($row:expr, $ty:ident { $($field:ident $(= $column:literal)?),* $(,)? }) => {
+        $ty { $($field: $row.get(from_row!(@column $field $($column)?))?),* }
+    };
+    (@column $field:ident $column:literal) => {
+        $column
+    };
+    (@column $field:ident) => {
+        stringify!($field)
+    };
+}
 
 mod admin;
 mod block;

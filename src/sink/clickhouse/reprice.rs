@@ -15,25 +15,33 @@ use super::errors::StoreError;
 use super::{sql_string, Store};
 use crate::pricing::{CostColumns, Money, StoredUsage};
 
+use crate::row::{col, SPANS_COLUMNS};
+
 /// Scale of the money columns: `Decimal(18, 10)`.
 const MONEY_SCALE: u8 = 10;
-use crate::row::SPANS_COLUMNS;
 
 /// Corrections sent to ClickHouse per insert into the scratch table.
 const CORRECTIONS_PER_STATEMENT: usize = 2000;
 
-/// The cost columns in table order, with the field each one holds.
-const COST_COLUMNS: [&str; 9] = [
-    "prompt_cost",
-    "completion_cost",
-    "request_cost",
-    "image_cost",
-    "web_search_cost",
-    "internal_reasoning_cost",
-    "cache_read_cost",
-    "cache_write_cost",
-    "total_cost",
-];
+/// The cost columns in table order, as `CostColumns::columns` holds them.
+const COST_COLUMNS: [&str; 9] = names(col::prompt_cost);
+
+/// The usage columns in table order, as `StoredUsage::columns` holds them.
+const USAGE_COLUMNS: [&str; 9] = names(col::input_tokens);
+
+const _: () = assert!(col::total_cost == col::prompt_cost + 8);
+const _: () = assert!(col::request_count == col::input_tokens + 8);
+
+/// The names of `N` consecutive `spans` columns from `first` (a `row::col` index).
+const fn names<const N: usize>(first: usize) -> [&'static str; N] {
+    let mut out = [""; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = SPANS_COLUMNS[first + i].0;
+        i += 1;
+    }
+    out
+}
 
 /// Columns a correction replaces, besides the costs and `version`.
 const REPLACED: [&str; 4] = [
@@ -117,10 +125,9 @@ impl Store {
         let block = self
             .fetch(format!(
                 "SELECT org_id, trace_id, start_time_ms, span_id, span_type, provider, model_id, \
-                 input_tokens, output_tokens, total_tokens, reasoning_tokens, \
-                 cached_input_tokens, cache_write_input_tokens, image_count, web_search_count, \
-                 request_count, {}, priced_model_id, pricing_source \
+                 {}, {}, priced_model_id, pricing_source \
                  FROM {} FINAL WHERE {} AND span_type IN ('llm', 'embedding')",
+                USAGE_COLUMNS.join(", "),
                 costs.join(", "),
                 self.spans_table,
                 filter.sql()
@@ -139,27 +146,24 @@ impl Store {
                     })
                     .transpose()?;
             }
+            let mut counts = [0; 9];
+            for (n, c) in counts.iter_mut().zip(USAGE_COLUMNS) {
+                *n = row.get(c)?;
+            }
             spans.push(StoredSpan {
-                key: SpanKey {
-                    org_id: row.get("org_id")?,
-                    trace_id: row.get("trace_id")?,
-                    start_time_ms: row.get("start_time_ms")?,
-                    span_id: row.get("span_id")?,
-                },
+                key: from_row!(
+                    row,
+                    SpanKey {
+                        org_id,
+                        trace_id,
+                        start_time_ms,
+                        span_id,
+                    }
+                ),
                 span_type: row.get("span_type")?,
                 provider: row.get("provider")?,
                 model_id: row.get("model_id")?,
-                usage: StoredUsage {
-                    input_tokens: row.get("input_tokens")?,
-                    output_tokens: row.get("output_tokens")?,
-                    total_tokens: row.get("total_tokens")?,
-                    reasoning_tokens: row.get("reasoning_tokens")?,
-                    cached_input_tokens: row.get("cached_input_tokens")?,
-                    cache_write_input_tokens: row.get("cache_write_input_tokens")?,
-                    image_count: row.get("image_count")?,
-                    web_search_count: row.get("web_search_count")?,
-                    request_count: row.get("request_count")?,
-                },
+                usage: StoredUsage::from_columns(counts),
                 costs: CostColumns::from_columns(money),
                 priced_model_id: row.get("priced_model_id")?,
                 pricing_source: row.get("pricing_source")?,

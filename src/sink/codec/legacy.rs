@@ -3,12 +3,13 @@
 //! Version 1: `batch = version:u8=1 rows:u32 text_len:u32 meta:u32 ints:u32 text[text_len]
 //! (start:u32 len:u32)x2 x meta  u64 x ints  row x rows`, where a row is the fields of
 //! `Row` below in order (Text, Meta, Ints = a run, start:u32 len:u32; u64; u32; label =
-//! len:u8 bytes; Option<T> = 0 | 1 T; f64 as its IEEE bits).
+//! len:u8 bytes; Option<T> = 0 | 1 T; f64 as its IEEE bits; usage = the nine counts as u64,
+//! costs = the nine as Option<i64>, both in table order).
 
 use std::sync::Mutex;
 
 use super::{CodecError, Reader, VERSION_1};
-use crate::row::{CostColumns, RowBatch, RowRef};
+use crate::row::{CostColumns, RowBatch, RowRef, StoredUsage};
 
 /// Bytes before the text: version, four counts.
 pub(super) const HEADER_1: usize = 1 + 4 * 4;
@@ -230,6 +231,7 @@ macro_rules! ty {
     (OptU32) => { Option<u32> };
     (OptF64) => { Option<f64> };
     (Costs) => { CostColumns };
+    (Usage) => { StoredUsage };
     // Text, Meta, Ints.
     ($run:ident) => { Run };
 }
@@ -294,6 +296,9 @@ macro_rules! put {
     (Costs, $out:expr, $v:expr) => {
         put_costs($out, &$v)
     };
+    (Usage, $out:expr, $v:expr) => {
+        put_usage($out, &$v)
+    };
     // Text, Meta, Ints: a run.
     ($run:ident, $out:expr, $v:expr) => {
         put_run($out, $v)
@@ -321,6 +326,9 @@ macro_rules! get {
     };
     (Costs, $r:expr) => {
         $r.costs()?
+    };
+    (Usage, $r:expr) => {
+        $r.usage()?
     };
     // Text, Meta, Ints: a run.
     ($run:ident, $r:expr) => {
@@ -355,15 +363,7 @@ row_fields! {
     provider: Text,
     model_id: Text,
     priced_model_id: Text,
-    input_tokens: U64,
-    output_tokens: U64,
-    total_tokens: U64,
-    reasoning_tokens: U64,
-    cached_input_tokens: U64,
-    cache_write_input_tokens: U64,
-    image_count: U64,
-    web_search_count: U64,
-    request_count: U64,
+    usage: Usage,
     ttft_ms: OptF64,
     reasoning_duration_ms: OptU64,
     model_call_ms: OptU64,
@@ -497,6 +497,14 @@ fn put_costs(out: &mut Vec<u8>, c: &CostColumns) {
     }
 }
 
+/// The nine usage counts, in table order, each a `u64`.
+#[cfg(test)]
+fn put_usage(out: &mut Vec<u8>, u: &StoredUsage) {
+    for v in u.columns() {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+}
+
 /// Every label a `Row` can hold today; others (from a later build) are interned on first sight.
 const KNOWN_LABELS: &[&str] = &[
     "",
@@ -557,6 +565,14 @@ impl Reader<'_> {
             1 => f(self).map(Some),
             _ => Err(CodecError("bad option tag")),
         }
+    }
+
+    fn usage(&mut self) -> Result<StoredUsage, CodecError> {
+        let mut v = [0; 9];
+        for slot in &mut v {
+            *slot = self.u64()?;
+        }
+        Ok(StoredUsage::from_columns(v))
     }
 
     fn costs(&mut self) -> Result<CostColumns, CodecError> {
