@@ -253,6 +253,27 @@ mod tests {
         }
     }
 
+    /// A write-ahead thread running on a fresh spool of `max_bytes`.
+    struct Running {
+        tx: Sender<WalRequest>,
+        out: Receiver<Logged>,
+        stats: Arc<FlushStats>,
+        handle: JoinHandle<()>,
+    }
+
+    fn running(dir: &TestDir, max_bytes: u64) -> Running {
+        let s = setup(dir, max_bytes);
+        let writer = Writer::create(dir.path(), 1).unwrap();
+        s.stats.spool_bytes.store(HEADER_LEN, Ordering::Relaxed);
+        let handle = spawn(s.cfg, writer, Arc::clone(&s.stats), s.rx, s.out_tx).unwrap();
+        Running {
+            tx: s.tx,
+            out: s.out,
+            stats: s.stats,
+            handle,
+        }
+    }
+
     fn request(tx: &Sender<WalRequest>, trace: &str) -> oneshot::Receiver<Result<(), WalRefusal>> {
         let (done, wait) = oneshot::channel();
         tx.send(WalRequest {
@@ -309,17 +330,12 @@ mod tests {
     fn refuses_past_the_spool_bound_and_rolls_segments() {
         let dir = TestDir::new("wal-full");
         // Room for a few records only (each about 1.3 KiB); segments of 4 KiB.
-        let Setup {
+        let Running {
             tx,
-            rx,
             out,
-            out_tx,
             stats,
-            cfg,
-        } = setup(&dir, 12 << 10);
-        let writer = Writer::create(dir.path(), 1).unwrap();
-        stats.spool_bytes.store(HEADER_LEN, Ordering::Relaxed);
-        let handle = spawn(cfg, writer, Arc::clone(&stats), rx, out_tx).unwrap();
+            handle,
+        } = running(&dir, 12 << 10);
         let mut answers = Vec::new();
         for i in 0..20 {
             // One at a time: each is its own group.
@@ -344,17 +360,9 @@ mod tests {
         use crate::admission::{admit, Account};
         use crate::http::response::LimitHeaders;
         let dir = TestDir::new("wal-quota");
-        let Setup {
-            tx,
-            rx,
-            out,
-            out_tx,
-            stats,
-            cfg,
-        } = setup(&dir, 12 << 10);
-        let writer = Writer::create(dir.path(), 1).unwrap();
-        stats.spool_bytes.store(HEADER_LEN, Ordering::Relaxed);
-        let handle = spawn(cfg, writer, Arc::clone(&stats), rx, out_tx).unwrap();
+        let Running {
+            tx, out, handle, ..
+        } = running(&dir, 12 << 10);
         let plan = Plan {
             name: "test".into(),
             monthly_spans: Some(1_000),
