@@ -116,8 +116,8 @@ impl PlanArgs {
 #[derive(Debug, Clone, Args)]
 pub struct LogArgs {
     /// Log format on stderr: "text" for people (coloured only when stderr is a terminal) or
-    /// "json", one object per line (timestamp, level, fields.message, other fields) for log
-    /// shippers. The filter is INGEST_LOG.
+    /// "json", one object per line (timestamp, level, target, message and the event's fields)
+    /// for log shippers. The filter is INGEST_LOG.
     #[arg(long, global = true, env = "INGEST_LOG_FORMAT", default_value = "text")]
     pub log_format: String,
 }

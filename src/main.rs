@@ -115,7 +115,8 @@ fn main() {
 }
 
 /// Logs go to stderr: text for people, with colours only when stderr is a terminal (and
-/// `NO_COLOR` is not set), or JSON, one object per line, for log shippers.
+/// `NO_COLOR` is not set), or JSON for log shippers: one object per line with `timestamp`,
+/// `level`, `target`, `message` and the event's fields at the top level.
 fn init_logging(format: LogFormat) {
     use std::io::IsTerminal as _;
     let filter = tracing_subscriber::EnvFilter::try_from_env("INGEST_LOG")
@@ -129,7 +130,12 @@ fn init_logging(format: LogFormat) {
             let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
             logs.with_ansi(colour).init();
         }
-        LogFormat::Json => logs.json().with_ansi(false).init(),
+        LogFormat::Json => logs
+            .json()
+            .flatten_event(true)
+            .with_target(true)
+            .with_ansi(false)
+            .init(),
     }
 }
 

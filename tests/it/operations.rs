@@ -35,9 +35,13 @@ fn json_logs_are_one_object_per_line() {
                 .contains(&v["level"].as_str().unwrap_or("")),
             "{line}"
         );
-        let message = v["fields"]["message"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{line}"));
+        // The message and the target at the top level, where log shippers look for them.
+        assert!(
+            v["target"].as_str().is_some_and(|t| !t.is_empty()),
+            "{line}"
+        );
+        assert!(v.get("fields").is_none(), "{line}");
+        let message = v["message"].as_str().unwrap_or_else(|| panic!("{line}"));
         messages.push((message.to_string(), v));
     }
     // The fields of an event are JSON values beside its message.
@@ -45,11 +49,7 @@ fn json_logs_are_one_object_per_line() {
         .iter()
         .find(|(m, _)| m == "serving")
         .unwrap_or_else(|| panic!("no \"serving\" event in\n{log}"));
-    assert!(
-        serving.1["fields"]["addr"].as_str().is_some(),
-        "{}",
-        serving.1
-    );
+    assert!(serving.1["addr"].as_str().is_some(), "{}", serving.1);
     assert!(messages.iter().any(|(m, _)| m.contains("bye")), "{log}");
 }
 
