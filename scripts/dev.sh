@@ -30,7 +30,11 @@ if [ -s "$KEY_FILE" ]; then
   fi
 fi
 if [ -z "$KEY" ]; then
-  KEY=$($BIN keys create --org "$ORG" 2>/dev/null)
+  # Its error, if any, goes to the terminal as it is.
+  if ! KEY=$($BIN keys create --org "$ORG"); then
+    echo "scripts/dev.sh: \`traceingest keys create --org $ORG\` failed (see above)" >&2
+    exit 1
+  fi
   mkdir -p "$DATA_DIR"
   (umask 077 && printf '%s\n' "$KEY" >"$KEY_FILE")
   echo "created an API key for org '$ORG'; kept in $KEY_FILE for the next runs" >&2
