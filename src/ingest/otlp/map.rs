@@ -14,7 +14,7 @@ use bumpalo::Bump;
 
 use super::keys::{self, Key, INPUT_PARTS, OUTPUT_PARTS};
 use super::raw::{self, Attr, RawSpan, Resource, Scope, SpanSink, Value};
-use super::usage::{count, money, Reported};
+use super::usage::{count, money, Origin, Reported};
 use crate::ingest::wire::utf16_len;
 use crate::ingest::wire::{Batch, Customer, Span, SpanType, Status, Trace};
 use crate::row::Money;
@@ -258,7 +258,14 @@ impl<'a> Mapper<'a> {
             error_message: error_message.map(|m| self.cut(m, limit::ERROR_MESSAGE)),
             provider: f.provider.get().map(|p| self.cut(p, limit::PROVIDER)),
             model_id: f.model.get().map(|m| self.cut(m, limit::MODEL_ID)),
-            usage: if priced { f.usage.usage() } else { None },
+            usage: if priced {
+                f.usage.usage(Origin {
+                    scope: scope.name,
+                    provider: f.provider.get(),
+                })
+            } else {
+                None
+            },
             ttft_ms: f.ttft_ms.get(),
             input: input.map(|t| self.cut(t, limit::CONTENT)),
             output: output.map(|t| self.cut(t, limit::CONTENT)),
