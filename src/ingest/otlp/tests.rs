@@ -552,8 +552,8 @@ fn token_counting_by_instrumentation() {
         v
     };
     let total = |n| ("gen_ai.usage.total_tokens", i(n));
-    // (scope, attributes, expected usage)
-    let cases: Vec<(&str, Vec<(&str, AnyValue)>, &str)> = vec![
+    // (scope, attributes, expected usage): a `Case` with the scope in the name's place.
+    let cases: Vec<Case<'_>> = vec![
         (
             // The conventions' (and OpenLLMetry's Anthropic instrumentation's) count: input
             // includes reads and writes.
