@@ -704,6 +704,27 @@ fn token_counting_by_instrumentation() {
             "usage=4024/-/1024/-/-/-",
         ),
         (
+            // ... and Anthropic's models on Vertex AI and Bedrock through their own providers.
+            "ai",
+            vec![
+                ("ai.operationId", s("ai.generateText.doGenerate")),
+                ("ai.model.provider", s("vertex.anthropic.messages")),
+                ("ai.usage.promptTokens", i(3000)),
+                ("ai.usage.cachedInputTokens", i(1024)),
+            ],
+            "usage=4024/-/1024/-/-/-",
+        ),
+        (
+            "ai",
+            vec![
+                ("ai.operationId", s("ai.streamText.doStream")),
+                ("ai.model.provider", s("bedrock.anthropic.messages")),
+                ("ai.usage.inputTokens", i(3000)),
+                ("ai.usage.cachedInputTokens", i(1024)),
+            ],
+            "usage=4024/-/1024/-/-/-",
+        ),
+        (
             // ... OpenAI's input includes the cache.
             "ai",
             vec![
@@ -725,6 +746,17 @@ fn token_counting_by_instrumentation() {
                 ("ai.usage.reasoningTokens", i(300)),
             ],
             "usage=1000/700/-/-/300/-",
+        ),
+        (
+            // (Vertex AI's Gemini provider alike.)
+            "ai",
+            vec![
+                ("ai.operationId", s("ai.streamText.doStream")),
+                ("ai.model.provider", s("google.vertex.chat")),
+                ("ai.usage.outputTokens", i(400)),
+                ("ai.usage.reasoningTokens", i(300)),
+            ],
+            "usage=-/700/-/-/300/-",
         ),
         (
             // v6 (inputTokenDetails present) counts alike for every provider: inclusive.
