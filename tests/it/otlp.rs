@@ -1,6 +1,8 @@
-//! `POST /v1/traces` against the real server: every real client capture stored span by span,
-//! the protocol's edges (formats, codings, a bomb, a broken body, partial success, the
-//! retryable statuses and the quota answer), and a live Python exporter.
+//! `POST /v1/traces` against the real server: every real client capture stored span by span
+//! (and once, when an exporter retries), the protocol's edges (formats, codings, a bomb, a
+//! broken body, partial success, each retryable status, the quota answer, a bearer key, the
+//! body cap of its own), the counters in `/metrics`, client costs and provider aliases priced
+//! end to end, and a live Python exporter.
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -196,12 +198,35 @@ fn every_capture_is_stored_span_by_span() {
             assert!(r.body.is_empty(), "{file}");
         }
     }
-    // Sent again (an exporter's retry), nothing is stored twice.
+    // Sent again (an exporter's retry): received and stored (the raw rows grow by the
+    // export's spans), and shown once (FINAL). Merges are stopped so that ClickHouse cannot
+    // fold the copies away before the raw count sees them.
+    server.ch_exec(&format!("SYSTEM STOP MERGES {}.spans", server.database));
+    let raw = server.raw_count();
+    let resent = expected("vercel-ai").len() as u64;
     let key = server.ready_key("org-capture-5");
     let r = post(&server, &key, PROTOBUF, &[], &capture("vercel-ai.pb"));
     assert_eq!(r.status, 200);
-    std::thread::sleep(Duration::from_millis(500));
+    wait_for("the resent spans in the raw rows", || {
+        server.raw_count() == raw + resent
+    });
     assert_eq!(server.count(), total, "FINAL shows each span once");
+    assert_eq!(
+        stored_lines(&server, "org-capture-5"),
+        expected("vercel-ai")
+    );
+}
+
+/// Polls `cond` until it holds, for at most 20 s.
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// A one-span export (OTLP/JSON), valid unless `span_id` or the times say otherwise.
@@ -306,6 +331,34 @@ fn formats_codings_and_broken_bodies() {
     // the three are the same bytes).
     server.wait_rows(spans);
 
+    // OTLP/JSON with a coding too: gzip, answered in JSON.
+    let json_gz = {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(&json_export(&[("00000000000000a1", T0, T0 + 2_000_000)]))
+            .unwrap();
+        e.finish().unwrap()
+    };
+    let r = post(
+        &server,
+        &key,
+        JSON,
+        &[("Content-Encoding", "gzip")],
+        &json_gz,
+    );
+    assert_eq!(r.status, 200, "{:?}", String::from_utf8_lossy(&r.body));
+    assert_eq!(
+        (r.header("content-type"), &r.body[..]),
+        (Some(JSON), &b"{}"[..])
+    );
+    server.wait_rows(spans + 1);
+    assert_eq!(
+        server.rows(
+            "span_type, toString(input_tokens) AS input, toString(total_cost) AS t",
+            "WHERE span_id = '00000000000000a1'"
+        ),
+        vec![json!({"span_type": "llm", "input": "1000", "t": "0.0035000000"})]
+    );
+
     // A gzip bomb: 64 MiB of zeros in about 64 KB, 16 times the cap; refused once the cap is
     // reached (413), never inflated whole.
     let bomb = {
@@ -389,7 +442,7 @@ fn formats_codings_and_broken_bodies() {
     c.send(&req);
     let r = c.read_response();
     assert_eq!((r.status, r.json()["accepted"].as_u64()), (202, Some(2)));
-    server.wait_rows(spans + 2);
+    server.wait_rows(spans + 3);
 
     // 401: a Status in the request's format, JSON here.
     let r = post(&server, "ti_nope", JSON, &[], &json_export(&[]));
@@ -439,8 +492,11 @@ fn partial_success_rejects_only_the_invalid_spans() {
     );
 }
 
-/// The retryable answers are 429 and 503 with `Retry-After`; a used-up monthly quota is 403,
-/// which exporters do not retry.
+/// The OTLP/HTTP specification makes 429, 502, 503 and 504 retryable; this server sends 429
+/// (the key's rate limit) and 503 (memory and spool full here; draining and a failing
+/// write-ahead log in the tests below), each with `Retry-After`. It never sends 502 or 504 (it
+/// is no gateway: an unreachable ClickHouse is spooled, not refused). A used-up monthly quota
+/// is 403, which exporters do not retry.
 #[test]
 fn retryable_statuses_and_the_quota_answer() {
     // 429: one span per second for the key.
@@ -474,6 +530,14 @@ fn retryable_statuses_and_the_quota_answer() {
     assert_eq!(r.status, 503);
     assert_eq!(r.header("retry-after"), Some("1"));
     assert_eq!(r.json()["code"], 14, "UNAVAILABLE");
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("(buffer_full)"),
+        "{}",
+        r.json()
+    );
     drop(server);
 
     // 403: the month's quota is used up (one span, 1.1 allowed).
@@ -491,6 +555,324 @@ fn retryable_statuses_and_the_quota_answer() {
     // /ingest keeps the v1 contract's 429 for the same refusal.
     let r = server.post_ingest(&key, &batch("q", 1, 2));
     assert_eq!((r.status, r.code().as_str()), (429, "quota_exceeded"));
+}
+
+/// An OTLP/JSON export of one span per `(span id, attributes)`, under the instrumentation
+/// scope `scope`; attribute values are OTLP `AnyValue`s (`str`, `int`, `dbl`).
+fn export_of(scope: &str, spans: &[(&str, Vec<(&str, Value)>)]) -> Vec<u8> {
+    let spans: Vec<Value> = spans
+        .iter()
+        .map(|(id, attrs)| {
+            let attrs: Vec<Value> = attrs
+                .iter()
+                .map(|(k, v)| json!({"key": k, "value": v}))
+                .collect();
+            json!({
+                "traceId": "7a8efff798038103d269b633813fc60c",
+                "spanId": id,
+                "name": "chat",
+                "kind": 3,
+                "startTimeUnixNano": T0.to_string(),
+                "endTimeUnixNano": (T0 + 1_000_000).to_string(),
+                "attributes": attrs,
+            })
+        })
+        .collect();
+    serde_json::to_vec(&json!({"resourceSpans": [{
+        "resource": {"attributes": [{"key": "service.name", "value": str("edge")}]},
+        "scopeSpans": [{"scope": {"name": scope}, "spans": spans}]
+    }]}))
+    .unwrap()
+}
+
+fn str(v: &str) -> Value {
+    json!({ "stringValue": v })
+}
+fn int(v: u64) -> Value {
+    json!({ "intValue": v.to_string() })
+}
+fn dbl(v: f64) -> Value {
+    json!({ "doubleValue": v })
+}
+
+/// A request to the server in the middle of a drain: `503` with `Retry-After`, a
+/// `google.rpc.Status` (`UNAVAILABLE`) in the request's format, and the connection closed.
+#[test]
+fn draining_answers_503_unavailable() {
+    let server = Server::start_with(&[("INGEST_SHUTDOWN_TIMEOUT_MS", "10000")]);
+    let key = server.ready_key("org-drain");
+    let body = capture("python-sdk-genai-plain.pb");
+    // A request under way when the signal comes (its head not finished), which the drain
+    // lets finish. Its first bytes travel in one write behind a complete `GET /health`: once
+    // that is answered, the server holds them, so the connection is not an idle one (which
+    // the drain would close).
+    let mut c = server.connect();
+    c.send(
+        format!(
+            "GET /health HTTP/1.1\r\nHost: t\r\n\r\n\
+             POST /v1/traces HTTP/1.1\r\nHost: t\r\nContent-Type: {PROTOBUF}\r\n"
+        )
+        .as_bytes(),
+    );
+    assert_eq!(c.read_response().status, 200);
+    server.signal(SIGTERM);
+    wait_for("the admin listener to report the drain", || {
+        server.get_admin("/ready").status == 503
+    });
+    c.send(format!("x-api-key: {key}\r\nContent-Length: {}\r\n\r\n", body.len()).as_bytes());
+    c.send(&body);
+    let r = c.read_response();
+    assert_eq!(r.status, 503, "{:?}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.header("retry-after"), Some("1"));
+    assert_eq!(r.header("connection"), Some("close"));
+    assert_eq!(r.header("content-type"), Some(PROTOBUF));
+    let (code, message) = status_protobuf(&r.body);
+    assert_eq!(code, 14, "UNAVAILABLE");
+    assert!(message.ends_with("(draining)"), "{message}");
+    assert!(c.is_closed());
+    assert_eq!(
+        server.raw_count(),
+        0,
+        "nothing of the refused export is stored"
+    );
+}
+
+/// In write-ahead mode, an export the log cannot write (the disk refuses: here a file size
+/// limit on the server) is `503` with `Retry-After` and a `Status`, and is not stored; the
+/// next export goes to a new segment and is.
+#[test]
+fn a_failing_write_ahead_log_answers_503() {
+    let mut server = Server::new(CH_HTTP, &[("INGEST_DURABILITY", "wal")]);
+    // 256 KiB per file: the segment passes it after a few exports of ~40 KB of rows.
+    server.set_file_size_limit(256 * 1024);
+    server.spawn();
+    let key = server.ready_key("org-wal");
+    let prompt = "a prompt of forty thousand bytes. ".repeat(1200);
+    let mut stored = Vec::new();
+    let mut refused = None;
+    for n in 1..=40u64 {
+        let id = format!("{n:016x}");
+        let body = export_of(
+            "lib",
+            &[(
+                &id,
+                vec![
+                    ("gen_ai.operation.name", str("chat")),
+                    ("gen_ai.input.messages", str(&prompt)),
+                ],
+            )],
+        );
+        let r = post(&server, &key, JSON, &[], &body);
+        match r.status {
+            200 => stored.push(id),
+            503 => {
+                assert_eq!(r.header("retry-after"), Some("1"));
+                let status = r.json();
+                assert_eq!(status["code"], 14, "UNAVAILABLE: {status}");
+                assert!(
+                    status["message"]
+                        .as_str()
+                        .unwrap()
+                        .ends_with("(storage_unavailable)"),
+                    "{status}"
+                );
+                refused = Some(id);
+                break;
+            }
+            s => panic!("unexpected {s}: {:?}", String::from_utf8_lossy(&r.body)),
+        }
+    }
+    let refused = refused.expect("the log never passed the file size limit");
+    assert!(!stored.is_empty(), "exports before the limit are stored");
+    // The next export starts a new segment.
+    let id = "00000000000000ff".to_string();
+    let body = export_of(
+        "lib",
+        &[(&id, vec![("gen_ai.operation.name", str("chat"))])],
+    );
+    let r = post(&server, &key, JSON, &[], &body);
+    assert_eq!(r.status, 200, "{:?}", String::from_utf8_lossy(&r.body));
+    stored.push(id);
+    server.wait_rows(stored.len() as u64);
+    let rows: Vec<String> = server
+        .rows("span_id", "ORDER BY span_id")
+        .iter()
+        .map(|r| r["span_id"].as_str().unwrap().to_string())
+        .collect();
+    stored.sort();
+    assert_eq!(rows, stored, "every accepted export, and not {refused}");
+}
+
+/// A key as `Authorization: Bearer`; a body past `/ingest`'s cap (10 MiB) but within the OTLP
+/// cap (20 MiB) is taken on `/v1/traces` and refused on `/ingest`; what the mapping cut and
+/// dropped is counted in `/metrics` on the admin listener.
+#[test]
+fn a_bearer_key_a_body_cap_of_its_own_and_the_counters() {
+    let server = Server::start();
+    let key = server.ready_key("org-bearer");
+    let bearer = format!("Bearer {key}");
+
+    // 12 MiB: a chat span (its operation name is mapped, not metadata) with 69 unmapped
+    // attributes: `note`, of 12 MiB (cut to 1024 units), and 68 small ones. 64 fit in
+    // metadata, 5 are dropped, and so is the resource's `service.name` (a 65th key): 6.
+    let big = "x".repeat(12 << 20);
+    let mut attrs = vec![("gen_ai.operation.name", str("chat")), ("note", str(&big))];
+    let names: Vec<String> = (1..=68).map(|n| format!("a{n:02}")).collect();
+    for n in &names {
+        attrs.push((n.as_str(), int(7)));
+    }
+    let body = export_of("", &[("0000000000000b01", attrs)]);
+    assert!(
+        body.len() > 12 << 20 && body.len() < 20 << 20,
+        "{}",
+        body.len()
+    );
+    let mut c = server.connect();
+    let mut req = format!(
+        "POST /v1/traces HTTP/1.1\r\nHost: t\r\nContent-Type: {JSON}\r\n\
+         Authorization: {bearer}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(&body);
+    c.send(&req);
+    let r = c.read_response();
+    assert_eq!(r.status, 200, "{:?}", String::from_utf8_lossy(&r.body));
+    server.wait_rows(1);
+    let row = &server.rows(
+        "org_id, toString(length(metadata_keys)) AS keys, metadata_values[indexOf(metadata_keys, 'note')] AS note",
+        "",
+    )[0];
+    assert_eq!(row["org_id"], "org-bearer");
+    assert_eq!(row["keys"], "64");
+    assert_eq!(row["note"].as_str().map(str::len), Some(1024));
+    assert_eq!(
+        server.metric("traceingest_otlp_truncated_strings_total"),
+        Some(1.0)
+    );
+    assert_eq!(
+        server.metric("traceingest_otlp_dropped_attributes_total"),
+        Some(6.0)
+    );
+
+    // The same size on /ingest: 413 from the head alone, the v1 cap.
+    let r = server.post_ingest(&key, &body);
+    assert_eq!((r.status, r.code().as_str()), (413, "payload_too_large"));
+}
+
+/// A cost the client reported for a model the price table does not know stands as the total
+/// (`pricing_source = 'client'`); for a known model our own price wins.
+#[test]
+fn a_client_cost_stands_for_an_unknown_model() {
+    let server = Server::start();
+    let key = server.ready_key("org-client-cost");
+    let body = export_of(
+        "lib",
+        &[
+            (
+                "0000000000000c01",
+                vec![
+                    ("gen_ai.operation.name", str("chat")),
+                    ("gen_ai.provider.name", str("acme")),
+                    ("gen_ai.request.model", str("acme-large-7")),
+                    ("gen_ai.usage.input_tokens", int(1000)),
+                    ("gen_ai.usage.cost", dbl(0.0123)),
+                ],
+            ),
+            (
+                "0000000000000c02",
+                vec![
+                    ("gen_ai.operation.name", str("chat")),
+                    ("gen_ai.provider.name", str("openai")),
+                    ("gen_ai.request.model", str("gpt-4o")),
+                    ("gen_ai.usage.input_tokens", int(1000)),
+                    ("gen_ai.usage.output_tokens", int(100)),
+                    ("gen_ai.usage.cost", str("9.99")),
+                ],
+            ),
+        ],
+    );
+    let r = post(&server, &key, JSON, &[], &body);
+    assert_eq!(r.status, 200, "{:?}", String::from_utf8_lossy(&r.body));
+    server.wait_rows(2);
+    assert_eq!(
+        server.rows(
+            "span_id, toString(reported_cost) AS reported, toString(total_cost) AS total, \
+             pricing_source, priced_model_id",
+            "ORDER BY span_id",
+        ),
+        vec![
+            json!({"span_id": "0000000000000c01", "reported": "0.0123000000",
+                   "total": "0.0123000000", "pricing_source": "client", "priced_model_id": ""}),
+            // gpt-4o: $2.50 per million input tokens, $10 per million output tokens.
+            json!({"span_id": "0000000000000c02", "reported": "9.9900000000",
+                   "total": "0.0035000000", "pricing_source": "builtin",
+                   "priced_model_id": "openai/gpt-4o"}),
+        ]
+    );
+}
+
+/// The GenAI conventions' provider values are priced: `aws.bedrock` with a Bedrock model id
+/// (here from OpenLLMetry's Bedrock instrumentation, whose input count leaves the cache out)
+/// and `gcp.vertex_ai`.
+#[test]
+fn a_semconv_provider_is_priced() {
+    let server = Server::start();
+    let key = server.ready_key("org-semconv");
+    let body = export_of(
+        "opentelemetry.instrumentation.bedrock",
+        &[(
+            "0000000000000d01",
+            vec![
+                ("gen_ai.operation.name", str("chat")),
+                ("gen_ai.provider.name", str("aws.bedrock")),
+                (
+                    "gen_ai.request.model",
+                    str("us.anthropic.claude-3-5-sonnet-20240620-v1:0"),
+                ),
+                ("gen_ai.usage.input_tokens", int(1000)),
+                ("gen_ai.usage.cache_read.input_tokens", int(2000)),
+                ("gen_ai.usage.output_tokens", int(100)),
+            ],
+        )],
+    );
+    let r = post(&server, &key, JSON, &[], &body);
+    assert_eq!(r.status, 200, "{:?}", String::from_utf8_lossy(&r.body));
+    let body = export_of(
+        "lib",
+        &[(
+            "0000000000000d02",
+            vec![
+                ("gen_ai.operation.name", str("generate_content")),
+                ("gen_ai.provider.name", str("gcp.vertex_ai")),
+                ("gen_ai.request.model", str("gemini-2.5-pro")),
+                ("gen_ai.usage.input_tokens", int(1000)),
+                ("gen_ai.usage.output_tokens", int(100)),
+            ],
+        )],
+    );
+    let r = post(&server, &key, JSON, &[], &body);
+    assert_eq!(r.status, 200, "{:?}", String::from_utf8_lossy(&r.body));
+    server.wait_rows(2);
+    assert_eq!(
+        server.rows(
+            "span_id, provider, toString(input_tokens) AS input, \
+             toString(cached_input_tokens) AS cached, toString(total_cost) AS total, \
+             pricing_source, priced_model_id",
+            "ORDER BY span_id",
+        ),
+        vec![
+            // Claude 3.5 Sonnet: $3 per million input tokens, $0.30 per million read from the
+            // cache, $15 per million output: 1000 missed the cache, 2000 hit it.
+            json!({"span_id": "0000000000000d01", "provider": "aws.bedrock",
+                   "input": "3000", "cached": "2000", "total": "0.0051000000",
+                   "pricing_source": "builtin", "priced_model_id": "anthropic/claude-3.5-sonnet"}),
+            // Gemini 2.5 Pro: $1.25 per million input tokens, $10 per million output.
+            json!({"span_id": "0000000000000d02", "provider": "gcp.vertex_ai",
+                   "input": "1000", "cached": "0", "total": "0.0022500000",
+                   "pricing_source": "builtin", "priced_model_id": "google/gemini-2.5-pro"}),
+        ]
+    );
 }
 
 /// The Python SDK's own OTLP/HTTP exporter (protobuf, gzip) against the server: its export

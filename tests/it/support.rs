@@ -33,6 +33,9 @@ pub struct Server {
     /// ClickHouse's HTTP interface for reading rows back.
     ch_http: String,
     env: Vec<(String, String)>,
+    /// `RLIMIT_FSIZE` for the next `spawn`, with `SIGXFSZ` ignored: a write past it fails
+    /// with `EFBIG`, as on a full disk (`set_file_size_limit`).
+    file_size_limit: Option<u64>,
 }
 
 impl Server {
@@ -73,6 +76,7 @@ impl Server {
             log_path,
             ch_http: ch_http.to_string(),
             env,
+            file_size_limit: None,
         }
     }
 
@@ -110,8 +114,27 @@ impl Server {
             .append(true)
             .open(&self.log_path)
             .expect("create the server's log file");
-        let mut child = self
-            .command(&["serve"])
+        let mut cmd = self.command(&["serve"]);
+        if let Some(limit) = self.file_size_limit {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: the closure runs in the forked child before exec and calls only
+            // async-signal-safe functions (signal(2), setrlimit(2)); it touches no memory the
+            // parent's other threads could hold locked.
+            unsafe {
+                cmd.pre_exec(move || {
+                    libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                    let lim = libc::rlimit {
+                        rlim_cur: limit,
+                        rlim_max: limit,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(log)
             .spawn()
@@ -137,6 +160,12 @@ impl Server {
         // Keep draining stdout so the server never blocks on it.
         std::thread::spawn(move || for _ in lines {});
         self.child = Some(child);
+    }
+
+    /// From the next `spawn` on, no file the server writes may grow past `bytes`: the write
+    /// that would fails (`EFBIG`), as writes fail on a full disk.
+    pub fn set_file_size_limit(&mut self, bytes: u64) {
+        self.file_size_limit = Some(bytes);
     }
 
     /// Sets (or replaces) a setting for the next `spawn`.

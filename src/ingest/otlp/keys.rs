@@ -26,6 +26,8 @@ pub enum Bucket {
     CacheRead = 3,
     CacheWrite = 4,
     Reasoning = 5,
+    /// Input tokens that neither hit nor filled the cache (the AI SDK v6).
+    NoCache = 6,
 }
 
 /// What an attribute is for. `u8` fields are ranks: lower wins.
@@ -97,6 +99,7 @@ const TABLE: &[(&str, Key)] = {
         ("gen_ai.usage.cache_creation_input_tokens", Usage(GenAi, CacheWrite, 1)),
         ("gen_ai.usage.input_tokens.cache_write", Usage(GenAi, CacheWrite, 2)),
         ("gen_ai.usage.details.cache_write_tokens", Usage(GenAi, CacheWrite, 3)),
+        ("gen_ai.usage.cache_write_input_tokens", Usage(GenAi, CacheWrite, 4)),
         ("gen_ai.usage.reasoning.output_tokens", Usage(GenAi, Reasoning, 0)),
         ("gen_ai.usage.reasoning_tokens", Usage(GenAi, Reasoning, 1)),
         ("gen_ai.usage.output_tokens.reasoning", Usage(GenAi, Reasoning, 2)),
@@ -152,6 +155,7 @@ const TABLE: &[(&str, Key)] = {
         ("ai.usage.cachedInputTokens", Usage(AiSdk, CacheRead, 0)),
         ("ai.usage.inputTokenDetails.cacheReadTokens", Usage(AiSdk, CacheRead, 1)),
         ("ai.usage.inputTokenDetails.cacheWriteTokens", Usage(AiSdk, CacheWrite, 0)),
+        ("ai.usage.inputTokenDetails.noCacheTokens", Usage(AiSdk, NoCache, 0)),
         ("ai.usage.reasoningTokens", Usage(AiSdk, Reasoning, 0)),
         ("ai.usage.outputTokenDetails.reasoningTokens", Usage(AiSdk, Reasoning, 1)),
         ("ai.prompt.messages", InputText(2)),

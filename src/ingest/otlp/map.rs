@@ -1,6 +1,6 @@
 //! OTLP spans -> the shared borrowed model (`wire::Span`, grouped into `wire::Trace`s): span
-//! type, provider and model, token counts translated into v1 meanings, content, status, times,
-//! metadata, each string within the v1 limits.
+//! type, provider and model, content, status, times, metadata, each string within the v1
+//! limits; token counts and costs through `usage.rs`.
 //!
 //! `Mapper` is the `SpanSink` both decoders feed. Per span it classifies every attribute once
 //! (`keys::classify`), keeps the best-ranked value of each mapped meaning, decides the span
@@ -12,11 +12,11 @@
 use bumpalo::collections::Vec as BVec;
 use bumpalo::Bump;
 
-use super::keys::{self, Bucket, Dialect, Key, INPUT_PARTS, OUTPUT_PARTS};
+use super::keys::{self, Key, INPUT_PARTS, OUTPUT_PARTS};
 use super::raw::{self, Attr, RawSpan, Resource, Scope, SpanSink, Value};
+use super::usage::{count, money, Origin, Reported};
 use crate::ingest::wire::utf16_len;
-use crate::ingest::wire::{Batch, Customer, Span, SpanType, Status, Trace, Usage};
-use crate::pricing::MAX_MONEY;
+use crate::ingest::wire::{Batch, Customer, Span, SpanType, Status, Trace};
 use crate::row::Money;
 
 /// The v1 contract's limits, in UTF-16 code units; longer strings are cut (and counted).
@@ -125,8 +125,7 @@ struct Found<'a> {
     traceloop_kind: Option<&'a str>,
     provider: Ranked<&'a str>,
     model: Ranked<&'a str>,
-    /// Per dialect, per bucket.
-    usage: [[Ranked<u64>; 6]; 3],
+    usage: Reported,
     cost: Ranked<Money>,
     input: Ranked<Value<'a>>,
     output: Ranked<Value<'a>>,
@@ -259,7 +258,14 @@ impl<'a> Mapper<'a> {
             error_message: error_message.map(|m| self.cut(m, limit::ERROR_MESSAGE)),
             provider: f.provider.get().map(|p| self.cut(p, limit::PROVIDER)),
             model_id: f.model.get().map(|m| self.cut(m, limit::MODEL_ID)),
-            usage: if priced { usage(&f.usage) } else { None },
+            usage: if priced {
+                f.usage.usage(Origin {
+                    scope: scope.name,
+                    provider: f.provider.get(),
+                })
+            } else {
+                None
+            },
             ttft_ms: f.ttft_ms.get(),
             input: input.map(|t| self.cut(t, limit::CONTENT)),
             output: output.map(|t| self.cut(t, limit::CONTENT)),
@@ -297,7 +303,7 @@ impl<'a> Mapper<'a> {
         let used = match (key, s) {
             (Key::Usage(d, b, rank), _) => match count(&v) {
                 Some(n) => {
-                    f.usage[d as usize][b as usize].offer(rank, n);
+                    f.usage.offer(d, b, rank, n);
                     return Use::IfPriced;
                 }
                 None => false,
@@ -684,66 +690,6 @@ fn span_type(f: &Found<'_>, name: &str) -> SpanType {
     }
 }
 
-/// A model call's usage in v1 meanings, from one dialect: the AI SDK's if the span has its
-/// counts, else OpenInference's, else GenAI's.
-///
-/// Every dialect counts cache reads and cache writes inside its input and reasoning inside its
-/// output (the GenAI conventions say so; OpenInference's details and the AI SDK's cached count
-/// are parts of their totals). v1's input includes cache reads but not writes, so input =
-/// input - writes, and output and reasoning stay. A client that counted input without the
-/// cache (Anthropic's own usage fields: input below reads + writes, impossible if inclusive)
-/// gets input + reads instead; likewise output below reasoning means output + reasoning.
-fn usage(u: &[[Ranked<u64>; 6]; 3]) -> Option<Usage> {
-    let has = |d: Dialect| {
-        let d = &u[d as usize];
-        d[Bucket::Input as usize].0.is_some() || d[Bucket::Output as usize].0.is_some()
-    };
-    let dialect = [Dialect::AiSdk, Dialect::OpenInference, Dialect::GenAi]
-        .into_iter()
-        .find(|&d| has(d))
-        .or_else(|| {
-            [Dialect::AiSdk, Dialect::OpenInference, Dialect::GenAi]
-                .into_iter()
-                .find(|&d| u[d as usize].iter().any(|b| b.0.is_some()))
-        })?;
-    let d = &u[dialect as usize];
-    let get = |b: Bucket| d[b as usize].get();
-    let (read, write) = (get(Bucket::CacheRead), get(Bucket::CacheWrite));
-    let reasoning = get(Bucket::Reasoning);
-    let cache = read.unwrap_or(0).saturating_add(write.unwrap_or(0));
-    let input = get(Bucket::Input).map(|i| {
-        if i >= cache {
-            i - write.unwrap_or(0)
-        } else {
-            i.saturating_add(read.unwrap_or(0))
-        }
-    });
-    let output = get(Bucket::Output).map(|o| match reasoning {
-        Some(r) if o < r => o.saturating_add(r),
-        _ => o,
-    });
-    Some(Usage {
-        input_tokens: input,
-        output_tokens: output,
-        total_tokens: get(Bucket::Total),
-        reasoning_tokens: reasoning,
-        cached_input_tokens: read,
-        cache_write_input_tokens: write,
-        ..Usage::default()
-    })
-}
-
-/// A token count: a non-negative integer, as an integer, an integral double or a decimal
-/// string (JSON clients send 64-bit integers as strings).
-fn count(v: &Value<'_>) -> Option<u64> {
-    match *v {
-        Value::Int(i) => u64::try_from(i).ok(),
-        Value::Double(d) if d >= 0.0 && d.fract() == 0.0 && d < 1.8e19 => Some(d as u64),
-        Value::Str(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
-
 /// A number (ttft).
 fn number(v: &Value<'_>) -> Option<f64> {
     match *v {
@@ -753,55 +699,6 @@ fn number(v: &Value<'_>) -> Option<f64> {
         _ => None,
     }
     .filter(|&d| d >= 0.0)
-}
-
-/// A cost in USD as exact money (units of 1e-10 USD, half-up): from the decimal digits the
-/// client wrote (a double's shortest representation), never through float arithmetic.
-fn money(v: &Value<'_>) -> Option<Money> {
-    let mut buf = [0u8; 40];
-    let text: &str = match *v {
-        Value::Str(s) => s.trim(),
-        Value::Int(i) => {
-            let units = i.checked_mul(10_000_000_000)?;
-            return (0..=MAX_MONEY).contains(&units).then_some(units);
-        }
-        // Below half a unit: zero (and Display would write hundreds of digits).
-        Value::Double(d) if (0.0..5e-11).contains(&d) => return Some(0),
-        Value::Double(d) if (0.0..1e8).contains(&d) => {
-            use std::io::Write;
-            let mut w = &mut buf[..];
-            write!(w, "{d}").ok()?;
-            let len = 40 - w.len();
-            std::str::from_utf8(&buf[..len]).ok()?
-        }
-        _ => return None,
-    };
-    decimal_units(text)
-}
-
-/// `123.45678901234` -> units of 1e-10, rounded half-up; `None` if not a plain non-negative
-/// decimal or past `Decimal(18, 10)`.
-fn decimal_units(s: &str) -> Option<Money> {
-    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
-    if int.is_empty() && frac.is_empty() {
-        return None;
-    }
-    if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let int = int.trim_start_matches('0');
-    if int.len() > 8 {
-        return None;
-    }
-    let mut units: i64 = if int.is_empty() { 0 } else { int.parse().ok()? };
-    for i in 0..10 {
-        let d = frac.as_bytes().get(i).map_or(0, |b| b - b'0');
-        units = units * 10 + i64::from(d);
-    }
-    if frac.as_bytes().get(10).is_some_and(|&b| b >= b'5') {
-        units += 1;
-    }
-    (units <= MAX_MONEY).then_some(units)
 }
 
 /// The longest prefix of `s` of at most `max` UTF-16 units that ends at a char boundary.

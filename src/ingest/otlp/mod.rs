@@ -32,7 +32,8 @@
 //! - `json.rs`: the same schema over simd-json's tape (OTLP/JSON).
 //! - `raw.rs`: spans as both read them (`RawSpan`, `Value`), the `SpanSink` they feed.
 //! - `keys.rs`: attribute names, dialect by dialect; `map.rs`: `RawSpan` -> `wire::Span`,
-//!   grouped into traces. The table is in `docs/otlp.md`.
+//!   grouped into traces; `usage.rs`: token counts and costs in v1 meanings. The table is in
+//!   `docs/otlp.md`.
 //! - `fuzz.rs` (tests and fuzzing only): the fuzz property, against prost's decode of the same
 //!   bytes.
 //!
@@ -53,6 +54,7 @@ mod raw;
 mod testkit;
 #[cfg(test)]
 mod tests;
+mod usage;
 
 use std::fmt;
 use std::mem;

@@ -43,6 +43,44 @@ pub fn walk<'a, S: SpanSink<'a>>(
     Ok(())
 }
 
+/// What a field of a message that is checked but not kept must be.
+#[derive(Debug, Clone, Copy)]
+enum Check {
+    Varint,
+    Fixed32,
+    Fixed64,
+    Bytes,
+    /// Length-delimited, UTF-8.
+    Str,
+    /// A `KeyValue`, its value decoded (and so checked) into the arena.
+    Attribute,
+}
+
+/// `Span.Event`: time, name, attributes, dropped attributes count.
+const EVENT: &[(u32, Check)] = {
+    use Check::*;
+    &[(1, Fixed64), (2, Str), (3, Attribute), (4, Varint)]
+};
+
+/// `Span.Link`: trace id, span id, trace state, attributes, dropped attributes count, flags.
+const LINK: &[(u32, Check)] = {
+    use Check::*;
+    &[
+        (1, Bytes),
+        (2, Bytes),
+        (3, Str),
+        (4, Attribute),
+        (5, Varint),
+        (6, Fixed32),
+    ]
+};
+
+/// A resource's `EntityRef`: schema url, type, id keys, description keys.
+const ENTITY_REF: &[(u32, Check)] = {
+    use Check::*;
+    &[(1, Str), (2, Str), (3, Str), (4, Str)]
+};
+
 struct Walker<'a> {
     arena: &'a Bump,
     /// The current span's attributes; cleared for the next span.
@@ -58,24 +96,7 @@ impl<'a> Walker<'a> {
         // First pass: the resource (all of them: a message field sent twice is merged) and the
         // checks of the other fields; the scope spans only have their wire type checked.
         let mut resource_attrs = BVec::new_in(self.arena);
-        let mut r = msg;
-        while !r.is_empty() {
-            match r.key()? {
-                (1, wire) => {
-                    r.expect(wire, WireType::Len)?;
-                    self.resource(r.message()?, &mut resource_attrs)?;
-                }
-                (2, wire) => {
-                    r.expect(wire, WireType::Len)?;
-                    r.bytes()?;
-                }
-                (3, wire) => {
-                    r.expect(wire, WireType::Len)?;
-                    r.str()?;
-                }
-                (field, wire) => r.skip(field, wire)?,
-            }
-        }
+        self.first_pass(msg, |w, m| w.resource(m, &mut resource_attrs))?;
         let resource = Resource {
             attributes: resource_attrs.into_bump_slice(),
         };
@@ -85,6 +106,34 @@ impl<'a> Walker<'a> {
         while !r.is_empty() {
             match r.key()? {
                 (2, _) => self.scope_spans(r.message()?, &resource, sink)?,
+                (field, wire) => r.skip(field, wire)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// The first pass over a `ResourceSpans` or a `ScopeSpans`, which have the same shape:
+    /// field 1 (the resource, or the scope) goes to `head`; field 2 (what the second pass
+    /// reads) is only checked to be length-delimited; field 3 is the schema URL.
+    fn first_pass(
+        &mut self,
+        mut r: Reader<'a>,
+        mut head: impl FnMut(&mut Self, Reader<'a>) -> Result<(), ProtoError>,
+    ) -> Result<(), ProtoError> {
+        while !r.is_empty() {
+            match r.key()? {
+                (1, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    head(self, r.message()?)?;
+                }
+                (2, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    r.bytes()?;
+                }
+                (3, wire) => {
+                    r.expect(wire, WireType::Len)?;
+                    r.str()?;
+                }
                 (field, wire) => r.skip(field, wire)?,
             }
         }
@@ -108,7 +157,7 @@ impl<'a> Walker<'a> {
                 }
                 (3, wire) => {
                     r.expect(wire, WireType::Len)?;
-                    entity_ref(r.message()?)?;
+                    self.check(r.message()?, ENTITY_REF)?;
                 }
                 (field, wire) => r.skip(field, wire)?,
             }
@@ -124,24 +173,7 @@ impl<'a> Walker<'a> {
     ) -> Result<(), ProtoError> {
         let mut scope = Scope::default();
         let mut scope_attrs = BVec::new_in(self.arena);
-        let mut r = msg;
-        while !r.is_empty() {
-            match r.key()? {
-                (1, wire) => {
-                    r.expect(wire, WireType::Len)?;
-                    self.scope(r.message()?, &mut scope, &mut scope_attrs)?;
-                }
-                (2, wire) => {
-                    r.expect(wire, WireType::Len)?;
-                    r.bytes()?;
-                }
-                (3, wire) => {
-                    r.expect(wire, WireType::Len)?;
-                    r.str()?;
-                }
-                (field, wire) => r.skip(field, wire)?,
-            }
-        }
+        self.first_pass(msg, |w, m| w.scope(m, &mut scope, &mut scope_attrs))?;
         scope.attributes = scope_attrs.into_bump_slice();
         let mut r = msg;
         while !r.is_empty() {
@@ -234,12 +266,12 @@ impl<'a> Walker<'a> {
                 }
                 11 => {
                     r.expect(wire, WireType::Len)?;
-                    self.event(r.message()?)?;
+                    self.check(r.message()?, EVENT)?;
                     s.events += 1;
                 }
                 13 => {
                     r.expect(wire, WireType::Len)?;
-                    self.link(r.message()?)?;
+                    self.check(r.message()?, LINK)?;
                     s.links += 1;
                 }
                 15 => {
@@ -257,57 +289,41 @@ impl<'a> Walker<'a> {
         Ok(s)
     }
 
-    /// An event: checked, counted, not kept.
-    fn event(&mut self, mut r: Reader<'a>) -> Result<(), ProtoError> {
+    /// A message that is checked, as prost would decode it, but not kept (`fields` says what
+    /// each known field must be; unknown fields are skipped).
+    fn check(&mut self, mut r: Reader<'a>, fields: &[(u32, Check)]) -> Result<(), ProtoError> {
         while !r.is_empty() {
-            match r.key()? {
-                (1, wire) => {
-                    r.expect(wire, WireType::Fixed64)?;
-                    r.fixed64()?;
-                }
-                (2, wire) => {
-                    r.expect(wire, WireType::Len)?;
-                    r.str()?;
-                }
-                (3, wire) => {
-                    r.expect(wire, WireType::Len)?;
-                    self.key_value(r.message()?, 1)?;
-                }
-                (4, wire) => {
-                    r.expect(wire, WireType::Varint)?;
+            let (field, wire) = r.key()?;
+            let Some(&(_, check)) = fields.iter().find(|f| f.0 == field) else {
+                r.skip(field, wire)?;
+                continue;
+            };
+            let want = match check {
+                Check::Varint => WireType::Varint,
+                Check::Fixed32 => WireType::Fixed32,
+                Check::Fixed64 => WireType::Fixed64,
+                Check::Bytes | Check::Str | Check::Attribute => WireType::Len,
+            };
+            r.expect(wire, want)?;
+            match check {
+                Check::Varint => {
                     r.varint()?;
                 }
-                (field, wire) => r.skip(field, wire)?,
-            }
-        }
-        Ok(())
-    }
-
-    /// A link: checked, counted, not kept.
-    fn link(&mut self, mut r: Reader<'a>) -> Result<(), ProtoError> {
-        while !r.is_empty() {
-            match r.key()? {
-                (1 | 2, wire) => {
-                    r.expect(wire, WireType::Len)?;
-                    r.bytes()?;
-                }
-                (3, wire) => {
-                    r.expect(wire, WireType::Len)?;
-                    r.str()?;
-                }
-                (4, wire) => {
-                    r.expect(wire, WireType::Len)?;
-                    self.key_value(r.message()?, 1)?;
-                }
-                (5, wire) => {
-                    r.expect(wire, WireType::Varint)?;
-                    r.varint()?;
-                }
-                (6, wire) => {
-                    r.expect(wire, WireType::Fixed32)?;
+                Check::Fixed32 => {
                     r.fixed32()?;
                 }
-                (field, wire) => r.skip(field, wire)?,
+                Check::Fixed64 => {
+                    r.fixed64()?;
+                }
+                Check::Bytes => {
+                    r.bytes()?;
+                }
+                Check::Str => {
+                    r.str()?;
+                }
+                Check::Attribute => {
+                    self.key_value(r.message()?, 1)?;
+                }
             }
         }
         Ok(())
@@ -478,20 +494,6 @@ fn status<'a>(mut r: Reader<'a>, s: &mut RawSpan<'a, '_>) -> Result<(), ProtoErr
             (3, wire) => {
                 r.expect(wire, WireType::Varint)?;
                 s.status_code = r.varint()? as i32;
-            }
-            (field, wire) => r.skip(field, wire)?,
-        }
-    }
-    Ok(())
-}
-
-/// A resource's `EntityRef`: checked only (strings must be UTF-8).
-fn entity_ref(mut r: Reader<'_>) -> Result<(), ProtoError> {
-    while !r.is_empty() {
-        match r.key()? {
-            (1..=4, wire) => {
-                r.expect(wire, WireType::Len)?;
-                r.str()?;
             }
             (field, wire) => r.skip(field, wire)?,
         }

@@ -80,8 +80,14 @@ pub(crate) fn span(n: u8, parent: u8, name: &str, attrs: &[(&str, AnyValue)]) ->
     }
 }
 
-/// An export of `spans` under one resource (`service.name` = `svc`) and scope.
+/// An export of `spans` under one resource (`service.name` = `svc`) and scope (`lib`).
 pub(crate) fn export(spans: Vec<Span>) -> ExportTraceServiceRequest {
+    export_in("lib", spans)
+}
+
+/// An export of `spans` under one resource (`service.name` = `svc`) and the instrumentation
+/// scope `scope`.
+pub(crate) fn export_in(scope: &str, spans: Vec<Span>) -> ExportTraceServiceRequest {
     ExportTraceServiceRequest {
         resource_spans: vec![ResourceSpans {
             resource: Some(Resource {
@@ -90,7 +96,7 @@ pub(crate) fn export(spans: Vec<Span>) -> ExportTraceServiceRequest {
             }),
             scope_spans: vec![ScopeSpans {
                 scope: Some(InstrumentationScope {
-                    name: "lib".into(),
+                    name: scope.into(),
                     ..Default::default()
                 }),
                 spans,

@@ -16,11 +16,17 @@ type Case<'s> = (&'s str, Vec<(&'s str, AnyValue)>, &'s str);
 /// One span named `name` with `attrs`: its rendering (without the counts line when clean).
 #[track_caller]
 fn check(name: &str, attrs: &[(&str, AnyValue)], expected: &str) {
-    let got = decode_both(&export(vec![span(1, 0, name, attrs)]));
+    check_in("lib", name, attrs, expected);
+}
+
+/// As `check`, the span sent by the instrumentation scope `scope`.
+#[track_caller]
+fn check_in(scope: &str, name: &str, attrs: &[(&str, AnyValue)], expected: &str) {
+    let got = decode_both(&export_in(scope, vec![span(1, 0, name, attrs)]));
     let got = got
         .strip_suffix("\nrejected=0 truncated=0 dropped=0")
         .unwrap_or(&got);
-    assert_eq!(got, expected, "\nattributes: {attrs:?}");
+    assert_eq!(got, expected, "\nscope {scope}, attributes: {attrs:?}");
 }
 
 #[test]
@@ -172,6 +178,32 @@ fn genai_older_names_and_inconsistent_counts() {
             "llm s usage=95/-/10/5/1/-",
         ),
         (
+            // Older single-string content, the OpenLLMetry reasoning count, `enduser.id`, the
+            // older fingerprint name.
+            vec![
+                chat.clone(),
+                ("gen_ai.usage.input_tokens", i(100)),
+                ("gen_ai.usage.output_tokens", i(40)),
+                ("llm.usage.reasoning_tokens", i(25)),
+                ("gen_ai.prompt", s("What is 2+2?")),
+                ("gen_ai.completion", s("4")),
+                ("enduser.id", s("end-user-3")),
+                ("openai.response.system_fingerprint", s("fp_old")),
+            ],
+            "llm s usage=100/40/-/-/25/- input=What is 2+2? output=4 fp=fp_old user=end-user-3",
+        ),
+        (
+            // `user.id` wins over `enduser.id`, the current fingerprint name over the older.
+            vec![
+                chat.clone(),
+                ("enduser.id", s("end-user-3")),
+                ("user.id", s("u-1")),
+                ("openai.response.system_fingerprint", s("fp_old")),
+                ("gen_ai.openai.response.system_fingerprint", s("fp_new")),
+            ],
+            "llm s fp=fp_new user=u-1",
+        ),
+        (
             // A count that is not one stays in metadata.
             vec![
                 chat.clone(),
@@ -212,6 +244,22 @@ fn openinference() {
             "ChatCompletion",
             llm.to_vec(),
             "llm ChatCompletion provider=openai model=gpt-4o-mini usage=1000/100/400/0/20/1100 cost=0.0004200000 input={\"messages\":[]} output=hi session=sess-9 meta[input.mime_type=application/json]",
+        ),
+        (
+            // Anthropic through OpenInference: its prompt count includes the cache reads and
+            // writes (the instrumentation adds Anthropic's separate counts).
+            "Messages",
+            vec![
+                ("openinference.span.kind", s("LLM")),
+                ("llm.provider", s("anthropic")),
+                ("llm.model_name", s("claude-sonnet-4-20250514")),
+                ("llm.token_count.prompt", i(3536)),
+                ("llm.token_count.prompt_details.cache_read", i(1024)),
+                ("llm.token_count.prompt_details.cache_write", i(512)),
+                ("llm.token_count.completion", i(250)),
+                ("llm.token_count.total", i(3786)),
+            ],
+            "llm Messages provider=anthropic model=claude-sonnet-4-20250514 usage=3024/250/1024/512/-/3786",
         ),
         (
             // Without input.value/output.value, the flattened messages are the content.
@@ -275,6 +323,11 @@ fn openllmetry() {
             "llm openai.chat provider=openai model=gpt-4o-2024-08-06 usage=300/30/100/-/-/330 input=[{\"role\":\"user\",\"content\":\"hi\"}] output=[{\"role\":\"assistant\",\"content\":\"hello\"}] meta[llm.is_streaming=false]",
         ),
         (
+            "openai.completion",
+            vec![("llm.request.type", s("completion")), ("gen_ai.usage.prompt_tokens", i(5))],
+            "llm openai.completion usage=5/-/-/-/-/-",
+        ),
+        (
             "openai.embeddings",
             vec![("llm.request.type", s("embedding")), ("gen_ai.usage.prompt_tokens", i(7))],
             "embedding openai.embeddings usage=7/-/-/-/-/-",
@@ -315,7 +368,8 @@ fn vercel_ai_sdk() {
             "llm ai.generateText.doGenerate provider=openai.chat model=gpt-4o usage=100/20/-/-/-/- input=[{\"role\":\"user\"}] output=hello meta[operation.name=ai.generateText.doGenerate]",
         ),
         (
-            // v5 spellings, next to the GenAI names the SDK also writes: the SDK's win.
+            // v5 spellings, next to the GenAI names the SDK also writes: the SDK's win. v5
+            // passes Anthropic's own input count, which leaves the cache reads out.
             "ai.streamText.doStream",
             vec![
                 ("ai.operationId", s("ai.streamText.doStream")),
@@ -333,7 +387,42 @@ fn vercel_ai_sdk() {
                 ("ai.response.msToFirstChunk", d(412.5)),
                 ("ai.prompt.tools", arr(vec![s("{\"name\":\"f\"}")])),
             ],
-            "llm ai.streamText.doStream provider=anthropic.messages model=claude-sonnet-4-5-20250929 usage=2000/300/1500/-/100/2300 tools=[\"{\\\"name\\\":\\\"f\\\"}\"] ttft=412.5",
+            "llm ai.streamText.doStream provider=anthropic.messages model=claude-sonnet-4-5-20250929 usage=3500/300/1500/-/100/2300 tools=[\"{\\\"name\\\":\\\"f\\\"}\"] ttft=412.5",
+        ),
+        (
+            // v6: the input total includes cache reads and writes, and the part that missed
+            // the cache is reported too.
+            "ai.generateText.doGenerate",
+            vec![
+                ("ai.operationId", s("ai.generateText.doGenerate")),
+                ("ai.model.provider", s("anthropic.messages")),
+                ("ai.usage.inputTokens", i(3536)),
+                ("ai.usage.inputTokenDetails.noCacheTokens", i(2000)),
+                ("ai.usage.inputTokenDetails.cacheReadTokens", i(1024)),
+                ("ai.usage.inputTokenDetails.cacheWriteTokens", i(512)),
+                ("ai.usage.cachedInputTokens", i(1024)),
+                ("ai.usage.outputTokens", i(250)),
+            ],
+            "llm ai.generateText.doGenerate provider=anthropic.messages usage=3024/250/1024/512/-/-",
+        ),
+        (
+            // An object streamed: its JSON is the output; the stream's own first-chunk time.
+            "ai.streamObject.doStream",
+            vec![
+                ("ai.operationId", s("ai.streamObject.doStream")),
+                ("ai.response.object", s("{\"city\":\"Paris\"}")),
+                ("ai.stream.msToFirstChunk", d(120.0)),
+            ],
+            "llm ai.streamObject.doStream output={\"city\":\"Paris\"} ttft=120",
+        ),
+        (
+            // A step that called tools: the calls are its output.
+            "ai.generateText.doGenerate",
+            vec![
+                ("ai.operationId", s("ai.generateText.doGenerate")),
+                ("ai.response.toolCalls", s("[{\"toolName\":\"weather\"}]")),
+            ],
+            "llm ai.generateText.doGenerate output=[{\"toolName\":\"weather\"}]",
         ),
         (
             // The root repeats its steps' usage: never priced.
@@ -413,6 +502,26 @@ fn pydantic_ai() {
             "other agent run meta[agent_name=agent,gen_ai.usage.input_tokens=2000,logfire.msg=agent run]",
         ),
         (
+            // The cost Pydantic AI (through genai-prices) computed; `gen_ai.usage.cost` would
+            // win over it.
+            "chat claude",
+            vec![
+                ("gen_ai.operation.name", s("chat")),
+                ("gen_ai.usage.input_tokens", i(10)),
+                ("operation.cost", d(0.00212)),
+            ],
+            "llm chat claude usage=10/-/-/-/-/- cost=0.0021200000",
+        ),
+        (
+            "chat claude",
+            vec![
+                ("gen_ai.operation.name", s("chat")),
+                ("operation.cost", d(0.00212)),
+                ("gen_ai.usage.cost", s("0.003")),
+            ],
+            "llm chat claude cost=0.0030000000",
+        ),
+        (
             "running tool",
             vec![("gen_ai.operation.name", s("execute_tool")), ("gen_ai.tool.name", s("roll"))],
             "tool running tool meta[gen_ai.tool.name=roll]",
@@ -421,6 +530,298 @@ fn pydantic_ai() {
     for (name, attrs, expected) in cases {
         check(name, &attrs, expected);
     }
+}
+
+/// How each instrumentation counted: the same call (3000 tokens that missed the cache, 1024
+/// read from it, 512 written to it, 250 out) as each one reports it, and as v1 must store it:
+/// input 4024 (v1 input includes cache reads, not writes), cached 1024, cache write 512.
+#[test]
+fn token_counting_by_instrumentation() {
+    let chat = ("gen_ai.operation.name", s("chat"));
+    let exclusive = |read: &'static str, write: &'static str| {
+        vec![
+            chat.clone(),
+            ("gen_ai.usage.input_tokens", i(3000)),
+            (read, i(1024)),
+            (write, i(512)),
+            ("gen_ai.usage.output_tokens", i(250)),
+        ]
+    };
+    let with = |mut v: Vec<(&'static str, AnyValue)>, extra: (&'static str, AnyValue)| {
+        v.push(extra);
+        v
+    };
+    let total = |n| ("gen_ai.usage.total_tokens", i(n));
+    // (scope, attributes, expected usage): a `Case` with the scope in the name's place.
+    let cases: Vec<Case<'_>> = vec![
+        (
+            // The conventions' (and OpenLLMetry's Anthropic instrumentation's) count: input
+            // includes reads and writes.
+            "opentelemetry.instrumentation.anthropic",
+            vec![
+                chat.clone(),
+                ("gen_ai.usage.input_tokens", i(4536)),
+                ("gen_ai.usage.cache_read.input_tokens", i(1024)),
+                ("gen_ai.usage.cache_creation.input_tokens", i(512)),
+                ("gen_ai.usage.output_tokens", i(250)),
+                total(4786),
+            ],
+            "usage=4024/250/1024/512/-/4786",
+        ),
+        (
+            // OpenLLMetry's Bedrock instrumentation passes Bedrock's inputTokens (the cache
+            // left out) and a total of its own (input + output): known by its scope.
+            "opentelemetry.instrumentation.bedrock",
+            with(
+                exclusive(
+                    "gen_ai.usage.cache_read_input_tokens",
+                    "gen_ai.usage.cache_creation_input_tokens",
+                ),
+                total(3250),
+            ),
+            "usage=4024/250/1024/512/-/3250",
+        ),
+        (
+            // Strands Agents: the same, with its own name for cache writes.
+            "strands.telemetry.tracer",
+            exclusive(
+                "gen_ai.usage.cache_read_input_tokens",
+                "gen_ai.usage.cache_write_input_tokens",
+            ),
+            "usage=4024/250/1024/512/-/-",
+        ),
+        (
+            // An instrumentation we do not know, whose total counts the cache once more than
+            // an inclusive input could: the input left the cache out.
+            "someone.else",
+            with(
+                exclusive(
+                    "gen_ai.usage.cache_read.input_tokens",
+                    "gen_ai.usage.cache_creation.input_tokens",
+                ),
+                total(4786),
+            ),
+            "usage=4024/250/1024/512/-/4786",
+        ),
+        (
+            // The same counts with nothing to tell them apart: the conventions' meaning
+            // (input includes the cache) holds, as documented in docs/otlp.md.
+            "someone.else",
+            exclusive(
+                "gen_ai.usage.cache_read.input_tokens",
+                "gen_ai.usage.cache_creation.input_tokens",
+            ),
+            "usage=2488/250/1024/512/-/-",
+        ),
+        (
+            // Input below its cache parts: it cannot have included them.
+            "someone.else",
+            vec![
+                chat.clone(),
+                ("gen_ai.usage.input_tokens", i(100)),
+                ("gen_ai.usage.cache_read.input_tokens", i(1024)),
+                ("gen_ai.usage.cache_creation.input_tokens", i(512)),
+            ],
+            "usage=1124/-/1024/512/-/-",
+        ),
+        (
+            // OpenAI's count (cached inside the prompt, reasoning inside the completion): the
+            // total is input + output, nothing is added.
+            "someone.else",
+            vec![
+                chat.clone(),
+                ("gen_ai.usage.input_tokens", i(2000)),
+                ("gen_ai.usage.cache_read.input_tokens", i(1024)),
+                ("gen_ai.usage.output_tokens", i(300)),
+                ("gen_ai.usage.reasoning.output_tokens", i(128)),
+                total(2300),
+            ],
+            "usage=2000/300/1024/-/128/2300",
+        ),
+        (
+            // Gemini's candidates count without the thoughts, total with them: output gets
+            // the reasoning added.
+            "someone.else",
+            vec![
+                chat.clone(),
+                ("gen_ai.usage.input_tokens", i(1000)),
+                ("gen_ai.usage.output_tokens", i(400)),
+                ("gen_ai.usage.reasoning.output_tokens", i(300)),
+                total(1700),
+            ],
+            "usage=1000/700/-/-/300/1700",
+        ),
+        (
+            // A total that fits leaving out either part (cache reads = reasoning): it says
+            // nothing, the conventions' meaning holds.
+            "someone.else",
+            vec![
+                chat.clone(),
+                ("gen_ai.usage.input_tokens", i(1000)),
+                ("gen_ai.usage.cache_read.input_tokens", i(300)),
+                ("gen_ai.usage.output_tokens", i(500)),
+                ("gen_ai.usage.reasoning.output_tokens", i(300)),
+                total(1800),
+            ],
+            "usage=1000/500/300/-/300/1800",
+        ),
+        (
+            // OpenInference's Bedrock instrumentation: Bedrock's counts, known by its scope.
+            "openinference.instrumentation.bedrock",
+            vec![
+                ("openinference.span.kind", s("LLM")),
+                ("llm.token_count.prompt", i(3000)),
+                ("llm.token_count.prompt_details.cache_read", i(1024)),
+                ("llm.token_count.prompt_details.cache_write", i(512)),
+                ("llm.token_count.completion", i(250)),
+            ],
+            "usage=4024/250/1024/512/-/-",
+        ),
+        (
+            // The AI SDK before v6 (no inputTokenDetails) passes each provider's own counts:
+            // Anthropic's input leaves the cache out (its writes are reported nowhere but in
+            // `ai.response.providerMetadata`).
+            "ai",
+            vec![
+                ("ai.operationId", s("ai.streamText.doStream")),
+                ("ai.model.provider", s("anthropic.messages")),
+                ("ai.usage.inputTokens", i(3000)),
+                ("ai.usage.cachedInputTokens", i(1024)),
+                ("ai.usage.outputTokens", i(250)),
+                ("ai.usage.totalTokens", i(3250)),
+            ],
+            "usage=4024/250/1024/-/-/3250",
+        ),
+        (
+            // ... and Bedrock's too.
+            "ai",
+            vec![
+                ("ai.operationId", s("ai.streamText.doStream")),
+                ("ai.model.provider", s("amazon-bedrock")),
+                ("ai.usage.inputTokens", i(3000)),
+                ("ai.usage.cachedInputTokens", i(1024)),
+            ],
+            "usage=4024/-/1024/-/-/-",
+        ),
+        (
+            // ... and Anthropic's models on Vertex AI and Bedrock through their own providers.
+            "ai",
+            vec![
+                ("ai.operationId", s("ai.generateText.doGenerate")),
+                ("ai.model.provider", s("vertex.anthropic.messages")),
+                ("ai.usage.promptTokens", i(3000)),
+                ("ai.usage.cachedInputTokens", i(1024)),
+            ],
+            "usage=4024/-/1024/-/-/-",
+        ),
+        (
+            "ai",
+            vec![
+                ("ai.operationId", s("ai.streamText.doStream")),
+                ("ai.model.provider", s("bedrock.anthropic.messages")),
+                ("ai.usage.inputTokens", i(3000)),
+                ("ai.usage.cachedInputTokens", i(1024)),
+            ],
+            "usage=4024/-/1024/-/-/-",
+        ),
+        (
+            // ... OpenAI's input includes the cache.
+            "ai",
+            vec![
+                ("ai.operationId", s("ai.streamText.doStream")),
+                ("ai.model.provider", s("openai.chat")),
+                ("ai.usage.inputTokens", i(2000)),
+                ("ai.usage.cachedInputTokens", i(1024)),
+            ],
+            "usage=2000/-/1024/-/-/-",
+        ),
+        (
+            // ... Google's output leaves the thoughts out.
+            "ai",
+            vec![
+                ("ai.operationId", s("ai.streamText.doStream")),
+                ("ai.model.provider", s("google.generative-ai")),
+                ("ai.usage.inputTokens", i(1000)),
+                ("ai.usage.outputTokens", i(400)),
+                ("ai.usage.reasoningTokens", i(300)),
+            ],
+            "usage=1000/700/-/-/300/-",
+        ),
+        (
+            // (Vertex AI's Gemini provider alike.)
+            "ai",
+            vec![
+                ("ai.operationId", s("ai.streamText.doStream")),
+                ("ai.model.provider", s("google.vertex.chat")),
+                ("ai.usage.outputTokens", i(400)),
+                ("ai.usage.reasoningTokens", i(300)),
+            ],
+            "usage=-/700/-/-/300/-",
+        ),
+        (
+            // v6 (inputTokenDetails present) counts alike for every provider: inclusive.
+            "ai",
+            vec![
+                ("ai.operationId", s("ai.streamText.doStream")),
+                ("ai.model.provider", s("google.generative-ai")),
+                ("ai.usage.inputTokens", i(1000)),
+                ("ai.usage.inputTokenDetails.noCacheTokens", i(1000)),
+                ("ai.usage.outputTokens", i(700)),
+                ("ai.usage.outputTokenDetails.reasoningTokens", i(300)),
+            ],
+            "usage=1000/700/-/-/300/-",
+        ),
+    ];
+    for (scope, attrs, expected) in cases {
+        let got = decode_both(&export_in(scope, vec![span(1, 0, "call", &attrs)]));
+        let usage = got
+            .split_whitespace()
+            .find(|f| f.starts_with("usage="))
+            .unwrap_or("no usage");
+        assert_eq!(
+            usage, expected,
+            "\nscope {scope}, attributes: {attrs:?}\n{got}"
+        );
+    }
+}
+
+/// Metadata: the span's unmapped attributes (a repeated key keeps its last value), then the
+/// resource's (the span's own value of a key wins), then the scope's name.
+#[test]
+fn resource_and_scope_in_metadata() {
+    let mut req = export_in(
+        "opentelemetry.instrumentation.openai",
+        vec![span(
+            1,
+            0,
+            "m",
+            &[
+                ("k", s("first")),
+                ("deployment.environment", s("span's")),
+                ("k", s("last")),
+            ],
+        )],
+    );
+    let resource = req.resource_spans[0].resource.as_mut().unwrap();
+    resource.attributes = kvs(&[
+        ("service.name", s("svc")),
+        ("deployment.environment", s("prod")),
+        ("host.cores", i(8)),
+    ]);
+    let proto = req.encode_to_vec();
+    let arena = Bump::new();
+    let d = OtlpDecoder::new().decode_protobuf(&proto, &arena).unwrap();
+    assert_eq!(
+        d.batch.traces[0].spans[0].metadata,
+        [
+            ("k", "last"),
+            ("deployment.environment", "span's"),
+            ("service.name", "svc"),
+            ("host.cores", "8"),
+            ("otel.scope.name", "opentelemetry.instrumentation.openai"),
+        ]
+    );
+    decode_both(&req);
 }
 
 #[test]
