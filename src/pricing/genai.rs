@@ -1208,5 +1208,10 @@ mod tests {
             priced_in(&t, Some("google"), "gemini-2.5-flash-image", &image, "2026-11-24"),
             "google/gemini-2.5-flash-image completion=0.0017750000 image=0.0387000000 total=0.0404750000"
         );
+        // 880 text tokens at 12 per 1M, one image of 1120 tokens at 120 per 1M.
+        assert_eq!(
+            priced_in(&t, Some("google"), "gemini-3-pro-image-preview", &image, "2026-11-24"),
+            "google/gemini-3-pro-image-preview completion=0.0105600000 image=0.1344000000 total=0.1449600000"
+        );
     }
 }

@@ -190,8 +190,9 @@ fn spans_without_a_price_are_counted_by_provider_and_each_model_is_logged_once()
 }
 
 /// A genai-prices `v2` file as the server's pricing file: each span is priced with the prices
-/// in force at its startTime, image output apart from text, and the row says where its price
-/// came from; a built-in model the file does not match keeps its built-in price.
+/// in force at its startTime, image output apart from text (from the file, and built in), and
+/// the row says where its price came from; a built-in model the file does not match keeps its
+/// built-in price.
 #[test]
 fn a_genai_prices_file_prices_each_span_at_its_start_time() {
     let dir = std::env::temp_dir().join(format!("ti-genai-{}", std::process::id()));
@@ -207,6 +208,11 @@ fn a_genai_prices_file_prices_each_span_at_its_start_time() {
              ]},
             {"id": "voice", "match": {"equals": "voice"},
              "prices": {"input_mtok": 1, "input_audio_mtok": 40}}
+         ]},
+        {"id": "google", "name": "Google", "api_pattern": "x",
+         "models": [
+            {"id": "gemini-3-pro-image-preview", "match": {"starts_with": "gemini-3-pro-image"},
+             "prices": {"input_mtok": 2, "output_mtok": 12, "output_image_mtok": 120}}
          ]}
     ]);
     std::fs::write(&path, file.to_string()).unwrap();
@@ -237,13 +243,19 @@ fn a_genai_prices_file_prices_each_span_at_its_start_time() {
             after,
             json!({"outputTokens": 2000, "imageCount": 1}),
         ),
+        span(
+            "file-image",
+            "gemini-3-pro-image-preview",
+            after,
+            json!({"outputTokens": 2000, "imageCount": 1}),
+        ),
     ];
     let body = serde_json::to_vec(&json!({"version": "v1", "traces": [
         {"traceId": "genai", "traceName": "genai", "spans": spans}]}))
     .unwrap();
     let r = server.post_ingest(&key, &body);
     assert_eq!(r.status, 202, "{:?}", r.json());
-    server.wait_rows(3);
+    server.wait_rows(4);
     let rows = server.rows(
         "span_id, priced_model_id, pricing_source, toString(prompt_cost) AS p, \
          toString(completion_cost) AS c, toString(image_cost) AS i, toString(total_cost) AS t",
@@ -277,6 +289,9 @@ fn a_genai_prices_file_prices_each_span_at_its_start_time() {
             "after acme/model-x file 0.0002000000 0.0002000000 null 0.0004000000",
             // Before: 1000 x 1e-6 + 100 x 10e-6.
             "before acme/model-x file 0.0010000000 0.0010000000 null 0.0020000000",
+            // From the file, image output apart with the built-in's 1120 tokens per image:
+            // (2000 - 1120) x 12e-6 text, one image 1120 x 120e-6.
+            "file-image google/gemini-3-pro-image-preview file null 0.0105600000 0.1344000000 0.1449600000",
             // Built in: (2000 - 1290) x 2.5e-6 text, one image 0.0387.
             "image google/gemini-2.5-flash-image builtin null 0.0017750000 0.0387000000 0.0404750000",
         ]
