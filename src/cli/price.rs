@@ -536,9 +536,23 @@ total                                    0.0032500000
             .lines()
             .find(|l| l.starts_with("google/gemini-2.5-pro "))
             .unwrap();
+        // Checked only against the data set: its date, and it says so.
         assert!(
-            source.contains("2026-11-24  https://ai.google.dev/gemini-api/docs/pricing"),
+            source.contains("2026-08-21  https://ai.google.dev/gemini-api/docs/pricing"),
             "{source}"
+        );
+        assert!(
+            source.contains("data set (47df840, 2026-08-21) only"),
+            "{source}"
+        );
+        // A figure that departs from the data set says what it follows instead.
+        let sonnet = sources
+            .lines()
+            .find(|l| l.starts_with("anthropic/claude-sonnet-4 "))
+            .unwrap();
+        assert!(
+            sonnet.contains("the tier above 200K input tokens: that copy only"),
+            "{sonnet}"
         );
         assert_eq!(
             sources.lines().count(),

@@ -1,7 +1,8 @@
 //! `traceingest reprice`: recomputes the cost columns of stored spans with the price table in
 //! force now (built-in plus the pricing file) and writes corrected rows, which the table's
 //! deduplication keeps; prints, per model, the rows changed and the total cost before and
-//! after. `--dry-run` writes nothing.
+//! after. `--dry-run` writes nothing: it does not migrate either, and refuses a table that
+//! needs a migration (its spans could not be read in the shape this build expects).
 //!
 //! Spans are read a day of start times at a time, so memory holds one day's priced spans of
 //! the selection; each day's corrections are written before the next is read.
@@ -68,7 +69,20 @@ pub async fn run(args: &RepriceArgs) -> anyhow::Result<()> {
     };
     let store = args.store.open()?;
     // The table must have its current shape (the `version` column decides which copy stays).
-    store.migrate().await?;
+    // A dry run only looks: it may not create, alter or rebuild anything.
+    if args.dry_run {
+        let pending = store.pending_migration().await?;
+        if !pending.is_noop() {
+            bail!(
+                "the schema of database {} is older than this build's; a dry run changes \
+                 nothing, so it stops here. Run `traceingest migrate` (or `reprice` without \
+                 --dry-run) first. It would do:\n{pending}",
+                store.database()
+            );
+        }
+    } else {
+        store.migrate().await?;
+    }
     let version = clock::now_ms();
     let priced_at = clock::now_s();
     let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();

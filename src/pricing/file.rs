@@ -143,7 +143,7 @@ pub(crate) fn parse_file(text: &str, name: &str) -> Result<FileModels, PricingFi
     match format {
         FileFormat::Own => file.models = own::parse(&cx, &root)?,
         FileFormat::GenaiPrices => {
-            let g = genai::parse(&cx, &root)?;
+            let g = genai::parse(&cx, &root, &PriceTable::builtin())?;
             (file.models, file.rules, file.notes) = (g.models, Some(g.rules), g.notes);
         }
         FileFormat::OpenRouter => file.models = openrouter(&cx, &root)?,
@@ -616,6 +616,34 @@ mod tests {
             "[1, 2]",
             Err("pricing file test.json:1: not a pricing file: expected {\"models\": [...]} (this project's format), genai-prices' array of providers, {\"data\": [...]} (OpenRouter) or LiteLLM's object of models"),
         );
+    }
+
+    /// genai-prices `v2` is told from the content alone (whatever the file's name): an array
+    /// of providers, each with `id` and `models`. An array of anything else is no format.
+    #[test]
+    fn genai_prices_v2_is_told_from_the_content() {
+        let v2 = r#"[
+            {"id": "acme", "name": "Acme", "api_pattern": "x", "pricing_urls": ["https://acme.example"],
+             "models": [{"id": "m-1", "match": {"equals": "m-1"},
+                         "prices": [{"prices": {"input_mtok": 1, "output_mtok": 2}},
+                                    {"constraint": {"start_date": "2026-07-30"}, "prices": {"input_mtok": 0.5}}]}]},
+            {"id": "empty", "name": "Empty", "api_pattern": "y", "models": []}
+        ]"#;
+        for name in ["data.json", "prices.txt", "litellm.json"] {
+            let (format, models, notes) = parse(v2, name).unwrap();
+            assert_eq!(format, FileFormat::GenaiPrices, "{name}");
+            let lines: Vec<String> = models.iter().map(crate::pricing::table::describe).collect();
+            assert_eq!(
+                lines,
+                ["acme/m-1 prompt=0.000001 completion=0.000002 cache_read=0.000001 cache_write=0.000001 | from 2026-07-30: prompt=0.0000005 cache_read=0.0000005 cache_write=0.0000005"]
+            );
+            assert!(notes.is_empty(), "{notes:?}");
+        }
+        // Not providers: no format is guessed.
+        for text in [r#"[{"id": "acme"}]"#, "[]", r#"[{"models": []}]"#] {
+            let err = parse(text, "x.json").unwrap_err().to_string();
+            assert!(err.contains("not a pricing file"), "{text}: {err}");
+        }
     }
 
     #[test]

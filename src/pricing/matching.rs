@@ -24,7 +24,8 @@
 //! `-08-2024`, `@20241022`) remembers that date: the table refuses it when the family has a
 //! newer model than the one the candidate names and the date is at least that model's (see
 //! `PriceTable::resolve`), so `mistral-large-2602` is not priced as the old `mistral-large`
-//! once `mistral-large-2512` exists.
+//! once `mistral-large-2512` exists; and when the date is older than every release that model
+//! names, so `mistral-large-2402` is not priced as the 2407 and 2411 releases.
 //!
 //! This runs only on a match-cache miss, so it may allocate freely.
 
@@ -615,7 +616,14 @@ mod tests {
             (Some("amazon-bedrock"), "us.amazon.nova-micro-v1:0", Some("amazon/nova-micro")),
             (Some("amazon-bedrock"), "amazon.titan-embed-text-v2:0", Some("amazon/titan-embed-text-v2")),
             (Some("amazon-bedrock"), "cohere.command-r-plus-v1:0", Some("cohere/command-r-plus")),
-            (Some("amazon-bedrock"), "mistral.mistral-large-2402-v1:0", Some("mistralai/mistral-large")),
+            (Some("amazon-bedrock"), "mistral.mistral-large-2402-v1:0", Some("mistralai/mistral-large-2402-v1")),
+            (Some("amazon-bedrock"), "mistral.mistral-small-2402-v1:0", Some("mistralai/mistral-small-2402-v1")),
+            (Some("amazon-bedrock"), "mistral.ministral-3-8b-instruct", Some("mistralai/ministral-3-8b-instruct")),
+            (Some("amazon-bedrock"), "us.mistral.mistral-large-3-675b-instruct", Some("mistralai/mistral-large-3-675b-instruct")),
+            (Some("amazon-bedrock"), "mistral.devstral-2-123b", Some("mistralai/devstral-2-123b")),
+            (Some("amazon-bedrock"), "mistral.mistral-7b-instruct-v0:2", Some("mistralai/mistral-7b-instruct-v0")),
+            (Some("amazon-bedrock"), "openai.gpt-oss-120b-1:0", Some("openai/gpt-oss-120b-1")),
+            (Some("amazon-bedrock"), "openai.gpt-oss-20b-1:0", Some("openai/gpt-oss-20b-1")),
             (Some("amazon-bedrock"), "deepseek.r1-v1:0", Some("deepseek/deepseek-r1")),
             (None, "anthropic.claude-3-5-haiku-20241022-v1:0", Some("anthropic/claude-3.5-haiku")),
             (
@@ -655,7 +663,12 @@ mod tests {
             (Some("mistral"), "ministral-3b-2512", Some("mistralai/ministral-3b-2512")),
             (Some("mistral"), "ministral-3b-latest", Some("mistralai/ministral-3b-2512")),
             (Some("mistral"), "ministral-3b-2410", Some("mistralai/ministral-3b")),
-            (Some("mistral"), "ministral-3b-2409", Some("mistralai/ministral-3b")),
+            // Older than every release the model names: not priced as it.
+            (Some("mistral"), "ministral-3b-2409", None),
+            (Some("mistral"), "mistral-large-2402", None),
+            (Some("mistral"), "mistral-small-2402", None),
+            (Some("mistral"), "mistral-small-2501", None),
+            (Some("mistral"), "codestral-2405", None),
             (Some("mistral"), "ministral-3b-2603", None),
             (Some("mistral"), "ministral-8b-2512", Some("mistralai/ministral-8b-2512")),
             (None, "mistralai/ministral-8b-2512", Some("mistralai/ministral-8b-2512")),
@@ -668,6 +681,11 @@ mod tests {
             (Some("mistral"), "codestral-2512", None),
             (Some("deepseek"), "deepseek-chat", Some("deepseek/deepseek-chat")),
             (Some("deepseek"), "deepseek-reasoner", Some("deepseek/deepseek-reasoner")),
+            (Some("deepseek"), "deepseek-v3.2-exp", Some("deepseek/deepseek-v3.2-exp")),
+            (Some("deepseek"), "deepseek-v3.2", Some("deepseek/deepseek-v3.2")),
+            (Some("openai"), "gpt-oss-120b", Some("openai/gpt-oss-120b")),
+            (Some("google"), "gemini-3-pro-image-preview", Some("google/gemini-3-pro-image-preview")),
+            (Some("google"), "gemini-3.1-flash-image-preview", Some("google/gemini-3.1-flash-image-preview")),
             (Some("cohere"), "command-a-03-2025", Some("cohere/command-a")),
             (Some("cohere"), "command-r7b-12-2024", Some("cohere/command-r7b")),
             (Some("groq"), "llama-3.3-70b-instruct", Some("meta-llama/llama-3.3-70b-instruct")),

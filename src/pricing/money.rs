@@ -228,6 +228,11 @@ impl Price {
         }
     }
 
+    /// [`Price::times`] for figures read at run time: `None` when out of range.
+    pub fn checked_times(self, n: u64) -> Option<Price> {
+        Price::new(self.mantissa as u128 * n as u128, self.scale as i32)
+    }
+
     /// This price divided by `10^places` (`per_million` of a per-1M price), exactly; `None`
     /// when that needs more than 38 decimal places.
     pub fn shifted(self, places: u8) -> Option<Price> {

@@ -165,6 +165,8 @@ pub struct PriceTable {
     families: HashMap<Box<str>, Vec<(u32, u32)>>,
     /// Per model, the newest release date its own id and aliases name (0 if none).
     newest: Vec<u32>,
+    /// Per model, the oldest release date its own id and aliases name (0 if none).
+    oldest: Vec<u32>,
     /// A genai-prices file's match rules; they are tried before any id.
     rules: Option<Rules>,
     /// What the pricing file could not represent, one line per model (reported at load).
@@ -234,9 +236,12 @@ impl PriceTable {
         });
         let mut families: HashMap<Box<str>, Vec<(u32, u32)>> = HashMap::new();
         let mut newest = vec![0u32; models.len()];
+        let mut oldest = vec![0u32; models.len()];
         for (key, &i) in &index {
             if let Some((bases, date)) = matching::family_of(key) {
                 newest[i as usize] = newest[i as usize].max(date);
+                let o = &mut oldest[i as usize];
+                *o = if *o == 0 { date } else { (*o).min(date) };
                 for b in bases {
                     families.entry(b.into()).or_default().push((date, i));
                 }
@@ -247,6 +252,7 @@ impl PriceTable {
             index,
             families,
             newest,
+            oldest,
             rules,
             notes,
             generation: NEXT_GENERATION.fetch_add(1, Ordering::Relaxed),
@@ -289,9 +295,10 @@ impl PriceTable {
     }
 
     /// Index of the matched model: a genai-prices file's rules first (see `genai::Rules::find`),
-    /// then the first candidate the table has, skipping one reached by
-    /// removing a release date that names a newer model of the family than the one it would
-    /// price as. Allocates; the [`super::Pricer`] caches it.
+    /// then the first candidate the table has, skipping one reached by removing a release date
+    /// that names a newer model of the family than the one it would price as, or a release
+    /// older than every release that model names (its prices are not that release's).
+    /// Allocates; the [`super::Pricer`] caches it.
     pub(crate) fn resolve(&self, provider: Option<&str>, model_id: &str) -> Option<u32> {
         if let Some(found) = self.rules.as_ref().and_then(|r| r.find(provider, model_id)) {
             return Some(found);
@@ -302,6 +309,7 @@ impl PriceTable {
                 let i = *self.index.get(c.id.as_str())?;
                 match c.stripped_date {
                     Some(date) if self.newer_in_family(&c.id, i, date) => None,
+                    Some(date) if date < self.oldest[i as usize] => None,
                     _ => Some(i),
                 }
             })

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::support::*;
+use traceingest::row::SPANS_COLUMNS;
 
 /// A pricing file in the project's own format with one model at `prompt` USD per token.
 fn price_file(prompt: &str) -> String {
@@ -189,8 +190,9 @@ fn spans_without_a_price_are_counted_by_provider_and_each_model_is_logged_once()
 }
 
 /// A genai-prices `v2` file as the server's pricing file: each span is priced with the prices
-/// in force at its startTime, image output apart from text, and the row says where its price
-/// came from; a built-in model the file does not match keeps its built-in price.
+/// in force at its startTime, image output apart from text (from the file, and built in), and
+/// the row says where its price came from; a built-in model the file does not match keeps its
+/// built-in price.
 #[test]
 fn a_genai_prices_file_prices_each_span_at_its_start_time() {
     let dir = std::env::temp_dir().join(format!("ti-genai-{}", std::process::id()));
@@ -206,6 +208,11 @@ fn a_genai_prices_file_prices_each_span_at_its_start_time() {
              ]},
             {"id": "voice", "match": {"equals": "voice"},
              "prices": {"input_mtok": 1, "input_audio_mtok": 40}}
+         ]},
+        {"id": "google", "name": "Google", "api_pattern": "x",
+         "models": [
+            {"id": "gemini-3-pro-image-preview", "match": {"starts_with": "gemini-3-pro-image"},
+             "prices": {"input_mtok": 2, "output_mtok": 12, "output_image_mtok": 120}}
          ]}
     ]);
     std::fs::write(&path, file.to_string()).unwrap();
@@ -236,13 +243,19 @@ fn a_genai_prices_file_prices_each_span_at_its_start_time() {
             after,
             json!({"outputTokens": 2000, "imageCount": 1}),
         ),
+        span(
+            "file-image",
+            "gemini-3-pro-image-preview",
+            after,
+            json!({"outputTokens": 2000, "imageCount": 1}),
+        ),
     ];
     let body = serde_json::to_vec(&json!({"version": "v1", "traces": [
         {"traceId": "genai", "traceName": "genai", "spans": spans}]}))
     .unwrap();
     let r = server.post_ingest(&key, &body);
     assert_eq!(r.status, 202, "{:?}", r.json());
-    server.wait_rows(3);
+    server.wait_rows(4);
     let rows = server.rows(
         "span_id, priced_model_id, pricing_source, toString(prompt_cost) AS p, \
          toString(completion_cost) AS c, toString(image_cost) AS i, toString(total_cost) AS t",
@@ -276,6 +289,9 @@ fn a_genai_prices_file_prices_each_span_at_its_start_time() {
             "after acme/model-x file 0.0002000000 0.0002000000 null 0.0004000000",
             // Before: 1000 x 1e-6 + 100 x 10e-6.
             "before acme/model-x file 0.0010000000 0.0010000000 null 0.0020000000",
+            // From the file, image output apart with the built-in's 1120 tokens per image:
+            // (2000 - 1120) x 12e-6 text, one image 1120 x 120e-6.
+            "file-image google/gemini-3-pro-image-preview file null 0.0105600000 0.1344000000 0.1449600000",
             // Built in: (2000 - 1290) x 2.5e-6 text, one image 0.0387.
             "image google/gemini-2.5-flash-image builtin null 0.0017750000 0.0387000000 0.0404750000",
         ]
@@ -431,4 +447,163 @@ fn reprice_corrects_stored_costs_and_the_table_keeps_one_row_per_span() {
     let again = run(&[]);
     assert!(again.contains("0 corrected rows written"), "{again}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `spans` as releases before the `version` column made it: every column before `version`,
+/// deduplicated on `ingested_at`.
+fn create_older_spans_table(server: &Server) {
+    let db = &server.database;
+    server.ch_exec(&format!("CREATE DATABASE `{db}`"));
+    let old: Vec<(&str, &str)> = SPANS_COLUMNS
+        .iter()
+        .copied()
+        .take_while(|(n, _)| *n != "version")
+        .collect();
+    let columns: Vec<String> = old.iter().map(|(n, t)| format!("`{n}` {t}")).collect();
+    server.ch_exec(&format!(
+        "CREATE TABLE `{db}`.spans ({}) ENGINE = ReplacingMergeTree(ingested_at) \
+         PARTITION BY toYYYYMM(toDateTime(intDiv(start_time_ms, 1000))) \
+         ORDER BY (org_id, trace_id, start_time_ms, span_id)",
+        columns.join(", ")
+    ));
+    // Two gpt-4o spans stored without a price: a re-pricing would change both.
+    for span in ["a", "b"] {
+        let values: Vec<String> = old
+            .iter()
+            .map(|&(name, ty)| match name {
+                "org_id" => "'o'".to_string(),
+                "trace_id" => "'t'".to_string(),
+                "span_id" => format!("'{span}'"),
+                "span_type" => "'llm'".to_string(),
+                "provider" => "'openai.chat'".to_string(),
+                "model_id" => "'gpt-4o'".to_string(),
+                "start_time_ms" => "1785369600000".to_string(),
+                "input_tokens" => "1000".to_string(),
+                "ingested_at" => "toDateTime(1785369700)".to_string(),
+                _ if ty.starts_with("Nullable") => "NULL".to_string(),
+                _ if ty.starts_with("Array") => "[]".to_string(),
+                _ if ty == "String" => "''".to_string(),
+                _ => "0".to_string(),
+            })
+            .collect();
+        let names: Vec<&str> = old.iter().map(|c| c.0).collect();
+        server.ch_exec(&format!(
+            "INSERT INTO `{db}`.spans (`{}`) VALUES ({})",
+            names.join("`, `"),
+            values.join(", ")
+        ));
+    }
+}
+
+/// Everything a migration could change in `server`'s database: whether it exists, its tables
+/// with their engines, their columns in order, and the rows of `spans` (with their costs).
+fn schema_and_rows(server: &Server) -> String {
+    let db = &server.database;
+    let mut out = server.ch_exec(&format!(
+        "SELECT name FROM system.databases WHERE name = '{db}' FORMAT TSV"
+    ));
+    out += &server.ch_exec(&format!(
+        "SELECT name, engine_full FROM system.tables WHERE database = '{db}' ORDER BY name \
+         FORMAT TSV"
+    ));
+    // Each table's columns in order, its engine and keys.
+    let tables = server.ch_exec(&format!(
+        "SELECT name FROM system.tables WHERE database = '{db}' ORDER BY name FORMAT TSV"
+    ));
+    for table in tables.lines() {
+        out += &server.ch_exec(&format!("SHOW CREATE TABLE `{db}`.`{table}` FORMAT TSV"));
+    }
+    if out.contains("spans") {
+        out += &server.ch_exec(&format!(
+            "SELECT span_id, toString(total_cost), priced_model_id FROM `{db}`.spans \
+             ORDER BY span_id FORMAT TSV"
+        ));
+    }
+    out
+}
+
+/// `reprice --dry-run` never migrates: against a `spans` table of an older shape it says what
+/// a migration would do and stops, and the tables, columns, engine and rows are as before;
+/// against a database that does not exist it creates nothing. After a real migration the same
+/// dry run works and still writes nothing.
+#[test]
+fn a_dry_run_reprice_changes_nothing_even_when_the_schema_is_older() {
+    let server = Server::new(CH_HTTP, &[]);
+    let dry_run = [
+        "reprice",
+        "--from",
+        "2026-07-30",
+        "--to",
+        "2026-07-31",
+        "--dry-run",
+    ];
+
+    // No database at all: the dry run refuses and creates none.
+    let before = schema_and_rows(&server);
+    assert_eq!(before, "", "the database does not exist yet");
+    let out = server.cli(&dry_run);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("would create database"), "{err}");
+    assert_eq!(
+        schema_and_rows(&server),
+        before,
+        "a dry run created something"
+    );
+
+    create_older_spans_table(&server);
+    let before = schema_and_rows(&server);
+    assert!(
+        before.contains("ReplacingMergeTree(ingested_at)"),
+        "the older shape is in place: {before}"
+    );
+    let out = server.cli(&dry_run);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        !out.status.success(),
+        "a dry run must refuse an older schema: {err}"
+    );
+    assert!(err.contains("traceingest migrate"), "{err}");
+    assert!(err.contains("would add column"), "{err}");
+    assert!(err.contains("would rebuild table"), "{err}");
+    assert!(err.contains("(2 rows to copy)"), "{err}");
+    assert_eq!(
+        schema_and_rows(&server),
+        before,
+        "a dry run changed the tables, columns, engine or rows"
+    );
+    let raw = server.ch_json(&format!(
+        "SELECT count() AS n FROM `{}`.spans FORMAT JSONEachRow",
+        server.database
+    ));
+    assert_eq!(raw[0]["n"], "2");
+
+    // Once migrated, the dry run prices the spans and still writes nothing.
+    let out = server.cli(&["migrate"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let migrated = schema_and_rows(&server);
+    assert!(
+        migrated.contains("ReplacingMergeTree(version)"),
+        "{migrated}"
+    );
+    let out = server.cli(&dry_run);
+    let summary = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(summary.contains("dry run: nothing written"), "{summary}");
+    let line: Vec<&str> = summary
+        .lines()
+        .find(|l| l.starts_with("openai/gpt-4o"))
+        .unwrap_or_else(|| panic!("no gpt-4o line in {summary}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(line[..3], ["openai/gpt-4o", "2", "2"], "{summary}");
+    assert_eq!(schema_and_rows(&server), migrated, "a dry run wrote");
 }

@@ -49,8 +49,17 @@ pub(super) static MODELS: &[Entry] = &[
         PRICING,
         io("0.15", "0.2"),
     ),
-    // AWS lists Titan Text Embeddings V2 at $0.02 per 1M; the data set's one Titan embeddings
-    // entry matches both versions at V1's $0.10.
-    m("amazon/titan-embed-text-v2", &[], PRICING, emb("0.02")),
+    // Departs from the data set, whose one Titan embeddings entry matches both versions at
+    // V1's $0.10: AWS lists Titan Text Embeddings V2 at $0.02 per 1M.
+    m(
+        "amazon/titan-embed-text-v2",
+        &[],
+        departs(
+            "https://aws.amazon.com/bedrock/pricing/",
+            "AWS's price for V2 ($0.02 per 1M), not re-read for this revision; the genai-prices \
+             data set (47df840, 2026-08-21) prices it as V1 ($0.10)",
+        ),
+        emb("0.02"),
+    ),
     m("amazon/titan-embed-text-v1", &[], PRICING, emb("0.1")),
 ];

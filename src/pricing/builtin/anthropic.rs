@@ -7,8 +7,8 @@ use super::*;
 /// Anthropic's pricing page.
 const PRICING: Src = data_set("https://www.anthropic.com/pricing#api");
 
-/// The docs' pricing page; a stored copy lists the models up to Claude Opus 4.1 and the 200K
-/// long-context prices of Sonnet 4 and 4.5.
+/// The docs' pricing page; a stored copy (undated; it lists the models up to Claude Opus 4.1)
+/// agrees with the data set on these models.
 const DOCS: Src = vendor_copy("https://docs.anthropic.com/en/docs/about-claude/pricing");
 
 pub(super) static MODELS: &[Entry] = &[
@@ -95,12 +95,17 @@ pub(super) static MODELS: &[Entry] = &[
         DOCS,
         claude("15", "18.75", "1.5", "75"),
     ),
-    // The vendor's page prices Sonnet 4 above 200K input tokens at $6 / $22.50 (1M context);
-    // the data set lists it flat. The vendor's page wins.
+    // Departs from the data set, which lists Sonnet 4 flat: the vendor's page prices it above
+    // 200K input tokens (1M context) at $6 / $22.50. The vendor's page wins.
     tiered(
         "anthropic/claude-sonnet-4",
         &["anthropic/claude-sonnet-4.0", "anthropic/claude-4-sonnet"],
-        DOCS,
+        departs(
+            "https://docs.anthropic.com/en/docs/about-claude/pricing",
+            "base prices: the genai-prices data set (47df840, 2026-08-21) and an undated \
+             stored copy of the vendor page; the tier above 200K input tokens: that copy only \
+             (the data set has none)",
+        ),
         claude("3", "3.75", "0.3", "15"),
         200_000,
         claude("6", "7.5", "0.6", "22.5"),

@@ -4,12 +4,19 @@
 
 use super::*;
 
-/// DeepSeek's models and pricing page.
-const PRICING: Src = Src {
-    url: "https://api-docs.deepseek.com/quick_start/pricing",
-    basis: "stored copies of the vendor page (2025-09, 2026-04), reports of its announcements, \
-            and genai-prices 47df840",
-};
+/// DeepSeek's models and pricing page, for the models whose price history this file gives.
+/// It departs from the data set, which prices `deepseek-chat` and `deepseek-reasoner` at all
+/// times at the V3 and R1 prices of early 2025 (with their off-peak hours) and the V4 models'
+/// cache reads at the cut price from the start.
+const HISTORY: Src = departs(
+    "https://api-docs.deepseek.com/quick_start/pricing",
+    "DeepSeek's price history from stored copies of its page (2025-09, 2026-04) and reports \
+     of its announcements, not re-read for this revision; departs from the genai-prices data \
+     set (47df840, 2026-08-21), which has no dated changes for these models",
+);
+
+/// DeepSeek's page, for models whose figures are the data set's.
+const PRICING: Src = data_set("https://api-docs.deepseek.com/quick_start/pricing");
 
 /// The V4 models' prices: launched 2026-04-24; input cache hits cut to a tenth on 2026-04-26
 /// at 12:15 UTC. V4 Pro's launch discount (75%) became its list price on 2026-05-22; the days
@@ -19,12 +26,12 @@ const V4_FLASH_CACHE_CUT: R = icr("0.14", "0.0028", "0.28");
 const CACHE_CUT: &str = "2026-04-26T12:15Z";
 
 pub(super) static MODELS: &[Entry] = &[
-    m("deepseek/deepseek-v4-flash", &[], PRICING, V4_FLASH)
+    m("deepseek/deepseek-v4-flash", &[], HISTORY, V4_FLASH)
         .changes(&[from(CACHE_CUT, V4_FLASH_CACHE_CUT)]),
     m(
         "deepseek/deepseek-v4-pro",
         &[],
-        PRICING,
+        HISTORY,
         icr("0.435", "0.03625", "0.87"),
     )
     .changes(&[from(CACHE_CUT, icr("0.435", "0.003625", "0.87"))]),
@@ -34,7 +41,7 @@ pub(super) static MODELS: &[Entry] = &[
     m(
         "deepseek/deepseek-chat",
         &["deepseek/deepseek-v3"],
-        PRICING,
+        HISTORY,
         icr("0.27", "0.07", "1.1"),
     )
     .first(p(icr("0.27", "0.07", "1.1")).daily(&[daily(
@@ -52,7 +59,7 @@ pub(super) static MODELS: &[Entry] = &[
     m(
         "deepseek/deepseek-reasoner",
         &[],
-        PRICING,
+        HISTORY,
         icr("0.55", "0.14", "2.19"),
     )
     .first(p(icr("0.55", "0.14", "2.19")).daily(&[daily(
@@ -67,11 +74,17 @@ pub(super) static MODELS: &[Entry] = &[
         from(CACHE_CUT, V4_FLASH_CACHE_CUT),
     ]),
     // DeepSeek-R1 as Amazon Bedrock sells it (`deepseek.r1-v1:0`); DeepSeek's own API never
-    // had a model of this name.
+    // had a model of this name. Departs from the data set's DeepSeek entry, which matches
+    // `deepseek-r1` to `deepseek-reasoner`; its Amazon Bedrock entry gives these figures.
     m(
         "deepseek/deepseek-r1",
         &[],
-        data_set("https://aws.amazon.com/bedrock/pricing/"),
+        departs(
+            "https://aws.amazon.com/bedrock/pricing/",
+            "the genai-prices data set's Amazon Bedrock entry for DeepSeek-R1 (47df840, \
+             2026-08-21); its DeepSeek entry prices this id as deepseek-reasoner; the vendor \
+             page was not read",
+        ),
         io("1.35", "5.4"),
     ),
     m(
@@ -80,6 +93,15 @@ pub(super) static MODELS: &[Entry] = &[
         PRICING,
         io("0.2288", "0.3432"),
     ),
+    // V3.2's experimental release had prices of its own; without this entry its id, with
+    // `-exp` removed, would be priced as V3.2.
+    m(
+        "deepseek/deepseek-v3.2-exp",
+        &[],
+        PRICING,
+        io("0.27", "0.41"),
+    )
+    .over(&["deepseek/deepseek-v3.2"]),
     m(
         "deepseek/deepseek-v3.1-terminus",
         &[],

@@ -7,6 +7,21 @@ use super::*;
 /// The Gemini API pricing page.
 const PRICING: Src = data_set("https://ai.google.dev/gemini-api/docs/pricing");
 
+/// The Gemini 3 image models: token prices from the data set; the output tokens a (1K) image
+/// takes are not in it.
+const IMAGE: Src = departs(
+    "https://ai.google.dev/gemini-api/docs/pricing",
+    "token prices: the genai-prices data set (47df840, 2026-08-21); 1120 output tokens per \
+     1K image: not in the data set, from third-party copies of the vendor page (which was not \
+     read)",
+);
+
+/// Gemma 4 as the data set lists it (hosted providers' prices; the Gemini API's own free
+/// tier is not a price).
+const GEMMA: Src = data_set(
+    "https://github.com/pydantic/genai-prices/blob/47df840a5ab10bbcffb8e5ac01b9899032245d1b/prices/new_data/v2/data.json",
+);
+
 pub(super) static MODELS: &[Entry] = &[
     // Introductory prices until 2026-12-31; the standard ones from 2027-01-01.
     m(
@@ -109,6 +124,30 @@ pub(super) static MODELS: &[Entry] = &[
         PRICING,
         io("0.3", "2.5").image_output("30", 1290),
     ),
+    // Image output $120 per 1M tokens, 1120 tokens per 1K or 2K image ($0.134); a 4K image
+    // takes 2000 tokens, and spans do not say the size: the 880 beyond 1120 stay in the
+    // completion count at the text rate.
+    m(
+        "google/gemini-3-pro-image-preview",
+        &["google/gemini-3-pro-image"],
+        IMAGE,
+        io("2", "12").image_output("120", 1120),
+    ),
+    // Image output $60 per 1M tokens, 1120 tokens per 1K image ($0.067); larger images take
+    // more (2K about 1680, 4K about 2520), billed beyond 1120 at the text rate.
+    m(
+        "google/gemini-3.1-flash-image-preview",
+        &["google/gemini-3.1-flash-image"],
+        IMAGE,
+        io("0.5", "3").image_output("60", 1120),
+    ),
+    // Image output $30 per 1M tokens; its images are 1K only, 1120 tokens ($0.034).
+    m(
+        "google/gemini-3.1-flash-lite-image",
+        &[],
+        IMAGE,
+        io("0.25", "1.5").image_output("30", 1120),
+    ),
     m(
         "google/gemini-2.0-flash",
         &[
@@ -124,10 +163,17 @@ pub(super) static MODELS: &[Entry] = &[
         PRICING,
         io("0.075", "0.3"),
     ),
+    // Departs from the data set's `gemini-1.5-pro` entry, which has no cache-read price (cached
+    // input billed as input); its `gemini-pro-1.5` entry for the same model gives Google's
+    // context-caching price, a quarter of the input price, as here.
     tiered(
         "google/gemini-1.5-pro",
         &["google/gemini-pro-1.5"],
-        PRICING,
+        departs(
+            "https://ai.google.dev/gemini-api/docs/pricing",
+            "the genai-prices data set's gemini-pro-1.5 entry (47df840, 2026-08-21); its \
+             gemini-1.5-pro entry lacks the cache-read price; the vendor page was not read",
+        ),
         icr("1.25", "0.3125", "5"),
         128_000,
         icr("2.5", "0.625", "10"),
@@ -140,10 +186,18 @@ pub(super) static MODELS: &[Entry] = &[
         128_000,
         icr("0.15", "0.0375", "0.6"),
     ),
+    // Departs from the data set for its own id: the data set's `gemini-1.5-flash` rule (any
+    // id containing it) catches `gemini-1.5-flash-8b` first; its `gemini-flash-1.5-8b` entry
+    // for the same model gives these figures.
     tiered(
         "google/gemini-1.5-flash-8b",
         &["google/gemini-flash-1.5-8b"],
-        PRICING,
+        departs(
+            "https://ai.google.dev/gemini-api/docs/pricing",
+            "the genai-prices data set's gemini-flash-1.5-8b entry (47df840, 2026-08-21), which \
+             its gemini-1.5-flash rule shadows for the id gemini-1.5-flash-8b; the vendor page \
+             was not read",
+        ),
         icr("0.0375", "0.01", "0.15"),
         128_000,
         icr("0.075", "0.02", "0.3"),
@@ -151,4 +205,11 @@ pub(super) static MODELS: &[Entry] = &[
     m("google/gemini-embedding-001", &[], PRICING, emb("0.15")),
     // Text input; its audio, image and video input prices are not modelled.
     m("google/gemini-embedding-2", &[], PRICING, emb("0.2")),
+    m(
+        "google/gemma-4-31b-it",
+        &[],
+        GEMMA,
+        icr("0.12", "0.09", "0.36"),
+    ),
+    m("google/gemma-4-26b-a4b-it", &[], GEMMA, io("0.06", "0.33")),
 ];

@@ -41,15 +41,18 @@ mod openai;
 mod perplexity;
 mod xai;
 
-/// When the figures were last checked.
-const CHECKED: &str = "2026-11-24";
+/// The genai-prices data set the figures were cross-checked against: pydantic/genai-prices
+/// `prices/new_data/v2/data.json` at commit 47df840, committed on this date. A figure checked
+/// only against it is as fresh as this, not as the day it was compared.
+const DATA_SET_DATE: &str = "2026-08-21";
 
-/// The genai-prices data set the figures were cross-checked against.
+/// Figures that agree with the data set, and nothing else was read.
 const DATA_SET_ONLY: &str =
-    "cross-checked only against genai-prices 47df840 (the vendor page was not reachable)";
+    "the genai-prices data set (47df840, 2026-08-21) only; the vendor page was not read";
 
-/// Figures that a stored copy of the vendor's page confirms.
-const VENDOR_COPY: &str = "a stored copy of the vendor page and genai-prices 47df840";
+/// Figures that agree with the data set and with a stored copy of the vendor page.
+const VENDOR_COPY: &str = "the genai-prices data set (47df840, 2026-08-21) and an undated stored \
+     copy of the vendor page, which agree";
 
 /// Every vendor's models, in listing order.
 const VENDORS: &[&[Entry]] = &[
@@ -65,10 +68,14 @@ const VENDORS: &[&[Entry]] = &[
     perplexity::MODELS,
 ];
 
-/// Where a model's figures come from: a page and what they were checked against.
+/// Where a model's figures come from: a page, the date of the newest source they were checked
+/// against, and what that was.
 #[derive(Clone, Copy)]
 struct Src {
     url: &'static str,
+    /// `YYYY-MM-DD`: the date of the newest source the figures were compared with (the data
+    /// set's, or a vendor page's when one was read), never the day the comparison was made.
+    checked: &'static str,
     basis: &'static str,
 }
 
@@ -76,6 +83,7 @@ struct Src {
 const fn data_set(url: &'static str) -> Src {
     Src {
         url,
+        checked: DATA_SET_DATE,
         basis: DATA_SET_ONLY,
     }
 }
@@ -84,7 +92,18 @@ const fn data_set(url: &'static str) -> Src {
 const fn vendor_copy(url: &'static str) -> Src {
     Src {
         url,
+        checked: DATA_SET_DATE,
         basis: VENDOR_COPY,
+    }
+}
+
+/// Figures from `url` that depart from the data set: `basis` says how and on what evidence.
+/// They were compared with the data set, so that is the date checked.
+const fn departs(url: &'static str, basis: &'static str) -> Src {
+    Src {
+        url,
+        checked: DATA_SET_DATE,
+        basis,
     }
 }
 
@@ -159,9 +178,10 @@ const fn io(input: &str, output: &str) -> R {
     icr(input, input, output)
 }
 
-/// Embedding models: input only.
+/// Embedding models: input only (cached and cache-write input tokens, should a client report
+/// them, cost the input price, as genai-prices bills them).
 const fn emb(input: &str) -> R {
-    r().input(input)
+    r().input(input).cache_read(input).cache_write(input)
 }
 
 /// Prices that apply every day between two times of day (UTC, `HH:MM`; a window whose end is
@@ -319,7 +339,7 @@ pub(crate) fn models() -> Vec<ModelPrice> {
                 periods: periods.into_boxed_slice(),
                 provenance: Some(Provenance {
                     url: e.source.url,
-                    checked: CHECKED,
+                    checked: e.source.checked,
                     basis: e.source.basis,
                 }),
             }

@@ -6,6 +6,15 @@ use super::*;
 /// OpenAI's pricing page.
 const PRICING: Src = data_set("https://developers.openai.com/api/docs/pricing");
 
+/// Ids OpenAI's API does not sell: the open-weight gpt-oss models at hosted providers' prices
+/// and OpenRouter's GPT-5 image ids, as the data set lists them under OpenAI.
+const DATA_SET: Src = data_set(
+    "https://github.com/pydantic/genai-prices/blob/47df840a5ab10bbcffb8e5ac01b9899032245d1b/prices/new_data/v2/data.json",
+);
+
+/// Amazon Bedrock's pricing page, for OpenAI's open-weight models under their Bedrock ids.
+const BEDROCK: Src = data_set("https://aws.amazon.com/bedrock/pricing/");
+
 pub(super) static MODELS: &[Entry] = &[
     // GPT-5.6 (limited preview 2026-06-26, broad access 2026-07-09). Cache writes are billed at
     // 1.25x input. Above 272K input tokens the whole call is at 2x input and cache, 1.5x output.
@@ -194,7 +203,20 @@ pub(super) static MODELS: &[Entry] = &[
         PRICING,
         icr("2.5", "1.25", "10").search("0.025"),
     ),
-    m("openai/gpt-4o-2024-05-13", &[], PRICING, io("5", "15")).over(&["openai/gpt-4o"]),
+    // Departs from the data set, which matches this snapshot to gpt-4o ($2.50 / $10): OpenAI's
+    // pricing page lists gpt-4o-2024-05-13 at its own launch price, $5 / $15, without a cached
+    // input price.
+    m(
+        "openai/gpt-4o-2024-05-13",
+        &[],
+        departs(
+            "https://developers.openai.com/api/docs/pricing",
+            "OpenAI's price for this snapshot ($5 / $15), not re-read for this revision; the \
+             genai-prices data set (47df840, 2026-08-21) prices it as gpt-4o ($2.50 / $10)",
+        ),
+        io("5", "15"),
+    )
+    .over(&["openai/gpt-4o"]),
     m(
         "openai/gpt-4o-mini",
         &[
@@ -273,6 +295,7 @@ pub(super) static MODELS: &[Entry] = &[
             "openai/gpt-4-0125-preview",
             "openai/gpt-4-1106-preview",
             "openai/gpt-4-vision-preview",
+            "openai/gpt-4-1106-vision-preview",
         ],
         PRICING,
         io("10", "30"),
@@ -317,6 +340,28 @@ pub(super) static MODELS: &[Entry] = &[
         PRICING,
         io("1.5", "2"),
     ),
+    // Open-weight: OpenAI sells no API for them; these are the data set's figures.
+    m("openai/gpt-oss-120b", &[], DATA_SET, io("0.039", "0.18")),
+    m("openai/gpt-oss-20b", &[], DATA_SET, io("0.029", "0.14")),
+    m(
+        "openai/gpt-oss-safeguard-20b",
+        &[],
+        DATA_SET,
+        icr("0.075", "0.037", "0.3"),
+    ),
+    // On Amazon Bedrock: `openai.gpt-oss-120b-1:0` is read as `openai/gpt-oss-120b-1`.
+    m("openai/gpt-oss-120b-1", &[], BEDROCK, io("0.15", "0.6")),
+    m("openai/gpt-oss-20b-1", &[], BEDROCK, io("0.07", "0.3")),
+    // OpenRouter's GPT-5 with image generation. The data set gives no image-output price apart:
+    // output tokens, images included, are billed at the output price.
+    m("openai/gpt-5-image", &[], DATA_SET, icr("10", "1.25", "10")),
+    m(
+        "openai/gpt-5-image-mini",
+        &[],
+        DATA_SET,
+        icr("2.5", "0.25", "2"),
+    ),
+    m("openai/gpt-5.4-image-2", &[], DATA_SET, icr("8", "2", "15")),
     m("openai/text-embedding-3-small", &[], PRICING, emb("0.02")),
     m("openai/text-embedding-3-large", &[], PRICING, emb("0.13")),
     m(

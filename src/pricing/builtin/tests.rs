@@ -131,3 +131,129 @@ fn every_id_and_alias_finds_its_model() {
         }
     }
 }
+
+/// The public data set, read from next to the repository (never copied into it); `None` when it
+/// is not there and `TRACEINGEST_REFERENCE_TESTS` does not require it (said on stderr).
+fn reference() -> Option<String> {
+    use std::io::Write;
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/reference/genai-prices-v2-data.json"
+    );
+    match std::fs::read_to_string(path) {
+        Ok(text) => Some(text),
+        Err(e) => {
+            assert!(
+                std::env::var("TRACEINGEST_REFERENCE_TESTS").as_deref() != Ok("required"),
+                "TRACEINGEST_REFERENCE_TESTS=required but {path}: {e}"
+            );
+            let _ = writeln!(
+                std::io::stderr(),
+                "\nSKIPPED a check against the genai-prices data set: {path}: {e}\n"
+            );
+            None
+        }
+    }
+}
+
+/// Provenance is honest: every built-in model was compared with the data set, and a model
+/// whose basis says its figures agree with the data set (only, or with a stored vendor copy)
+/// has the data set's date and prices every one of its ids as the data set does, at every
+/// date and on both sides of a long-context tier. A figure that departs needs a basis that
+/// says so (`departs`) and a comment naming what it follows.
+#[test]
+fn figures_said_to_agree_with_the_data_set_do() {
+    for m in models() {
+        let p = m.provenance.unwrap();
+        assert!(p.basis.contains("47df840"), "{}: {}", m.id, p.basis);
+        if p.basis == DATA_SET_ONLY || p.basis == VENDOR_COPY {
+            assert_eq!(p.checked, DATA_SET_DATE, "{}", m.id);
+        }
+    }
+    let Some(text) = reference() else {
+        return;
+    };
+    let builtin = PriceTable::builtin();
+    let file = PriceTable::with_overrides(&text, "genai-prices-v2-data.json").unwrap();
+    // The data set's provider ids for this table's vendors.
+    let provider = |vendor: &'static str| -> Option<&'static str> {
+        match vendor {
+            "mistralai" => Some("mistral"),
+            "x-ai" => Some("xai"),
+            "openai" | "anthropic" | "google" | "deepseek" | "cohere" | "perplexity" => {
+                Some(vendor)
+            }
+            _ => None,
+        }
+    };
+    let dates = [
+        "2025-01-01",
+        "2025-07-01",
+        "2026-03-01",
+        "2026-08-21",
+        "2026-11-24",
+        "2027-02-01",
+    ];
+    let dims = [
+        Dimension::Prompt,
+        Dimension::Completion,
+        Dimension::CacheRead,
+        Dimension::CacheWrite,
+        Dimension::InternalReasoning,
+        Dimension::Image,
+    ];
+    let mut departures = BTreeSet::new();
+    for e in entries() {
+        if e.source.basis != DATA_SET_ONLY && e.source.basis != VENDOR_COPY {
+            continue;
+        }
+        let ours = builtin.get(e.id).unwrap();
+        // Models priced from Amazon Bedrock's page are looked up as Bedrock ids.
+        let bedrock = e.source.url == "https://aws.amazon.com/bedrock/pricing/";
+        for key in std::iter::once(e.id).chain(e.aliases.iter().copied()) {
+            let (vendor, name) = key.split_once('/').unwrap();
+            let found = if bedrock {
+                let creator = match vendor {
+                    "mistralai" => "mistral",
+                    "meta-llama" => "meta",
+                    v => v,
+                };
+                file.find(Some("amazon-bedrock"), &format!("{creator}.{name}"))
+            } else {
+                provider(vendor).and_then(|p| file.find(Some(p), name))
+            };
+            let Some(theirs) = found else {
+                continue;
+            };
+            if theirs.source != super::super::table::Source::File {
+                continue;
+            }
+            for at in dates {
+                let at = super::super::instant::parse_instant(at).unwrap();
+                for input in [1000, 300_000] {
+                    let u = crate::ingest::wire::Usage {
+                        input_tokens: Some(input),
+                        ..Default::default()
+                    };
+                    let (a, b) = (
+                        ours.select(Some(&u), at).rates,
+                        theirs.select(Some(&u), at).rates,
+                    );
+                    for d in dims {
+                        if a.get(d) != b.get(d) {
+                            departures.insert(format!(
+                                "{key} ({}): {} {}, the data set's {} says {}",
+                                e.id,
+                                d.name(),
+                                a.get(d).map_or("-".into(), |p| p.to_string()),
+                                theirs.id,
+                                b.get(d).map_or("-".into(), |p| p.to_string()),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(departures.is_empty(), "{departures:#?}");
+}

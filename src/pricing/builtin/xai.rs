@@ -27,11 +27,17 @@ pub(super) static MODELS: &[Entry] = &[
         PRICING,
         icr("2", "0.2", "6"),
     ),
-    // Above 128K input tokens $6 / $30 (the data set lists Grok 4 flat).
+    // Departs from the data set, which lists Grok 4 flat: xAI's models page prices requests
+    // above 128K input tokens at twice the rate, $6 / $30.
     tiered(
         "x-ai/grok-4",
         &["x-ai/grok-4-0709"],
-        PRICING,
+        departs(
+            "https://docs.x.ai/docs/models",
+            "base prices: the genai-prices data set (47df840, 2026-08-21); the tier above 128K \
+             input tokens: xAI's models page, not re-read for this revision (the data set \
+             has none)",
+        ),
         icr("3", "0.75", "15").search("0.025"),
         128_000,
         r().input("6").cache_write("6").output("30"),

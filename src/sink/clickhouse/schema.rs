@@ -3,7 +3,8 @@
 //! engine or keys an older release chose differently is rebuilt: a new table of the right
 //! shape takes its place at once (one `RENAME`, so no insert is lost), then the old rows are
 //! copied into it partition by partition, and the old table is dropped. An interrupted
-//! rebuild is resumed by the next `migrate`.
+//! rebuild is resumed by the next `migrate`. `Store::pending_migration` finds what `migrate`
+//! would do, reading only (what a dry run may do before it reads spans).
 //!
 //! The `spans` columns come from `row::SPANS_COLUMNS`, the single source of truth shared with
 //! the insert block, so the DDL and the inserts cannot disagree. Only types ClickHouse 18.16
@@ -143,15 +144,19 @@ fn default_of(ty: &str) -> String {
     }
 }
 
-/// What a migration did.
+/// What a migration did, or (`pending`) what it would do.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Migrated {
     pub database: String,
+    /// Found read-only by `pending_migration`: nothing below was done, it is what `migrate`
+    /// would do.
+    pub pending: bool,
     /// The database did not exist.
     pub created_database: bool,
     /// Tables that did not exist.
     pub created_tables: Vec<&'static str>,
-    /// `spans` was rebuilt into its current shape, with this many rows copied.
+    /// `spans` was rebuilt into its current shape, with this many rows copied (pending: the
+    /// rows there are to copy).
     pub rebuilt_spans: Option<u64>,
     /// (table, column) added to a table an older release made.
     pub added_columns: Vec<(&'static str, &'static str)>,
@@ -178,19 +183,24 @@ impl fmt::Display for Migrated {
                 TABLES.map(|t| t.0).join(", ")
             );
         }
+        let (create, add, rebuild, copy) = if self.pending {
+            ("would create", "would add", "would rebuild", "rows to copy")
+        } else {
+            ("created", "added", "rebuilt", "rows copied")
+        };
         if self.created_database {
-            writeln!(f, "created database {}", self.database)?;
+            writeln!(f, "{create} database {}", self.database)?;
         }
         for t in &self.created_tables {
-            writeln!(f, "created table {}.{t}", self.database)?;
+            writeln!(f, "{create} table {}.{t}", self.database)?;
         }
         for (t, c) in &self.added_columns {
-            writeln!(f, "added column {}.{t}.{c}", self.database)?;
+            writeln!(f, "{add} column {}.{t}.{c}", self.database)?;
         }
         if let Some(rows) = self.rebuilt_spans {
             writeln!(
                 f,
-                "rebuilt table {}.spans as {} ({rows} rows copied)",
+                "{rebuild} table {}.spans as {} ({rows} {copy})",
                 self.database,
                 SPANS_SHAPE.ddl()
             )?;
@@ -199,14 +209,34 @@ impl fmt::Display for Migrated {
     }
 }
 
+/// Whether the schema is changed or only inspected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Apply,
+    /// Read only: find what `Apply` would do.
+    Inspect,
+}
+
 impl Store {
     /// Creates the database and tables if missing, and adds columns a table created by an
     /// older release lacks. Idempotent. Fails if an existing column has an unexpected type.
     pub async fn migrate(&self) -> Result<Migrated, StoreError> {
+        self.schema(Mode::Apply).await
+    }
+
+    /// What `migrate` would do, found with `SELECT`s only: nothing is created, altered or
+    /// rebuilt. Fails where `migrate` would (a column of an unexpected type, an interrupted
+    /// rebuild it cannot resume).
+    pub async fn pending_migration(&self) -> Result<Migrated, StoreError> {
+        self.schema(Mode::Inspect).await
+    }
+
+    async fn schema(&self, mode: Mode) -> Result<Migrated, StoreError> {
         let mut c = self.handle().await?;
         let db = &self.database;
         let mut done = Migrated {
             database: db.clone(),
+            pending: mode == Mode::Inspect,
             ..Migrated::default()
         };
         let found = c
@@ -222,7 +252,11 @@ impl Store {
             .transpose()?
             == Some(0);
         let on = &self.on_cluster;
-        if done.created_database || on.is_empty() {
+        if mode == Mode::Inspect && done.created_database {
+            done.created_tables = TABLES.map(|t| t.0).to_vec();
+            return Ok(done);
+        }
+        if mode == Mode::Apply && (done.created_database || on.is_empty()) {
             c.execute(format!("CREATE DATABASE IF NOT EXISTS `{db}`{on}"))
                 .await?;
         }
@@ -232,6 +266,10 @@ impl Store {
         };
         for (table, columns, engine) in tables {
             let existing = self.columns(&mut c, table).await?;
+            if existing.is_empty() && mode == Mode::Inspect {
+                done.created_tables.push(table);
+                continue;
+            }
             if existing.is_empty() {
                 c.execute(create_table_sql(
                     &format!("`{db}`.`{table}`{on}"),
@@ -244,7 +282,7 @@ impl Store {
                 continue;
             }
             for column in self
-                .add_missing_columns(&mut c, table, columns, &existing)
+                .add_missing_columns(&mut c, table, columns, &existing, mode)
                 .await?
             {
                 done.added_columns.push((table, column));
@@ -253,14 +291,14 @@ impl Store {
         // A cluster's tables are made in the current shape; rebuilding one is done by hand
         // (docs/fleet.md).
         if self.cluster.is_none() {
-            done.rebuilt_spans = self.rebuild_spans_if_needed(&mut c).await?;
+            done.rebuilt_spans = self.rebuild_spans_if_needed(&mut c, mode).await?;
         }
         Ok(done)
     }
 
     /// Rebuilds `spans` when an older release made it with another shape (engine, partition or
     /// sorting key), or finishes a rebuild an earlier `migrate` began. Returns the rows copied
-    /// when it did either.
+    /// when it did either; `Inspect` changes nothing and returns the rows there are to copy.
     ///
     /// The new table takes the old one's place in one `RENAME` (inserts from running servers
     /// go to it from then on), so no insert is lost; the old rows are then copied in, one
@@ -270,6 +308,7 @@ impl Store {
     async fn rebuild_spans_if_needed(
         &self,
         c: &mut ClientHandle,
+        mode: Mode,
     ) -> Result<Option<u64>, StoreError> {
         let db = &self.database;
         let tables = c
@@ -299,7 +338,7 @@ impl Store {
                 )));
             }
             spans_shape_ok = SPANS_SHAPE.matches(&engine_full, &partition_key, &sorting_key);
-            if !spans_shape_ok {
+            if !spans_shape_ok && mode == Mode::Apply {
                 tracing::warn!(
                     database = %db,
                     found = %engine_full,
@@ -312,14 +351,27 @@ impl Store {
             return Ok(None);
         }
         let (spans, old) = (format!("`{db}`.`spans`"), format!("`{db}`.`{OLD_SPANS}`"));
+        if !spans_shape_ok && old_exists {
+            return Err(StoreError::new(format!(
+                "{db}.spans has an older shape and {db}.{OLD_SPANS} exists too: an earlier \
+                 rebuild was interrupted in a way this build cannot resume; move one of them \
+                 away by hand"
+            )));
+        }
+        if mode == Mode::Inspect {
+            let from = if spans_shape_ok { &old } else { &spans };
+            let rows = c
+                .query(format!("SELECT count() AS n FROM {from}"))
+                .fetch_all()
+                .await?
+                .rows()
+                .next()
+                .map(|r| r.get::<u64, _>("n"))
+                .transpose()?
+                .unwrap_or(0);
+            return Ok(Some(rows));
+        }
         if !spans_shape_ok {
-            if old_exists {
-                return Err(StoreError::new(format!(
-                    "{db}.spans has an older shape and {db}.{OLD_SPANS} exists too: an earlier \
-                     rebuild was interrupted in a way this build cannot resume; move one of \
-                     them away by hand"
-                )));
-            }
             let new = format!("`{db}`.`{NEW_SPANS}`");
             c.execute(format!("DROP TABLE IF EXISTS {new}")).await?;
             c.execute(create_table_sql(&new, SPANS_COLUMNS, SPANS_ENGINE))
@@ -409,13 +461,14 @@ impl Store {
     }
 
     /// Adds the columns of `expected` that `existing` lacks, each after its predecessor;
-    /// returns their names.
+    /// returns their names (`Inspect`: the names only, nothing added).
     async fn add_missing_columns(
         &self,
         c: &mut ClientHandle,
         table: &str,
         expected: &[(&'static str, &str)],
         existing: &[(String, String)],
+        mode: Mode,
     ) -> Result<Vec<&'static str>, StoreError> {
         let mut added = Vec::new();
         let mut previous: Option<&str> = None;
@@ -429,6 +482,7 @@ impl Store {
                         self.database
                     )))
                 }
+                None if mode == Mode::Inspect => added.push(name),
                 None => {
                     let after = previous
                         .map(|p| format!(" AFTER `{p}`"))

@@ -683,7 +683,8 @@ fn insert_rate() {
 
 /// A `spans` table an older release made (`ReplacingMergeTree(ingested_at)`, no `version`
 /// column) is rebuilt into the current shape with every row, `version` from `ingested_at`;
-/// the next `migrate` changes nothing.
+/// the next `migrate` changes nothing. `pending_migration` finds the same beforehand and
+/// changes nothing.
 #[test]
 fn a_table_of_an_older_shape_is_rebuilt_with_every_row() {
     if skip() {
@@ -731,8 +732,24 @@ fn a_table_of_an_older_shape_is_rebuilt_with_every_row() {
     }
     let store = Store::new(NATIVE_URL, &db.0).unwrap();
     let rt = rt();
+    // Looking first changes nothing and finds what `migrate` then does.
+    let pending = rt.block_on(store.pending_migration()).unwrap();
+    assert!(pending.pending && pending.to_string().contains("would rebuild"));
+    assert_eq!(pending.rebuilt_spans, Some(3), "{pending}");
+    let shape = |db: &str| {
+        json_rows(&format!(
+            "SELECT name, engine_full FROM system.tables WHERE database = '{db}' ORDER BY name"
+        ))
+    };
+    assert_eq!(shape(&db.0).len(), 1, "{:?}", shape(&db.0));
+    assert!(shape(&db.0)[0]["engine_full"]
+        .as_str()
+        .unwrap()
+        .starts_with("ReplacingMergeTree(ingested_at)"));
     let done = rt.block_on(store.migrate()).unwrap();
     assert_eq!(done.rebuilt_spans, Some(3), "{done}");
+    assert_eq!(done.added_columns, pending.added_columns);
+    assert_eq!(done.created_tables, pending.created_tables);
     assert_eq!(
         done.added_columns,
         vec![("spans", "version"), ("spans", "reported_cost")]
