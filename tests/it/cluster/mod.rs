@@ -5,8 +5,9 @@
 //! replica, replays after a stop, re-pricing. `limits.rs`: revocation, the fleet-wide rate limit
 //! (a key leased in advance and one that was not), its fallback when Redis is down, quotas.
 //!
-//! The cluster is shared and the tests stop nodes of it, so they run one at a time (`LOCK`),
-//! each on its own database, dropped ON CLUSTER at the end. `scripts/test.sh` brings the
+//! The cluster is shared and the tests stop nodes of it, so they run one at a time (`LOCK` in
+//! this process, an `flock` across processes), each on its own database, dropped ON CLUSTER at
+//! the end. `scripts/test.sh` brings the
 //! cluster up and sets `TRACEINGEST_CLUSTER_TESTS=required`; without the cluster (and without
 //! that variable) the tests say so and pass.
 
@@ -46,6 +47,9 @@ struct Cluster {
     nodes: Vec<Node>,
     run_dir: PathBuf,
     _lock: MutexGuard<'static, ()>,
+    /// `flock` on `tests.lock` in the run directory: test processes of other checkouts on the
+    /// same machine wait too, as they stop nodes of the same cluster.
+    _machine_lock: std::fs::File,
 }
 
 fn run_dir() -> PathBuf {
@@ -72,12 +76,24 @@ impl Cluster {
             eprintln!("skipped: no local cluster (scripts/cluster.sh up starts one)");
             return None;
         }
-        let cluster = Cluster::read(lock);
+        let machine_lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(run_dir().join("tests.lock"))
+            .unwrap();
+        // SAFETY: flock(2) on a file this process just opened; released when it is closed.
+        let locked = unsafe {
+            use std::os::fd::AsRawFd;
+            libc::flock(machine_lock.as_raw_fd(), libc::LOCK_EX)
+        };
+        assert_eq!(locked, 0, "flock: {}", std::io::Error::last_os_error());
+        let cluster = Cluster::read(lock, machine_lock);
         cluster.up();
         Some(cluster)
     }
 
-    fn read(lock: MutexGuard<'static, ()>) -> Cluster {
+    fn read(lock: MutexGuard<'static, ()>, machine_lock: std::fs::File) -> Cluster {
         let text = std::fs::read_to_string(run_dir().join("env")).unwrap();
         let mut vars = HashMap::new();
         let mut nodes = Vec::new();
@@ -103,6 +119,7 @@ impl Cluster {
             run_dir: vars["RUN_DIR"].clone().into(),
             nodes,
             _lock: lock,
+            _machine_lock: machine_lock,
         }
     }
 
