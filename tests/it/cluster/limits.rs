@@ -139,7 +139,7 @@ fn a_key_not_leased_in_advance_gets_at_most_the_bound_with_the_local_term() {
             &format!("SELECT count() FROM `{}`.api_keys", a.database),
         ) > 0
     });
-    let sent = paced(&[&a, &b], &key, "cold", 3 * R, 10);
+    let sent = paced(&[&a, &b], &key, "cold", 3 * R, 5);
     let (accepted, took) = (sent.total(), sent.took.as_secs_f64());
     let bound = fleet_bound(2, took, true);
     // A first answer from the local bucket shows what it has left (B less the batch); from a
@@ -158,10 +158,7 @@ fn a_key_not_leased_in_advance_gets_at_most_the_bound_with_the_local_term() {
         fleet_bound(2, took, false)
     );
     assert!(accepted <= bound, "{accepted} > {bound}");
-    assert!(
-        accepted >= R * 10 * 8 / 10,
-        "throttled too hard: {accepted}"
-    );
+    assert!(accepted >= R * 5 * 8 / 10, "throttled too hard: {accepted}");
     // The first request beats the first lease by the key-set load's wake-up (5 ms) against a
     // lease round due within 100 ms: both replicas losing that race is a 1-in-400 event.
     assert!(
