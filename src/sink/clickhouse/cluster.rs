@@ -428,6 +428,27 @@ impl Store {
         }
     }
 
+    /// The release of the first node that answers, in the order reads use (`SELECT
+    /// version()`, kept per node like the one inserts read): for DDL that depends on it.
+    pub async fn server_version(&self) -> Result<ServerVersion, StoreError> {
+        let all: Vec<usize> = (0..self.nodes.list.len()).collect();
+        let mut last = None;
+        for i in self.nodes.order(&all, 0) {
+            let node = &self.nodes.list[i];
+            match node.handle().await {
+                Ok(mut c) => {
+                    let v = node.version(&mut c).await?;
+                    node.succeeded();
+                    return Ok(v);
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last
+            .map(StoreError::from)
+            .unwrap_or_else(|| StoreError::new("no ClickHouse node configured")))
+    }
+
     /// The cluster's shards, read from `system.clusters` once and kept.
     pub(super) async fn topology(&self, cluster: &str) -> Result<Arc<Topology>, StoreError> {
         if let Some(t) = self
