@@ -8,9 +8,9 @@
 //! same block and `ReplicatedMergeTree` drops it by its hash (`insert_deduplicate`, on by
 //! default; on 22.2 and later by the rows' dedup token instead, `dedup.rs`). Through the
 //! `Distributed` table a node would parse, hash, split and re-send every row (a second hop and
-//! a second encoding per row), and
-//! in 18.16's default asynchronous mode keep the split blocks on its own disk until the shards
-//! take them: a node that dies holds rows nobody else can send.
+//! a second encoding per row), and in 18.16's default asynchronous mode keep the split blocks
+//! on its own disk until the shards take them: a node that dies holds rows nobody else can
+//! send.
 //!
 //! Routing agrees with the `Distributed` table's sharding key, `sipHash64(trace_id)`: the same
 //! hash (SipHash-2-4 with a zero key, as ClickHouse computes it; a test checks values the
