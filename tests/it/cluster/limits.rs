@@ -14,7 +14,7 @@ const BATCH: u64 = 10;
 
 /// What a replica holds for a key: H = min(B, max(ceil(2 x R x S), largest batch)).
 fn hold() -> u64 {
-    (2 * R * SYNC_MS).div_ceil(1000).max(BATCH).min(B)
+    (2 * R * SYNC_MS).div_ceil(1000).clamp(BATCH, B)
 }
 
 /// The documented bound (docs/fleet.md, "Rate limits") for N replicas over `secs` seconds:
