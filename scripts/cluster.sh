@@ -8,10 +8,12 @@
 #   scripts/cluster.sh down --purge  stop everything and delete the data
 #
 # `up` is idempotent: a node that answers is left alone, one that is down (killed, stopped) is
-# started again on its data. It prints one line per ClickHouse node,
-# `node NAME native=HOST:PORT http=HOST:PORT pid=PID`, then the settings to give traceingest.
-# The same settings are written to $CLUSTER_RUN_DIR/env, which the cluster tests read.
-# Debian 12 / Ubuntu; as root or with sudo.
+# started again on its data. On stdout it prints one line per ClickHouse node,
+# `node NAME native=HOST:PORT http=HOST:PORT pid=PID`, then `INGEST_CLICKHOUSE_URL=...` and
+# `INGEST_CLICKHOUSE_CLUSTER=...`, then `INGEST_REDIS_URL=...`; ZooKeeper's and Redis's own
+# lines go to stderr. The settings are also written to $CLUSTER_RUN_DIR/env, which the cluster
+# tests read. `down` stops every process it started and fails if one is still there.
+# Debian 12 / Ubuntu; as root, or as a user with sudo (ClickHouse runs as `clickhouse`).
 set -euo pipefail
 
 RUN_DIR="${CLUSTER_RUN_DIR:-/tmp/traceingest-cluster}"
@@ -51,8 +53,9 @@ tcp_ask() {
   timeout 2 bash -c "exec 3<>/dev/tcp/$HOST/$port && printf '%s' \"\$1\" >&3 && cat <&3" _ "$request" 2>/dev/null || true
 }
 
-pid_alive() { [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null; }
-pid_of() { cat "$1" 2>/dev/null || true; }
+# The ClickHouse nodes run as `clickhouse`: their pid files, data and processes need root.
+pid_alive() { [ -n "${1:-}" ] && $SUDO kill -0 "$1" 2>/dev/null; }
+pid_of() { $SUDO cat "$1" 2>/dev/null || true; }
 
 # --- ZooKeeper -------------------------------------------------------------------------------
 
@@ -134,8 +137,8 @@ write_cluster_xml() {
 write_node_config() {
   local name=$1 shard=$2 replica=$3 native=$4 http=$5 inter=$6
   local d=$RUN_DIR/$name
-  mkdir -p "$d/data" "$d/log"
-  cat >"$d/config.xml" <<EOF
+  $SUDO mkdir -p "$d/data" "$d/log"
+  $SUDO tee "$d/config.xml" >/dev/null <<EOF
 <?xml version="1.0"?>
 <yandex>
     <logger>
@@ -171,7 +174,7 @@ write_node_config() {
     <mlock_executable>false</mlock_executable>
 </yandex>
 EOF
-  cp /etc/clickhouse-server/users.xml "$d/users.xml"
+  $SUDO cp /etc/clickhouse-server/users.xml "$d/users.xml"
 }
 
 ch_answers() {
@@ -194,8 +197,8 @@ start_node() {
     if ch_answers "$http"; then return; fi
   fi
   write_node_config "$@"
-  chown -R clickhouse: "$d"
-  rm -f "$d/ch.pid"
+  $SUDO chown -R clickhouse: "$d"
+  $SUDO rm -f "$d/ch.pid"
   $SUDO runuser -u clickhouse -- "$SERVER_BIN" --config-file="$d/config.xml" --daemon \
     --pid-file="$d/ch.pid"
 }
@@ -225,8 +228,6 @@ up() {
     lines+=("node $1 native=$HOST:$4 http=$HOST:$5 pid=$(pid_of "$RUN_DIR/$1/ch.pid")")
     urls+=("tcp://$HOST:$4")
   done
-  lines+=("zookeeper $HOST:$ZK_PORT pid=$(pid_of "$RUN_DIR/zookeeper/zk.pid")")
-  lines+=("redis $HOST:$REDIS_PORT pid=$(pid_of "$RUN_DIR/redis/redis.pid")")
   local joined settings
   joined=$(IFS=,; echo "${urls[*]}")
   settings="INGEST_CLICKHOUSE_URL=$joined
@@ -244,32 +245,49 @@ INGEST_REDIS_URL=redis://$HOST:$REDIS_PORT"
     echo "RUN_DIR=$RUN_DIR"
   } >"$RUN_DIR/env.tmp"
   mv "$RUN_DIR/env.tmp" "$RUN_DIR/env"
+  log "zookeeper $HOST:$ZK_PORT pid=$(pid_of "$RUN_DIR/zookeeper/zk.pid")"
+  log "redis $HOST:$REDIS_PORT pid=$(pid_of "$RUN_DIR/redis/redis.pid")"
+  # The nodes, then the two ClickHouse settings, then Redis's.
   printf '%s\n' "${lines[@]}" "$settings"
 }
 
+# Stops the process of a pid file: SIGTERM, up to 30 s, then SIGKILL. Prints its pid if it
+# is still there after that.
 stop_pid_file() {
   local file=$1 pid
   pid=$(pid_of "$file")
   if ! pid_alive "$pid"; then return; fi
-  kill "$pid" 2>/dev/null || true
+  # A stopped process (SIGSTOP, as a test may leave one) gets no SIGTERM until it resumes.
+  $SUDO kill -CONT "$pid" 2>/dev/null || true
+  $SUDO kill "$pid" 2>/dev/null || true
   for _ in $(seq 1 150); do
     pid_alive "$pid" || return 0
     sleep 0.2
   done
-  kill -9 "$pid" 2>/dev/null || true
+  $SUDO kill -9 "$pid" 2>/dev/null || true
+  for _ in $(seq 1 50); do
+    pid_alive "$pid" || return 0
+    sleep 0.2
+  done
+  echo "$pid"
 }
 
 down() {
-  local n
+  # Read before the loop below reuses the positional parameters.
+  local purge=${1:-} n left=()
   for n in "${NODES[@]}"; do
     set -- $n
-    stop_pid_file "$RUN_DIR/$1/ch.pid"
+    left+=($(stop_pid_file "$RUN_DIR/$1/ch.pid"))
   done
-  stop_pid_file "$RUN_DIR/redis/redis.pid"
-  stop_pid_file "$RUN_DIR/zookeeper/zk.pid"
+  left+=($(stop_pid_file "$RUN_DIR/redis/redis.pid"))
+  left+=($(stop_pid_file "$RUN_DIR/zookeeper/zk.pid"))
   rm -f "$RUN_DIR/env"
-  if [ "${1:-}" = "--purge" ]; then
-    rm -rf "$RUN_DIR"
+  if [ ${#left[@]} -gt 0 ]; then
+    log "still running after SIGKILL: ${left[*]}"
+    exit 1
+  fi
+  if [ "$purge" = "--purge" ]; then
+    $SUDO rm -rf "$RUN_DIR"
   fi
 }
 

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 scripts/build-deps.sh
 scripts/clickhouse.sh
-# 2 shards x 2 replicas, ZooKeeper and Redis for the cluster tests (tests/it/cluster.rs), which
+# 2 shards x 2 replicas, ZooKeeper and Redis for the cluster tests (tests/it/cluster/), which
 # fail rather than skip when it is missing.
 scripts/cluster.sh up >/dev/null
 export TRACEINGEST_CLUSTER_TESTS=required

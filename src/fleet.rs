@@ -25,8 +25,9 @@ use crate::auth::{hex, KeyStore};
 
 /// GCRA in Redis: KEYS[1] the key's bucket; ARGV rate (spans/s), burst, spans wanted, spans
 /// to charge. The charge is taken whatever the bucket holds (the spans were admitted already)
-/// but the debt is capped at one bucket; then as much of `want` as the bucket has is granted.
-/// Returns the spans granted.
+/// but the debt is capped at one bucket, so that a long outage does not lock the key out for
+/// as long afterwards (the documented bound counts local admissions in full, repaid or not);
+/// then as much of `want` as the bucket has is granted. Returns the spans granted.
 const SCRIPT: &str = r#"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])

@@ -10,10 +10,13 @@
 //! round, so the fleet's bucket knows it.
 //!
 //! The bound (README, docs/fleet.md): over any T seconds a key gets at most
-//! `burst + rate x T + N x H` spans across N replicas (Redis grants at most `burst + rate x T`,
-//! and each replica may hold H granted before the window), plus what local buckets let through
-//! before their first lease or while Redis is down (each replica then enforces the plan alone:
-//! at most `N x (burst + rate x T)` for as long as that lasts).
+//! `burst + rate x T + N x H + L` spans across N replicas: Redis grants at most
+//! `burst + rate x T`, each replica may hold H granted before the window, and L is what local
+//! buckets let through in it. A local bucket is full when local mode starts (leases do not draw
+//! from it), so each replica adds at most `burst + rate x S'` before its first lease of a key
+//! (S' = one round interval plus the round's own time) and `burst + rate x T_f` during a Redis
+//! outage of T_f. The charge Redis takes for those is capped at one bucket of debt, so L is
+//! counted in full in the bound, repaid or not.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 

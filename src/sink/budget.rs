@@ -3,9 +3,12 @@
 //!
 //! Workers `reserve` a batch before handing it over and are refused (`503 buffer_full`) past
 //! either bound; the flush thread `release`s what it wrote, dead-lettered or moved to the
-//! spool, `take`s what it reads back from the spool, and keeps memory under `room()` (the
-//! bound less the largest batch seen) by spooling, so that a worker is refused only when the
-//! spool cannot take more. Plain atomics: nothing here blocks.
+//! spool, `take`s what it reads back from the spool, and keeps memory under `room()` (half the
+//! bound) by spooling, so that a worker is refused only when the spool cannot take more: the
+//! other half is what workers may hand over while the flush thread is busy with something
+//! else (a segment's fsync, an insert's intake poll). With only one batch of margin, as
+//! before, a tight loop of requests met `503 buffer_full` while the spool had room. Plain
+//! atomics: nothing here blocks.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -93,11 +96,14 @@ impl MemoryBudget {
         self.max_bytes
     }
 
-    /// The (rows, bytes) the flush thread lets its queue use: the bound less room for the
-    /// largest batch a worker has tried to hand over, but at least a quarter of the bound.
+    /// The (rows, bytes) the flush thread lets its queue use before it spools: half the
+    /// bound, the other half being the margin for intake while it reacts; less when the
+    /// largest batch a worker has tried to hand over needs more margin than that, but at least
+    /// a quarter of the bound.
     pub fn room(&self) -> (u64, u64) {
         let keep = |max: u64, largest: &AtomicU64| {
             max.saturating_sub(largest.load(Ordering::Relaxed))
+                .min(max / 2)
                 .max(max / 4)
         };
         (
@@ -136,10 +142,17 @@ mod tests {
     #[test]
     fn room_keeps_space_for_the_largest_batch() {
         let b = MemoryBudget::new(1000, 1000);
-        assert_eq!(b.room(), (1000, 1000));
+        assert_eq!(b.room(), (500, 500), "half: the rest is intake's margin");
         let _ = b.reserve(100, 300);
         b.release(100, 300);
-        assert_eq!(b.room(), (900, 700));
+        assert_eq!(
+            b.room(),
+            (500, 500),
+            "batches within the margin change nothing"
+        );
+        let _ = b.reserve(600, 700);
+        b.release(600, 700);
+        assert_eq!(b.room(), (400, 300), "room for the largest batch");
         let _ = b.reserve(900, 900);
         assert_eq!(b.room(), (250, 250), "at least a quarter");
         assert!(b.over(1, 1));

@@ -3,8 +3,8 @@
 //!
 //! A worker reserves the batch's rows and heap bytes in the `MemoryBudget` before sending it,
 //! and is refused (`HandoffError::BufferFull`) when they would pass the bounds: the flush thread
-//! keeps memory a batch short of both by spooling, so the refusal only comes when it cannot
-//! (spool full, or disk slower than intake). Nothing here blocks or touches the disk: in `wal`
+//! keeps memory under half of both by spooling, so the refusal only comes when it cannot
+//! (spool full, or intake outrunning it by half the bound). Nothing here blocks or touches the disk: in `wal`
 //! mode the worker's task awaits a oneshot that the write-ahead thread completes after its
 //! group's fsync.
 //!

@@ -6,27 +6,31 @@
 //! to one replica of the shard that owns its rows, as one block whose bytes depend only on the
 //! rows, so a retry after a timeout, to the same replica or another one of that shard, is the
 //! same block and `ReplicatedMergeTree` drops it by its hash (`insert_deduplicate`, on by
-//! default; ClickHouse 18.16 has no dedup token). Through the `Distributed` table a node would
-//! parse, hash, split and re-send every row (a second hop and a second encoding per row), and
-//! in 18.16's default asynchronous mode keep the split blocks on its own disk until the shards
-//! take them: a node that dies holds rows nobody else can send.
+//! default; on 22.2 and later by the rows' dedup token instead, `dedup.rs`). Through the
+//! `Distributed` table a node would parse, hash, split and re-send every row (a second hop and
+//! a second encoding per row), and in 18.16's default asynchronous mode keep the split blocks
+//! on its own disk until the shards take them: a node that dies holds rows nobody else can
+//! send.
 //!
 //! Routing agrees with the `Distributed` table's sharding key, `sipHash64(trace_id)`: the same
 //! hash (SipHash-2-4 with a zero key, as ClickHouse computes it; a test checks values the
 //! server computed) modulo the shards' total weight, weights taken in shard order as the
 //! `Distributed` engine does.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use clickhouse_rs::errors::{ConnectionError, DriverError, Error as ChError};
+use clickhouse_rs::types::Query;
 use clickhouse_rs::{ClientHandle, Options, Pool};
 
 use super::block::{spans_block, Inserted, RowRun};
 use super::errors::{InsertError, Retry, StoreError};
+use super::health::{self, Health};
 use super::schema::Table;
-use super::Store;
+use super::version::ServerVersion;
+use super::{dedup, Store};
 use crate::clock::now_ms;
 use crate::row::col;
 
@@ -37,10 +41,6 @@ pub(super) const SHARDING_KEY: &str = "sipHash64(trace_id)";
 /// replicas, read through a `Distributed` table of the original name. Every other table of
 /// `schema::TABLES` is replicated to every node of the cluster, so it reads the same anywhere.
 const SHARDED: &[&str] = &["spans"];
-
-/// Shortest and longest time a node that failed is left out of rotation.
-const BACKOFF_MIN: Duration = Duration::from_millis(250);
-const BACKOFF_MAX: Duration = Duration::from_secs(15);
 
 /// ClickHouse's `sipHash64` of a string: SipHash-2-4, key (0, 0), over the bytes.
 pub fn shard_hash(s: &[u8]) -> u64 {
@@ -64,10 +64,12 @@ pub(super) struct Node {
     /// Host and port as given, to find the node in `system.clusters`.
     host: String,
     port: u16,
-    /// Unix ms until which the node is out of rotation (0: in rotation).
-    down_until_ms: AtomicU64,
-    /// Consecutive failures: the back-off doubles with each.
-    failures: AtomicU32,
+    /// In rotation or backing off (`health.rs`).
+    health: Health,
+    /// The server's release as `major << 32 | minor` (0: not read yet); read by the first
+    /// insert on a connection to it, and again after it failed (it may be back as another
+    /// release).
+    version: AtomicU64,
 }
 
 impl Node {
@@ -79,43 +81,63 @@ impl Node {
             address: format!("tcp://{host}:{port}"),
             host: host.to_string(),
             port,
-            down_until_ms: AtomicU64::new(0),
-            failures: AtomicU32::new(0),
+            health: Health::default(),
+            version: AtomicU64::new(0),
         }
     }
 
-    fn in_rotation(&self, now: u64) -> bool {
-        self.down_until_ms.load(Ordering::Relaxed) <= now
-    }
-
-    /// The node refused or did not answer: out of rotation for a back-off period, after which
-    /// the next operation that picks it is its probe.
+    /// The node refused, did not answer, or failed an operation with a transient error: out
+    /// of rotation for a back-off, after which the next operation that picks it is its probe.
+    /// Logged when it leaves the rotation, not at every failed probe.
     fn failed(&self, why: &str) {
-        let n = self.failures.fetch_add(1, Ordering::Relaxed).min(16);
-        let backoff = BACKOFF_MIN.saturating_mul(1 << n).min(BACKOFF_MAX);
-        self.down_until_ms
-            .store(now_ms() + backoff.as_millis() as u64, Ordering::Relaxed);
-        if n == 0 && !self.alone {
+        let f = self.health.failed(now_ms());
+        self.version.store(0, Ordering::Relaxed);
+        if f.first && !self.alone {
             tracing::warn!(
                 node = %self.address,
                 error = why,
-                "ClickHouse node out of rotation; it is probed again after a back-off"
+                "ClickHouse node out of rotation; it is probed again after a back-off \
+                 (250 ms, doubling to 15 s while it keeps failing)"
             );
         }
     }
 
-    fn answered(&self) {
-        if self.failures.swap(0, Ordering::Relaxed) > 0 {
-            self.down_until_ms.store(0, Ordering::Relaxed);
-            if !self.alone {
-                tracing::info!(node = %self.address, "ClickHouse node back in rotation");
-            }
+    /// An operation succeeded on the node: back in rotation if it was out.
+    fn succeeded(&self) {
+        if self.health.succeeded() && !self.alone {
+            tracing::info!(node = %self.address, "ClickHouse node back in rotation");
         }
+    }
+
+    /// The server's release, read once per node (`SELECT version()`) on `c`, a connection
+    /// to it. A version it cannot read is taken as the oldest supported: nothing is sent that
+    /// an old server would refuse.
+    async fn version(&self, c: &mut ClientHandle) -> Result<ServerVersion, ChError> {
+        let known = self.version.load(Ordering::Relaxed);
+        if known != 0 {
+            return Ok(ServerVersion::new((known >> 32) as u32, known as u32));
+        }
+        let block = c.query("SELECT version() AS v").fetch_all().await?;
+        let text: String = match block.rows().next() {
+            Some(r) => r.get("v")?,
+            None => String::new(),
+        };
+        let v = ServerVersion::parse(&text).unwrap_or_else(|| {
+            tracing::warn!(node = %self.address, version = %text, "unreadable ClickHouse version");
+            ServerVersion::OLDEST
+        });
+        self.version.store(
+            u64::from(v.major) << 32 | u64::from(v.minor),
+            Ordering::Relaxed,
+        );
+        Ok(v)
     }
 
     /// A connection from the pool, opened if need be. A failure to connect is one line that
     /// names ClickHouse, its address and the setting that gives it (`INGEST_CLICKHOUSE_URL`):
-    /// it is what a user sees when ClickHouse is down or the URL is wrong.
+    /// it is what a user sees when ClickHouse is down or the URL is wrong. A failure takes the
+    /// node out of rotation; a connection does not count as a success (the operation on it
+    /// must succeed: a node may accept connections and fail every insert).
     async fn handle(&self) -> Result<ClientHandle, ChError> {
         let unreachable = |why: String| {
             ChError::Io(std::io::Error::new(
@@ -138,9 +160,8 @@ impl Node {
             )),
             other => other,
         });
-        match &got {
-            Ok(_) => self.answered(),
-            Err(e) => self.failed(&e.to_string()),
+        if let Err(e) = &got {
+            self.failed(&e.to_string());
         }
         got
     }
@@ -156,30 +177,25 @@ impl Nodes {
     /// that callers can spread their load), then those out of it, soonest back first (when
     /// none is in rotation, one of them must be tried: that is the probe).
     fn order(&self, candidates: &[usize], start: usize) -> Vec<usize> {
-        let now = now_ms();
-        let n = candidates.len().max(1);
-        let mut up: Vec<usize> = (0..candidates.len())
-            .map(|i| candidates[(start + i) % n])
-            .filter(|&i| self.list[i].in_rotation(now))
-            .collect();
-        let mut down: Vec<usize> = candidates
-            .iter()
-            .copied()
-            .filter(|&i| !self.list[i].in_rotation(now))
-            .collect();
-        down.sort_by_key(|&i| self.list[i].down_until_ms.load(Ordering::Relaxed));
-        up.extend(down);
-        up
+        let health: Vec<&Health> = candidates.iter().map(|&i| &self.list[i].health).collect();
+        health::order(&health, start, now_ms())
+            .into_iter()
+            .map(|at| candidates[at])
+            .collect()
     }
 
     /// A connection to the first node that answers, in list order (the nodes all hold the
-    /// same keys, organisations and, through `Distributed` tables, spans).
+    /// same keys, organisations and, through `Distributed` tables, spans). For these reads a
+    /// connection whose handshake was answered is the node's probe: it counts as a success.
     pub(super) async fn any_handle(&self) -> Result<ClientHandle, ChError> {
         let all: Vec<usize> = (0..self.list.len()).collect();
         let mut last = None;
         for i in self.order(&all, 0) {
             match self.list[i].handle().await {
-                Ok(h) => return Ok(h),
+                Ok(h) => {
+                    self.list[i].succeeded();
+                    return Ok(h);
+                }
                 Err(e) => last = Some(e),
             }
         }
@@ -365,13 +381,11 @@ pub(super) fn cluster_tables(
     for &(name, columns, engine) in tables {
         if SHARDED.contains(&name) {
             let local = local_name(name);
+            let path = format!("/clickhouse/tables/{{shard}}/{database}/{local}");
             out.push((
                 local,
                 columns,
-                replicated(
-                    engine,
-                    &format!("/clickhouse/tables/{{shard}}/{database}/{local}"),
-                ),
+                replicated(engine, &path) + &dedup::spans_local_settings(),
             ));
             out.push((
                 name,
@@ -412,6 +426,27 @@ impl Store {
             Some(cluster) => self.insert_sharded(cluster, runs, done).await,
             None => self.insert_runs(runs).await,
         }
+    }
+
+    /// The release of the first node that answers, in the order reads use (`SELECT
+    /// version()`, kept per node like the one inserts read): for DDL that depends on it.
+    pub async fn server_version(&self) -> Result<ServerVersion, StoreError> {
+        let all: Vec<usize> = (0..self.nodes.list.len()).collect();
+        let mut last = None;
+        for i in self.nodes.order(&all, 0) {
+            let node = &self.nodes.list[i];
+            match node.handle().await {
+                Ok(mut c) => {
+                    let v = node.version(&mut c).await?;
+                    node.succeeded();
+                    return Ok(v);
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last
+            .map(StoreError::from)
+            .unwrap_or_else(|| StoreError::new("no ClickHouse node configured")))
     }
 
     /// The cluster's shards, read from `system.clusters` once and kept.
@@ -519,7 +554,9 @@ impl Store {
         }
     }
 
-    /// One block of `runs` into `table` on `node`; returns its size.
+    /// One block of `runs` into `table` on `node`, with the dedup token of its rows where the
+    /// server takes one (`dedup.rs`); returns its size. Only a written block counts as the
+    /// node's success.
     async fn insert_block_at(
         &self,
         node: &Node,
@@ -528,6 +565,11 @@ impl Store {
         rows: usize,
     ) -> Result<usize, InsertError> {
         let mut c = node.handle().await?;
+        let version = node.version(&mut c).await?;
+        let mut query = Query::new(table);
+        for (name, value) in dedup::insert_settings(version, runs) {
+            query = query.setting(name, value);
+        }
         let spares = std::mem::take(
             &mut self
                 .spares
@@ -536,13 +578,14 @@ impl Store {
                 .buffers,
         );
         let (block, taken, bytes) = spans_block(runs, rows, spares);
-        let sent = c.insert(table, block).await;
+        let sent = c.insert(query, block).await;
         drop(c);
         self.spares
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .reclaim(taken, bytes);
         sent?;
+        node.succeeded();
         Ok(bytes)
     }
 }
@@ -627,6 +670,30 @@ mod tests {
         }
     }
 
+    /// docs/fleet.md ("Current ClickHouse releases") shows the DDL `migrate` issues in cluster
+    /// mode, the same on every release; each line there must be what the code makes.
+    #[test]
+    fn the_documented_cluster_ddl_is_what_migrate_issues() {
+        use super::super::schema::{create_database_sql, create_table_sql, TABLES};
+        let doc = include_str!("../../../docs/fleet.md");
+        let on = " ON CLUSTER `local`";
+        let mut statements = vec![create_database_sql("traceingest", on)];
+        for (table, columns, engine) in cluster_tables(&TABLES, "traceingest", "local") {
+            let sql = create_table_sql(&format!("`traceingest`.`{table}`{on}"), columns, &engine);
+            // The column list, as the doc abbreviates it.
+            let (head, rest) = sql.split_once(" (").unwrap();
+            let (_, tail) = rest.split_once(") ENGINE").unwrap();
+            statements.push(format!("{head} (<columns>) ENGINE{tail}"));
+        }
+        assert_eq!(statements.len(), 5);
+        for sql in statements {
+            assert!(
+                doc.lines().any(|l| l == sql),
+                "docs/fleet.md lacks the line:\n{sql}"
+            );
+        }
+    }
+
     #[test]
     fn tables_in_a_cluster() {
         let cols: &[(&str, &str)] = &[("trace_id", "String")];
@@ -649,7 +716,7 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                ("spans_local", "ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/db/spans_local', '{replica}', v) ORDER BY trace_id".to_string()),
+                ("spans_local", "ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/db/spans_local', '{replica}', v) ORDER BY trace_id SETTINGS replicated_deduplication_window = 1040".to_string()),
                 ("spans", "ENGINE = Distributed('c', 'db', 'spans_local', sipHash64(trace_id))".to_string()),
                 ("orgs", "ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/all/db/orgs', '{replica}', v) ORDER BY trace_id".to_string()),
             ]

@@ -7,8 +7,10 @@
 //! - `errors.rs`: `InsertError` and its `Retry` class, `StoreError`.
 //! - `admin.rs`: keys, organisations and the monthly span counts.
 //! - `reprice.rs`: reading stored spans' prices and writing corrected copies.
-//! - `cluster.rs`: many endpoints (health, back-off) and cluster mode (the shards, the
-//!   tables as a cluster lays them out, the insert routed by shard).
+//! - `cluster.rs`: many endpoints and cluster mode (the shards, the tables as a cluster lays
+//!   them out, the insert routed by shard); `health.rs`: a node's back-off and probe;
+//!   `dedup.rs`: what makes a retried block a duplicate (window, token); `version.rs`: a
+//!   server's release and what it supports.
 //!
 //! Everything here is async on tokio and is driven by the flush thread or the control thread
 //! (or a CLI command), each from its own current-thread runtime. A `Store`'s pooled
@@ -33,13 +35,16 @@ macro_rules! from_row {
 mod admin;
 mod block;
 mod cluster;
+mod dedup;
 mod errors;
+mod health;
 mod reprice;
 mod schema;
 #[cfg(test)]
 pub(crate) mod test_support;
 #[cfg(test)]
 mod tests;
+mod version;
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -57,6 +62,7 @@ pub use cluster::{shard_hash, ShardsDone};
 pub use errors::{InsertError, Retry, StoreError};
 pub use reprice::{Correction, SpanFilter, SpanKey, StoredSpan};
 pub use schema::{Migrated, API_KEYS_COLUMNS, ORGS_COLUMNS};
+pub use version::ServerVersion;
 
 /// Connection pools to the ClickHouse servers plus the database the service owns.
 pub struct Store {
@@ -232,7 +238,7 @@ fn options_from_url(url: &str) -> Result<(Options, String, u16), StoreError> {
         .ping_timeout(Duration::from_secs(2))
         .connection_timeout(CONNECT_TIMEOUT)
         .query_timeout(Duration::from_secs(30))
-        .insert_timeout(Some(Duration::from_secs(60)))
+        .insert_timeout(Some(dedup::INSERT_TIMEOUT))
         .execute_timeout(Some(Duration::from_secs(60)))
         // `ON CLUSTER` DDL waits for every node; a node that is down must not hold a
         // migration for 180 s (the server's default). The statement still reaches that node

@@ -257,8 +257,7 @@ impl Store {
             return Ok(done);
         }
         if mode == Mode::Apply && (done.created_database || on.is_empty()) {
-            c.execute(format!("CREATE DATABASE IF NOT EXISTS `{db}`{on}"))
-                .await?;
+            c.execute(create_database_sql(db, on)).await?;
         }
         let tables: Vec<Table<String>> = match &self.cluster {
             None => TABLES.map(|(t, c, e)| (t, c, e.to_string())).to_vec(),
@@ -505,6 +504,11 @@ impl Store {
         }
         Ok(added)
     }
+}
+
+/// `on`: `` ON CLUSTER `name` `` or empty.
+pub(super) fn create_database_sql(db: &str, on: &str) -> String {
+    format!("CREATE DATABASE IF NOT EXISTS `{db}`{on}")
 }
 
 pub(super) fn create_table_sql(table: &str, columns: &[(&str, &str)], engine: &str) -> String {

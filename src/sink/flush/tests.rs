@@ -572,3 +572,63 @@ fn bisect_splits_across_pieces() {
     assert_eq!(shape, vec![(1, 3, 2), (3, 4, 3), (0, 2, 3)]);
     assert_eq!(st.next_insert(), (1, 2));
 }
+
+/// Cluster mode's intent (`intent.rs`): a batch of more rows than `max_rows` is never cut
+/// (an insert takes at least one whole piece), so its insert has an intent like any other and
+/// a replay sends it as the same block. Only a refusal's bisection makes partial pieces; their
+/// insert has no intent (the halves are new blocks anyway, also for the shards that took the
+/// whole), which docs/fleet.md lists among the cases only `FINAL` collapses.
+#[test]
+fn a_batch_over_max_rows_is_one_insert_with_its_intent_and_bisected_halves_have_none() {
+    let dir = TestDir::new("flush-intent");
+    let cfg = FlushConfig {
+        max_rows: 4,
+        ..config("unused", NATIVE_URL)
+    };
+    let spool = Spool::open(
+        SpoolConfig::new(dir.path().join("spool"), 1 << 20),
+        Arc::clone(&cfg.stats),
+    )
+    .unwrap();
+    let (_tx, rx) = crossbeam_channel::unbounded();
+    let store = Store::new(NATIVE_URL, "unused").unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let mut f = Flusher::new(cfg, store, rt, Input::Buffer(rx), spool);
+    let st = &mut f.st;
+    let mut positions = Vec::new();
+    for trace in ["a", "b"] {
+        let b = batch("o", trace, 10, 0);
+        let pos = st.spool.append(&b, false).unwrap();
+        positions.push(format!("{} {}\n", pos.segment, pos.index));
+        st.push(
+            Entry {
+                bytes: 0,
+                usage: Cell::default(),
+                left: Cell::new(b.len()),
+                batch: b,
+                pos: Some(pos),
+                keep_record: Cell::new(false),
+            },
+            Instant::now(),
+        );
+    }
+    let intent = dir.path().join("spool").join("insert.intent");
+    let written = || std::fs::read_to_string(&intent).ok();
+    // 10 rows > max_rows 4: one whole batch per insert, with its intent.
+    assert_eq!(st.next_insert(), (1, 10));
+    st.note_intent(1);
+    assert_eq!(written().as_deref(), Some(positions[0].as_str()));
+    // Refused and bisected: halves of 5, which have no intent.
+    st.bisect(1, 10);
+    assert_eq!(written(), None, "a bisection drops the intent");
+    assert_eq!(st.next_insert(), (1, 5));
+    st.note_intent(1);
+    assert_eq!(written(), None);
+    // The bisected batch written, the next one is whole again.
+    st.queue.drain(..2);
+    assert_eq!(st.next_insert(), (1, 10));
+    st.note_intent(1);
+    assert_eq!(written().as_deref(), Some(positions[1].as_str()));
+}

@@ -114,7 +114,14 @@ fn encode_query(query: &Query, context: &Context) -> Result<Vec<u8>> {
         SettingsBinaryFormat::Old
     };
 
-    serialize_settings(&mut encoder, &options, settings_format);
+    // traceingest patch: the query's own settings, after the connection's.
+    if !query.get_settings().is_empty() && settings_format < SettingsBinaryFormat::Strings {
+        return Err(crate::errors::Error::Other(
+            "per-query settings need a ClickHouse server that takes settings as strings (19.x or later)"
+                .into(),
+        ));
+    }
+    serialize_settings(&mut encoder, &options, query.get_settings(), settings_format);
 
     encoder.uvarint(protocol::STATE_COMPLETE);
 
@@ -132,7 +139,12 @@ fn encode_query(query: &Query, context: &Context) -> Result<Vec<u8>> {
     Ok(encoder.get_buffer())
 }
 
-fn serialize_settings(encoder: &mut Encoder, options: &Options, format: SettingsBinaryFormat) {
+fn serialize_settings(
+    encoder: &mut Encoder,
+    options: &Options,
+    per_query: &[(String, String)],
+    format: SettingsBinaryFormat,
+) {
     if format < SettingsBinaryFormat::Strings {
         for (name, value) in &options.settings {
             encoder.string(name);
@@ -150,6 +162,12 @@ fn serialize_settings(encoder: &mut Encoder, options: &Options, format: Settings
             encoder.string(name);
             encoder.write(value.is_important);
             encoder.string(value.to_string());
+        }
+        // traceingest patch: see `Query::setting`.
+        for (name, value) in per_query {
+            encoder.string(name);
+            encoder.write(true);
+            encoder.string(value);
         }
     }
 
@@ -172,4 +190,52 @@ fn encode_union(first: &Cmd, second: &Cmd) -> Result<Packed> {
     let mut result = encode_command(first)?;
     result.append(encode_command(second)?);
     Ok(result)
+}
+
+/// traceingest patch: a query's own settings go after the connection's, each as name,
+/// `is_important` and the value as a string; an older server is refused them.
+#[cfg(test)]
+mod query_settings_tests {
+    use super::*;
+
+    fn context(revision: u64) -> Context {
+        let mut context = Context::default();
+        context.server_info.revision = revision;
+        context
+    }
+
+    /// `s` as the protocol writes a string: its length (one byte here), then its bytes.
+    fn wire(s: &str) -> Vec<u8> {
+        let mut out = vec![s.len() as u8];
+        out.extend_from_slice(s.as_bytes());
+        out
+    }
+
+    #[test]
+    fn a_query_setting_is_sent_marked_important_before_the_end_marker() {
+        let query = Query::new("INSERT INTO t (a) VALUES").setting("insert_deduplication_token", "tok-1");
+        let bytes = encode_query(&query, &context(54429)).unwrap();
+        let mut want = wire("insert_deduplication_token");
+        want.push(1);
+        want.extend(wire("tok-1"));
+        want.extend(wire(""));
+        let at = bytes
+            .windows(want.len())
+            .position(|w| w == want.as_slice())
+            .expect("the setting, then the end of the settings");
+        let sql = bytes
+            .windows(24)
+            .position(|w| w == b"INSERT INTO t (a) VALUES")
+            .unwrap();
+        assert!(at < sql, "settings come before the query text");
+        let plain = encode_query(&Query::new("INSERT INTO t (a) VALUES"), &context(54429)).unwrap();
+        assert_eq!(bytes.len(), plain.len() + want.len() - 1);
+    }
+
+    #[test]
+    fn an_old_server_is_refused_query_settings() {
+        let query = Query::new("SELECT 1").setting("insert_deduplication_token", "x");
+        assert!(encode_query(&query, &context(54412)).is_err());
+        assert!(encode_query(&Query::new("SELECT 1"), &context(54412)).is_ok());
+    }
 }
