@@ -317,11 +317,17 @@ pub fn trace_id_offsets(body: &[u8]) -> Vec<usize> {
 
 /// Rewrites every trace id of a fixture (same length) so that batch `n` has trace ids no other
 /// batch has: load runs send every span once, so the table's deduplication never hides rows.
+/// The ids look random, as real clients' (random 128-bit ids) do: a counter would hand
+/// ClickHouse blocks already sorted by trace id, which real traffic never does.
 pub fn stamp(body: &mut [u8], offsets: &[usize], n: u64) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     for (i, &at) in offsets.iter().enumerate() {
-        // 40 bits of batch number, 24 bits of trace index.
-        let id = (n << 24) | (i as u64 & 0xFF_FFFF);
+        // 40 bits of batch number, 24 bits of trace index, mixed by a bijection (splitmix64's
+        // finaliser), so ids stay unique.
+        let mut id = (n << 24) | (i as u64 & 0xFF_FFFF);
+        id = (id ^ (id >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        id = (id ^ (id >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        id ^= id >> 31;
         for d in 0..16 {
             body[at + d] = HEX[((id >> (60 - 4 * d)) & 15) as usize];
         }

@@ -7,6 +7,12 @@
 //! size. Each pass makes each span's `RowRef` afresh from the decoded batch (a few dozen
 //! moves), so no row is kept in between; only the prices and merged metadata are (in the
 //! request's arena).
+//!
+//! The second pass writes the rows in the `spans` table's sorting-key order (trace id, start
+//! time, span id: the organisation is the batch's), so that the flush thread can hand
+//! ClickHouse blocks it need not sort (`sink/clickhouse/order.rs`). Clients send a trace's
+//! spans together and mostly in start order, so this is usually a check and a sort of the
+//! traces by id.
 
 use std::mem::MaybeUninit;
 
@@ -64,17 +70,92 @@ pub fn build(
         issues.truncate(100);
         return Err(BuildError::Issues(issues));
     }
+    let order = key_order(batch, arena);
     let mut spans = Spans {
         batch,
         principal,
         priced: &priced,
         metadata: &metadata,
+        order: order.as_deref(),
         now_ms,
         trace: 0,
         span: 0,
         at: 0,
     };
     RowBatch::write(&measure, limit, &mut spans).map_err(BuildError::TooLarge)
+}
+
+/// A row's place in the `spans` table's sorting key within a batch: trace id, start time,
+/// span id.
+type SortKey<'a> = (&'a [u8], (u64, &'a [u8]));
+
+/// A span's place in the sorting key after its trace id: start time, then span id.
+#[inline]
+fn span_key<'a>(s: &Span<'a>) -> (u64, &'a [u8]) {
+    (s.start_time, s.span_id.as_bytes())
+}
+
+/// A span of the batch: its trace, its place in the trace, its place in the batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct At {
+    trace: u32,
+    span: u32,
+    index: u32,
+}
+
+/// The order the rows are written in: the `spans` table's sorting key within the batch
+/// (trace id, then start time, then span id), ties in batch order. `None` when the spans are
+/// in that order already (one pass of comparisons); else the traces are sorted by id (stably),
+/// and only the spans of a trace id that are out of order among themselves are sorted.
+fn key_order<'b>(batch: &Batch<'_>, arena: &'b Bump) -> Option<BVec<'b, At>> {
+    let traces = batch.traces;
+    let mut previous: Option<SortKey<'_>> = None;
+    let mut sorted = true;
+    'check: for t in traces {
+        for s in t.spans {
+            let key = (t.trace_id.as_bytes(), span_key(s));
+            if previous.is_some_and(|p| p > key) {
+                sorted = false;
+                break 'check;
+            }
+            previous = Some(key);
+        }
+    }
+    if sorted {
+        return None;
+    }
+    let mut firsts = BVec::with_capacity_in(traces.len(), arena);
+    let mut index = 0u32;
+    for t in traces {
+        firsts.push(index);
+        index += t.spans.len() as u32;
+    }
+    let mut by_id = BVec::from_iter_in(0..traces.len() as u32, arena);
+    by_id.sort_by(|&a, &b| traces[a as usize].trace_id.cmp(traces[b as usize].trace_id));
+    let mut order = BVec::with_capacity_in(batch.span_count, arena);
+    let mut i = 0;
+    while i < by_id.len() {
+        // The traces of one id (a client may send a trace id twice in a batch).
+        let id = traces[by_id[i] as usize].trace_id;
+        let from = order.len();
+        while i < by_id.len() && traces[by_id[i] as usize].trace_id == id {
+            let t = by_id[i];
+            for (s, _) in traces[t as usize].spans.iter().enumerate() {
+                order.push(At {
+                    trace: t,
+                    span: s as u32,
+                    index: firsts[t as usize] + s as u32,
+                });
+            }
+            i += 1;
+        }
+        let key = |a: &At| span_key(&traces[a.trace as usize].spans[a.span as usize]);
+        let run = &mut order[from..];
+        if run.windows(2).any(|w| key(&w[0]) > key(&w[1])) {
+            run.sort_by(|a, b| key(a).cmp(&key(b)).then(a.index.cmp(&b.index)));
+        }
+    }
+    Some(order)
 }
 
 /// The rows of a decoded batch, made from its spans for the write pass.
@@ -85,8 +166,10 @@ struct Spans<'s, 'a, 't> {
     priced: &'s [Option<Priced<'t>>],
     /// One per span, in order.
     metadata: &'s [Metadata<'s>],
+    /// The order to write the rows in, when it is not the batch's (`key_order`).
+    order: Option<&'s [At]>,
     now_ms: u64,
-    /// The next row: trace, span in it, span in the batch.
+    /// The next row: trace, span in it, span in the batch (or, with `order`, the next of it).
     trace: usize,
     span: usize,
     at: usize,
@@ -95,6 +178,26 @@ struct Spans<'s, 'a, 't> {
 impl<'s> RowSource<'s> for Spans<'s, '_, '_> {
     fn fill(&mut self, slots: &mut [MaybeUninit<RowRef<'s>>]) -> usize {
         let mut n = 0;
+        if let Some(order) = self.order {
+            let next = &order[self.at.min(order.len())..];
+            for (slot, a) in slots.iter_mut().zip(next) {
+                let trace = &self.batch.traces[a.trace as usize];
+                let span = &trace.spans[a.span as usize];
+                let i = a.index as usize;
+                let p = self.priced[i].as_ref();
+                slot.write(row(
+                    self.principal,
+                    trace,
+                    span,
+                    p,
+                    self.metadata[i],
+                    self.now_ms,
+                ));
+                n += 1;
+            }
+            self.at += n;
+            return n;
+        }
         while n < slots.len() {
             let Some(trace) = self.batch.traces.get(self.trace) else {
                 break;

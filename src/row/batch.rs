@@ -6,7 +6,7 @@ use std::mem::{self, MaybeUninit};
 use std::ops::Range;
 
 use super::columns::{col, measure_row, write_chunk, Kind, COLUMNS, KINDS, REGIONS};
-use super::read::{check_strings, skip_strings, RowReader};
+use super::read::{check_strings, read_varint, skip_strings, RowReader};
 use super::write::{Cursor, Writer};
 use super::RowRef;
 use crate::admission::UsageTicket;
@@ -431,6 +431,51 @@ impl RowBatch {
             };
         }
         to
+    }
+
+    /// Where row `to` starts in column `c`'s head and tail, given where row `from <= to`
+    /// starts (`at`): only the rows between are skipped. `at = (0, 0)` with `from = 0` is the
+    /// column's start.
+    #[inline]
+    pub fn column_cut_from(
+        &self,
+        c: usize,
+        from: usize,
+        at: (usize, usize),
+        to: usize,
+    ) -> (usize, usize) {
+        debug_assert!(
+            from <= to && to <= self.rows,
+            "rows {from}..{to} of {}",
+            self.rows
+        );
+        let kind = KINDS[c];
+        let head = match kind {
+            Kind::Str => {
+                at.0 + skip_strings(&self.head(c)[at.0..], to - from).expect("checked batch")
+            }
+            _ => to * kind.head_width(),
+        };
+        let tail = match kind {
+            Kind::Ints => 8 * self.elems_before(c, to),
+            Kind::MetaKeys | Kind::MetaValues => {
+                let n = self.elems_before(c, to) - self.elems_before(c, from);
+                at.1 + skip_strings(&self.tail(c)[at.1..], n).expect("checked batch")
+            }
+            _ => to * kind.tail_width(),
+        };
+        (head, tail)
+    }
+
+    /// The string of a `String` column's head that starts at byte `at`, and where the next
+    /// one starts.
+    #[inline]
+    pub fn string_at(&self, c: usize, at: usize) -> (&[u8], usize) {
+        let head = self.head(c);
+        let (len, used) = read_varint(&head[at..]).expect("checked batch");
+        let start = at + used;
+        let end = start + len as usize;
+        (&head[start..end], end)
     }
 
     /// Elements of array column `c` in the rows before `row`.

@@ -178,3 +178,71 @@ fn a_resent_batch_is_stored_once() {
     // ...and FINAL collapses the retry onto one row per span.
     assert_eq!(server.count(), 6);
 }
+
+/// Insert blocks reach ClickHouse in the table's sorting-key order, so it writes them without
+/// sorting (its `MergeTreeDataWriterBlocksAlreadySorted` event counts every block), even when
+/// requests list their traces out of order and spans of one trace come in several requests
+/// with interleaving start times. A private ClickHouse, so no other test's inserts count.
+#[test]
+fn insert_blocks_reach_clickhouse_already_sorted() {
+    use crate::private_clickhouse::PrivateClickHouse;
+    let ch = PrivateClickHouse::start();
+    let url = ch.native_url();
+    let mut server = Server::new(
+        &ch.http_addr(),
+        &[
+            ("INGEST_CLICKHOUSE_URL", url.as_str()),
+            ("INGEST_FLUSH_INTERVAL_MS", "300"),
+        ],
+    );
+    server.spawn();
+    let key = server.ready_key("org-sorted");
+    let events = || -> (u64, u64) {
+        let v = server.ch_json(
+            "SELECT sumIf(value, event = 'MergeTreeDataWriterBlocks') AS blocks, \
+             sumIf(value, event = 'MergeTreeDataWriterBlocksAlreadySorted') AS sorted \
+             FROM system.events FORMAT JSONEachRow",
+        );
+        let n = |k: &str| v[0][k].as_str().unwrap().parse::<u64>().unwrap();
+        (n("blocks"), n("sorted"))
+    };
+    let before = events();
+    let mut sent = 0;
+    for request in 0..12u64 {
+        // Traces in descending id order; each trace's spans in descending start order, and
+        // every trace continues in the next request with earlier and later spans.
+        let traces: Vec<Value> = (0..6u64)
+            .rev()
+            .map(|t| {
+                let spans: Vec<Value> = (0..5u64)
+                    .rev()
+                    .map(|s| {
+                        let start = 1_700_000_000_000 + (s * 7 + request * 3) % 40;
+                        json!({
+                            "spanId": format!("r{request}-s{s}"),
+                            "spanType": "llm",
+                            "name": "chat",
+                            "startTime": start,
+                            "endTime": start + 10,
+                        })
+                    })
+                    .collect();
+                json!({"traceId": format!("trace-{}", (t * 7919) % 97), "traceName": "run", "spans": spans})
+            })
+            .collect();
+        let body = serde_json::to_vec(&json!({"version": "v1", "traces": traces})).unwrap();
+        let r = server.post_ingest(&key, &body);
+        assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+        sent += 30;
+        if request % 4 == 3 {
+            server.wait_rows(sent);
+        }
+    }
+    server.wait_rows(sent);
+    let after = events();
+    let blocks = after.0 - before.0;
+    assert!(blocks >= 3, "several inserts, got {blocks}");
+    assert_eq!(after.1 - before.1, blocks, "every block arrived sorted");
+    drop(server);
+    drop(ch);
+}

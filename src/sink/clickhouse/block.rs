@@ -2,10 +2,11 @@
 //! column buffers are kept for the next insert.
 //!
 //! Every batch already holds its rows in the columns' native layout (`row/`), so a block is
-//! each run's column regions appended to one buffer per region; only array end offsets are
-//! rewritten. Parts of 16 KiB and more go to the socket from these buffers (the client's
+//! each run's part of every column appended to one buffer per region; only array end offsets
+//! are rewritten. The runs come in the table's sorting-key order (`order.rs`). Parts of 16 KiB and more go to the socket from these buffers (the client's
 //! `writev`); smaller ones are copied into its send buffer.
 
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, PoisonError};
 
@@ -39,61 +40,51 @@ pub(super) fn wire_type(kind: Kind) -> SqlType {
 }
 
 /// Builds the insert block from runs of rows: every batch already holds its rows in the
-/// columns' native layout, so each run's regions are appended to the block's column buffers
-/// whole (a few copies per batch, whatever its width). Only array end offsets are rewritten:
-/// a batch counts them from its own first row, the block from its first. Returns the block,
-/// the buffers it shares (to give back to `spares` once the insert is done) and the block's
-/// size on the wire.
+/// columns' native layout, so each run's part of a column is appended to the block's buffer
+/// for that column whole. Only array end offsets are rewritten: a batch counts them from its
+/// own first row, the block from its first. Runs may come in any order (`order.rs` interleaves
+/// batches); a batch's runs cost one pass over it when they come in row order, as they do from
+/// `order::in_key_order`. Returns the block, the buffers it shares (to give back to `spares`
+/// once the insert is done) and the block's size on the wire.
 pub(super) fn spans_block(
     runs: &[RowRun<'_>],
     rows: usize,
     spares: Vec<Vec<u8>>,
 ) -> (Block, Vec<Arc<Vec<u8>>>, usize) {
+    // Each distinct batch once (its slot), for the buffers' sizes and the cursors.
+    let mut batches: Vec<&RowBatch> = Vec::new();
+    let mut slot_of: HashMap<*const RowBatch, usize> = HashMap::new();
+    let slots: Vec<usize> = runs
+        .iter()
+        .map(|r| match batches.last() {
+            Some(&b) if std::ptr::eq(b, r.batch) => batches.len() - 1,
+            _ => *slot_of
+                .entry(r.batch as *const RowBatch)
+                .or_insert_with(|| {
+                    batches.push(r.batch);
+                    batches.len() - 1
+                }),
+        })
+        .collect();
     let mut spares = spares.into_iter();
     let mut bufs: Vec<Vec<u8>> = (0..REGIONS)
         .map(|i| {
             let mut b = spares.next().unwrap_or_default();
             b.clear();
-            // At most the runs' whole regions (a run may be part of a batch).
-            b.reserve(runs.iter().map(|r| r.batch.region(i).len()).sum());
+            // At most the batches' whole regions (a run may be part of a batch).
+            b.reserve(batches.iter().map(|b| b.region(i).len()).sum());
             b
         })
         .collect();
-    // Array columns: elements in the block so far.
-    let mut elems = [0u64; COLUMNS];
-    // The last cut made, to cut the same batch further on from there (in cluster mode a
-    // batch comes as many runs, one per trace, in row order).
-    let mut last: Option<(*const RowBatch, usize, [usize; REGIONS])> = None;
-    let mut cut = |b: &RowBatch, row: usize| {
-        let at = match last {
-            Some((p, from, at)) if std::ptr::eq(p, b) && from <= row => b.cut_from(from, &at, row),
-            _ => b.cut(row),
-        };
-        last = Some((b as *const RowBatch, row, at));
-        at
-    };
-    for run in runs {
-        let b = run.batch;
-        let (from, to) = (cut(b, run.rows.start), cut(b, run.rows.end));
-        for (c, kind) in KINDS.iter().enumerate() {
-            let (h, t) = (2 * c, 2 * c + 1);
-            let head = &b.head(c)[from[h]..to[h]];
-            if kind.is_array() {
-                let first = b.elems_before(c, run.rows.start) as u64;
-                if first == elems[c] {
-                    bufs[h].extend_from_slice(head);
-                } else {
-                    for o in head.chunks_exact(8) {
-                        let o = u64::from_le_bytes(o.try_into().expect("8 bytes"));
-                        bufs[h].extend_from_slice(&(o - first + elems[c]).to_le_bytes());
-                    }
-                }
-                elems[c] += b.elems_before(c, run.rows.end) as u64 - first;
-            } else {
-                bufs[h].extend_from_slice(head);
-            }
-            bufs[t].extend_from_slice(&b.tail(c)[from[t]..to[t]]);
-        }
+    // Where the data is read from decides the loop: a run at a time while most runs are whole
+    // batches (each batch is read once, in order, while in the cache); a column at a time
+    // when batches come in many parts (interleaved traces of large batches: each column then
+    // reads every batch's region in order, a few cache lines per batch at a time, instead of
+    // every region of a batch for each short part, which missed the cache for every part).
+    if runs.len() > 2 * batches.len() {
+        by_column(runs, &slots, batches.len(), &mut bufs);
+    } else {
+        by_run(runs, &slots, batches.len(), &mut bufs);
     }
     let bytes = bufs.iter().map(Vec::len).sum();
     let mut taken = Vec::with_capacity(REGIONS);
@@ -114,6 +105,95 @@ pub(super) fn spans_block(
         );
     }
     (block, taken, bytes)
+}
+
+/// Appends rows `rows` of `b`'s column `c`, which lie at `from..to` of its head and tail, to
+/// the block's buffers; `elems` counts the block's array elements so far.
+#[inline]
+fn append(
+    bufs: &mut [Vec<u8>],
+    b: &RowBatch,
+    c: usize,
+    rows: &Range<usize>,
+    from: (usize, usize),
+    to: (usize, usize),
+    elems: &mut u64,
+) {
+    let (h, t) = (2 * c, 2 * c + 1);
+    let head = &b.head(c)[from.0..to.0];
+    if KINDS[c].is_array() {
+        let first = b.elems_before(c, rows.start) as u64;
+        if first == *elems {
+            bufs[h].extend_from_slice(head);
+        } else {
+            for o in head.chunks_exact(8) {
+                let o = u64::from_le_bytes(o.try_into().expect("8 bytes"));
+                bufs[h].extend_from_slice(&(o - first + *elems).to_le_bytes());
+            }
+        }
+        *elems += b.elems_before(c, rows.end) as u64 - first;
+    } else {
+        bufs[h].extend_from_slice(head);
+    }
+    bufs[t].extend_from_slice(&b.tail(c)[from.1..to.1]);
+}
+
+/// The block a run at a time. A batch met in parts is cut where its last part ended (the
+/// cut is kept per batch), so a batch whose parts come in row order is cut in one pass.
+fn by_run(runs: &[RowRun<'_>], slots: &[usize], batches: usize, bufs: &mut [Vec<u8>]) {
+    let mut elems = [0u64; COLUMNS];
+    let mut cuts: Vec<Option<(usize, Box<[usize; REGIONS]>)>> = vec![None; batches];
+    for (run, &slot) in runs.iter().zip(slots) {
+        let b = run.batch;
+        let cut = if run.rows.start == 0 && run.rows.end == b.len() {
+            None
+        } else {
+            let from = match &cuts[slot] {
+                Some((row, at)) if *row == run.rows.start => **at,
+                Some((row, at)) if *row < run.rows.start => b.cut_from(*row, at, run.rows.start),
+                _ => b.cut(run.rows.start),
+            };
+            let to = b.cut_from(run.rows.start, &from, run.rows.end);
+            cuts[slot] = Some((run.rows.end, Box::new(to)));
+            Some((from, to))
+        };
+        for (c, e) in elems.iter_mut().enumerate() {
+            let (h, t) = (2 * c, 2 * c + 1);
+            let (from, to) = match &cut {
+                Some((f, e)) => ((f[h], f[t]), (e[h], e[t])),
+                None => ((0, 0), (b.head(c).len(), b.tail(c).len())),
+            };
+            append(bufs, b, c, &run.rows, from, to, e);
+        }
+    }
+}
+
+/// The block a column at a time, each batch's place in the column kept as its runs go by.
+fn by_column(runs: &[RowRun<'_>], slots: &[usize], batches: usize, bufs: &mut [Vec<u8>]) {
+    // Per batch: the row its cursor is at, and where that row starts in the column.
+    let mut cursor: Vec<(usize, (usize, usize))> = vec![(0, (0, 0)); batches];
+    for c in 0..COLUMNS {
+        cursor.fill((0, (0, 0)));
+        let mut elems = 0u64;
+        for (run, &slot) in runs.iter().zip(slots) {
+            let b = run.batch;
+            let (at_row, at) = cursor[slot];
+            let from = if at_row == run.rows.start {
+                at
+            } else if at_row < run.rows.start {
+                b.column_cut_from(c, at_row, at, run.rows.start)
+            } else {
+                b.column_cut_from(c, 0, (0, 0), run.rows.start)
+            };
+            let to = if run.rows.end == b.len() {
+                (b.head(c).len(), b.tail(c).len())
+            } else {
+                b.column_cut_from(c, run.rows.start, from, run.rows.end)
+            };
+            cursor[slot] = (run.rows.end, to);
+            append(bufs, b, c, &run.rows, from, to, &mut elems);
+        }
+    }
 }
 
 /// Rows of one batch that go into an insert together: whole batches normally, parts of one
@@ -146,12 +226,14 @@ impl Store {
         self.insert_runs(&runs).await.map(|_| ())
     }
 
-    /// Inserts the given runs of rows in one insert block.
+    /// Inserts the given runs of rows in one insert block, in the table's sorting-key order
+    /// (`order.rs`).
     pub async fn insert_runs(&self, runs: &[RowRun<'_>]) -> Result<Inserted, InsertError> {
         let rows: usize = runs.iter().map(|r| r.rows.len()).sum();
         if rows == 0 {
             return Ok(Inserted { rows: 0, bytes: 0 });
         }
+        let runs = &super::order::in_key_order(runs);
         // Connect first: while ClickHouse is down, retries cost no block building.
         let mut c = self.handle().await?;
         let spares = std::mem::take(

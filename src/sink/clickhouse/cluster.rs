@@ -17,6 +17,7 @@
 //! server computed) modulo the shards' total weight, weights taken in shard order as the
 //! `Distributed` engine does.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,7 +33,7 @@ use super::schema::Table;
 use super::version::ServerVersion;
 use super::{dedup, Store};
 use crate::clock::now_ms;
-use crate::row::col;
+use crate::row::{col, RowBatch};
 
 /// The `Distributed` table's sharding key; `shard_hash` is its Rust twin.
 pub(super) const SHARDING_KEY: &str = "sipHash64(trace_id)";
@@ -307,13 +308,28 @@ impl ShardsDone {
 /// order of `runs`, so the same runs always give the same blocks.
 pub(super) fn route<'a>(runs: &[RowRun<'a>], topology: &Topology) -> Vec<Vec<RowRun<'a>>> {
     let mut out: Vec<Vec<RowRun<'a>>> = vec![Vec::new(); topology.shards.len()];
+    // Per batch: the row after its last run, and where that row's trace id starts (a batch's
+    // runs come in row order, so each batch's trace ids are read once).
+    let mut cursors: HashMap<*const RowBatch, (usize, usize)> = HashMap::new();
     for run in runs {
         if run.rows.is_empty() {
             continue;
         }
         let batch = run.batch;
         let head = batch.head(col::trace_id);
-        let mut at = batch.cut(run.rows.start)[2 * col::trace_id];
+        let (at_row, at) = cursors
+            .get(&(batch as *const RowBatch))
+            .copied()
+            .unwrap_or((0, 0));
+        let mut at = if at_row <= run.rows.start {
+            batch
+                .column_cut_from(col::trace_id, at_row, (at, 0), run.rows.start)
+                .0
+        } else {
+            batch
+                .column_cut_from(col::trace_id, 0, (0, 0), run.rows.start)
+                .0
+        };
         let mut previous: (&[u8], usize) = (&[], usize::MAX);
         let mut start = run.rows.start;
         let mut current = usize::MAX;
@@ -343,6 +359,7 @@ pub(super) fn route<'a>(runs: &[RowRun<'a>], topology: &Topology) -> Vec<Vec<Row
             batch,
             rows: start..run.rows.end,
         });
+        cursors.insert(batch as *const RowBatch, (run.rows.end, at));
     }
     out
 }
@@ -508,7 +525,7 @@ impl Store {
             code: e.code,
             message: e.message,
         })?;
-        let per_shard = route(runs, &topology);
+        let per_shard = route(&super::order::in_key_order(runs), &topology);
         let table = format!("`{}`.`{}`", self.database, local_name("spans"));
         let mut total = Inserted { rows: 0, bytes: 0 };
         // A shard with every replica down does not hold the others back: they are written,

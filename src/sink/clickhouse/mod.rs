@@ -38,6 +38,7 @@ mod cluster;
 mod dedup;
 mod errors;
 mod health;
+mod order;
 mod reprice;
 mod schema;
 #[cfg(test)]
