@@ -174,9 +174,13 @@ pub struct ServeArgs {
     /// Flush to ClickHouse at least this often (milliseconds).
     #[arg(long, env = "INGEST_FLUSH_INTERVAL_MS", default_value_t = 1000)]
     pub flush_interval_ms: u64,
-    /// Flush as soon as this many rows are waiting.
-    #[arg(long, env = "INGEST_FLUSH_MAX_ROWS", default_value_t = 100_000)]
+    /// Flush as soon as this many rows are waiting; the most rows one insert takes.
+    #[arg(long, env = "INGEST_FLUSH_MAX_ROWS", default_value_t = 500_000)]
     pub flush_max_rows: usize,
+    /// Flush as soon as accepted batches hold this many bytes in memory; the most bytes one
+    /// insert takes (also at most a quarter of --buffer-max-bytes).
+    #[arg(long, env = "INGEST_FLUSH_MAX_BYTES", default_value_t = 128 * 1024 * 1024)]
+    pub flush_max_bytes: u64,
     /// Rows of accepted batches held in memory (at least --flush-max-rows); past it the newest
     /// batches go to the spool on disk, and `/ingest` answers 503 buffer_full only when the
     /// spool is full too. `/ready` answers 503 not_ready past 90% of it.
@@ -185,7 +189,7 @@ pub struct ServeArgs {
     /// Heap bytes of accepted batches held in memory (at least 65536); past it the newest
     /// batches go to the spool on disk, and `/ingest` answers 503 buffer_full only when the
     /// spool is full too. One batch's rows may take a quarter of it (413 batch_too_large).
-    #[arg(long, env = "INGEST_BUFFER_MAX_BYTES", default_value_t = 256 * 1024 * 1024)]
+    #[arg(long, env = "INGEST_BUFFER_MAX_BYTES", default_value_t = 512 * 1024 * 1024)]
     pub buffer_max_bytes: u64,
     /// Bytes the spool on disk may hold; with memory and spool full, `/ingest` answers 503.
     #[arg(long, env = "INGEST_SPOOL_MAX_BYTES", default_value_t = 1024 * 1024 * 1024)]
@@ -287,6 +291,7 @@ pub struct Config {
     pub otlp_max_body_bytes: u64,
     pub flush_interval: Duration,
     pub flush_max_rows: usize,
+    pub flush_max_bytes: u64,
     pub buffer_max_rows: u64,
     pub buffer_max_bytes: u64,
     pub spool_max_bytes: u64,
@@ -374,6 +379,12 @@ impl ServeArgs {
             return Err(format!(
                 "INGEST_BUFFER_MAX_BYTES must be at least {MIN_BYTES} (64 KiB), got {}",
                 self.buffer_max_bytes
+            ));
+        }
+        if self.flush_max_bytes < MIN_BYTES {
+            return Err(format!(
+                "INGEST_FLUSH_MAX_BYTES must be at least {MIN_BYTES} (64 KiB), got {}",
+                self.flush_max_bytes
             ));
         }
         if self.spool_max_bytes < MIN_BYTES {
@@ -500,6 +511,7 @@ impl ServeArgs {
             otlp_max_body_bytes: self.otlp_max_body_bytes,
             flush_interval: Duration::from_millis(self.flush_interval_ms),
             flush_max_rows: self.flush_max_rows,
+            flush_max_bytes: self.flush_max_bytes,
             buffer_max_rows: self.buffer_max_rows,
             buffer_max_bytes: self.buffer_max_bytes,
             spool_max_bytes: self.spool_max_bytes,
@@ -555,7 +567,13 @@ mod tests {
         let c = resolve(&[]).unwrap();
         assert_eq!(c.durability, Durability::Buffer);
         assert_eq!(c.data_dir, PathBuf::from("data"));
-        assert_eq!(c.buffer_max_bytes, 256 << 20);
+        assert_eq!(c.buffer_max_bytes, 512 << 20);
+        assert_eq!(c.flush_max_bytes, 128 << 20);
+        assert_eq!(c.flush_max_rows, 500_000);
+        assert_eq!(
+            resolve(&["--flush-max-bytes", "1000"]).unwrap_err(),
+            "INGEST_FLUSH_MAX_BYTES must be at least 65536 (64 KiB), got 1000"
+        );
         assert_eq!(c.spool_max_bytes, 1 << 30);
         let c = resolve(&[
             "--durability",

@@ -233,6 +233,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     flush_config.cluster = config.clickhouse_cluster.clone();
     flush_config.interval = config.flush_interval;
     flush_config.max_rows = config.flush_max_rows;
+    flush_config.max_bytes = config.flush_max_bytes;
     flush_config.shutdown_timeout = config.shutdown_timeout;
     flush_config.budget = budget.clone();
     flush_config.dead_letter_dir = config.data_dir.join("deadletter");

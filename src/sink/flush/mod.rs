@@ -7,8 +7,8 @@
 //! (what waits, when an insert is due, what it takes), `spill.rs` (memory bound, spool),
 //! `retry.rs` (what a failed insert leads to). Invariants:
 //!
-//! - an insert starts when `max_rows` rows wait or `interval` has passed since the oldest
-//!   waiting row arrived; under steady load that is one insert per interval;
+//! - an insert starts when `max_rows` rows or `max_bytes` wait or `interval` has passed since
+//!   the oldest waiting row arrived; under steady load that is one insert per interval;
 //! - memory stays under the `MemoryBudget`, the spool under `INGEST_SPOOL_MAX_BYTES`; past
 //!   both, workers answer `503`;
 //! - no row is dropped silently: rows are inserted, dead-lettered with ClickHouse's error, or
@@ -63,6 +63,9 @@ pub struct FlushConfig {
     pub interval: Duration,
     /// Rows waiting that trigger a flush at once, and the largest insert (`INGEST_FLUSH_MAX_ROWS`).
     pub max_rows: usize,
+    /// Bytes held that trigger a flush at once, and the largest insert in bytes (at most half
+    /// the memory room) (`INGEST_FLUSH_MAX_BYTES`).
+    pub max_bytes: u64,
     /// After the channel closes, how long the thread may take: a third inserting, the rest
     /// for spooling what is left (which takes time in proportion to the memory bound).
     pub shutdown_timeout: Duration,
@@ -82,8 +85,9 @@ pub struct FlushConfig {
 }
 
 impl FlushConfig {
-    /// The defaults of the contract: flush every second or at 10 000 rows, retry 100 ms .. 5 s,
-    /// 10 s to drain at shutdown, 256 MiB / 1 M rows of memory.
+    /// A configuration for tests and library use: flush every second or at 10,000 rows or
+    /// 128 MiB, retry 100 ms .. 5 s, 10 s to drain at shutdown, 256 MiB / 1 M rows of memory.
+    /// (The server's own defaults are `config.rs`'s.)
     pub fn new(url: impl Into<String>, database: impl Into<String>) -> FlushConfig {
         FlushConfig {
             url: url.into(),
@@ -91,6 +95,7 @@ impl FlushConfig {
             cluster: None,
             interval: Duration::from_millis(1000),
             max_rows: 10_000,
+            max_bytes: 128 << 20,
             shutdown_timeout: Duration::from_secs(10),
             retry_min: Duration::from_millis(100),
             retry_max: Duration::from_secs(5),
@@ -118,6 +123,7 @@ impl fmt::Debug for FlushConfig {
             .field("cluster", &self.cluster)
             .field("interval", &self.interval)
             .field("max_rows", &self.max_rows)
+            .field("max_bytes", &self.max_bytes)
             .field("shutdown_timeout", &self.shutdown_timeout)
             .field("retry_min", &self.retry_min)
             .field("retry_max", &self.retry_max)

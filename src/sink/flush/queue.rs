@@ -88,7 +88,13 @@ impl State {
     /// When the next insert should start, if anything is waiting.
     pub(super) fn due(&self) -> Option<Instant> {
         let at = match self.queue.front() {
-            Some(p) if self.queued_rows >= self.cfg.max_rows || self.spool.backlog() => p.arrived,
+            Some(p)
+                if self.queued_rows >= self.cfg.max_rows
+                    || self.cfg.budget.bytes() >= self.cfg.max_bytes
+                    || self.spool.backlog() =>
+            {
+                p.arrived
+            }
             Some(p) => p.arrived + self.cfg.interval,
             None if self.spool.backlog() => Instant::now(),
             None => return None,
@@ -97,15 +103,15 @@ impl State {
     }
 
     /// The front pieces that make the next insert: the frozen ones after a failure in cluster
-    /// mode, else at most `max_rows` rows (and no more than
-    /// any included piece's cap) and half of `room()` in bytes, but always at least one piece.
+    /// mode, else at most `max_rows` rows (and no more than any included piece's cap) and
+    /// `max_bytes`, at most half of `room()`, in bytes, but always at least one piece.
     /// (An insert's pieces stay in memory until it ends, however long ClickHouse takes: the
     /// other half is for intake, and for what must move to the spool meanwhile.)
     pub(super) fn next_insert(&self) -> (usize, usize) {
         if let Some((pieces, _)) = self.frozen {
             return (pieces, self.queue.iter().take(pieces).map(Piece::len).sum());
         }
-        let max_bytes = self.cfg.budget.room().1 / 2;
+        let max_bytes = (self.cfg.budget.room().1 / 2).min(self.cfg.max_bytes);
         let (mut pieces, mut rows, mut bytes, mut cap) = (0, 0, 0, usize::MAX);
         for p in &self.queue {
             let cap_with = cap.min(p.cap);
@@ -124,11 +130,12 @@ impl State {
     }
 
     /// Enough waits for the next insert to go at once, without waiting for its interval: a
-    /// quarter of `max_rows` (an insert that size is cheap for ClickHouse to merge), or a
     /// quarter of the memory room (so that a fast intake does not fill memory, and spool,
-    /// while the interval runs).
+    /// while the interval runs). Otherwise an insert waits for its interval or its row or byte
+    /// bound (`due`): every insert is a part ClickHouse writes and merges again, and fewer,
+    /// larger parts cost it less per row (perf/RESULTS.md).
     pub(super) fn worth_chaining(&self) -> bool {
-        self.queued_rows >= (self.cfg.max_rows / 4).max(1) || self.cfg.budget.over(1, 4)
+        self.cfg.budget.over(1, 4)
     }
 
     /// Rows of `n` of an entry are inserted or dead-lettered; confirms it once all are.

@@ -186,6 +186,34 @@ fn flushes_at_max_rows_before_the_interval() {
     );
 }
 
+/// The byte bound starts an insert before the interval, as the row bound does, and caps it:
+/// batches of more than `max_bytes` together go in one insert each.
+#[test]
+fn flushes_at_max_bytes_before_the_interval() {
+    if skip() {
+        return;
+    }
+    let db = TestDb::new("maxbytes");
+    migrated(&db);
+    let one = batch("o", "t0", 6, 1_700_000_000_000);
+    let bytes = one.heap_bytes() as u64;
+    let cfg = FlushConfig {
+        interval: Duration::from_secs(600),
+        max_rows: 1_000_000,
+        max_bytes: bytes + bytes / 2,
+        ..config(&db.0, NATIVE_URL)
+    };
+    let h = Harness::start(cfg, TestDir::new("flush-maxbytes"));
+    h.send(one);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(rows_in(&db), 0, "under max_bytes: waits for the interval");
+    h.send(batch("o", "t1", 6, 1_700_000_000_000));
+    wait_for("12 rows", Duration::from_secs(5), || rows_in(&db) == 12);
+    // Two batches are over max_bytes together: an insert each.
+    assert_eq!(h.stats.batches_flushed.load(Ordering::Relaxed), 2);
+    h.finish();
+}
+
 #[test]
 fn flushes_on_the_interval_and_the_rest_on_disconnect() {
     if skip() {
