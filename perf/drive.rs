@@ -13,7 +13,7 @@ use crate::{fixtures, otlp_fixtures};
 pub enum Stamp {
     /// v1 JSON: 16 hex digits at each offset, one offset per trace (`fixtures::stamp`).
     Hex(Vec<usize>),
-    /// OTLP protobuf: the last 8 of the 16 raw trace-id bytes at each offset, with the index of
+    /// OTLP protobuf: the first 8 of the 16 raw trace-id bytes at each offset, with the index of
     /// the offset's trace (a trace's spans each carry its id), written as `fixtures::stamp_id`.
     Raw(Vec<(usize, u32)>),
     /// Compressed bodies cannot be stamped in place: one body per request, made before the
@@ -51,7 +51,14 @@ impl Fixture {
     /// A v1 batch made by `perf/fixtures.rs` (trace ids `tr-` + 16 hex digits).
     pub fn v1(name: &'static str, body: Vec<u8>, spans: u64) -> Fixture {
         let offsets = fixtures::trace_id_offsets(&body);
-        Fixture::new(name, "/ingest", "application/json", body, spans, Stamp::Hex(offsets))
+        Fixture::new(
+            name,
+            "/ingest",
+            "application/json",
+            body,
+            spans,
+            Stamp::Hex(offsets),
+        )
     }
 
     /// The 1.7 KB, 3-span batch real SDKs send, on 2 connections.
@@ -122,7 +129,14 @@ impl Fixture {
     pub fn otlp_v1() -> Fixture {
         let (_, body) = otlp_fixtures::export_512();
         let offsets = fixtures::offsets_after(&body, b"\"traceId\":\"");
-        Fixture::new("otlp-v1", "/ingest", "application/json", body, 512, Stamp::Hex(offsets))
+        Fixture::new(
+            "otlp-v1",
+            "/ingest",
+            "application/json",
+            body,
+            512,
+            Stamp::Hex(offsets),
+        )
     }
 
     fn new(
@@ -173,11 +187,15 @@ impl Fixture {
 
 const PROTOBUF: &str = "application/x-protobuf";
 
-/// Overwrites the last 8 bytes of every trace id at `offsets` with the stamp of its trace.
+/// Overwrites the first 8 bytes of every trace id at `offsets` with the stamp of its trace:
+/// the first, as `fixtures::stamp` writes the first 16 hex digits, because they decide the
+/// sort order. Stamping the last 8 would leave every request's copy of trace `k` with the same
+/// prefix, so ClickHouse would store the copies (the same texts) side by side and compress
+/// them far better than real traffic allows.
 fn stamp_raw(body: &mut [u8], offsets: &[(usize, u32)], n: u64) {
     for &(at, trace) in offsets {
         let id = fixtures::stamp_id(n, trace as u64);
-        body[at + 8..at + 16].copy_from_slice(&id.to_be_bytes());
+        body[at..at + 8].copy_from_slice(&id.to_be_bytes());
     }
 }
 

@@ -25,7 +25,8 @@
 //! Every request gets unique trace ids (`drive.rs`), so no row is deduplicated away.
 //!
 //! `--only typical|small|open:<req/s>|open-small:<req/s>|open-sdk:<req/s>|open-otlp:<req/s>|`
-//! `open-otlp-gzip:<req/s>|open-otlp-v1:<req/s>|ramp-typical:<req/s>|ramp-small:<req/s>` runs
+//! `open-otlp-gzip:<req/s>|open-otlp-v1:<req/s>|sustain:<req/s>|ramp-typical:<req/s>|`
+//! `ramp-small:<req/s>` runs
 //! one phase alone (after the warm-up), e.g. under `perf record`, and writes its JSON to `--out`
 //! (default `perf/out/only.json`); an open-loop phase also counts the requests over 10 ms and
 //! lists when the first 200 of them were due, which shows whether slow requests come alone or
@@ -170,11 +171,13 @@ fn only_phase(a: &Args, only: &str, typical: &Fixture, small: &Fixture) -> Value
         ("open-otlp", Some(r)) => open_phase(a, &Fixture::otlp(), r, "only"),
         ("open-otlp-gzip", Some(r)) => open_phase(a, &otlp_gzip(a, r), r, "only"),
         ("open-otlp-v1", Some(r)) => open_phase(a, &Fixture::otlp_v1(), r, "only"),
+        ("sustain", Some(r)) => sustain_phase(a, typical, r),
         ("ramp-typical", Some(r)) => ramp(a, typical, r),
         ("ramp-small", Some(r)) => ramp(a, small, r),
         _ => panic!(
             "--only: typical, small, or one of open, open-small, open-sdk, open-otlp, \
-             open-otlp-gzip, open-otlp-v1, ramp-typical, ramp-small with :<req/s>; got {only}"
+             open-otlp-gzip, open-otlp-v1, sustain, ramp-typical, ramp-small with :<req/s>; \
+             got {only}"
         ),
     }
 }
@@ -200,7 +203,14 @@ fn main() {
     // Warm-up at a rate ClickHouse on the same cores keeps up with: a closed loop here would
     // fill the write buffer and leave the next phase replaying the spool.
     eprintln!("loadgen: warming up");
-    drive(a.addr, &a.key, &typical, 2, Some(10.0), Duration::from_secs(2));
+    drive(
+        a.addr,
+        &a.key,
+        &typical,
+        2,
+        Some(10.0),
+        Duration::from_secs(2),
+    );
     wait_drained(a.addr);
     if let Some(only) = &a.only {
         let mut v = only_phase(&a, only, &typical, &small);
