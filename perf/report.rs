@@ -155,7 +155,8 @@ fn main() {
         full_run(&mut o, &load, &profile, &alloc_test);
     }
     if !baseline.is_empty() {
-        report_compare::comparison(&mut o, &baseline, &baseline_sha, &command, benched);
+        let rounds = arg("--rounds").parse().unwrap_or(2);
+        report_compare::comparison(&mut o, &baseline, &baseline_sha, rounds, &command, benched);
     }
     let _ = writeln!(o, "\n{END}");
 
@@ -537,12 +538,15 @@ fn human_ns(ns: f64) -> String {
 
 /// The version the load generator read from the harness's ClickHouse, else the local one's.
 fn clickhouse_version(load: &Value) -> String {
-    let from_run = std::fs::read_dir("perf/out/compare")
+    let from_run = [load.clone()]
         .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| read_json(&e.path().to_string_lossy()))
-        .chain([load.clone()])
+        .chain(
+            std::fs::read_dir("perf/out/compare")
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| read_json(&e.path().to_string_lossy())),
+        )
         .find_map(|v| v["clickhouse_version"].as_str().map(str::to_string));
     from_run.unwrap_or_else(|| sh("clickhouse-client", &["--query", "SELECT version()"]))
 }

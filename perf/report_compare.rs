@@ -61,9 +61,9 @@ fn ch_us(p: &Value, thread: &str) -> f64 {
     f(&p["clickhouse"]["cpu_us_per_row"][thread])
 }
 
-/// Every round's result of one phase on one side; a phase that refused requests or failed to
-/// run is left out (its figures would not be the phase's), and counted.
-fn runs(phase: &str, side: &str) -> (Vec<Value>, usize) {
+/// Every round's result of one phase on one side that ran and refused nothing (a refusing
+/// phase's figures would not be the phase's).
+fn runs(phase: &str, side: &str) -> Vec<Value> {
     let prefix = format!("{phase}-{side}-");
     let mut files: Vec<String> = std::fs::read_dir(DIR)
         .into_iter()
@@ -73,17 +73,11 @@ fn runs(phase: &str, side: &str) -> (Vec<Value>, usize) {
         .filter(|n| n.starts_with(&prefix) && n.ends_with(".json"))
         .collect();
     files.sort();
-    let all: Vec<Value> = files
+    files
         .iter()
         .map(|n| read_json(&format!("{DIR}/{n}")))
-        .collect();
-    let total = all.len();
-    let ok: Vec<Value> = all
-        .into_iter()
         .filter(|v| v["accepted"].as_u64().unwrap_or(0) > 0 && v["refused"].as_u64() == Some(0))
-        .collect();
-    let bad = total - ok.len();
-    (ok, bad)
+        .collect()
 }
 
 /// The median of the finite values; NaN if there are none.
@@ -117,7 +111,14 @@ fn medians(new: &[Value], old: &[Value], get: fn(&Value) -> f64) -> (f64, f64) {
     )
 }
 
-pub fn comparison(o: &mut String, baseline: &str, sha: &str, command: &str, benched: bool) {
+pub fn comparison(
+    o: &mut String,
+    baseline: &str,
+    sha: &str,
+    rounds: usize,
+    command: &str,
+    benched: bool,
+) {
     let short = &sha[..sha.len().min(10)];
     let _ = writeln!(o, "### New vs baseline\n");
     let _ = writeln!(
@@ -127,8 +128,8 @@ pub fn comparison(o: &mut String, baseline: &str, sha: &str, command: &str, benc
          servers ran side by side on the harness's ClickHouse, each with its own database and \
          key and the settings `perf/run.sh` gives (their own defaults otherwise), driven by the \
          new load generator, one phase at a time in the order old, new, new, old, ... \
-         Each figure is the median over the rounds (count in brackets where a round is \
-         missing or refused requests); every phase is an open loop at a fixed rate \
+         Each figure is the median over the {rounds} round(s) (in brackets how many counted, \
+         where a round is missing or refused requests); every phase is an open loop at a fixed rate \
          (`loadgen --only`), counted as the phases above, with ClickHouse's bill. Run with \
          `{command}`; the comparison alone: `perf/run.sh --baseline {baseline} --compare-only`.\n"
     );
@@ -138,11 +139,10 @@ pub fn comparison(o: &mut String, baseline: &str, sha: &str, command: &str, benc
     );
     let mut table = Vec::new();
     for (phase, title) in PHASES {
-        let (new, new_bad) = runs(phase, "new");
-        let (old, old_bad) = runs(phase, "old");
-        let note = |ok: usize, bad: usize| {
-            if bad > 0 {
-                format!(" ({ok} of {})", ok + bad)
+        let (new, old) = (runs(phase, "new"), runs(phase, "old"));
+        let note = |ok: usize| {
+            if ok < rounds {
+                format!(" ({ok} of {rounds} rounds)")
             } else {
                 String::new()
             }
@@ -151,7 +151,7 @@ pub fn comparison(o: &mut String, baseline: &str, sha: &str, command: &str, benc
             let (n, d) = medians(&new, &old, *get);
             let first = if i == 0 { title } else { "" };
             let (nn, on) = if i == 0 {
-                (note(new.len(), new_bad), note(old.len(), old_bad))
+                (note(new.len()), note(old.len()))
             } else {
                 (String::new(), String::new())
             };
