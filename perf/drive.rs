@@ -370,3 +370,83 @@ pub fn drive(
     });
     Arc::into_inner(total).unwrap().into_inner().unwrap()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+    use std::io::Read as _;
+
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use prost::Message;
+
+    use super::*;
+
+    /// Every span's trace id, as prost (an independent decoder) reads the export.
+    fn trace_ids(body: &[u8]) -> Vec<Vec<u8>> {
+        let req = ExportTraceServiceRequest::decode(body).expect("a valid export");
+        req.resource_spans
+            .iter()
+            .flat_map(|r| &r.scope_spans)
+            .flat_map(|s| &s.spans)
+            .map(|s| s.trace_id.clone())
+            .collect()
+    }
+
+    #[test]
+    fn otlp_requests_get_trace_ids_of_their_own() {
+        let f = Fixture::otlp();
+        let Stamp::Raw(offsets) = &f.stamp else {
+            panic!("raw stamps")
+        };
+        let original = trace_ids(&f.body);
+        assert_eq!(original.len(), 512);
+        let mut seen = HashSet::new();
+        for n in [1, 2, 1 << 39] {
+            let mut body = f.body.clone();
+            stamp_raw(&mut body, offsets, n);
+            let ids = trace_ids(&body);
+            assert_eq!(ids.len(), 512);
+            for (i, (id, orig)) in ids.iter().zip(&original).enumerate() {
+                // The first 8 bytes (the sort order) are new; a trace's spans share its id.
+                assert_ne!(id[..8], orig[..8]);
+                assert_eq!(id[8..], orig[8..]);
+                assert_eq!(id, &ids[i / 16 * 16], "span {i}");
+            }
+            let distinct: HashSet<_> = ids.into_iter().collect();
+            assert_eq!(distinct.len(), 32);
+            for id in distinct {
+                assert!(seen.insert(id), "a trace id repeats across requests");
+            }
+        }
+    }
+
+    #[test]
+    fn gzip_bodies_and_the_v1_twin_are_stamped_too() {
+        let g = Fixture::otlp_gzip(3);
+        let Stamp::Bodies(bodies) = &g.stamp else {
+            panic!("one body per request")
+        };
+        let mut seen = HashSet::new();
+        for b in bodies {
+            let mut plain = Vec::new();
+            flate2::read::GzDecoder::new(&b[..])
+                .read_to_end(&mut plain)
+                .unwrap();
+            assert_eq!(plain.len(), g.body.len());
+            seen.extend(trace_ids(&plain));
+        }
+        assert_eq!(seen.len(), 3 * 32);
+        assert!(g.wire_bytes() < g.decoded_bytes());
+
+        let v1 = Fixture::otlp_v1();
+        let Stamp::Hex(offsets) = &v1.stamp else {
+            panic!("hex stamps")
+        };
+        assert_eq!(offsets.len(), 32);
+        let mut body = v1.body.clone();
+        fixtures::stamp(&mut body, offsets, 7);
+        let changed = body.iter().zip(&v1.body).filter(|(a, b)| a != b).count();
+        assert!(changed > 0 && changed <= 32 * 16);
+        serde_json::from_slice::<serde_json::Value>(&body).expect("still JSON");
+    }
+}
