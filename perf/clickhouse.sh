@@ -16,6 +16,8 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 CMD="${1:-}"; DIR="${2:-}"
 [ -n "$CMD" ] && [ -n "$DIR" ] || { echo "usage: $0 start|stop DIR [TCP_PORT HTTP_PORT]" >&2; exit 2; }
 TCP="${3:-19000}"; HTTP="${4:-18123}"; INTER=$((TCP + 9))
+# The server runs as a daemon from /: every path in its config must be absolute.
+DIR=$(realpath -m "$DIR")
 
 answers() { clickhouse-client --port "$TCP" --query "SELECT 1" >/dev/null 2>&1; }
 

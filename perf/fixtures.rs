@@ -287,6 +287,13 @@ pub fn small() -> Vec<u8> {
     batch(1, 1, 5, 20)
 }
 
+/// What real SDKs send: 1 trace x 3 spans (an agent span and two model calls with usage, rate
+/// limits and metadata, short texts), about 1.7 KB: the per-request cost at moderate rates of
+/// issue 18 (`open-sdk` in `perf/loadgen.rs`).
+pub fn sdk() -> Vec<u8> {
+    batch(1, 1, 3, 10)
+}
+
 /// 50 traces x 20 spans with realistic prompts and outputs, about 1 MB.
 pub fn typical() -> Vec<u8> {
     batch(2, 50, SPANS_PER_TRACE, 500)
@@ -307,11 +314,16 @@ pub fn span_count(traces: usize, spans: usize) -> usize {
 
 /// Where the 16 hex digits of every `traceId` of a fixture start, for `stamp`.
 pub fn trace_id_offsets(body: &[u8]) -> Vec<usize> {
-    const NEEDLE: &[u8] = b"\"traceId\":\"tr-";
-    body.windows(NEEDLE.len())
+    offsets_after(body, b"\"traceId\":\"tr-")
+}
+
+/// Where the text after every occurrence of `needle` starts: for `stamp` on bodies whose ids
+/// are written differently (the OTLP export's v1 twin has 32 hex digits after `"traceId":"`).
+pub fn offsets_after(body: &[u8], needle: &[u8]) -> Vec<usize> {
+    body.windows(needle.len())
         .enumerate()
-        .filter(|(_, w)| *w == NEEDLE)
-        .map(|(i, _)| i + NEEDLE.len())
+        .filter(|(_, w)| *w == needle)
+        .map(|(i, _)| i + needle.len())
         .collect()
 }
 
@@ -322,14 +334,19 @@ pub fn trace_id_offsets(body: &[u8]) -> Vec<usize> {
 pub fn stamp(body: &mut [u8], offsets: &[usize], n: u64) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     for (i, &at) in offsets.iter().enumerate() {
-        // 40 bits of batch number, 24 bits of trace index, mixed by a bijection (splitmix64's
-        // finaliser), so ids stay unique.
-        let mut id = (n << 24) | (i as u64 & 0xFF_FFFF);
-        id = (id ^ (id >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        id = (id ^ (id >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        id ^= id >> 31;
+        let id = stamp_id(n, i as u64);
         for d in 0..16 {
             body[at + d] = HEX[((id >> (60 - 4 * d)) & 15) as usize];
         }
     }
+}
+
+/// The 64 bits `stamp` writes for trace `i` of batch `n`: 40 bits of batch number, 24 bits of
+/// trace index, mixed by a bijection (splitmix64's finaliser), so ids stay unique and look
+/// random.
+pub fn stamp_id(n: u64, i: u64) -> u64 {
+    let mut id = (n << 24) | (i & 0xFF_FFFF);
+    id = (id ^ (id >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    id = (id ^ (id >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    id ^ (id >> 31)
 }

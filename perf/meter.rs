@@ -1,6 +1,6 @@
-//! What the load generator reads besides its own answers: the server's CPU time and memory
-//! from `/proc/<pid>`, and small HTTP/1.0 requests to the server's `/health` and `/metrics` and
-//! to ClickHouse's HTTP interface.
+//! What the load generator reads besides its own answers: the server's (and ClickHouse's) CPU
+//! time and memory from `/proc/<pid>`, and small HTTP/1.0 requests to the server's `/health` and
+//! `/metrics` and to ClickHouse's HTTP interface.
 
 #![allow(dead_code)]
 
@@ -105,7 +105,26 @@ impl Cpu {
     }
 }
 
-/// Pid of the local ClickHouse server, if one runs (its CPU is reported next to ours).
+/// (thread id, thread name, CPU seconds) of every thread of a process: ClickHouse's CPU by what
+/// its threads do (`bill.rs`).
+pub fn thread_cpu(pid: u32) -> Vec<(u32, String, f64)> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| {
+            let tid = task.file_name().to_string_lossy().parse().ok()?;
+            let dir = task.path();
+            let name = std::fs::read_to_string(dir.join("comm")).ok()?;
+            let (u, s) = stat_times(&dir.join("stat").to_string_lossy())?;
+            Some((tid, name.trim().to_string(), u + s))
+        })
+        .collect()
+}
+
+/// Pid of the first ClickHouse server process found, if one runs (its CPU is reported next to
+/// ours): the default when the load generator is not given `--clickhouse-pid`.
 pub fn clickhouse_pid() -> Option<u32> {
     let dirs = std::fs::read_dir("/proc").ok()?;
     for d in dirs.flatten() {

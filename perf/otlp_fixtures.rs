@@ -372,8 +372,37 @@ pub fn v1_json(spans: &[GenSpan]) -> Vec<u8> {
     s.into_bytes()
 }
 
+/// The spans of the 512-span export (`export_512`), for `trace_id_offsets`.
+pub fn export_512_spans() -> Vec<GenSpan> {
+    spans(42, 512)
+}
+
 /// The 512-span export of the benches: (OTLP protobuf, v1 JSON) of the same spans.
 pub fn export_512() -> (Vec<u8>, Vec<u8>) {
-    let spans = spans(42, 512);
+    let spans = export_512_spans();
     (otlp_protobuf(&spans), v1_json(&spans))
+}
+
+/// Where the 16 trace-id bytes of every span sit in `body`, the `otlp_protobuf` of `spans`,
+/// each with the index of its trace (0 for the first trace id, 1 for the next, ...), so a load
+/// generator can give every export trace ids of its own without re-encoding it. Each span's
+/// id is its first field (tag `0x0a`, length 16), found in span order.
+pub fn trace_id_offsets(body: &[u8], spans: &[GenSpan]) -> Vec<(usize, u32)> {
+    let mut out = Vec::with_capacity(spans.len());
+    let (mut from, mut trace, mut last) = (0, 0u32, None);
+    for s in spans {
+        let mut needle = vec![0x0a, 16];
+        needle.extend_from_slice(&s.trace_id);
+        let at = from + body[from..]
+            .windows(needle.len())
+            .position(|w| w == needle)
+            .expect("every span's trace id is in its protobuf");
+        if last.is_some_and(|l| l != s.trace_id) {
+            trace += 1;
+        }
+        last = Some(s.trace_id);
+        out.push((at + 2, trace));
+        from = at + needle.len();
+    }
+    out
 }
