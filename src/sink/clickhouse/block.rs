@@ -205,6 +205,16 @@ pub struct RowRun<'a> {
     pub rows: Range<usize>,
 }
 
+impl<'a> RowRun<'a> {
+    /// All of a batch's rows.
+    pub fn whole(batch: &'a RowBatch) -> RowRun<'a> {
+        RowRun {
+            batch,
+            rows: 0..batch.len(),
+        }
+    }
+}
+
 /// What one successful insert wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Inserted {
@@ -216,13 +226,7 @@ pub struct Inserted {
 impl Store {
     /// Inserts every row of every batch in one insert.
     pub async fn insert_spans(&self, batches: &[RowBatch]) -> Result<(), InsertError> {
-        let runs: Vec<RowRun<'_>> = batches
-            .iter()
-            .map(|batch| RowRun {
-                batch,
-                rows: 0..batch.len(),
-            })
-            .collect();
+        let runs: Vec<RowRun<'_>> = batches.iter().map(RowRun::whole).collect();
         self.insert_runs(&runs).await.map(|_| ())
     }
 

@@ -236,10 +236,7 @@ mod tests {
                         rows: cut..b.len(),
                     });
                 } else {
-                    runs.push(RowRun {
-                        batch: b,
-                        rows: 0..b.len(),
-                    });
+                    runs.push(RowRun::whole(b));
                 }
             }
             let sorted = in_key_order(&runs);
@@ -294,13 +291,7 @@ mod tests {
                 RowBatch::from_rows(&rows)
             })
             .collect();
-        let runs: Vec<RowRun<'_>> = batches
-            .iter()
-            .map(|b| RowRun {
-                batch: b,
-                rows: 0..b.len(),
-            })
-            .collect();
+        let runs: Vec<RowRun<'_>> = batches.iter().map(RowRun::whole).collect();
         let sorted = in_key_order(&runs);
         assert!(sorted.len() > runs.len(), "batches interleave");
         // The reference: every row read back in the sorted runs' order, written as one batch.

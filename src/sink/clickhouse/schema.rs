@@ -359,15 +359,7 @@ impl Store {
         }
         if mode == Mode::Inspect {
             let from = if spans_shape_ok { &old } else { &spans };
-            let rows = c
-                .query(format!("SELECT count() AS n FROM {from}"))
-                .fetch_all()
-                .await?
-                .rows()
-                .next()
-                .map(|r| r.get::<u64, _>("n"))
-                .transpose()?
-                .unwrap_or(0);
+            let rows = count(c, format!("SELECT count() AS n FROM {from}")).await?;
             return Ok(Some(rows));
         }
         if !spans_shape_ok {
@@ -416,15 +408,7 @@ impl Store {
             } else {
                 format!(" WHERE ({key}) = {partition}")
             };
-            let rows: u64 = c
-                .query(format!("SELECT count() AS n FROM {old}{filter}"))
-                .fetch_all()
-                .await?
-                .rows()
-                .next()
-                .map(|r| r.get::<u64, _>("n"))
-                .transpose()?
-                .unwrap_or(0);
+            let rows = count(c, format!("SELECT count() AS n FROM {old}{filter}")).await?;
             copier
                 .execute(format!(
                     "INSERT INTO {spans} (`{}`) SELECT {select} FROM {old}{filter}",
@@ -525,6 +509,17 @@ pub(super) fn create_table_sql(table: &str, columns: &[(&str, &str)], engine: &s
     sql.push_str(") ");
     sql.push_str(engine);
     sql
+}
+
+/// The `n` of a one-row `SELECT count() AS n ...`.
+async fn count(c: &mut ClientHandle, sql: String) -> Result<u64, StoreError> {
+    let block = c.query(sql).fetch_all().await?;
+    Ok(block
+        .rows()
+        .next()
+        .map(|r| r.get::<u64, _>("n"))
+        .transpose()?
+        .unwrap_or(0))
 }
 
 /// Type names as `system.columns` spells them may differ in spacing between releases.

@@ -659,13 +659,7 @@ fn insert_rate() {
         .map(|i| batch("org-r", &format!("trace-{i}"), 500, 1_700_000_000_000))
         .collect();
     let rows: usize = batches.iter().map(RowBatch::len).sum();
-    let runs: Vec<RowRun<'_>> = batches
-        .iter()
-        .map(|b| RowRun {
-            batch: b,
-            rows: 0..b.len(),
-        })
-        .collect();
+    let runs: Vec<RowRun<'_>> = batches.iter().map(RowRun::whole).collect();
     let t0 = std::time::Instant::now();
     let _block = spans_block(&runs, rows, Vec::new());
     let build = t0.elapsed();
