@@ -10,7 +10,9 @@
 //!   channel to a thread that drains it, as the flush thread does. No network.
 //!
 //! Every routine gets a fresh copy of the body (parsing unescapes in place); making the copy is
-//! not timed. malloc is set up as `serve` sets it up (`keep_freed_memory`): with glibc's
+//! not timed. `decode_validate` and `whole_path` get it as the connection hands it over, with
+//! simd-json's padding after it (`PaddedBody`), and parse it there; `simd_json_tape` gets it
+//! bare, and `fill_tape` copies it into a padded buffer of its own. malloc is set up as `serve` sets it up (`keep_freed_memory`): with glibc's
 //! defaults each iteration's 2 MB `RowBatch` was fresh pages, and `build_rows` measured the
 //! kernel's page faults (0.58 ms per 1 MB fixture) instead of building rows (0.10 ms).
 
@@ -25,6 +27,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use simd_json::{Buffers, Node, Tape};
 use traceingest::auth::Principal;
 use traceingest::http::response::LimitHeaders;
+use traceingest::ingest::body::{PaddedBody, BODY_PADDING};
 use traceingest::ingest::compress::Encoding;
 use traceingest::ingest::v1::Decoder;
 use traceingest::ingest::{rows, Pipeline};
@@ -87,13 +90,20 @@ fn ingest(c: &mut Criterion) {
             )
         });
 
+        let len = body.len();
+        let padded = {
+            let mut p = body.clone();
+            p.resize(len + BODY_PADDING, b' ');
+            p
+        };
         let mut decoder = Decoder::new();
         let mut arena = Bump::new();
         g.bench_function("decode_validate", |b| {
             b.iter_batched_ref(
-                || body.clone(),
+                || padded.clone(),
                 |input| {
                     arena.reset();
+                    let input = PaddedBody::new(input, len);
                     let batch = decoder.decode(input, &arena).expect("valid batch");
                     black_box(batch.span_count);
                 },
@@ -102,9 +112,11 @@ fn ingest(c: &mut Criterion) {
         });
 
         {
-            let mut input = body.clone();
+            let mut input = padded.clone();
             let arena = Bump::new();
-            let batch = decoder.decode(&mut input, &arena).expect("valid batch");
+            let batch = decoder
+                .decode(PaddedBody::new(&mut input, len), &arena)
+                .expect("valid batch");
             let table = shared.prices.current();
             let mut pricer = Pricer::new();
             let mut scratch = Bump::new();
@@ -127,13 +139,13 @@ fn ingest(c: &mut Criterion) {
 
         g.bench_function("whole_path", |b| {
             b.iter_batched_ref(
-                || body.clone(),
+                || padded.clone(),
                 |input| {
                     let mut limits = LimitHeaders::default();
                     let handed = pipeline
                         .ingest_v1(
                             &principal,
-                            input,
+                            PaddedBody::new(input, len),
                             Encoding::Identity,
                             usize::MAX,
                             &mut limits,

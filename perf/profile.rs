@@ -7,7 +7,10 @@
 //! ClickHouse (database `perf_profile`, which `perf/profile.sh` drops afterwards).
 //!
 //! Only `iteration` is meant to be measured (`--toggle-collect=*profile*iteration*`), so
-//! generating the fixture and warming up do not count.
+//! generating the fixture and warming up do not count. Run outside valgrind, it also prints
+//! this thread's CPU time per `iteration` (fastest and median): time spent descheduled does
+//! not count, so two builds can be compared on a busy machine (`simd` vs `whole` is the bench's
+//! ratio in CPU time).
 
 #[path = "fixtures.rs"]
 mod fixtures;
@@ -19,6 +22,7 @@ use bumpalo::Bump;
 use simd_json::{Buffers, Node, Tape};
 use traceingest::auth::Principal;
 use traceingest::http::response::LimitHeaders;
+use traceingest::ingest::body::{PaddedBody, BODY_PADDING};
 use traceingest::ingest::compress::Encoding;
 use traceingest::ingest::v1::Decoder;
 use traceingest::ingest::Pipeline;
@@ -57,9 +61,10 @@ struct State {
     flush: Option<FlushState>,
 }
 
-/// One request's worth of work on `body` (a fresh copy of the fixture).
+/// One request's worth of work on `buf[..len]` (a fresh copy of the fixture, followed by
+/// simd-json's padding as the connection's buffer has it).
 #[inline(never)]
-fn iteration(s: &mut State, body: &mut [u8]) -> usize {
+fn iteration(s: &mut State, buf: &mut [u8], len: usize) -> usize {
     match s.stage {
         Stage::Whole => {
             let mut limits = LimitHeaders::default();
@@ -67,7 +72,7 @@ fn iteration(s: &mut State, body: &mut [u8]) -> usize {
                 .pipeline
                 .ingest_v1(
                     &s.principal,
-                    body,
+                    PaddedBody::new(buf, len),
                     Encoding::Identity,
                     usize::MAX,
                     &mut limits,
@@ -80,11 +85,14 @@ fn iteration(s: &mut State, body: &mut [u8]) -> usize {
         }
         Stage::Decode => {
             s.arena.reset();
+            let body = PaddedBody::new(buf, len);
             let batch = s.decoder.decode(body, &s.arena).expect("valid batch");
             batch.span_count
         }
         Stage::Simd => {
             let mut tape: Tape<'_> = Tape(std::mem::take(&mut s.tape)).reset();
+            // The bare body: `fill_tape` copies it into a padded buffer of its own.
+            let body = &mut buf[..len];
             simd_json::fill_tape(body, &mut s.buffers, &mut tape).expect("valid JSON");
             let n = tape.0.len();
             s.tape = tape.reset().0;
@@ -145,26 +153,35 @@ fn main() {
             let mut copy = body.clone();
             let rows = state
                 .pipeline
-                .build_v1(&state.principal, &mut copy, 1_760_000_000_000)
+                .build_v1(
+                    &state.principal,
+                    PaddedBody::pad(&mut copy),
+                    1_760_000_000_000,
+                )
                 .expect("valid batch");
             batches.push(rows);
         }
         state.flush = Some(FlushState { rt, store, batches });
     }
+    let len = body.len();
     let mut copy = body.clone();
+    copy.resize(len + BODY_PADDING, b' ');
     // Warm-up: buffers, arena and price cache at their working size.
     for _ in 0..2 {
-        copy.copy_from_slice(&body);
-        black_box(iteration(&mut state, &mut copy));
+        copy[..len].copy_from_slice(&body);
+        black_box(iteration(&mut state, &mut copy, len));
         while let Ok(b) = receiver.try_recv() {
             shared.budget.release(b.len() as u64, b.heap_bytes() as u64);
         }
     }
     let mut items = 0;
+    let mut times = Vec::with_capacity(n);
     let (t0, cpu0) = (std::time::Instant::now(), cpu_seconds());
     for _ in 0..n {
-        copy.copy_from_slice(&body);
-        items += black_box(iteration(&mut state, &mut copy));
+        copy[..len].copy_from_slice(&body);
+        let t = thread_cpu_ns();
+        items += black_box(iteration(&mut state, &mut copy, len));
+        times.push(thread_cpu_ns() - t);
         // Rows are dropped here, as the flush thread would, outside `iteration`.
         while let Ok(b) = receiver.try_recv() {
             shared.budget.release(b.len() as u64, b.heap_bytes() as u64);
@@ -172,6 +189,16 @@ fn main() {
     }
     let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
     println!("{} iterations of {} bytes: {items} items", n, body.len());
+    // This thread's CPU time in `iteration` alone (meaningful only outside valgrind; time
+    // spent descheduled on a busy machine does not count): the fastest and the median.
+    times.sort_unstable();
+    if let (Some(min), Some(median)) = (times.first(), times.get(times.len() / 2)) {
+        println!(
+            "CPU per iteration: fastest {:.1} µs, median {:.1} µs",
+            *min as f64 / 1e3,
+            *median as f64 / 1e3
+        );
+    }
     if let Stage::Flush = stage {
         // Meaningful only outside valgrind.
         println!(
@@ -180,6 +207,17 @@ fn main() {
             cpu / items as f64 * 1e6
         );
     }
+}
+
+/// CPU time this thread has used, in nanoseconds.
+fn thread_cpu_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 /// User + system CPU seconds of this process so far.

@@ -21,7 +21,11 @@ for STAGE in simd decode whole; do
     | grep -E "Collected|iterations" >&2 || true
   IR=$(callgrind_annotate "$OUT" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",","",$1); print $1}')
   echo "$FIXTURE $STAGE: $IR instructions for $N iterations ($((IR / N)) per request)"
+  declare "IR_$STAGE=$IR"
 done
+# The bench's ratio in instructions: the whole path's speed as a share of simd-json's own parse
+# (simd instructions / whole instructions).
+echo "$FIXTURE whole path at $(awk -v s="$IR_simd" -v w="$IR_whole" 'BEGIN {printf "%.1f", 100 * s / w}')% of simd-json's own parse (instructions)"
 if clickhouse-client --query "SELECT 1" >/dev/null 2>&1; then
   OUT="perf/out/callgrind.$FIXTURE.flush.out"
   LOG=$(valgrind --tool=callgrind --callgrind-out-file="$OUT" --collect-atstart=no \

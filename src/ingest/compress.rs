@@ -1,7 +1,8 @@
 //! `Content-Encoding` of request bodies (`/ingest` and `/v1/traces`): gzip, deflate and zstd
 //! decoded into a per-worker buffer, never past a cap on the decoded size.
 //!
-//! Sans-I/O: a whole (already read) body in, the decoded body out. As the OpenTelemetry
+//! Sans-I/O: a whole (already read) body in, the decoded body out, with simd-json's padding
+//! after it (`PaddedBody`) so a JSON body is parsed where it was decoded to. As the OpenTelemetry
 //! Collector's `confighttp` does, the cap applies to the decoded bytes and decoding stops the
 //! moment it is passed, so a "zip bomb" costs at most the cap (plus the codec's fixed state;
 //! zstd's window is refused above [`ZSTD_MAX_WINDOW`] or the cap before anything is decoded).
@@ -24,6 +25,8 @@ use std::io::Read;
 
 use flate2::{Crc, Decompress, FlushDecompress, Status};
 use ruzstd::decoding::{BlockDecodingStrategy, FrameDecoder};
+
+use super::body::{PaddedBody, BODY_PADDING};
 
 /// The largest zstd window accepted (8 MiB: what zstd's own levels up to 19 use; `--long`
 /// streams are refused). A window above the body cap is refused too.
@@ -93,7 +96,8 @@ impl std::error::Error for CompressError {}
 
 /// Per-worker decoding state and output buffer, reused by every request.
 pub struct Decompressor {
-    /// The decoded body; keeps its capacity (at most cap + 1 bytes) for the next request.
+    /// The decoded body, then its padding; keeps its capacity (at most cap + 1 bytes, or the
+    /// body and its padding) for the next request.
     out: Vec<u8>,
     /// Inflate state (about 40 KB, allocated once), for gzip and deflate.
     inflate: Decompress,
@@ -119,15 +123,15 @@ impl Decompressor {
         }
     }
 
-    /// Decodes `input` (coded as `encoding`) into the reused buffer and returns it; for
-    /// `Identity`, `input` is copied (the caller may as well use it in place). At most `cap`
-    /// decoded bytes, else `TooLarge` having decoded at most `cap + 1`.
+    /// Decodes `input` (coded as `encoding`) into the reused buffer and returns it, padded;
+    /// for `Identity`, `input` is copied (the caller may as well use it in place). At most
+    /// `cap` decoded bytes, else `TooLarge` having decoded at most `cap + 1`.
     pub fn decompress(
         &mut self,
         encoding: Encoding,
         input: &[u8],
         cap: usize,
-    ) -> Result<&mut [u8], CompressError> {
+    ) -> Result<PaddedBody<'_>, CompressError> {
         self.out.clear();
         match encoding {
             Encoding::Identity => {
@@ -147,7 +151,12 @@ impl Decompressor {
             }
             Encoding::Zstd => self.zstd(input, cap)?,
         }
-        Ok(&mut self.out)
+        // The padding: spaces after the body. Exactly what it needs, once: a warm buffer of
+        // the same size already has the room, so this does not allocate.
+        let len = self.out.len();
+        self.out.reserve_exact(BODY_PADDING);
+        self.out.resize(len + BODY_PADDING, b' ');
+        Ok(PaddedBody::new(&mut self.out, len))
     }
 
     /// Bytes the output buffer holds on to between requests.
@@ -413,7 +422,7 @@ mod tests {
         input: &[u8],
         cap: usize,
     ) -> Result<Vec<u8>, CompressError> {
-        d.decompress(e, input, cap).map(|b| b.to_vec())
+        d.decompress(e, input, cap).map(|b| b.bytes().to_vec())
     }
 
     #[test]

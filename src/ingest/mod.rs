@@ -6,12 +6,14 @@
 //! of the pipeline is shared. Front ends: `v1` (the v1 JSON batch, `/ingest`) and `otlp` (an
 //! OTLP/HTTP trace export, `/v1/traces`); a body sent with a `Content-Encoding` is decoded
 //! first, within the body cap (`compress`). Everything here is
-//! synchronous and does no I/O: a worker calls `Pipeline::ingest_v1` with the body buffer its
-//! connection owns and gets back either the rows handed over (`Handed`, to await in
+//! synchronous and does no I/O: a worker calls `Pipeline::ingest_v1` with the body in the buffer
+//! its connection owns (with simd-json's padding after it, `body.rs`, so the JSON front ends
+//! parse it where it lies) and gets back either the rows handed over (`Handed`, to await in
 //! write-ahead mode) or why they were refused. The pipeline knows nothing of the server: it is
 //! built from what it needs (prices, the hand-off, the clock, the batch limit, where unpriced
 //! spans are counted: `unpriced.rs`, which also logs each model without a price once).
 
+pub mod body;
 pub mod compress;
 pub mod otlp;
 pub mod rows;
@@ -29,6 +31,7 @@ use crate::clock::Clock;
 use crate::pricing::{Pricer, SharedPrices};
 use crate::row::RowBatch;
 use crate::sink::{Handed, Handoff, HandoffError};
+use body::PaddedBody;
 use compress::{CompressError, Decompressor, Encoding};
 use otlp::{OtlpDecoder, OtlpError};
 use rows::BuildError;
@@ -165,11 +168,12 @@ impl Pipeline {
     /// and hands the rows over. The caller answers `202` with the spans `Handed::settle`
     /// returns (at once in `buffer` mode, after the fsync in `wal` mode); `limits` gets the
     /// rate-limit and quota state the answer reports.
-    /// `body` is as it came, coded as `encoding`; `cap` is the most it may decode to.
+    /// `body` is as it came, coded as `encoding`; `cap` is the most it may decode to. It is
+    /// parsed where it lies (or, coded, where it is decoded to), so it is changed.
     pub fn ingest_v1(
         &mut self,
         principal: &Principal,
-        body: &mut [u8],
+        body: PaddedBody<'_>,
         encoding: Encoding,
         cap: usize,
         limits: &mut LimitHeaders,
@@ -189,7 +193,7 @@ impl Pipeline {
     pub fn build_v1(
         &mut self,
         principal: &Principal,
-        body: &mut [u8],
+        body: PaddedBody<'_>,
         now_ms: u64,
     ) -> Result<RowBatch, DecodeError> {
         self.work.build_v1(&self.parts, principal, body, now_ms)
@@ -202,7 +206,7 @@ impl Pipeline {
     pub fn ingest_otlp(
         &mut self,
         principal: &Principal,
-        body: &mut [u8],
+        body: PaddedBody<'_>,
         format: OtlpFormat,
         encoding: Encoding,
         cap: usize,
@@ -215,7 +219,7 @@ impl Pipeline {
         let body = decoded(&mut self.decompressor, body, encoding, cap)?;
         let body_len = body.len();
         let decoded = match format {
-            OtlpFormat::Protobuf => w.otlp.decode_protobuf(body, &w.arena),
+            OtlpFormat::Protobuf => w.otlp.decode_protobuf(body.into_bytes(), &w.arena),
             OtlpFormat::Json => w.otlp.decode_json(body, &w.arena),
         }
         .map_err(DecodeError::Otlp)?;
@@ -262,17 +266,17 @@ impl Pipeline {
 }
 
 /// The body as sent when it is not coded, else decoded into `decompressor`'s buffer (at most
-/// `cap` bytes).
+/// `cap` bytes, padded in turn).
 fn decoded<'b>(
     decompressor: &'b mut Decompressor,
-    body: &'b mut [u8],
+    body: PaddedBody<'b>,
     encoding: Encoding,
     cap: usize,
-) -> Result<&'b mut [u8], DecodeError> {
+) -> Result<PaddedBody<'b>, DecodeError> {
     match encoding {
         Encoding::Identity => Ok(body),
         coded => decompressor
-            .decompress(coded, body, cap)
+            .decompress(coded, body.bytes(), cap)
             .map_err(DecodeError::Encoding),
     }
 }
@@ -283,7 +287,7 @@ impl Work {
         &mut self,
         parts: &Parts,
         principal: &Principal,
-        body: &mut [u8],
+        body: PaddedBody<'_>,
         now_ms: u64,
     ) -> Result<RowBatch, DecodeError> {
         self.arena.reset();

@@ -323,6 +323,10 @@ fn client_total(span: &Span<'_>) -> Option<crate::row::Money> {
 /// A span's metadata: its trace's, with its own on top. The span's value wins on an equal key;
 /// keys keep the trace's order, then the span's new keys follow in its order. Only a span with
 /// metadata of its own costs a copy (in `arena`); the others share their trace's.
+///
+/// Keys are unique within each map (the v1 schema refuses a repeated key, the OTLP mapper keeps
+/// one of each), so each of the span's keys replaces at most one of the trace's and is looked
+/// for among the trace's keys only: one comparison per pair of keys, not two.
 pub fn merge_metadata<'a>(
     trace: Metadata<'a>,
     span: Metadata<'a>,
@@ -335,16 +339,11 @@ pub fn merge_metadata<'a>(
         return span;
     }
     let mut merged = BVec::with_capacity_in(trace.len() + span.len(), arena);
-    for &(k, v) in trace {
-        let v = span
-            .iter()
-            .find(|(sk, _)| same_key(sk, k))
-            .map_or(v, |&(_, sv)| sv);
-        merged.push((k, v));
-    }
+    merged.extend_from_slice(trace);
     for &(sk, sv) in span {
-        if !trace.iter().any(|(k, _)| same_key(k, sk)) {
-            merged.push((sk, sv));
+        match trace.iter().position(|(k, _)| same_key(k, sk)) {
+            Some(i) => merged[i].1 = sv,
+            None => merged.push((sk, sv)),
         }
     }
     merged.into_bump_slice()

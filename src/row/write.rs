@@ -29,8 +29,7 @@ impl<'b> Cursor<'b> {
 
     #[inline]
     pub(super) fn put(&mut self, bytes: &[u8]) {
-        self.advance(bytes.len())
-            .copy_from_slice(Cursor::uninit(bytes));
+        copy(self.advance(bytes.len()), bytes);
     }
 
     #[inline]
@@ -141,5 +140,56 @@ impl<'b> Writer<'b> {
             f.write(u8::from(value(r).is_none()));
         }
         self.fixed::<W>(2 * c + 1, rows, |r| value(r).unwrap_or([0; W]));
+    }
+}
+
+/// Copies `src` into `dst`, which is as long: a string of up to 32 bytes (most of them) in two
+/// overlapping moves of a fixed width instead of a call to `memcpy`.
+#[inline(always)]
+fn copy(dst: &mut [MaybeUninit<u8>], src: &[u8]) {
+    let n = src.len();
+    let dst = &mut dst[..n];
+    let src = Cursor::uninit(src);
+    match n {
+        0..=3 => {
+            for (d, s) in dst.iter_mut().zip(src) {
+                *d = *s;
+            }
+        }
+        4..=7 => {
+            dst[..4].copy_from_slice(&src[..4]);
+            dst[n - 4..].copy_from_slice(&src[n - 4..]);
+        }
+        8..=15 => {
+            dst[..8].copy_from_slice(&src[..8]);
+            dst[n - 8..].copy_from_slice(&src[n - 8..]);
+        }
+        16..=32 => {
+            dst[..16].copy_from_slice(&src[..16]);
+            dst[n - 16..].copy_from_slice(&src[n - 16..]);
+        }
+        _ => dst.copy_from_slice(src),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_writes_every_length_exactly() {
+        let src: Vec<u8> = (0..100u8).collect();
+        for n in 0..=src.len() {
+            // One byte of room on each side, which must stay as it was.
+            let mut buf = [MaybeUninit::new(0xAAu8); 102];
+            copy(&mut buf[1..1 + n], &src[..n]);
+            // SAFETY: every byte of `buf` was initialised above.
+            let got: Vec<u8> = buf.iter().map(|b| unsafe { b.assume_init() }).collect();
+            assert_eq!(&got[1..1 + n], &src[..n], "{n}");
+            assert!(
+                got[..1].iter().chain(&got[1 + n..]).all(|&b| b == 0xAA),
+                "{n}"
+            );
+        }
     }
 }

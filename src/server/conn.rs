@@ -2,8 +2,8 @@
 //!
 //! Requests are handled strictly in order, so pipelined requests are answered in order: answers
 //! accumulate in `out` and are written whenever the connection must wait for more input. A
-//! request's body is read into `buf` and handed to the pipeline from there (the v1 decoder
-//! copies it once into its padded parse buffer).
+//! request's body is read into `buf` and handed to the pipeline from there, with simd-json's
+//! padding after it (`with_padded_body`), so the JSON front ends parse it where it lies.
 //!
 //! Every wait on the client has a deadline: the idle keep-alive timeout between requests, the
 //! header timeout from the first byte of a head, the minimum body rate (and the idle timeout)
@@ -33,6 +33,7 @@ use crate::http::request::{
     self, ChunkedDecoder, Framing, Head, HttpError, MediaType, Method, Parsed, Route,
 };
 use crate::http::response::{self, ExtraHeaders, Outcome};
+use crate::ingest::body::{PaddedBody, BODY_PADDING};
 use crate::ingest::{DecodeError, IngestError, OtlpFormat, Pipeline};
 use crate::server::keywait::KeyWaits;
 use crate::server::{ops, Shared};
@@ -346,17 +347,15 @@ impl Conn {
                 Err(refuse(Refused::Conn(ConnError::UnsupportedMediaType)))
             }
             (Ok(encoding), false, _) => {
-                let result = {
-                    let mut pipeline = worker.pipeline.borrow_mut();
-                    let bytes = &mut self.buf[body_start..body_start + body.len];
-                    pipeline.ingest_v1(
+                let result = self.with_padded_body(body_start, body.len, |bytes| {
+                    worker.pipeline.borrow_mut().ingest_v1(
                         &principal,
                         bytes,
                         encoding,
                         max_body as usize,
                         &mut extra.limits,
                     )
-                };
+                });
                 // In write-ahead mode this waits (without blocking the worker) for the fsync.
                 match result {
                     Ok(handed) => handed
@@ -372,10 +371,8 @@ impl Conn {
                     MediaType::Protobuf => OtlpFormat::Protobuf,
                     _ => OtlpFormat::Json,
                 };
-                let result = {
-                    let mut pipeline = worker.pipeline.borrow_mut();
-                    let bytes = &mut self.buf[body_start..body_start + body.len];
-                    pipeline.ingest_otlp(
+                let result = self.with_padded_body(body_start, body.len, |bytes| {
+                    worker.pipeline.borrow_mut().ingest_otlp(
                         &principal,
                         bytes,
                         format,
@@ -383,7 +380,7 @@ impl Conn {
                         max_body as usize,
                         &mut extra.limits,
                     )
-                };
+                });
                 match result {
                     Ok((handed, exported)) => {
                         let settled = match handed {
@@ -511,6 +508,29 @@ impl Conn {
         open
     }
 
+    /// Runs `f` on the body at `buf[start..start + len]` with simd-json's padding after it:
+    /// the bytes that follow it in `buf` (what de-chunking in place left of a chunked body's
+    /// framing, a pipelined request), topped up with spaces past what was read if there are
+    /// not enough. The parse leaves the padding as it was, and the spaces are dropped again
+    /// before `f`'s result is returned, so `buf` keeps exactly the bytes read. A
+    /// `Content-Length` body was read with room for the padding (`read_body`), so this does not
+    /// reallocate.
+    fn with_padded_body<R>(
+        &mut self,
+        start: usize,
+        len: usize,
+        f: impl FnOnce(PaddedBody<'_>) -> R,
+    ) -> R {
+        let read = self.buf.len();
+        let end = start + len + BODY_PADDING;
+        if read < end {
+            self.buf.resize(end, b' ');
+        }
+        let result = f(PaddedBody::new(&mut self.buf[start..end], len));
+        self.buf.truncate(read);
+        result
+    }
+
     fn consume(&mut self, n: usize) {
         self.start += n;
         debug_assert!(self.start <= self.buf.len());
@@ -535,8 +555,9 @@ impl Conn {
                     })));
                 }
                 let need = self.start + head.len + n as usize;
-                if self.buf.capacity() < need {
-                    self.buf.reserve(need - self.buf.len());
+                // Room for the padding the parse needs after the body too.
+                if self.buf.capacity() < need + BODY_PADDING {
+                    self.buf.reserve(need + BODY_PADDING - self.buf.len());
                 }
                 while self.buf.len() < need {
                     let deadline = self.body_deadline(shared, head, body_started);

@@ -33,7 +33,7 @@ fn render(file: &str) -> Vec<String> {
     let decoded = if file.ends_with(".json") {
         otlp.decode_json(body, &arena)
     } else {
-        otlp.decode_protobuf(body, &arena)
+        otlp.decode_protobuf(body.into_bytes(), &arena)
     }
     .expect("decodes");
     assert_eq!(

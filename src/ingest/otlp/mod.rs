@@ -11,7 +11,7 @@
 //! arena.reset();
 //! let body = decompressor.decompress(encoding, raw, cap)?;        // ingest::compress
 //! let decoded = match content_type {
-//!     Protobuf => otlp.decode_protobuf(body, &arena),
+//!     Protobuf => otlp.decode_protobuf(body.into_bytes(), &arena),
 //!     Json => otlp.decode_json(body, &arena),                      // parses in place
 //! };
 //! let decoded = decoded?;                                          // Err: 400, google.rpc.Status
@@ -69,6 +69,7 @@ pub use map::{cut_utf16, limit, Counts};
 pub use protowire::{ProtoError, ProtoErrorKind};
 pub use raw::MAX_VALUE_DEPTH;
 
+use crate::ingest::body::PaddedBody;
 use crate::ingest::wire::Batch;
 
 /// A decoded export: the spans that were kept, and what became of the rest.
@@ -148,7 +149,7 @@ impl std::error::Error for OtlpError {}
 /// Per-worker OTLP decoding state, reused by every request so that a warm decode allocates
 /// nothing outside the request's arena.
 pub struct OtlpDecoder {
-    /// simd-json's scratch (its padded copy of the body, structural indexes).
+    /// simd-json's scratch (structural indexes, unescape buffer).
     buffers: Buffers,
     /// The tape's storage; always empty between calls, hence `'static`.
     tape: Vec<Node<'static>>,
@@ -180,15 +181,17 @@ impl OtlpDecoder {
         Ok(Decoded::new(batch, counts, message))
     }
 
-    /// Decodes an `application/json` body, parsing it in place (strings are unescaped where
-    /// they lie, so `body` is changed). Strings borrow `body`; the rest is in `arena`.
+    /// Decodes an `application/json` body, parsing it where it lies, with no copy (strings
+    /// are unescaped in place, so `body` is changed; its padding is not). Strings borrow
+    /// `body`; the rest is in `arena`.
     pub fn decode_json<'a>(
         &mut self,
-        body: &'a mut [u8],
+        body: PaddedBody<'a>,
         arena: &'a Bump,
     ) -> Result<Decoded<'a>, OtlpError> {
         let mut tape: Tape<'a> = Tape(mem::take(&mut self.tape)).reset();
-        let result = match simd_json::fill_tape(body, &mut self.buffers, &mut tape) {
+        let (buf, len) = body.into_parts();
+        let result = match simd_json::fill_tape_padded(buf, len, &mut self.buffers, &mut tape) {
             Ok(()) => {
                 let mut mapper = map::Mapper::new(arena);
                 match json::walk(&tape.0, arena, &mut mapper) {

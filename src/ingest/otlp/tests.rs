@@ -1001,7 +1001,9 @@ fn json_spellings() {
     ]}]}],"extra":true}"#;
     let mut body = body.as_bytes().to_vec();
     let arena = Bump::new();
-    let d = OtlpDecoder::new().decode_json(&mut body, &arena).unwrap();
+    let d = OtlpDecoder::new()
+        .decode_json(crate::ingest::body::PaddedBody::pad(&mut body), &arena)
+        .unwrap();
     assert_eq!(
         render(&d),
         "other snake status=error error=m meta[i=7,d=1.5,b=\"AP8=\",e=null,n=null,kv={\"a\":true}]\n\
@@ -1034,7 +1036,7 @@ fn undecodable_bodies() {
         let mut b = body.as_bytes().to_vec();
         let arena = Bump::new();
         let got = OtlpDecoder::new()
-            .decode_json(&mut b, &arena)
+            .decode_json(crate::ingest::body::PaddedBody::pad(&mut b), &arena)
             .map(|_| ())
             .unwrap_err();
         assert_eq!(got.to_string(), *want, "{body}");
@@ -1057,7 +1059,7 @@ fn undecodable_bodies() {
     );
     let mut json = to_json(&req);
     let err = OtlpDecoder::new()
-        .decode_json(&mut json, &arena)
+        .decode_json(crate::ingest::body::PaddedBody::pad(&mut json), &arena)
         .map(|_| ())
         .unwrap_err();
     assert_eq!(err, OtlpError::TooDeep);

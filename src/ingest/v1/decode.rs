@@ -1,23 +1,26 @@
-//! Request body -> `wire::Batch`: simd-json parses a padded copy of the body into a reused tape,
+//! Request body -> `wire::Batch`: simd-json parses the body where it lies, in the buffer it
+//! was read into (which has simd-json's padding after it: `PaddedBody`), into a reused tape;
 //! then the schema walk (`validate`) turns the tape into arena-allocated wire types.
 //!
-//! The body is copied once, into the decoder's own buffer with simd-json's padding after it,
-//! and parsed there (`fill_tape_padded`, which unescapes strings in place and makes no copy of
-//! its own). So the body itself stays as it arrived, which the rare repair needs:
-//!
-//! simd-json refuses two things the contract accepts: a lone UTF-16 surrogate in a `\u` escape,
-//! and a number literal it cannot hold (`1e400`, `18446744073709551616`). Only when a parse
-//! fails for one of those reasons, the body is repaired in place with same-length text
-//! (`\uD83D` -> `\uFFFD`; the literal -> a `"000"` placeholder string whose offset is
-//! remembered so the walk reports the number at its exact path), copied again and parsed again.
+//! The parse unescapes strings in place and makes no copy of the body, so every `&str` of a
+//! decoded batch borrows the body's buffer. simd-json refuses two things the contract accepts: a
+//! lone UTF-16 surrogate in a `\u` escape, and a number literal it cannot hold (`1e400`,
+//! `18446744073709551616`). Only when a parse fails (for any reason) is more work done: the
+//! strings it had unescaped before failing are written back (`restore.rs`), so the body reads
+//! as the body as sent did; then, if the failure was one of those two, the body is repaired in
+//! place with same-length text (`\uD83D` -> `\uFFFD`; the literal -> a `"000"` placeholder
+//! string whose offset is remembered so the walk reports the number at its exact path) and
+//! parsed again. A body that parses costs no check and no copy for this.
 //! Nesting depth is bounded by simd-json's iterative parser (1024 levels, no recursion).
 
 use std::mem;
 
 use bumpalo::Bump;
-use simd_json::{Buffers, ErrorType, Node, Tape, INPUT_PADDING};
+use simd_json::{Buffers, ErrorType, Node, Tape};
 
+use super::restore::Restore;
 use super::validate::{self, Placeholder};
+use crate::ingest::body::PaddedBody;
 use crate::ingest::wire::Batch;
 use crate::ingest::DecodeError;
 
@@ -34,9 +37,6 @@ pub struct Decoder {
     buffers: Buffers,
     /// The tape's storage. Always empty between calls, hence `'static`.
     tape: Vec<Node<'static>>,
-    /// The copy of the body that is parsed (and unescaped in place), followed by
-    /// `INPUT_PADDING` bytes. Every `&str` of a decoded batch points into it.
-    padded: Vec<u8>,
     /// Out-of-range number literals replaced in this body, sorted by offset.
     placeholders: Vec<Placeholder>,
 }
@@ -52,54 +52,53 @@ impl Decoder {
         Decoder {
             buffers: Buffers::default(),
             tape: Vec::new(),
-            padded: Vec::new(),
             placeholders: Vec::new(),
         }
     }
 
-    /// Parses and validates `body` (which may start with one UTF-8 BOM). Every `&str` in the
-    /// result borrows from the decoder's copy of the body; every slice lives in `arena`.
-    /// `body` is left as it was, except where a repair rewrote it (see the module comment).
+    /// Parses and validates `body` (which may start with one UTF-8 BOM) in place. Every `&str`
+    /// in the result borrows the body's buffer; every slice lives in `arena`. The body is
+    /// changed: strings are unescaped where they lie, and a repair rewrites what it repairs.
     pub fn decode<'a>(
-        &'a mut self,
-        body: &mut [u8],
+        &mut self,
+        body: PaddedBody<'a>,
         arena: &'a Bump,
     ) -> Result<Batch<'a>, DecodeError> {
-        let bom = if body.starts_with(BOM) { BOM.len() } else { 0 };
-        let body = &mut body[bom..];
-        let len = body.len();
+        let bom = if body.bytes().starts_with(BOM) {
+            BOM.len()
+        } else {
+            0
+        };
+        let (buf, len) = body.skip(bom).into_parts();
+        let padded_len = buf.len();
+        // Every attempt, and every write between attempts, goes through this pointer; `buf`
+        // itself is not used again.
+        let ptr = buf.as_mut_ptr();
         self.placeholders.clear();
-        self.padded.clear();
-        self.padded.reserve(len + INPUT_PADDING);
-        // Sized once, so the copy below never moves and `ptr` stays valid for `'a`.
-        let ptr = self.padded.as_mut_ptr();
         let mut tape: Tape<'a> = Tape(mem::take(&mut self.tape)).reset();
         let mut repairs = 0;
         loop {
-            self.padded.clear();
-            self.padded.extend_from_slice(body);
-            // Spaces, as simd-json's own copy is padded.
-            self.padded.resize(len + INPUT_PADDING, b' ');
-            debug_assert_eq!(self.padded.as_mut_ptr(), ptr);
-            // A failed parse must give the buffer back for the next attempt, which the borrow
-            // checker cannot express for a loan that lives on as `'a` when the parse succeeds;
-            // so every attempt borrows it afresh from this pointer.
-            // SAFETY: `ptr..ptr + len + INPUT_PADDING` is `self.padded`'s initialised content
-            // (just written, capacity reserved above so it never reallocates), and `self` is
-            // borrowed for `'a`, so nothing else touches the buffer while the result lives. A
-            // failed attempt's references (the tape's contents) are cleared before the buffer
-            // is written again.
-            let input: &'a mut [u8] =
-                unsafe { std::slice::from_raw_parts_mut(ptr, len + INPUT_PADDING) };
-            let Err(e) = simd_json::fill_tape_padded(input, len, &mut self.buffers, &mut tape)
-            else {
+            // A failed parse must give the buffer back for the repair and the next attempt,
+            // which the borrow checker cannot express for a loan that lives on as `'a` when
+            // the parse succeeds; so every attempt borrows it afresh from this pointer.
+            // SAFETY: `ptr..ptr + padded_len` is the buffer `body` lent us for `'a` (body then
+            // padding, initialised). No other reference into it is live: a failed attempt's
+            // references (the tape's strings) are dropped before the buffer is written again.
+            let input: &'a mut [u8] = unsafe { std::slice::from_raw_parts_mut(ptr, padded_len) };
+            let Err(e) = parse(input, len, &mut self.buffers, &mut tape) else {
                 break;
             };
-            let trailing = is_trailing_data(&tape.0, &e);
-            tape.0.clear();
-            if repairs == MAX_REPAIRS || !repair(body, &e, &mut self.placeholders) {
+            let failure = Failure {
+                error: &e,
+                structurals: self.buffers.structural_indexes(),
+                body: ptr,
+                len,
+                bom,
+                may_repair: repairs < MAX_REPAIRS,
+            };
+            if let Err(refusal) = failure.handle(&mut tape.0, &mut self.placeholders) {
                 self.tape = tape.reset().0;
-                return Err(DecodeError::InvalidJson(describe(body, &e, trailing, bom)));
+                return Err(refusal);
             }
             repairs += 1;
         }
@@ -107,6 +106,68 @@ impl Decoder {
         let result = validate::batch(&tape.0, arena, &self.placeholders, ptr as usize);
         self.tape = tape.reset().0;
         result.map_err(DecodeError::Schema)
+    }
+}
+
+/// simd-json's parse of `input[..len]` in place, in a function of its own: inlined into
+/// `decode`, its stage 2 was compiled around the rest of `decode` and took 3% more
+/// instructions.
+#[inline(never)]
+fn parse<'a>(
+    input: &'a mut [u8],
+    len: usize,
+    buffers: &mut Buffers,
+    tape: &mut Tape<'a>,
+) -> simd_json::Result<()> {
+    simd_json::fill_tape_padded(input, len, buffers, tape)
+}
+
+/// A failed parse of the body at `body` (`len` bytes after a BOM of `bom` bytes).
+struct Failure<'f> {
+    error: &'f simd_json::Error,
+    /// Stage 1's structural indexes of the body (`Restore` needs them).
+    structurals: &'f [u32],
+    body: *mut u8,
+    len: usize,
+    bom: usize,
+    /// Whether another repair may be tried (`MAX_REPAIRS`).
+    may_repair: bool,
+}
+
+impl Failure<'_> {
+    /// Writes back what the parse unescaped (emptying `tape`, whose strings point into the
+    /// body), then repairs the body if the failure is one the contract accepts: `Ok` to parse
+    /// again, else the `invalid_json` refusal. Out of line, so that the parse's own loop stays
+    /// as tight as simd-json's.
+    #[cold]
+    #[inline(never)]
+    fn handle(
+        self,
+        tape: &mut Vec<Node<'_>>,
+        placeholders: &mut Vec<Placeholder>,
+    ) -> Result<(), DecodeError> {
+        let e = self.error;
+        let trailing = is_trailing_data(tape, e);
+        let restore = Restore::collect(tape, self.structurals, self.body, self.len);
+        tape.clear();
+        // SAFETY: `body..body + len` is the body `decode` was lent for its whole run, and no
+        // other reference into it is live: the tape, the only holder of any, is empty.
+        let body = unsafe { std::slice::from_raw_parts_mut(self.body, self.len) };
+        let repaired = match restore {
+            Some(restore) => {
+                restore.apply(body);
+                self.may_repair && repair(body, e, placeholders)
+            }
+            // Cannot happen (see `restore.rs`); if it did, the error stands.
+            None => false,
+        };
+        if repaired {
+            Ok(())
+        } else {
+            Err(DecodeError::InvalidJson(describe(
+                body, e, trailing, self.bom,
+            )))
+        }
     }
 }
 
@@ -343,6 +404,9 @@ fn out_of_range(token: &[u8]) -> Option<f64> {
 }
 
 #[cfg(test)]
+mod in_place;
+
+#[cfg(test)]
 pub(crate) mod tests {
     use super::*;
     use crate::ingest::PathSeg;
@@ -353,7 +417,7 @@ pub(crate) mod tests {
         let mut body = input.to_vec();
         let arena = Bump::new();
         let mut decoder = Decoder::new();
-        match decoder.decode(&mut body, &arena) {
+        match decoder.decode(PaddedBody::pad(&mut body), &arena) {
             Ok(b) => format!("ok {}", b.span_count),
             Err(DecodeError::InvalidJson(m)) => format!("invalid_json: {m}"),
             Err(DecodeError::Schema(issues)) => issues
@@ -430,7 +494,7 @@ pub(crate) mod tests {
         let mut body = input.as_bytes().to_vec();
         let arena = Bump::new();
         let mut decoder = Decoder::new();
-        match decoder.decode(&mut body, &arena) {
+        match decoder.decode(PaddedBody::pad(&mut body), &arena) {
             Ok(b) => f(&b),
             Err(e) => panic!("{input}\n{e:?}"),
         }
@@ -637,7 +701,7 @@ pub(crate) mod tests {
             let input = with_span(extra);
             let mut body = input.clone().into_bytes();
             arena.reset();
-            let r = decoder.decode(&mut body, &arena);
+            let r = decoder.decode(PaddedBody::pad(&mut body), &arena);
             assert_eq!(r.is_ok(), !extra.contains("1e400"), "{input}");
         }
         assert!(decoder.tape.is_empty());

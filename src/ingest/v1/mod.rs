@@ -1,8 +1,9 @@
 //! The v1 front end: a v1 JSON batch -> `wire::Batch`, with the contract's schema checked and
 //! every issue reported by JSON path.
 //!
-//! - `decode.rs`: the body copied once into a padded buffer the `Decoder` owns and parsed
-//!   there by simd-json, with the rare repair of lone surrogates and out-of-range numbers.
+//! - `decode.rs`: the body parsed by simd-json where it lies (its buffer has simd-json's
+//!   padding), with the rare repair of lone surrogates and out-of-range numbers;
+//!   `restore.rs`: what a failed parse unescaped, written back before a repair.
 //! - `validate/`: the schema walk over simd-json's tape into arena-allocated `wire` types.
 //! - `issue.rs`: `Issue { path, code, message }` and the cheap path stack of the walk.
 //! - `fuzz.rs` (tests and fuzzing only): the decoder against an independent oracle
@@ -12,6 +13,7 @@ mod decode;
 #[cfg(any(test, feature = "fuzzing"))]
 mod fuzz;
 mod issue;
+mod restore;
 pub mod validate;
 
 pub use decode::Decoder;

@@ -34,8 +34,9 @@ impl<'a> Walker<'_, 'a> {
         None
     }
 
-    /// A string of `min..=max` UTF-16 units.
-    #[inline]
+    /// A string of `min..=max` UTF-16 units. Always inlined: the fifteen string members of a
+    /// span paid a call each (0.35% of the whole path's instructions).
+    #[inline(always)]
     pub(super) fn string(&mut self, path: &Path<'_>, min: usize, max: usize) -> Option<&'a str> {
         let s = self.any_string(path)?;
         self.len_ok(path, s, min, max).then_some(s)

@@ -188,16 +188,21 @@ impl<'a> Walker<'_, 'a> {
                 self.pos = end;
                 break;
             }
-            let s = self.span(&path.index(i));
+            // Each span is built where it is kept, in the arena: a `Span` is 736 bytes, and
+            // building it on the stack cost a copy of it into the arena too.
             if i < MAX {
-                out.push(s);
+                out.push(Span::default());
+                let s = out.last_mut().expect("a span was just pushed");
+                self.span(&path.index(i), s);
+            } else {
+                self.span(&path.index(i), &mut Span::default());
             }
         }
         out.into_bump_slice()
     }
 
-    pub(super) fn span(&mut self, path: &Path<'_>) -> Span<'a> {
-        let mut s = Span::default();
+    /// Reads a span into `s`, which is `Span::default()`.
+    pub(super) fn span(&mut self, path: &Path<'_>, s: &mut Span<'a>) {
         let (mut start, mut end) = (None, None);
         let Some(_) = self.object(path, &SPAN_REQUIRED, |w, key, p, seen| {
             // Bits 0..5 are the required fields, in `SPAN_REQUIRED` order.
@@ -338,7 +343,7 @@ impl<'a> Walker<'_, 'a> {
             }
             true
         }) else {
-            return s;
+            return;
         };
         s.start_time = start.unwrap_or(0);
         s.end_time = end.unwrap_or(0);
@@ -350,7 +355,6 @@ impl<'a> Walker<'_, 'a> {
                 );
             }
         }
-        s
     }
 
     pub(super) fn span_type(&mut self, path: &Path<'_>) -> Option<SpanType> {

@@ -408,7 +408,7 @@ fn issues_are_collected_over_the_body_and_capped() {
     let mut input = body.into_bytes();
     let arena = Bump::new();
     let mut decoder = crate::ingest::v1::Decoder::new();
-    match decoder.decode(&mut input, &arena) {
+    match decoder.decode(crate::ingest::body::PaddedBody::pad(&mut input), &arena) {
         Err(crate::ingest::DecodeError::Schema(issues)) => {
             assert_eq!(issues.len(), MAX_ISSUES);
             assert_eq!(
