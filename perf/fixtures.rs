@@ -287,6 +287,16 @@ pub fn small() -> Vec<u8> {
     batch(1, 1, 5, 20)
 }
 
+/// 1 trace x 3 spans (an agent span and two llm calls), 1,868 bytes: what the SDKs mostly
+/// send, one request per finished trace. The small-request figures (`perf/smallreq.rs`: server
+/// CPU per request at 1,000 req/s on 2 keep-alive connections) are measured with it.
+pub fn sdk() -> Vec<u8> {
+    batch(4, 1, 3, 20)
+}
+
+/// Spans in `sdk`.
+pub const SDK_SPANS: usize = 3;
+
 /// 50 traces x 20 spans with realistic prompts and outputs, about 1 MB.
 pub fn typical() -> Vec<u8> {
     batch(2, 50, SPANS_PER_TRACE, 500)
