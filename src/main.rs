@@ -240,8 +240,8 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     // buffer: workers -> flush thread. wal: workers -> write-ahead thread -> flush thread.
     let (sender, input, wal) = match config.durability {
         Durability::Buffer => {
-            let (tx, rx) = crossbeam_channel::unbounded();
-            (Handoff::buffer(budget.clone(), tx), Input::Buffer(rx), None)
+            let (tx, input) = Input::buffer(&budget);
+            (Handoff::buffer(budget.clone(), tx), input, None)
         }
         Durability::Wal => {
             let writer = Writer::create(&spool_config.dir, spool.take_next_id())
@@ -251,14 +251,10 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
                 .fetch_add(writer.len(), Ordering::Relaxed);
             flush_stats.spool_segments.fetch_add(1, Ordering::Relaxed);
             let (tx, rx) = crossbeam_channel::unbounded();
-            let (logged_tx, logged_rx) = crossbeam_channel::unbounded();
+            let (logged_tx, input) = Input::logged(&budget);
             let wal = wal::spawn(spool_config, writer, flush_stats.clone(), rx, logged_tx)
                 .context("cannot start the write-ahead thread")?;
-            (
-                Handoff::wal(budget.clone(), tx),
-                Input::Logged(logged_rx),
-                Some(wal),
-            )
+            (Handoff::wal(budget.clone(), tx), input, Some(wal))
         }
     };
     let flusher =
