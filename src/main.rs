@@ -288,7 +288,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         reload_prices.clone(),
         stop_control.clone(),
     )?;
-    let workers = runtime::spawn_workers(listeners, shared.clone(), sender)?;
+    let mut workers = runtime::spawn_workers(listeners, shared.clone(), sender)?;
     admin::spawn(admin_listener, shared.clone()).context("cannot start the admin listener")?;
     // Scripts and tests read these two lines: the public address first, then the admin one.
     println!("traceingest listening on http://{addr}");
@@ -304,6 +304,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     }
     tracing::info!("stop requested: draining");
     shared.draining.store(true, Ordering::Release);
+    workers.drain();
     let timeout = config.shutdown_timeout;
     std::thread::Builder::new()
         .name("stop-watchdog".into())
@@ -312,9 +313,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             tracing::error!("shutdown deadline passed; exiting with rows possibly unwritten");
             std::process::exit(2);
         })?;
-    for w in workers {
-        let _ = w.join();
-    }
+    workers.join();
     if let Some(wal) = wal {
         wal.join()
             .map_err(|_| anyhow::anyhow!("the write-ahead thread panicked"))?;
