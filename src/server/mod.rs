@@ -5,6 +5,7 @@
 
 pub mod admin;
 pub mod conn;
+pub mod drain;
 pub mod keywait;
 pub mod ops;
 pub mod runtime;

@@ -25,6 +25,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::ingest::Pipeline;
 use crate::server::conn::{self, Worker};
+use crate::server::drain::DrainSignal;
 use crate::server::keywait::KeyWaits;
 use crate::server::Shared;
 use crate::sink::Handoff;
@@ -161,6 +162,7 @@ async fn worker_main(
         pipeline: RefCell::new(Pipeline::new(shared.pipeline_parts(sender))),
         active: Cell::new(0),
         key_waits: KeyWaits::default(),
+        drain: DrainSignal::default(),
         shared,
     });
     // An accept is never cancelled while serving (with io_uring a cancelled accept can lose a
@@ -188,7 +190,8 @@ async fn worker_main(
         }
     }
     drop(listener);
-    // Connections see the drain flag: idle ones close, busy ones finish their request.
+    // Idle connections wake and close; busy ones finish their request.
+    worker.drain.fire();
     let deadline = Instant::now() + worker.shared.config.shutdown_timeout;
     while worker.active.get() > 0 && Instant::now() < deadline {
         monoio::time::sleep(Duration::from_millis(10)).await;
