@@ -294,6 +294,9 @@ pub fn sdk() -> Vec<u8> {
     batch(1, 1, 3, 10)
 }
 
+/// Spans in `sdk`.
+pub const SDK_SPANS: usize = 3;
+
 /// 50 traces x 20 spans with realistic prompts and outputs, about 1 MB.
 pub fn typical() -> Vec<u8> {
     batch(2, 50, SPANS_PER_TRACE, 500)

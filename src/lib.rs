@@ -5,7 +5,7 @@
 //! Modules in the order a span travels through them:
 //!
 //! - `config`: flags and `INGEST_*` variables -> one checked `Config`.
-//! - `server`: pinned monoio workers (`runtime`), one task per connection (`conn`), the wait
+//! - `server`: monoio workers (`runtime`), one task per connection (`conn`), the wait
 //!   for an early key-set load when a key is unknown (`keywait`), the operations endpoints
 //!   (`ops`) and the admin listener that serves them off the public port (`admin`), and
 //!   `Shared`, the state every worker reads.

@@ -241,8 +241,8 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     // buffer: workers -> flush thread. wal: workers -> write-ahead thread -> flush thread.
     let (sender, input, wal) = match config.durability {
         Durability::Buffer => {
-            let (tx, rx) = crossbeam_channel::unbounded();
-            (Handoff::buffer(budget.clone(), tx), Input::Buffer(rx), None)
+            let (tx, input) = Input::buffer(&budget);
+            (Handoff::buffer(budget.clone(), tx), input, None)
         }
         Durability::Wal => {
             let writer = Writer::create(&spool_config.dir, spool.take_next_id())
@@ -252,14 +252,10 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
                 .fetch_add(writer.len(), Ordering::Relaxed);
             flush_stats.spool_segments.fetch_add(1, Ordering::Relaxed);
             let (tx, rx) = crossbeam_channel::unbounded();
-            let (logged_tx, logged_rx) = crossbeam_channel::unbounded();
+            let (logged_tx, input) = Input::logged(&budget);
             let wal = wal::spawn(spool_config, writer, flush_stats.clone(), rx, logged_tx)
                 .context("cannot start the write-ahead thread")?;
-            (
-                Handoff::wal(budget.clone(), tx),
-                Input::Logged(logged_rx),
-                Some(wal),
-            )
+            (Handoff::wal(budget.clone(), tx), input, Some(wal))
         }
     };
     let flusher =
@@ -293,7 +289,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         reload_prices.clone(),
         stop_control.clone(),
     )?;
-    let workers = runtime::spawn_workers(listeners, shared.clone(), sender)?;
+    let mut workers = runtime::spawn_workers(listeners, shared.clone(), sender)?;
     admin::spawn(admin_listener, shared.clone()).context("cannot start the admin listener")?;
     // Scripts and tests read these two lines: the public address first, then the admin one.
     println!("traceingest listening on http://{addr}");
@@ -309,6 +305,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     }
     tracing::info!("stop requested: draining");
     shared.draining.store(true, Ordering::Release);
+    workers.drain();
     let timeout = config.shutdown_timeout;
     std::thread::Builder::new()
         .name("stop-watchdog".into())
@@ -317,9 +314,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             tracing::error!("shutdown deadline passed; exiting with rows possibly unwritten");
             std::process::exit(2);
         })?;
-    for w in workers {
-        let _ = w.join();
-    }
+    workers.join();
     if let Some(wal) = wal {
         wal.join()
             .map_err(|_| anyhow::anyhow!("the write-ahead thread panicked"))?;

@@ -35,6 +35,7 @@ use crate::http::request::{
 use crate::http::response::{self, ExtraHeaders, Outcome};
 use crate::ingest::body::{PaddedBody, BODY_PADDING};
 use crate::ingest::{DecodeError, IngestError, OtlpFormat, Pipeline};
+use crate::server::drain::DrainSignal;
 use crate::server::keywait::KeyWaits;
 use crate::server::{ops, Shared};
 
@@ -47,9 +48,9 @@ const GROW_BUF: usize = 16 * 1024;
 const KEEP_BUF: usize = 2 * 1024 * 1024;
 /// After an answer that closes the connection, how long input is still read and dropped.
 const LINGER: Duration = Duration::from_secs(2);
-/// How often a connection blocked on a read looks at the drain flag; an idle connection also
-/// gives back its large buffers at the first such look.
-const DRAIN_POLL: Duration = Duration::from_millis(200);
+/// After this long without a request, an idle connection gives back its large buffers (once
+/// per idle spell; it then waits for its idle deadline or the drain, without a timer tick).
+const IDLE_LOOK: Duration = Duration::from_millis(200);
 
 /// What one worker thread shares between its connections.
 pub struct Worker {
@@ -60,6 +61,8 @@ pub struct Worker {
     pub active: Cell<usize>,
     /// Connections waiting for an early key-set load (an unknown key may be a new one).
     pub key_waits: KeyWaits,
+    /// Fired when the drain starts: wakes the idle connections, which then close.
+    pub drain: DrainSignal,
 }
 
 /// One of the worker's `INGEST_MAX_CONNECTIONS_PER_WORKER` connection slots: taken in the accept
@@ -93,6 +96,8 @@ enum Stop {
 
 struct Conn {
     stream: TcpStream,
+    /// The worker, for its drain signal.
+    worker: Rc<Worker>,
     /// Bytes read and not yet consumed start at `start`.
     buf: Vec<u8>,
     start: usize,
@@ -115,6 +120,7 @@ pub async fn serve(stream: TcpStream, slot: ActiveGuard) {
     let _ = stream.set_nodelay(true);
     let mut conn = Conn {
         stream,
+        worker: worker.clone(),
         buf: Vec::with_capacity(SMALL_BUF),
         start: 0,
         out: Vec::new(),
@@ -639,6 +645,10 @@ impl Conn {
         if self.buf.len() == self.buf.capacity() {
             self.buf.reserve(self.buf.capacity().max(GROW_BUF));
         }
+        // Idle, the connection gives back its large buffers once, `IDLE_LOOK` in, then waits
+        // for its deadline or the drain signal. A read in the middle of a request waits for its
+        // deadline only: the drain lets a request finish.
+        let mut look = idle;
         loop {
             if idle && shared.is_draining() {
                 return Read::Closed;
@@ -647,9 +657,15 @@ impl Conn {
             if now >= deadline {
                 return Read::TimedOut;
             }
-            let wait = (deadline - now).min(DRAIN_POLL);
+            look &= self.holds_idle_memory();
+            let wait = if look {
+                (deadline - now).min(IDLE_LOOK)
+            } else {
+                deadline - now
+            };
             let buf = std::mem::take(&mut self.buf);
             let len = buf.len();
+            let worker = self.worker.clone();
             // A cancelled read hands its buffer back, so a timeout never loses buffered bytes.
             let (res, slice) = {
                 let mut recv = std::pin::pin!(self
@@ -661,6 +677,10 @@ impl Conn {
                         self.canceller = std::mem::take(&mut self.canceller).cancel();
                         recv.await
                     }
+                    _ = worker.drain.wait(idle) => {
+                        self.canceller = std::mem::take(&mut self.canceller).cancel();
+                        recv.await
+                    }
                 }
             };
             self.buf = slice.into_inner();
@@ -668,8 +688,9 @@ impl Conn {
                 Ok(0) => return Read::Closed,
                 Ok(_) => return Read::Data,
                 Err(e) if e.raw_os_error() == Some(libc::ECANCELED) => {
-                    if idle {
+                    if look {
                         self.release_idle_memory();
+                        look = false;
                     }
                     continue;
                 }
@@ -697,6 +718,12 @@ impl Conn {
                 return;
             }
         }
+    }
+
+    /// An idle connection holds more than a small read buffer and no write buffer.
+    fn holds_idle_memory(&self) -> bool {
+        (self.buf.is_empty() && self.buf.capacity() > SMALL_BUF)
+            || (self.out.is_empty() && self.out.capacity() > 0)
     }
 
     /// An idle connection keeps a small read buffer and no write buffer, so thousands of idle

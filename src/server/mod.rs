@@ -1,10 +1,11 @@
-//! The network side: pinned monoio workers (`runtime.rs`) serving connections (`conn.rs`, which
+//! The network side: monoio workers (`runtime.rs`) serving connections (`conn.rs`, which
 //! waits for an early key-set load through `keywait.rs` when a key is unknown), the operations
 //! endpoints (`ops.rs`) and the admin listener that serves them off the public port
 //! (`admin.rs`), and the state every worker shares.
 
 pub mod admin;
 pub mod conn;
+pub mod drain;
 pub mod keywait;
 pub mod ops;
 pub mod runtime;

@@ -1,9 +1,15 @@
-//! Worker threads: one pinned monoio runtime per core, each with its own `SO_REUSEPORT` listener.
+//! Worker threads: one monoio runtime per core, each with its own `SO_REUSEPORT` listener.
 //!
 //! The kernel spreads new connections over the listeners; a connection stays on the worker that
 //! accepted it. io_uring is used where the kernel allows it, else the legacy epoll driver, and
-//! the log says which. On drain a worker stops accepting, lets its connections finish (they see
+//! the log says which. On drain (`Workers::drain`, a oneshot per worker, so an idle worker has
+//! no timer to poll a flag with) a worker stops accepting, lets its connections finish (they see
 //! the drain flag), and drops its sender, which is how the flush thread learns intake is over.
+//!
+//! Workers are pinned to a core only with `INGEST_PIN_WORKERS`: on a machine the server shares
+//! (with ClickHouse, or with its clients on loopback) a pinned worker cannot follow the thread
+//! that wakes it, and every request then costs two cross-CPU wake-ups; on the 2-vCPU VM of
+//! `perf/RESULTS.md` that was up to half of the CPU of a small request (see there).
 
 use std::cell::{Cell, RefCell};
 use std::io;
@@ -13,17 +19,16 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use futures_channel::oneshot;
 use monoio::net::TcpListener;
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::ingest::Pipeline;
 use crate::server::conn::{self, Worker};
+use crate::server::drain::DrainSignal;
 use crate::server::keywait::KeyWaits;
 use crate::server::Shared;
 use crate::sink::Handoff;
-
-/// How often a worker looks at the drain flag.
-const DRAIN_POLL: Duration = Duration::from_millis(50);
 
 /// Binds `workers` listeners to one address with `SO_REUSEPORT`. With port 0 the first bind
 /// picks the port and the others join it. Returns the listeners and the bound address.
@@ -65,27 +70,60 @@ impl Driver {
     }
 }
 
+/// The running workers: their threads, and the signal that starts their drain.
+pub struct Workers {
+    handles: Vec<JoinHandle<()>>,
+    drain: Vec<oneshot::Sender<()>>,
+}
+
+impl Workers {
+    /// Tells every worker to stop accepting and let its connections finish (the caller has set
+    /// `Shared::draining`, which connections and `/ready` read).
+    pub fn drain(&mut self) {
+        for tx in self.drain.drain(..) {
+            let _ = tx.send(());
+        }
+    }
+
+    /// Waits for every worker thread to end.
+    pub fn join(self) {
+        for h in self.handles {
+            let _ = h.join();
+        }
+    }
+}
+
 /// Starts one worker thread per listener. Each gets its own `Handoff` to the storage side.
 pub fn spawn_workers(
     listeners: Vec<StdListener>,
     shared: Arc<Shared>,
     sender: Handoff,
-) -> io::Result<Vec<JoinHandle<()>>> {
+) -> io::Result<Workers> {
     let driver = Driver::detect(shared.config.force_legacy_driver);
-    tracing::info!(?driver, workers = listeners.len(), "starting workers");
+    let pin = shared.config.pin_workers;
+    tracing::info!(
+        ?driver,
+        workers = listeners.len(),
+        pinned = pin,
+        "starting workers"
+    );
     let cores = core_affinity::get_core_ids().unwrap_or_default();
-    let mut handles = Vec::with_capacity(listeners.len());
+    let mut workers = Workers {
+        handles: Vec::with_capacity(listeners.len()),
+        drain: Vec::with_capacity(listeners.len()),
+    };
     for (i, listener) in listeners.into_iter().enumerate() {
         let shared = shared.clone();
         let sender = sender.clone();
-        let core = (!cores.is_empty()).then(|| cores[i % cores.len()]);
+        let core = (pin && !cores.is_empty()).then(|| cores[i % cores.len()]);
+        let (drain_tx, drain) = oneshot::channel();
         let handle = std::thread::Builder::new()
             .name(format!("worker-{i}"))
             .spawn(move || {
                 if let Some(core) = core {
                     core_affinity::set_for_current(core);
                 }
-                let run = worker_main(listener, shared, sender);
+                let run = worker_main(listener, shared, sender, drain);
                 let result = match driver {
                     Driver::IoUring => monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
                         .with_entries(1024)
@@ -101,12 +139,18 @@ pub fn spawn_workers(
                     tracing::error!(worker = i, error = %e, "worker runtime failed to start");
                 }
             })?;
-        handles.push(handle);
+        workers.handles.push(handle);
+        workers.drain.push(drain_tx);
     }
-    Ok(handles)
+    Ok(workers)
 }
 
-async fn worker_main(listener: StdListener, shared: Arc<Shared>, sender: Handoff) {
+async fn worker_main(
+    listener: StdListener,
+    shared: Arc<Shared>,
+    sender: Handoff,
+    drain: oneshot::Receiver<()>,
+) {
     let listener = match TcpListener::from_std(listener) {
         Ok(l) => l,
         Err(e) => {
@@ -118,12 +162,13 @@ async fn worker_main(listener: StdListener, shared: Arc<Shared>, sender: Handoff
         pipeline: RefCell::new(Pipeline::new(shared.pipeline_parts(sender))),
         active: Cell::new(0),
         key_waits: KeyWaits::default(),
+        drain: DrainSignal::default(),
         shared,
     });
     // An accept is never cancelled while serving (with io_uring a cancelled accept can lose a
-    // connection the kernel already took); only the drain ends the loop.
-    let drain = std::pin::pin!(wait_for_drain(worker.shared.clone()));
-    let mut drain = drain;
+    // connection the kernel already took); only the drain ends the loop: `Workers::drain`, or
+    // its sender gone (the main thread is ending).
+    let mut drain = std::pin::pin!(drain);
     loop {
         let accepted = monoio::select! {
             r = listener.accept() => r,
@@ -145,7 +190,8 @@ async fn worker_main(listener: StdListener, shared: Arc<Shared>, sender: Handoff
         }
     }
     drop(listener);
-    // Connections see the drain flag: idle ones close, busy ones finish their request.
+    // Idle connections wake and close; busy ones finish their request.
+    worker.drain.fire();
     let deadline = Instant::now() + worker.shared.config.shutdown_timeout;
     while worker.active.get() > 0 && Instant::now() < deadline {
         monoio::time::sleep(Duration::from_millis(10)).await;
@@ -155,12 +201,5 @@ async fn worker_main(listener: StdListener, shared: Arc<Shared>, sender: Handoff
             connections = worker.active.get(),
             "shutdown deadline passed with connections still open"
         );
-    }
-}
-
-/// Resolves once the server starts draining.
-async fn wait_for_drain(shared: Arc<Shared>) {
-    while !shared.is_draining() {
-        monoio::time::sleep(DRAIN_POLL).await;
     }
 }

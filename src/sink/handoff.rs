@@ -20,6 +20,7 @@ use crossbeam_channel::{SendError, Sender};
 use futures_channel::oneshot;
 
 use super::budget::MemoryBudget;
+use super::flush::Intake;
 use super::wal::{WalRefusal, WalRequest};
 use crate::admission::{RateRefund, Reservation};
 use crate::auth::Principal;
@@ -46,7 +47,7 @@ pub struct Handoff {
 #[derive(Clone)]
 enum To {
     /// `INGEST_DURABILITY=buffer`: straight to the flush thread; `202` at once.
-    Buffer(Sender<RowBatch>),
+    Buffer(Intake<RowBatch>),
     /// `INGEST_DURABILITY=wal`: to the write-ahead thread; `202` once on disk.
     Wal(Sender<WalRequest>),
 }
@@ -71,11 +72,12 @@ pub enum Handed {
 }
 
 impl Handoff {
-    /// `buffer` mode: batches go straight to the flush thread.
-    pub fn buffer(budget: Arc<MemoryBudget>, tx: Sender<RowBatch>) -> Handoff {
+    /// `buffer` mode: batches go straight to the flush thread (`flush::Input::buffer`; a bare
+    /// channel sender is for benches and tests that drain the channel themselves).
+    pub fn buffer(budget: Arc<MemoryBudget>, tx: impl Into<Intake<RowBatch>>) -> Handoff {
         Handoff {
             budget,
-            to: To::Buffer(tx),
+            to: To::Buffer(tx.into()),
         }
     }
 

@@ -23,10 +23,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Receiver;
 use futures_channel::oneshot;
 
 use super::codec;
+use super::flush::Intake;
 use super::segment::{RecordPos, Writer, HEADER_LEN};
 use super::spool::SpoolConfig;
 use super::stats::FlushStats;
@@ -65,8 +66,9 @@ pub fn spawn(
     writer: Writer,
     stats: Arc<FlushStats>,
     rx: Receiver<WalRequest>,
-    out: Sender<Logged>,
+    out: impl Into<Intake<Logged>>,
 ) -> std::io::Result<JoinHandle<()>> {
+    let out = out.into();
     std::thread::Builder::new()
         .name("wal".into())
         .spawn(move || {
@@ -86,7 +88,7 @@ struct Wal {
     cfg: SpoolConfig,
     writer: Writer,
     stats: Arc<FlushStats>,
-    out: Sender<Logged>,
+    out: Intake<Logged>,
     /// The last group failed: start a new segment before the next one.
     broken: bool,
     /// Encoded batch, reused.
@@ -229,6 +231,7 @@ mod tests {
     use crate::sink::clickhouse::test_support::batch;
     use crate::sink::segment;
     use crate::sink::test_dir::TestDir;
+    use crossbeam_channel::Sender;
 
     /// The channels and settings of a write-ahead thread not started yet.
     struct Setup {

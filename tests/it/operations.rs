@@ -141,6 +141,26 @@ fn metrics_are_served_only_on_the_admin_listener() {
     assert!(c.is_closed());
 }
 
+/// A drain closes idle keep-alive connections at once: they wait for their idle deadline or
+/// the worker's drain signal, with no timer polling the flag, so the signal must reach them
+/// (else the server would wait out its shutdown timeout for them).
+#[test]
+fn a_drain_closes_idle_keep_alive_connections_at_once() {
+    let mut server = Server::start_with(&[
+        ("INGEST_IDLE_TIMEOUT_MS", "600000"),
+        ("INGEST_SHUTDOWN_TIMEOUT_MS", "60000"),
+    ]);
+    let mut idle = server.connect();
+    idle.send(b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(idle.read_response().status, 200);
+    // Past the moment an idle connection gives back its buffers: it then sleeps until its
+    // deadline, ten minutes away.
+    std::thread::sleep(Duration::from_millis(400));
+    server.signal(SIGTERM);
+    assert_eq!(server.wait_exit(Duration::from_secs(15)), 0);
+    assert!(idle.is_closed());
+}
+
 #[test]
 fn the_admin_listener_reports_a_drain_on_ready() {
     let server = Server::start_with(&[("INGEST_SHUTDOWN_TIMEOUT_MS", "5000")]);

@@ -1,25 +1,179 @@
 //! Intake: batches taken off the channel from the workers (or the write-ahead thread) into
-//! the flush thread's queue, without waking for every one under steady load.
+//! the flush thread's queue, and the bell that wakes the thread only when intake needs it.
+//!
+//! Between inserts the flush thread sleeps until the next insert is due, without looking at
+//! the channel: senders only add to it, which wakes nobody. Three things wake it sooner: the
+//! first batch when nothing waits (it then blocks on the channel), enough rows waiting to make
+//! an insert due at once (`max_rows`, or `max_bytes` in the budget), and memory past the budget's room, which it relieves by
+//! spooling. The senders check the last two after each send (`Intake::send`, two atomic loads
+//! and the budget's) and ring the `Bell`: `Thread::unpark`, a futex wake only while the thread
+//! is parked. So under a stream of small requests the thread wakes about twice per insert
+//! interval, not for every batch nor every few milliseconds: each wake-up of a sleeping thread
+//! costs tens of microseconds of CPU on a virtual machine.
 
 use std::cell::Cell;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{fence, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread::Thread;
+use std::time::Instant;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
+use crossbeam_channel::{Receiver, RecvTimeoutError, SendError, Sender, TryRecvError};
 
 use super::queue::Entry;
 use super::State;
 use crate::row::RowBatch;
+use crate::sink::budget::MemoryBudget;
 use crate::sink::wal::Logged;
-
-/// While batches keep arriving between inserts, how long the thread sleeps before taking in
-/// everything that came meanwhile (see `State::receive`).
-const INTAKE_BATCH: Duration = Duration::from_millis(5);
 
 /// Most batches taken off the channel in one go, so that a flood cannot starve an insert.
 const INTAKE_BOUND: usize = 4096;
 
-/// Where batches come from.
-pub enum Input {
+/// Wakes the flush thread when intake needs it before its next due time (see the module).
+#[derive(Debug)]
+pub struct Bell {
+    /// The flush thread, once it runs; until then (and for senders without a flush thread,
+    /// in benches and tests) ringing does nothing.
+    flusher: OnceLock<Thread>,
+    /// Rows sent and not yet taken off the channel. A sender counts its rows after its send,
+    /// so the flush thread may take them first and the count dip below zero for a moment: it
+    /// never counts rows that are not there, and the late sender still sees the sum and rings.
+    pending: AtomicI64,
+    /// Ring once `pending` reaches this: the rows that make an insert due at once. Only
+    /// meaningful while the thread sleeps; `i64::MAX` otherwise.
+    wake_rows: AtomicI64,
+    /// Ring once the budget holds this many bytes: `max_bytes`, which also makes an insert
+    /// due at once. `u64::MAX` while the thread is awake.
+    wake_bytes: AtomicU64,
+    /// The memory the batches are reserved in: past its room the thread must spool.
+    budget: Arc<MemoryBudget>,
+}
+
+impl Bell {
+    fn new(budget: Arc<MemoryBudget>) -> Bell {
+        Bell {
+            flusher: OnceLock::new(),
+            pending: AtomicI64::new(0),
+            wake_rows: AtomicI64::new(i64::MAX),
+            wake_bytes: AtomicU64::new(u64::MAX),
+            budget,
+        }
+    }
+
+    /// A sender's side, after `rows` went into the channel.
+    fn sent(&self, rows: i64) {
+        let pending = self.pending.fetch_add(rows, Ordering::SeqCst) + rows;
+        if pending >= self.wake_rows.load(Ordering::SeqCst) || self.due_or_over() {
+            self.ring();
+        }
+    }
+
+    /// Unparks the flush thread: an atomic swap, and a futex wake only if it is parked. A ring
+    /// while it is awake makes its next park return at once, which it takes as a look at the
+    /// channel.
+    fn ring(&self) {
+        if let Some(t) = self.flusher.get() {
+            t.unpark();
+        }
+    }
+
+    /// The budget holds `max_bytes` (an insert is due) or more than its room (spool).
+    fn due_or_over(&self) -> bool {
+        self.budget.bytes() >= self.wake_bytes.load(Ordering::SeqCst) || self.budget.over(1, 1)
+    }
+
+    /// The flush thread's side, before it parks: from now on senders ring once `rows` wait or
+    /// the budget holds `bytes`. Returns whether it should not park at all (they already do,
+    /// or memory is past room).
+    fn arm(&self, rows: i64, bytes: u64) -> bool {
+        self.wake_rows.store(rows, Ordering::SeqCst);
+        self.wake_bytes.store(bytes, Ordering::SeqCst);
+        // Pairs with the sender's `fetch_add` then `load`: either it sees this bound, or this
+        // sees its rows.
+        fence(Ordering::SeqCst);
+        self.pending.load(Ordering::SeqCst) >= rows || self.due_or_over()
+    }
+
+    fn disarm(&self) {
+        self.wake_rows.store(i64::MAX, Ordering::SeqCst);
+        self.wake_bytes.store(u64::MAX, Ordering::SeqCst);
+    }
+
+    fn taken(&self, rows: i64) {
+        self.pending.fetch_sub(rows, Ordering::SeqCst);
+    }
+}
+
+/// What a batch on the channel holds, for the bell's count.
+pub trait Rows {
+    fn rows(&self) -> i64;
+}
+
+impl Rows for RowBatch {
+    fn rows(&self) -> i64 {
+        self.len() as i64
+    }
+}
+
+impl Rows for Logged {
+    fn rows(&self) -> i64 {
+        self.batch.len() as i64
+    }
+}
+
+/// The sending end of intake: the channel and the bell. One per worker (or the write-ahead
+/// thread); when the last is dropped the flush thread sees the channel closed (each drop
+/// rings, so a sleeping thread finds out at once).
+pub struct Intake<T: Rows> {
+    /// `None` only inside `drop`.
+    tx: Option<Sender<T>>,
+    bell: Arc<Bell>,
+}
+
+impl<T: Rows> Intake<T> {
+    /// Sends `item` on and rings if intake now needs the flush thread. Never blocks. On
+    /// failure (the flush thread is gone) the item comes back.
+    pub fn send(&self, item: T) -> Result<(), SendError<T>> {
+        let rows = item.rows();
+        self.tx.as_ref().expect("sender").send(item)?;
+        self.bell.sent(rows);
+        Ok(())
+    }
+}
+
+impl<T: Rows> Clone for Intake<T> {
+    fn clone(&self) -> Intake<T> {
+        Intake {
+            tx: self.tx.clone(),
+            bell: self.bell.clone(),
+        }
+    }
+}
+
+impl<T: Rows> Drop for Intake<T> {
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        self.bell.ring();
+    }
+}
+
+/// A sender with a bell no flush thread listens to: for benches and tests that drain the
+/// channel themselves.
+impl<T: Rows> From<Sender<T>> for Intake<T> {
+    fn from(tx: Sender<T>) -> Intake<T> {
+        Intake {
+            tx: Some(tx),
+            bell: Arc::new(Bell::new(Arc::new(MemoryBudget::new(u64::MAX, u64::MAX)))),
+        }
+    }
+}
+
+/// Where batches come from, and the bell their senders ring.
+pub struct Input {
+    from: Source,
+    bell: Arc<Bell>,
+}
+
+enum Source {
     /// `buffer` mode: straight from the workers.
     Buffer(Receiver<RowBatch>),
     /// `wal` mode: from the write-ahead thread, each already durable in the spool.
@@ -32,55 +186,81 @@ pub(super) enum Incoming {
 }
 
 impl Input {
-    pub(super) fn recv_deadline(&self, at: Option<Instant>) -> Result<Incoming, RecvTimeoutError> {
-        fn wait<T>(rx: &Receiver<T>, at: Option<Instant>) -> Result<T, RecvTimeoutError> {
-            match at {
-                Some(at) => rx.recv_deadline(at),
-                None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-            }
-        }
-        match self {
-            Input::Buffer(rx) => wait(rx, at).map(Incoming::Batch),
-            Input::Logged(rx) => wait(rx, at).map(Incoming::Logged),
+    /// `buffer` mode: the workers' sending end (cloned into each `Handoff`) and the flush
+    /// thread's. `budget` is the one the workers reserve in.
+    pub fn buffer(budget: &Arc<MemoryBudget>) -> (Intake<RowBatch>, Input) {
+        let bell = Arc::new(Bell::new(budget.clone()));
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let input = Input {
+            from: Source::Buffer(rx),
+            bell: bell.clone(),
+        };
+        (Intake { tx: Some(tx), bell }, input)
+    }
+
+    /// `wal` mode: the write-ahead thread's sending end and the flush thread's.
+    pub fn logged(budget: &Arc<MemoryBudget>) -> (Intake<Logged>, Input) {
+        let bell = Arc::new(Bell::new(budget.clone()));
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let input = Input {
+            from: Source::Logged(rx),
+            bell: bell.clone(),
+        };
+        (Intake { tx: Some(tx), bell }, input)
+    }
+
+    /// Batches come straight from the workers (not from the write-ahead thread).
+    pub(super) fn is_buffer(&self) -> bool {
+        matches!(self.from, Source::Buffer(_))
+    }
+
+    /// Called on the flush thread: the bell now unparks it.
+    pub(super) fn listen(&self) {
+        let _ = self.bell.flusher.set(std::thread::current());
+    }
+
+    fn recv(&self) -> Result<Incoming, RecvTimeoutError> {
+        let gone = |_| RecvTimeoutError::Disconnected;
+        match &self.from {
+            Source::Buffer(rx) => rx.recv().map(Incoming::Batch).map_err(gone),
+            Source::Logged(rx) => rx.recv().map(Incoming::Logged).map_err(gone),
         }
     }
 
     pub(super) fn try_recv(&self) -> Result<Incoming, TryRecvError> {
-        match self {
-            Input::Buffer(rx) => rx.try_recv().map(Incoming::Batch),
-            Input::Logged(rx) => rx.try_recv().map(Incoming::Logged),
+        match &self.from {
+            Source::Buffer(rx) => rx.try_recv().map(Incoming::Batch),
+            Source::Logged(rx) => rx.try_recv().map(Incoming::Logged),
         }
     }
 }
 
 impl State {
-    /// Waits for batches until `at` (or forever when `None`) and takes in what came.
+    /// Waits until `at` (or, when `None`, for the first batch) and takes in what came.
     ///
-    /// Idle, the thread blocks on the channel, so the first batch wakes it at once. While
-    /// batches keep coming it sleeps `INTAKE_BATCH` at a time without waiting on the channel,
-    /// then takes in everything that arrived: a worker's send finds no sleeping receiver to wake
-    /// (no futex call on the request path), and under a stream of small requests this thread
-    /// wakes 200 times a second instead of every few batches. Nothing waits on it meanwhile:
-    /// workers reserve memory themselves, and rows wait for the insert interval anyway.
+    /// With nothing waiting the thread blocks on the channel, so the first batch wakes it at
+    /// once (and its arrival starts the insert interval). Otherwise it parks until `at`, the
+    /// next insert, unless a sender rings first (see the module): batches wait on the channel
+    /// meanwhile, reserved in the memory budget, and are taken in when it wakes.
     pub(super) fn receive(&mut self, at: Option<Instant>) {
-        if self.busy {
-            if !self.backlogged {
-                let now = Instant::now();
-                let until = at.map_or(now + INTAKE_BATCH, |at| at.min(now + INTAKE_BATCH));
-                std::thread::sleep(until.saturating_duration_since(now));
+        let Some(at) = at else {
+            match self.input.recv() {
+                Ok(item) => {
+                    self.accept(item);
+                    self.poll_intake();
+                }
+                Err(_) => self.close(),
             }
-            self.busy = self.poll_intake() > 0;
             return;
-        }
-        match self.input.recv_deadline(at) {
-            Ok(item) => {
-                self.accept(item);
-                self.poll_intake();
-                self.busy = true;
+        };
+        if !self.backlogged {
+            let rows = self.cfg.max_rows.saturating_sub(self.queued_rows).max(1) as i64;
+            if !self.input.bell.arm(rows, self.cfg.max_bytes) {
+                std::thread::park_timeout(at.saturating_duration_since(Instant::now()));
             }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => self.close(),
+            self.input.bell.disarm();
         }
+        self.poll_intake();
     }
 
     fn close(&mut self) {
@@ -107,6 +287,11 @@ impl State {
     }
 
     fn accept(&mut self, item: Incoming) {
+        let rows = match &item {
+            Incoming::Batch(b) => b.rows(),
+            Incoming::Logged(l) => l.rows(),
+        };
+        self.input.bell.taken(rows);
         let (mut batch, pos) = match item {
             Incoming::Batch(b) => (b, None),
             Incoming::Logged(l) => {

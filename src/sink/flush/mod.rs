@@ -37,7 +37,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-pub use intake::Input;
+pub use intake::{Input, Intake, Rows};
 use queue::{Entry, Piece};
 
 use super::budget::MemoryBudget;
@@ -224,8 +224,6 @@ struct State {
     /// Jitter source (splitmix64 state).
     rng: u64,
     report: FlushReport,
-    /// The last wait took batches in: wait by sleeping, not on the channel (`receive`).
-    busy: bool,
     /// The last poll stopped at `INTAKE_BOUND` with more waiting: take it in without sleeping.
     backlogged: bool,
 }
@@ -307,7 +305,6 @@ impl Flusher {
                 capped_failures: 0,
                 rng: seed,
                 report: FlushReport::default(),
-                busy: false,
                 backlogged: false,
             },
         };
@@ -318,8 +315,9 @@ impl Flusher {
     }
 
     fn run(mut self) -> FlushReport {
+        self.st.input.listen();
         while !self.st.closed {
-            // Also on timer wake-ups: a worker may wait for room for a larger batch.
+            // On every wake-up: memory past its room is one reason a sender rang.
             self.st.relieve();
             match self.st.due() {
                 Some(at) if at <= Instant::now() => self.flush(None),

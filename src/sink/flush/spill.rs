@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::queue::{Entry, Piece};
-use super::{Input, State};
+use super::State;
 use crate::sink::segment::RecordPos;
 use crate::sink::spool::SpoolError;
 
@@ -73,7 +73,7 @@ impl State {
         if !self.cfg.budget.over(1, 1) {
             // `buffer` mode: memory has room again, so batches are taken. (In `wal` mode the
             // flag is the write-ahead thread's: it is about disk only.)
-            if matches!(self.input, Input::Buffer(_)) {
+            if self.input.is_buffer() {
                 self.cfg.stats.full.store(false, Ordering::Relaxed);
             }
             return;

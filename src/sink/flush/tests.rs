@@ -20,7 +20,7 @@ fn config(db: &str, url: &str) -> FlushConfig {
 
 /// A flush thread in `buffer` mode with its data directory, fed the way workers feed it.
 struct Harness {
-    tx: Option<crossbeam_channel::Sender<RowBatch>>,
+    tx: Option<Intake<RowBatch>>,
     budget: Arc<MemoryBudget>,
     stats: Arc<FlushStats>,
     thread: Option<JoinHandle<FlushReport>>,
@@ -44,8 +44,8 @@ impl Harness {
             ..cfg
         };
         let budget = Arc::clone(&cfg.budget);
-        let (tx, rx) = crossbeam_channel::unbounded();
-        let thread = spawn(cfg, Input::Buffer(rx), spool).unwrap();
+        let (tx, input) = Input::buffer(&budget);
+        let thread = spawn(cfg, input, spool).unwrap();
         Harness {
             tx: Some(tx),
             budget,
@@ -212,6 +212,38 @@ fn flushes_at_max_bytes_before_the_interval() {
     // Two batches are over max_bytes together: an insert each.
     assert_eq!(h.stats.batches_flushed.load(Ordering::Relaxed), 2);
     h.finish();
+}
+
+/// Between inserts the thread sleeps until the next one is due; memory past the budget's room
+/// wakes it (the sender rings), so it spools at once instead of after the interval.
+#[test]
+fn memory_past_room_wakes_the_sleeping_thread_to_spool() {
+    if skip() {
+        return;
+    }
+    let db = TestDb::new("bell");
+    migrated(&db);
+    let one = batch("o", "probe", 10, 0).heap_bytes() as u64;
+    let cfg = FlushConfig {
+        interval: Duration::from_secs(600),
+        budget: Arc::new(MemoryBudget::new(1_000_000, one * 8)),
+        ..config(&db.0, NATIVE_URL)
+    };
+    let h = Harness::start(cfg, TestDir::new("flush-bell"));
+    for i in 0..6 {
+        h.send(batch("o", &format!("t-{i}"), 10, 1_700_000_000_000));
+    }
+    // Room is half the bound: four batches. The sixth is past it.
+    wait_for(
+        "memory back under its room",
+        Duration::from_secs(10),
+        || h.budget.bytes() <= one * 4,
+    );
+    assert!(h.stats.rows_spooled.load(Ordering::Relaxed) >= 10);
+    // What the spool holds at the stop stays there for the next start.
+    let (report, _) = h.finish();
+    assert_eq!(report.rows_flushed + report.rows_spooled, 60);
+    assert_eq!(rows_in(&db), report.rows_flushed);
 }
 
 #[test]
@@ -565,12 +597,12 @@ fn bisect_splits_across_pieces() {
         Arc::clone(&cfg.stats),
     )
     .unwrap();
-    let (_tx, rx) = crossbeam_channel::unbounded();
+    let (_tx, input) = Input::buffer(&cfg.budget);
     let store = Store::new(NATIVE_URL, "unused").unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
-    let mut f = Flusher::new(cfg, store, rt, Input::Buffer(rx), spool);
+    let mut f = Flusher::new(cfg, store, rt, input, spool);
     for (trace, n) in [("a", 3), ("b", 4), ("c", 2)] {
         let b = batch("o", trace, n, 0);
         f.st.push(
@@ -618,12 +650,12 @@ fn a_batch_over_max_rows_is_one_insert_with_its_intent_and_bisected_halves_have_
         Arc::clone(&cfg.stats),
     )
     .unwrap();
-    let (_tx, rx) = crossbeam_channel::unbounded();
+    let (_tx, input) = Input::buffer(&cfg.budget);
     let store = Store::new(NATIVE_URL, "unused").unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
-    let mut f = Flusher::new(cfg, store, rt, Input::Buffer(rx), spool);
+    let mut f = Flusher::new(cfg, store, rt, input, spool);
     let st = &mut f.st;
     let mut positions = Vec::new();
     for trace in ["a", "b"] {
