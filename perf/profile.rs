@@ -149,8 +149,12 @@ fn main() {
         let store = Store::new("tcp://127.0.0.1:9000", "perf_profile").expect("store");
         rt.block_on(store.migrate()).expect("migrate perf_profile");
         let mut batches = Vec::new();
-        for _ in 0..10 {
+        // Trace ids of their own per request, as real traffic has: ten copies of the same
+        // spans would be merged row by row into the table's key order (`order.rs`).
+        let offsets = fixtures::trace_id_offsets(&body);
+        for n in 0..10 {
             let mut copy = body.clone();
+            fixtures::stamp(&mut copy, &offsets, n);
             let rows = state
                 .pipeline
                 .build_v1(

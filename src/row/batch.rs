@@ -6,7 +6,7 @@ use std::mem::{self, MaybeUninit};
 use std::ops::Range;
 
 use super::columns::{col, measure_row, write_chunk, Kind, COLUMNS, KINDS, REGIONS};
-use super::read::{check_strings, read_varint, skip_strings, RowReader};
+use super::read::{check_strings, read_varint, skip_checked, RowReader};
 use super::write::{Cursor, Writer};
 use super::RowRef;
 use crate::admission::UsageTicket;
@@ -386,13 +386,13 @@ impl RowBatch {
         }
         for (c, &kind) in KINDS.iter().enumerate() {
             at[2 * c] = match kind {
-                Kind::Str => skip_strings(self.head(c), row).expect("checked batch"),
+                Kind::Str => skip_checked(self.head(c), row),
                 _ => row * kind.head_width(),
             };
             at[2 * c + 1] = match kind {
                 Kind::Ints => 8 * self.elems_before(c, row),
                 Kind::MetaKeys | Kind::MetaValues => {
-                    skip_strings(self.tail(c), self.elems_before(c, row)).expect("checked batch")
+                    skip_checked(self.tail(c), self.elems_before(c, row))
                 }
                 _ => row * kind.tail_width(),
             };
@@ -415,17 +415,14 @@ impl RowBatch {
         for (c, &kind) in KINDS.iter().enumerate() {
             let (h, t) = (2 * c, 2 * c + 1);
             match kind {
-                Kind::Str => {
-                    to[h] +=
-                        skip_strings(&self.head(c)[at[h]..], row - from).expect("checked batch")
-                }
+                Kind::Str => to[h] += skip_checked(&self.head(c)[at[h]..], row - from),
                 _ => to[h] = row * kind.head_width(),
             }
             to[t] = match kind {
                 Kind::Ints => 8 * self.elems_before(c, row),
                 Kind::MetaKeys | Kind::MetaValues => {
                     let n = self.elems_before(c, row) - self.elems_before(c, from);
-                    at[t] + skip_strings(&self.tail(c)[at[t]..], n).expect("checked batch")
+                    at[t] + skip_checked(&self.tail(c)[at[t]..], n)
                 }
                 _ => row * kind.tail_width(),
             };
@@ -451,16 +448,14 @@ impl RowBatch {
         );
         let kind = KINDS[c];
         let head = match kind {
-            Kind::Str => {
-                at.0 + skip_strings(&self.head(c)[at.0..], to - from).expect("checked batch")
-            }
+            Kind::Str => at.0 + skip_checked(&self.head(c)[at.0..], to - from),
             _ => to * kind.head_width(),
         };
         let tail = match kind {
             Kind::Ints => 8 * self.elems_before(c, to),
             Kind::MetaKeys | Kind::MetaValues => {
                 let n = self.elems_before(c, to) - self.elems_before(c, from);
-                at.1 + skip_strings(&self.tail(c)[at.1..], n).expect("checked batch")
+                at.1 + skip_checked(&self.tail(c)[at.1..], n)
             }
             _ => to * kind.tail_width(),
         };
