@@ -239,9 +239,10 @@ pub struct ServeArgs {
     /// Force the legacy (epoll) driver even where io_uring works.
     #[arg(long, env = "INGEST_FORCE_LEGACY_DRIVER", default_value_t = false)]
     pub force_legacy_driver: bool,
-    /// Pin worker N to core N. For a machine the server has to itself; where it shares the
-    /// cores (ClickHouse, clients on loopback) unpinned workers cost less per request.
-    #[arg(long, env = "INGEST_PIN_WORKERS", default_value_t = false)]
+    /// Pin worker N to core N (`true` or `false`). Pinned, a worker keeps its caches: on the
+    /// 2-vCPU perf VM, cores shared with ClickHouse and the clients, 22 instead of 26 µs of
+    /// worker CPU per small request at 8,000 requests/s (`perf/RESULTS.md`).
+    #[arg(long, env = "INGEST_PIN_WORKERS", default_value_t = true, action = clap::ArgAction::Set)]
     pub pin_workers: bool,
     /// How often monthly usage is re-counted in ClickHouse (milliseconds).
     #[arg(long, env = "INGEST_QUOTA_SYNC_MS", default_value_t = 5_000)]
@@ -576,6 +577,8 @@ mod tests {
         assert_eq!(c.buffer_max_bytes, 512 << 20);
         assert_eq!(c.flush_max_bytes, 128 << 20);
         assert_eq!(c.flush_max_rows, 500_000);
+        assert!(c.pin_workers);
+        assert!(!resolve(&["--pin-workers", "false"]).unwrap().pin_workers);
         assert_eq!(
             resolve(&["--flush-max-bytes", "1000"]).unwrap_err(),
             "INGEST_FLUSH_MAX_BYTES must be at least 65536 (64 KiB), got 1000"
