@@ -1,7 +1,7 @@
 //! The load generator's sending side: the fixtures as requests (route, headers, trace ids made
 //! unique per request), keep-alive connections, and the open- and closed-loop drivers.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -259,38 +259,7 @@ impl Conn {
         head.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
         self.stream.write_all(&head).expect("send head");
         self.stream.write_all(body).expect("send body");
-        let mut have = 0;
-        loop {
-            let n = self
-                .stream
-                .read(&mut self.buf[have..])
-                .expect("read answer");
-            assert!(n > 0, "server closed the connection");
-            have += n;
-            let text = &self.buf[..have];
-            let Some(end) = text.windows(4).position(|w| w == b"\r\n\r\n") else {
-                continue;
-            };
-            let head = std::str::from_utf8(&text[..end]).expect("ASCII head");
-            let status: u16 = head[9..12].parse().expect("status");
-            let len: usize = head
-                .lines()
-                .find_map(|l| {
-                    let (k, v) = l.split_once(':')?;
-                    k.eq_ignore_ascii_case("content-length")
-                        .then(|| v.trim().parse().ok())?
-                })
-                .unwrap_or(0);
-            if self.buf.len() < end + 4 + len {
-                self.buf.resize(end + 4 + len, 0);
-            }
-            while have < end + 4 + len {
-                let n = self.stream.read(&mut self.buf[have..]).expect("read body");
-                assert!(n > 0, "server closed the connection");
-                have += n;
-            }
-            return status;
-        }
+        crate::answer::read(&mut self.stream, &mut self.buf)
     }
 }
 

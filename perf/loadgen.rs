@@ -32,6 +32,8 @@
 //! lists when the first 200 of them were due, which shows whether slow requests come alone or
 //! in a stall.
 
+#[path = "answer.rs"]
+mod answer;
 #[path = "bill.rs"]
 mod bill;
 #[path = "drive.rs"]

@@ -24,7 +24,8 @@ pub struct Cpu {
     pub flush_system: f64,
 }
 
-fn ticks_per_second() -> f64 {
+/// Clock ticks per second of `/proc/*/stat` CPU times.
+pub fn ticks_per_second() -> f64 {
     // SAFETY: sysconf only reads a configuration value.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if t > 0 {

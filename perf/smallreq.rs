@@ -19,13 +19,15 @@
 //! `/proc/<ch-pid>/stat` over the same window. Prints one JSON object per run; several runs
 //! against two servers alternate old and new (`perf/smallreq.sh`).
 
+#[path = "answer.rs"]
+mod answer;
 #[path = "fixtures.rs"]
 mod fixtures;
 #[path = "meter.rs"]
 mod meter;
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -151,16 +153,6 @@ fn tasks(pid: u32) -> BTreeMap<String, Task> {
     out
 }
 
-fn ticks_per_second() -> f64 {
-    // SAFETY: sysconf only reads a configuration value.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as f64
-    } else {
-        100.0
-    }
-}
-
 /// Rows accepted and not yet written, from the public port's `/health`.
 fn buffered(addr: SocketAddr) -> u64 {
     let body = meter::http_get(addr, "/health", "");
@@ -232,32 +224,7 @@ impl Conn {
             self.stream.write_all(&self.head).expect("send head");
             self.stream.write_all(&self.body).expect("send body");
         }
-        let mut have = 0;
-        loop {
-            let n = self.stream.read(&mut self.buf[have..]).expect("read");
-            assert!(n > 0, "server closed the connection");
-            have += n;
-            let text = &self.buf[..have];
-            let Some(end) = text.windows(4).position(|w| w == b"\r\n\r\n") else {
-                continue;
-            };
-            let head = std::str::from_utf8(&text[..end]).expect("ASCII head");
-            let status: u16 = head[9..12].parse().expect("status");
-            let len: usize = head
-                .lines()
-                .find_map(|l| {
-                    let (k, v) = l.split_once(':')?;
-                    k.eq_ignore_ascii_case("content-length")
-                        .then(|| v.trim().parse().ok())?
-                })
-                .unwrap_or(0);
-            while have < end + 4 + len {
-                let n = self.stream.read(&mut self.buf[have..]).expect("read");
-                assert!(n > 0, "server closed the connection");
-                have += n;
-            }
-            return status;
-        }
+        answer::read(&mut self.stream, &mut self.buf)
     }
 }
 
@@ -336,7 +303,7 @@ fn main() {
         drive(&a, &body, a.warmup);
         wait_drained(a.addr);
     }
-    let hz = ticks_per_second();
+    let hz = meter::ticks_per_second();
     let ch_before = a.ch_pid.map(meter::Cpu::read);
     let before = tasks(a.pid);
     let t0 = Instant::now();
@@ -351,6 +318,17 @@ fn main() {
     };
     lat.sort_unstable();
     let per = |v: f64| v / accepted.max(1) as f64;
+    // Per request: run, user and system CPU seconds, wake-ups, preemptions, page faults.
+    let figures = |run: f64, user: f64, sys: f64, vol: u64, invol: u64, faults: u64| {
+        json!({
+            "cpu_us_per_req": per(run) * 1e6,
+            "user_us_per_req": per(user) * 1e6,
+            "sys_us_per_req": per(sys) * 1e6,
+            "wakeups_per_req": per(vol as f64),
+            "preempted_per_req": per(invol as f64),
+            "faults_per_req": per(faults as f64),
+        })
+    };
     let mut threads = Map::new();
     let (mut run_s, mut user_s, mut sys_s, mut vol, mut invol, mut faults) =
         (0.0, 0.0, 0.0, 0, 0, 0);
@@ -368,20 +346,10 @@ fn main() {
         sys_s += sys;
         vol += v;
         invol += i;
-        threads.insert(
-            name.clone(),
-            json!({
-                "cpu_us_per_req": per(run) * 1e6,
-                "user_us_per_req": per(user) * 1e6,
-                "sys_us_per_req": per(sys) * 1e6,
-                "wakeups_per_req": per(v as f64),
-                "preempted_per_req": per(i as f64),
-                "faults_per_req": per(f as f64),
-            }),
-        );
+        threads.insert(name.clone(), figures(run, user, sys, v, i, f));
     }
     let rows = accepted * spans;
-    let out = json!({
+    let mut out = json!({
         "label": a.label,
         "fixture": a.fixture,
         "body_bytes": body.len(),
@@ -393,12 +361,6 @@ fn main() {
         "refused": refused,
         "achieved_per_s": accepted as f64 / sent_s,
         "window_s": window_s,
-        "cpu_us_per_req": per(run_s) * 1e6,
-        "user_us_per_req": per(user_s) * 1e6,
-        "sys_us_per_req": per(sys_s) * 1e6,
-        "wakeups_per_req": per(vol as f64),
-        "preempted_per_req": per(invol as f64),
-        "faults_per_req": per(faults as f64),
         "server_spans_per_cpu_s": rows as f64 / run_s,
         "clickhouse_cpu_us_per_req": per(ch_cpu) * 1e6,
         "clickhouse_spans_per_cpu_s": rows as f64 / ch_cpu,
@@ -407,5 +369,11 @@ fn main() {
         "max_ms": lat.last().map_or(0.0, |&v| v as f64 / 1000.0),
         "threads": threads,
     });
+    if let (Some(out), Value::Object(all)) = (
+        out.as_object_mut(),
+        figures(run_s, user_s, sys_s, vol, invol, faults),
+    ) {
+        out.extend(all);
+    }
     println!("{out}");
 }
