@@ -5,7 +5,7 @@
 //! after the body. Their content does not matter and the parse leaves them as they were
 //! (`simd_json::fill_tape_padded`), so the padding may be the start of the next pipelined
 //! request, what is left of a chunked body's framing after de-chunking in place, or spaces
-//! added for the purpose. The connection's buffer (`server/conn.rs`) and the decompressor's
+//! added for the purpose. The connection's buffer (`server/conn/input.rs`) and the decompressor's
 //! output buffer (`compress.rs`) hand bodies over in this form.
 
 /// Bytes that must follow a body, of any content: simd-json's `INPUT_PADDING`.

@@ -1,4 +1,4 @@
-//! The network side: monoio workers (`runtime.rs`) serving connections (`conn.rs`, which
+//! The network side: monoio workers (`runtime.rs`) serving connections (`conn/`, which
 //! waits for an early key-set load through `keywait.rs` when a key is unknown), the operations
 //! endpoints (`ops.rs`) and the admin listener that serves them off the public port
 //! (`admin.rs`), and the state every worker shares.

@@ -42,6 +42,8 @@
 
 #[cfg(test)]
 mod captures;
+#[cfg(test)]
+mod decode_tests;
 #[cfg(any(test, feature = "fuzzing"))]
 mod fuzz;
 mod json;

@@ -33,11 +33,15 @@ macro_rules! from_row {
 }
 
 mod admin;
+#[cfg(test)]
+mod admin_tests;
 mod block;
 mod cluster;
 mod dedup;
 mod errors;
 mod health;
+#[cfg(test)]
+mod migrate_tests;
 mod order;
 mod reprice;
 mod schema;

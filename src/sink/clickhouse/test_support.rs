@@ -68,3 +68,11 @@ impl Drop for TestDb {
 }
 
 pub use crate::row::test_rows::{batch, batch_then, row};
+
+/// A current-thread tokio runtime for the `Store`'s async calls.
+pub fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}

@@ -11,6 +11,8 @@
 //! connection keeps only a small read buffer. In write-ahead mode a request also awaits its
 //! fsync (`Handed::settle`); that wait starts once the body is read, so no client deadline
 //! applies to it, and the write-ahead thread answers every request it was handed.
+//!
+//! The input side (bodies, waiting for bytes, lingering, idle buffers) is in `input.rs`.
 
 use std::cell::{Cell, RefCell};
 use std::os::fd::AsRawFd;
@@ -19,8 +21,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use monoio::buf::IoBufMut;
-use monoio::io::{AsyncWriteRent, CancelableAsyncReadRent, CancelableAsyncWriteRentExt, Canceller};
+use monoio::io::{CancelableAsyncWriteRentExt, Canceller};
 use monoio::net::TcpStream;
 
 use crate::admission;
@@ -28,16 +29,17 @@ use crate::admission::LimitHeaders;
 use crate::auth::refresh::UNKNOWN_KEY_WAIT;
 use crate::auth::{AuthError, Principal};
 use crate::http::otlp::Format;
-use crate::http::refusal::{otlp_refusal, refusal, ConnError, Refusal, Refused};
-use crate::http::request::{
-    self, ChunkedDecoder, Framing, Head, HttpError, MediaType, Method, Parsed, Route,
-};
+use crate::http::refusal::{otlp_refusal, refusal, ConnError, Refused};
+use crate::http::request::{self, Framing, Head, HttpError, MediaType, Method, Parsed, Route};
 use crate::http::response::{self, ExtraHeaders, Outcome};
-use crate::ingest::body::{PaddedBody, BODY_PADDING};
 use crate::ingest::{DecodeError, IngestError, OtlpFormat, Pipeline};
 use crate::server::drain::DrainSignal;
 use crate::server::keywait::KeyWaits;
 use crate::server::{ops, Shared};
+
+mod input;
+
+use input::Read;
 
 /// Read buffer of a new connection, and all an idle one keeps: most request heads fit, and
 /// 2000 idle connections hold 4 MiB of buffers between them.
@@ -133,15 +135,6 @@ pub async fn serve(stream: TcpStream, slot: ActiveGuard) {
     if flushed && conn.closing {
         conn.linger(&worker.shared).await;
     }
-}
-
-/// Result of waiting for more bytes.
-enum Read {
-    Data,
-    /// Peer closed, error or drain: close without answering.
-    Closed,
-    /// The deadline passed first.
-    TimedOut,
 }
 
 impl Conn {
@@ -447,31 +440,6 @@ impl Conn {
         shared.keys.authenticate(authorization, x_api_key)
     }
 
-    /// Reads and drops the body of a request that takes none. Returns whether the connection
-    /// may stay open, or `None` when a refusal (413, 400, 408) was answered instead.
-    async fn skip_body(
-        &mut self,
-        shared: &Shared,
-        head: &Head,
-        max_body: u64,
-    ) -> Result<Option<bool>, Stop> {
-        if head.expect_continue
-            && !matches!(head.framing, Framing::None | Framing::Length(0))
-            && self.buf.len() - self.start == head.len
-        {
-            // The client holds the body back until a 100 Continue it will not get: answer at
-            // once and close rather than wait for a body nobody wants (RFC 9110 §10.1.1).
-            return Ok(Some(false));
-        }
-        let len = self.read_body(shared, head, max_body).await?;
-        if let Some(r) = len.refused {
-            self.answer(shared, &Outcome::Refused(r), false, false);
-            return Ok(None);
-        }
-        self.consume(head.len + len.raw);
-        Ok(Some(head.keep_alive))
-    }
-
     fn answer(
         &mut self,
         shared: &Shared,
@@ -512,229 +480,6 @@ impl Conn {
         let open = response::write(&mut self.out, outcome, keep_alive, head_only, &extra);
         self.closing |= !open;
         open
-    }
-
-    /// Runs `f` on the body at `buf[start..start + len]` with simd-json's padding after it:
-    /// the bytes that follow it in `buf` (what de-chunking in place left of a chunked body's
-    /// framing, a pipelined request), topped up with spaces past what was read if there are
-    /// not enough. The parse leaves the padding as it was, and the spaces are dropped again
-    /// before `f`'s result is returned, so `buf` keeps exactly the bytes read. A
-    /// `Content-Length` body was read with room for the padding (`read_body`), so this does not
-    /// reallocate.
-    fn with_padded_body<R>(
-        &mut self,
-        start: usize,
-        len: usize,
-        f: impl FnOnce(PaddedBody<'_>) -> R,
-    ) -> R {
-        let read = self.buf.len();
-        let end = start + len + BODY_PADDING;
-        if read < end {
-            self.buf.resize(end, b' ');
-        }
-        let result = f(PaddedBody::new(&mut self.buf[start..end], len));
-        self.buf.truncate(read);
-        result
-    }
-
-    fn consume(&mut self, n: usize) {
-        self.start += n;
-        debug_assert!(self.start <= self.buf.len());
-    }
-
-    /// Makes the whole body available at `buf[start + head.len..]`. A body that stalls for the
-    /// idle timeout, or arrives below the minimum rate, is refused with `408`.
-    async fn read_body(
-        &mut self,
-        shared: &Shared,
-        head: &Head,
-        max_body: u64,
-    ) -> Result<BodyLen, Stop> {
-        let body_started = Instant::now();
-        match head.framing {
-            Framing::None => Ok(BodyLen::default()),
-            Framing::Length(n) => {
-                if n > max_body {
-                    return Ok(BodyLen::refused(refusal(ConnError::Http {
-                        error: HttpError::BodyTooLarge,
-                        max_body,
-                    })));
-                }
-                let need = self.start + head.len + n as usize;
-                // Room for the padding the parse needs after the body too.
-                if self.buf.capacity() < need + BODY_PADDING {
-                    self.buf.reserve(need + BODY_PADDING - self.buf.len());
-                }
-                while self.buf.len() < need {
-                    let deadline = self.body_deadline(shared, head, body_started);
-                    match self.read_more(shared, deadline, false).await {
-                        Read::Data => {}
-                        Read::Closed => return Err(Stop::Close),
-                        Read::TimedOut => return Ok(BodyLen::refused(slow_body())),
-                    }
-                }
-                Ok(BodyLen {
-                    len: n as usize,
-                    raw: n as usize,
-                    refused: None,
-                })
-            }
-            Framing::Chunked => {
-                let mut decoder = ChunkedDecoder::default();
-                loop {
-                    let region = &mut self.buf[self.start + head.len..];
-                    match decoder.advance(region, max_body) {
-                        Ok(Parsed::Complete(b)) => {
-                            return Ok(BodyLen {
-                                len: b.body_len,
-                                raw: b.raw_len,
-                                refused: None,
-                            })
-                        }
-                        Ok(Parsed::Partial) => {
-                            let deadline = self.body_deadline(shared, head, body_started);
-                            match self.read_more(shared, deadline, false).await {
-                                Read::Data => {}
-                                Read::Closed => return Err(Stop::Close),
-                                Read::TimedOut => return Ok(BodyLen::refused(slow_body())),
-                            }
-                        }
-                        Err(error) => {
-                            return Ok(BodyLen::refused(refusal(ConnError::Http {
-                                error,
-                                max_body,
-                            })))
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// When the next body bytes must have arrived by: within the idle timeout, and, past the
-    /// grace period, soon enough that the average rate since the body started stays at or above
-    /// `INGEST_MIN_BODY_RATE_BYTES_PER_SEC`.
-    fn body_deadline(&self, shared: &Shared, head: &Head, body_started: Instant) -> Instant {
-        let config = &shared.config;
-        let stalled = Instant::now() + config.idle_timeout;
-        if config.min_body_rate == 0 {
-            return stalled;
-        }
-        // Raw bytes on the wire (chunk framing included) received so far.
-        let received = (self.buf.len() - self.start - head.len) as u128;
-        let micros = received * 1_000_000 / u128::from(config.min_body_rate);
-        let earned = Duration::from_micros(micros.min(u128::from(u64::MAX)) as u64);
-        stalled.min(body_started + earned.max(config.body_rate_grace))
-    }
-
-    /// Reads at least one more byte into `buf`, first writing pending answers. `idle` means no
-    /// request is in progress, so a drain may close the connection and the buffers shrink.
-    async fn read_more(&mut self, shared: &Shared, deadline: Instant, idle: bool) -> Read {
-        if !self.out.is_empty() && self.flush().await.is_err() {
-            return Read::Closed;
-        }
-        if self.start > 0 && self.start == self.buf.len() {
-            self.start = 0;
-            self.buf.clear();
-        } else if self.start > 0 && self.buf.len() == self.buf.capacity() {
-            // Move the partial request to the front instead of growing.
-            self.buf.copy_within(self.start.., 0);
-            self.buf.truncate(self.buf.len() - self.start);
-            self.start = 0;
-        }
-        if self.buf.len() == self.buf.capacity() {
-            self.buf.reserve(self.buf.capacity().max(GROW_BUF));
-        }
-        // Idle, the connection gives back its large buffers once, `IDLE_LOOK` in, then waits
-        // for its deadline or the drain signal. A read in the middle of a request waits for its
-        // deadline only: the drain lets a request finish.
-        let mut look = idle;
-        loop {
-            if idle && shared.is_draining() {
-                return Read::Closed;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return Read::TimedOut;
-            }
-            look &= self.holds_idle_memory();
-            let wait = if look {
-                (deadline - now).min(IDLE_LOOK)
-            } else {
-                deadline - now
-            };
-            let buf = std::mem::take(&mut self.buf);
-            let len = buf.len();
-            let worker = self.worker.clone();
-            // A cancelled read hands its buffer back, so a timeout never loses buffered bytes.
-            let (res, slice) = {
-                let mut recv = std::pin::pin!(self
-                    .stream
-                    .cancelable_read(buf.slice_mut(len..), self.canceller.handle()));
-                monoio::select! {
-                    r = &mut recv => r,
-                    _ = monoio::time::sleep(wait) => {
-                        self.canceller = std::mem::take(&mut self.canceller).cancel();
-                        recv.await
-                    }
-                    _ = worker.drain.wait(idle) => {
-                        self.canceller = std::mem::take(&mut self.canceller).cancel();
-                        recv.await
-                    }
-                }
-            };
-            self.buf = slice.into_inner();
-            match res {
-                Ok(0) => return Read::Closed,
-                Ok(_) => return Read::Data,
-                Err(e) if e.raw_os_error() == Some(libc::ECANCELED) => {
-                    if look {
-                        self.release_idle_memory();
-                        look = false;
-                    }
-                    continue;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    tracing::debug!(error = %e, "read failed");
-                    return Read::Closed;
-                }
-            }
-        }
-    }
-
-    /// After an answer that closes the connection: send FIN, then read and drop whatever the
-    /// client still sends (the rest of a refused body, pipelined requests) until it closes too
-    /// or `LINGER` passes. Closing a socket with unread input makes the kernel send a reset,
-    /// which can destroy the answer before the client has read it.
-    async fn linger(&mut self, shared: &Shared) {
-        if self.stream.shutdown().await.is_err() {
-            return;
-        }
-        let deadline = Instant::now() + LINGER;
-        loop {
-            self.start = self.buf.len();
-            if !matches!(self.read_more(shared, deadline, false).await, Read::Data) {
-                return;
-            }
-        }
-    }
-
-    /// An idle connection holds more than a small read buffer and no write buffer.
-    fn holds_idle_memory(&self) -> bool {
-        (self.buf.is_empty() && self.buf.capacity() > SMALL_BUF)
-            || (self.out.is_empty() && self.out.capacity() > 0)
-    }
-
-    /// An idle connection keeps a small read buffer and no write buffer, so thousands of idle
-    /// connections cost little (a body or a burst of pipelined answers may have grown them).
-    fn release_idle_memory(&mut self) {
-        if self.buf.is_empty() && self.buf.capacity() > SMALL_BUF {
-            self.buf = Vec::with_capacity(SMALL_BUF);
-        }
-        if self.out.is_empty() && self.out.capacity() > 0 {
-            self.out = Vec::new();
-        }
     }
 
     /// Writes every pending answer. A client that does not take them within the write timeout
@@ -801,31 +546,6 @@ fn send_now(stream: &TcpStream, bytes: &[u8]) -> std::io::Result<usize> {
         let err = std::io::Error::last_os_error();
         if err.kind() != std::io::ErrorKind::Interrupted {
             return Err(err);
-        }
-    }
-}
-
-#[cold]
-fn slow_body() -> Refusal {
-    refusal(ConnError::SlowBody)
-}
-
-/// Sizes of a read body.
-#[derive(Default)]
-struct BodyLen {
-    /// Decoded body bytes at `start + head.len`.
-    len: usize,
-    /// Raw bytes the body took on the wire.
-    raw: usize,
-    /// The body broke a limit or the chunked framing: answer this and close.
-    refused: Option<Refusal>,
-}
-
-impl BodyLen {
-    fn refused(r: Refusal) -> BodyLen {
-        BodyLen {
-            refused: Some(r),
-            ..BodyLen::default()
         }
     }
 }

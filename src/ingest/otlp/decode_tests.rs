@@ -1,0 +1,309 @@
+//! Around the mapping: metadata from the resource and scope, status and values in metadata,
+//! identity, grouping and rejected spans, the string and attribute limits, the OTLP/JSON
+//! spellings and bodies that do not decode. Each export is decoded from protobuf and from
+//! OTLP/JSON where both apply (`testkit.rs`).
+
+use bumpalo::Bump;
+use opentelemetry_proto::tonic::common::v1::AnyValue;
+use opentelemetry_proto::tonic::trace::v1::{status, Span, Status};
+use prost::Message;
+
+use super::testkit::*;
+use super::*;
+
+/// Metadata: the span's unmapped attributes (a repeated key keeps its last value), then the
+/// resource's (the span's own value of a key wins), then the scope's name.
+#[test]
+fn resource_and_scope_in_metadata() {
+    let mut req = export_in(
+        "opentelemetry.instrumentation.openai",
+        vec![span(
+            1,
+            0,
+            "m",
+            &[
+                ("k", s("first")),
+                ("deployment.environment", s("span's")),
+                ("k", s("last")),
+            ],
+        )],
+    );
+    let resource = req.resource_spans[0].resource.as_mut().unwrap();
+    resource.attributes = kvs(&[
+        ("service.name", s("svc")),
+        ("deployment.environment", s("prod")),
+        ("host.cores", i(8)),
+    ]);
+    let proto = req.encode_to_vec();
+    let arena = Bump::new();
+    let d = OtlpDecoder::new().decode_protobuf(&proto, &arena).unwrap();
+    assert_eq!(
+        d.batch.traces[0].spans[0].metadata,
+        [
+            ("k", "last"),
+            ("deployment.environment", "span's"),
+            ("service.name", "svc"),
+            ("host.cores", "8"),
+            ("otel.scope.name", "opentelemetry.instrumentation.openai"),
+        ]
+    );
+    decode_both(&req);
+}
+
+#[test]
+fn status_errors_and_values_in_metadata() {
+    let mut sp = span(
+        1,
+        0,
+        "boom",
+        &[
+            ("error.type", s("TimeoutError")),
+            ("n", i(-3)),
+            ("f", d(f64::INFINITY)),
+        ],
+    );
+    sp.status = Some(Status {
+        message: String::new(),
+        code: status::StatusCode::Error as i32,
+    });
+    let mut sp2 = span(
+        2,
+        1,
+        "boom2",
+        &[("l", arr(vec![i(1), b(true), kvl(vec![("k", s("v"))])]))],
+    );
+    sp2.status = Some(Status {
+        message: "upstream said no".into(),
+        code: status::StatusCode::Error as i32,
+    });
+    let mut sp3 = span(3, 1, "fine", &[]);
+    sp3.status = Some(Status {
+        message: "ignored".into(),
+        code: status::StatusCode::Ok as i32,
+    });
+    assert_eq!(
+        decode_both(&export(vec![sp, sp2, sp3])),
+        "other boom status=error error=TimeoutError meta[error.type=TimeoutError,n=-3,f=\"Infinity\"]\n\
+         other boom2 status=error error=upstream said no meta[l=[1,true,{\"k\":\"v\"}]]\n\
+         other fine\n\
+         rejected=0 truncated=0 dropped=0"
+    );
+}
+
+#[test]
+fn identity_grouping_and_rejected_spans() {
+    let other_trace = |mut sp: Span| {
+        sp.trace_id[15] = 0xaa;
+        sp
+    };
+    let mut bad_end = span(4, 1, "backwards", &[]);
+    bad_end.end_time_unix_nano = bad_end.start_time_unix_nano - 1;
+    let mut zero_trace = span(5, 0, "zero trace", &[]);
+    zero_trace.trace_id = vec![0; 16];
+    let mut short_span = span(6, 0, "short", &[]);
+    short_span.span_id = vec![1, 2, 3];
+    let mut bad_parent = span(7, 0, "bad parent", &[]);
+    bad_parent.parent_span_id = vec![1; 4];
+    let mut zero_parent = span(8, 0, "zero parent", &[("session.id", s("s-8"))]);
+    zero_parent.parent_span_id = vec![0; 8];
+    zero_parent.trace_id[15] = 0xbb;
+    let req = export(vec![
+        span(2, 1, "child", &[("session.id", s("s-child"))]),
+        other_trace(span(3, 9, "elsewhere", &[])),
+        bad_end,
+        span(1, 0, "root", &[("gen_ai.agent.name", s("helper"))]),
+        zero_trace,
+        short_span,
+        bad_parent,
+        zero_parent,
+    ]);
+    let proto = req.encode_to_vec();
+    let arena = Bump::new();
+    let d = OtlpDecoder::new().decode_protobuf(&proto, &arena).unwrap();
+    let got: Vec<String> = d
+        .batch
+        .traces
+        .iter()
+        .map(|t| {
+            let spans: Vec<String> = t
+                .spans
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{}<{} {} {}-{}",
+                        s.span_id,
+                        s.parent_span_id.unwrap_or("root"),
+                        s.name,
+                        s.start_time,
+                        s.end_time
+                    )
+                })
+                .collect();
+            format!(
+                "{} name={:?} session={:?} agent={:?}: {}",
+                t.trace_id,
+                t.trace_name,
+                t.session_id,
+                t.agent_name,
+                spans.join(", ")
+            )
+        })
+        .collect();
+    // Traces by id; within one, spans as they came; the trace named after its root.
+    assert_eq!(
+        got,
+        [
+            "5b8efff798038103d269b633813fc60c name=Some(\"root\") session=Some(\"s-child\") agent=Some(\"helper\"): \
+             0000000000000002<0000000000000001 child 1760000000123-1760000001500, \
+             0000000000000001<root root 1760000000123-1760000001500",
+            "5b8efff798038103d269b633813fc6aa name=None session=None agent=None: \
+             0000000000000003<0000000000000009 elsewhere 1760000000123-1760000001500",
+            "5b8efff798038103d269b633813fc6bb name=Some(\"zero parent\") session=Some(\"s-8\") agent=None: \
+             0000000000000008<root zero parent 1760000000123-1760000001500",
+        ]
+    );
+    assert_eq!(d.batch.span_count, 4);
+    assert_eq!(d.rejected_spans, 4);
+    assert_eq!(
+        d.partial_success(),
+        Some((
+            4,
+            "4 spans rejected; the first, span 0000000000000004 (\"backwards\"), because it ends before it starts"
+        ))
+    );
+    // The rendering of the JSON form agrees (ids in hex there).
+    decode_both(&req);
+}
+
+#[test]
+fn limits_cut_and_drop_and_count() {
+    let long_key = "k".repeat(129);
+    let mut attrs: Vec<(String, AnyValue)> = (0..70).map(|n| (format!("a{n:02}"), i(n))).collect();
+    attrs.insert(0, (long_key, s("x")));
+    attrs.insert(1, ("big".into(), s(&"é".repeat(2000))));
+    attrs.insert(2, ("service.name".into(), s("span wins")));
+    attrs.insert(
+        3,
+        ("gen_ai.input.messages".into(), s(&"😀".repeat(600_000))),
+    );
+    let attrs: Vec<(&str, AnyValue)> = attrs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    let name = "n".repeat(600);
+    let req = export(vec![span(1, 0, &name, &attrs)]);
+    let proto = req.encode_to_vec();
+    let arena = Bump::new();
+    let d = OtlpDecoder::new().decode_protobuf(&proto, &arena).unwrap();
+    let sp = &d.batch.traces[0].spans[0];
+    assert_eq!(sp.name.len(), 512);
+    assert_eq!(d.batch.traces[0].trace_name.map(str::len), Some(256));
+    // 1,000,000 UTF-16 units: 500,000 emoji of two units each (four bytes).
+    assert_eq!(sp.input.map(str::len), Some(2_000_000));
+    assert_eq!(sp.metadata.len(), 64);
+    assert_eq!(sp.metadata[0], ("big", &*"é".repeat(1024)));
+    assert_eq!(sp.metadata[1], ("service.name", "span wins"));
+    assert_eq!(sp.metadata[2], ("a00", "0"));
+    assert_eq!(sp.metadata[63], ("a61", "61"));
+    // Dropped: the long key, a62..a69 (8), and the resource's service.name never got in
+    // (the span's own wins, so it is not dropped) nor the scope name (past 64: dropped).
+    assert_eq!(d.dropped_attributes, 1 + 8 + 1);
+    // Cut: the name, the trace name, the input, the big value.
+    assert_eq!(d.truncated_strings, 4);
+    assert!(d.error_message.is_none());
+}
+
+#[test]
+fn json_spellings() {
+    let body = r#"{"resource_spans":[{"scope_spans":[{"spans":[
+        {"trace_id":"W47/95gDgQPSabYzgT/GDA==","span_id":"AAAAAAAAAAE=","name":"snake",
+         "kind":"SPAN_KIND_CLIENT","start_time_unix_nano":1000000,"end_time_unix_nano":"2000000",
+         "status":{"code":"STATUS_CODE_ERROR","message":"m"},"unknown":{"deep":[1,2,{"x":null}]},
+         "attributes":[{"key":"i","value":{"int_value":7}},{"key":"d","value":{"double_value":"1.5"}},
+                       {"key":"b","value":{"bytes_value":"AP8="}},{"key":"e","value":{}},
+                       {"key":"n","value":null},{"key":"kv","value":{"kvlist_value":{"values":[{"key":"a","value":{"bool_value":true}}]}}}]},
+        {"traceId":"5B8EFFF798038103D269B633813FC60C","spanId":"0000000000000002","parentSpanId":"",
+         "name":"camel","startTimeUnixNano":"5","endTimeUnixNano":"5","events":[{"name":"e"}],"links":null,
+         "attributes":[{"key":"s","value":{"stringValue":"v"}}],"status":null},
+        {"traceId":"not hex","spanId":"0000000000000003","name":"bad id"},
+        null
+    ]}]}],"extra":true}"#;
+    let mut body = body.as_bytes().to_vec();
+    let arena = Bump::new();
+    let d = OtlpDecoder::new()
+        .decode_json(crate::ingest::body::PaddedBody::pad(&mut body), &arena)
+        .unwrap();
+    assert_eq!(
+        render(&d),
+        "other snake status=error error=m meta[i=7,d=1.5,b=\"AP8=\",e=null,n=null,kv={\"a\":true}]\n\
+         other camel meta[s=v]\n\
+         rejected=1 truncated=0 dropped=0\n\
+         1 span rejected; the first, span 0000000000000003 (\"bad id\"), because its trace id is not 16 bytes, or is all zero"
+    );
+    assert_eq!(d.batch.traces.len(), 1);
+    assert_eq!(d.batch.traces[0].spans[0].span_id, "0000000000000001");
+    assert_eq!(d.batch.traces[0].spans[0].start_time, 1);
+}
+
+#[test]
+fn undecodable_bodies() {
+    let json_cases: &[(&str, &str)] = &[
+        ("", "the body is not valid JSON: the body is empty or ends early (at byte 0)"),
+        ("[]", "the body is not an OTLP JSON export: the body must be a JSON object"),
+        ("{\"resourceSpans\":{}}", "the body is not an OTLP JSON export: resourceSpans must be an array"),
+        (
+            "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[{\"name\":5}]}]}]}",
+            "the body is not an OTLP JSON export: span name must be a string",
+        ),
+        (
+            "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[{\"startTimeUnixNano\":-1}]}]}]}",
+            "the body is not an OTLP JSON export: startTimeUnixNano must be an unsigned 64-bit integer",
+        ),
+        ("{\"resourceSpans\":[", "the body is not valid JSON: syntax error (at byte 17)"),
+    ];
+    for (body, want) in json_cases {
+        let mut b = body.as_bytes().to_vec();
+        let arena = Bump::new();
+        let got = OtlpDecoder::new()
+            .decode_json(crate::ingest::body::PaddedBody::pad(&mut b), &arena)
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(got.to_string(), *want, "{body}");
+    }
+    // Values nested past the limit, in both encodings.
+    let mut v = s("leaf");
+    for _ in 0..MAX_VALUE_DEPTH {
+        v = arr(vec![v]);
+    }
+    let req = export(vec![span(1, 0, "deep", &[("v", v)])]);
+    let arena = Bump::new();
+    let proto = req.encode_to_vec();
+    let err = OtlpDecoder::new()
+        .decode_protobuf(&proto, &arena)
+        .map(|_| ())
+        .unwrap_err();
+    assert!(
+        matches!(err, OtlpError::Protobuf(e) if e.kind == ProtoErrorKind::TooDeep),
+        "{err}"
+    );
+    let mut json = to_json(&req);
+    let err = OtlpDecoder::new()
+        .decode_json(crate::ingest::body::PaddedBody::pad(&mut json), &arena)
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(err, OtlpError::TooDeep);
+    // One level less is fine.
+    let mut v = s("leaf");
+    for _ in 1..MAX_VALUE_DEPTH {
+        v = arr(vec![v]);
+    }
+    decode_both(&export(vec![span(1, 0, "deep", &[("v", v)])]));
+    // A truncated protobuf body.
+    let proto = export(vec![span(1, 0, "x", &[])]).encode_to_vec();
+    let err = OtlpDecoder::new()
+        .decode_protobuf(&proto[..proto.len() - 3], &arena)
+        .map(|_| ())
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("the body is not a valid OTLP protobuf export: a field runs past"),
+        "{err}"
+    );
+}

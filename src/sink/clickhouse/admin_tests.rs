@@ -1,0 +1,117 @@
+//! Keys and organisations against a real ClickHouse: insert, list, revoke and load keys;
+//! put, get and list organisations and count their months.
+
+use super::test_support::*;
+use super::*;
+use crate::row::{RowBatch, RowRef};
+
+#[test]
+fn keys_insert_list_revoke_load() {
+    if skip() {
+        return;
+    }
+    let db = TestDb::new("keys");
+    let store = Store::new(NATIVE_URL, &db.0).unwrap();
+    let rt = rt();
+    rt.block_on(store.migrate()).unwrap();
+    let key = |hash: &str, prefix: &str, org: &str, project: &str, created: u32| KeyRecord {
+        key_hash: hash.repeat(32),
+        display_prefix: prefix.to_string(),
+        org_id: org.to_string(),
+        project_id: project.to_string(),
+        created_at: created,
+        revoked_at: None,
+    };
+    let a = key("0a", "ti_aaaaaaaaa", "org-a", "", 1_700_000_000);
+    let b = key("1b", "ti_bbbbbbbbb", "org-b", "proj-b", 1_700_000_001);
+    let c = key("2c", "ti_o'quote\\", "org-c", "", 1_700_000_002);
+    for k in [&a, &b, &c] {
+        rt.block_on(store.insert_key(k)).unwrap();
+    }
+    assert!(rt
+        .block_on(store.insert_key(&key("zz", "ti_x", "o", "", 0)))
+        .is_err());
+    assert_eq!(
+        rt.block_on(store.list_keys()).unwrap(),
+        vec![a.clone(), b.clone(), c.clone()]
+    );
+
+    assert_eq!(rt.block_on(store.revoke_key("ti_bbbbbbbbb")).unwrap(), 1);
+    assert_eq!(rt.block_on(store.revoke_key("ti_bbbbbbbbb")).unwrap(), 0);
+    assert_eq!(rt.block_on(store.revoke_key("ti_nothing__")).unwrap(), 0);
+    assert_eq!(rt.block_on(store.revoke_key("ti_o'quote\\")).unwrap(), 1);
+
+    let listed = rt.block_on(store.list_keys()).unwrap();
+    assert_eq!(listed.len(), 3);
+    assert_eq!(listed[0], a);
+    assert!(listed[1].revoked_at.is_some() && listed[2].revoked_at.is_some());
+    assert_eq!(
+        rt.block_on(store.load_active_keys()).unwrap(),
+        vec![ActiveKey {
+            hash: [0x0a; 32],
+            org_id: "org-a".into(),
+            project_id: String::new(),
+        }]
+    );
+}
+
+#[test]
+fn orgs_put_get_list_and_monthly_counts() {
+    if skip() {
+        return;
+    }
+    let db = TestDb::new("orgs");
+    let store = Store::new(NATIVE_URL, &db.0).unwrap();
+    let rt = rt();
+    rt.block_on(store.migrate()).unwrap();
+    assert_eq!(rt.block_on(store.get_org("org-a")).unwrap(), None);
+    rt.block_on(store.put_org("org-a", "free")).unwrap();
+    rt.block_on(store.put_org("org-b'q", "pro")).unwrap();
+    let a = rt.block_on(store.get_org("org-a")).unwrap().unwrap();
+    assert_eq!(a.plan, "free");
+    rt.block_on(store.put_org("org-a", "enterprise")).unwrap();
+    let a2 = rt.block_on(store.get_org("org-a")).unwrap().unwrap();
+    assert_eq!(
+        (a2.plan.as_str(), a2.created_at),
+        ("enterprise", a.created_at)
+    );
+    let listed: Vec<(String, String)> = rt
+        .block_on(store.list_orgs())
+        .unwrap()
+        .into_iter()
+        .map(|o| (o.org_id, o.plan))
+        .collect();
+    assert_eq!(
+        listed,
+        vec![
+            ("org-a".to_string(), "enterprise".to_string()),
+            ("org-b'q".to_string(), "pro".to_string())
+        ]
+    );
+
+    // `batch` rows are ingested at 1_700_000_100 (2023-11-14).
+    let mut batches = vec![batch("org-a", "t1", 3, 0), batch("org-b'q", "t2", 2, 0)];
+    let ids = ["s0", "s1", "s2", "s3"];
+    let december: Vec<_> = ids
+        .iter()
+        .map(|id| RowRef {
+            ingested_at: 1_701_388_800, // 2023-12-01 00:00:00
+            ..row("org-a", "t3", id, 0, true)
+        })
+        .collect();
+    batches.push(RowBatch::from_rows(&december));
+    rt.block_on(store.insert_spans(&batches)).unwrap();
+    let november = (1_698_796_800, 1_701_388_800);
+    let mut counts = rt
+        .block_on(store.count_spans_by_org(&["org-a", "org-b'q", "org-c"], november.0, november.1))
+        .unwrap();
+    counts.sort();
+    assert_eq!(
+        counts,
+        vec![("org-a".to_string(), 3), ("org-b'q".to_string(), 2)]
+    );
+    let december = rt
+        .block_on(store.count_spans_by_org(&["org-a"], 1_701_388_800, 1_704_067_200))
+        .unwrap();
+    assert_eq!(december, vec![("org-a".to_string(), 4)]);
+}
