@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::private_clickhouse::PrivateClickHouse;
 use crate::support::*;
@@ -16,22 +16,6 @@ fn server_on(ch: &PrivateClickHouse, env: &[(&str, &str)]) -> Server {
     let mut server = Server::new(&ch.http_addr(), &all);
     server.spawn();
     server
-}
-
-/// One value of `/metrics`.
-fn metric(server: &Server, name: &str) -> f64 {
-    let text = server.metrics_text();
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("no metric {name} in:\n{text}"))
-}
-
-fn wait_until(what: &str, within: Duration, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + within;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// Posts `body` until it is answered `202`, waiting out `503 buffer_full` (it says when to
@@ -76,26 +60,26 @@ fn an_outage_spools_past_the_memory_bound_and_every_span_arrives_once() {
     for i in 0..50 {
         post_until_accepted(&server, &key, &batch(&format!("out{i}"), 2, 10));
         accepted += 20;
-        peak = peak.max(metric(&server, "traceingest_buffered_bytes"));
+        peak = peak.max(server.metric_value("traceingest_buffered_bytes"));
     }
     assert!(peak <= MEMORY, "memory {peak} passed its bound {MEMORY}");
     assert!(
-        metric(&server, "traceingest_spooled_rows_total") > 0.0,
+        server.metric_value("traceingest_spooled_rows_total") > 0.0,
         "the spool took what memory could not"
     );
-    assert!(metric(&server, "traceingest_spool_bytes") > 0.0);
+    assert!(server.metric_value("traceingest_spool_bytes") > 0.0);
     wait_until("failed inserts retried", Duration::from_secs(30), || {
-        metric(&server, "traceingest_flush_retries_total") > 0.0
+        server.metric_value("traceingest_flush_retries_total") > 0.0
     });
 
     ch.start_again();
     server.wait_rows_within(accepted, Duration::from_secs(60));
     assert_eq!(server.raw_count(), accepted, "every span once, even in raw");
     wait_until("an empty spool", Duration::from_secs(10), || {
-        metric(&server, "traceingest_spool_rows") == 0.0 && spool_segments(&server) == 0
+        server.metric_value("traceingest_spool_rows") == 0.0 && spool_segments(&server) == 0
     });
-    assert!(metric(&server, "traceingest_replayed_rows_total") > 0.0);
-    assert_eq!(metric(&server, "traceingest_lost_rows_total"), 0.0);
+    assert!(server.metric_value("traceingest_replayed_rows_total") > 0.0);
+    assert_eq!(server.metric_value("traceingest_lost_rows_total"), 0.0);
 }
 
 #[test]
@@ -295,8 +279,8 @@ fn a_full_spool_answers_503_with_retry_after_and_keeps_what_it_accepted() {
     let ready = server.get("/ready");
     assert_eq!(ready.status, 503, "not ready while full");
     assert_eq!(ready.code(), "buffer_full");
-    assert_eq!(metric(&server, "traceingest_buffer_full"), 1.0);
-    assert!(metric(&server, "traceingest_spool_bytes") > 0.0);
+    assert_eq!(server.metric_value("traceingest_buffer_full"), 1.0);
+    assert!(server.metric_value("traceingest_spool_bytes") > 0.0);
 
     ch.start_again();
     server.wait_rows_within(accepted, Duration::from_secs(60));
@@ -346,7 +330,7 @@ fn a_row_clickhouse_refuses_goes_to_the_dead_letter_file_and_the_rest_is_stored(
         0
     );
     assert_eq!(
-        metric(&server, "traceingest_flush_rejected_rows_total"),
+        server.metric_value("traceingest_flush_rejected_rows_total"),
         1.0
     );
 }

@@ -218,15 +218,8 @@ fn every_capture_is_stored_span_by_span() {
 }
 
 /// Polls `cond` until it holds, for at most 20 s.
-fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !cond() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn wait_for(what: &str, cond: impl FnMut() -> bool) {
+    wait_until(what, Duration::from_secs(20), cond);
 }
 
 /// A one-span export (OTLP/JSON), valid unless `span_id` or the times say otherwise.

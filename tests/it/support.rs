@@ -202,6 +202,12 @@ impl Server {
             .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
     }
 
+    /// `metric`, which must be there: panics with the whole `/metrics` text when it is not.
+    pub fn metric_value(&self, series: &str) -> f64 {
+        self.metric(series)
+            .unwrap_or_else(|| panic!("no metric {series} in:\n{}", self.metrics_text()))
+    }
+
     /// Runs a management command of the same binary against this server's database.
     pub fn cli(&self, args: &[&str]) -> std::process::Output {
         self.command(args).output().expect("run traceingest")
@@ -374,6 +380,15 @@ impl Drop for Server {
 }
 
 /// A raw HTTP/1.1 request to `/ingest`.
+/// Polls `cond` every 50 ms until it holds; panics after `within`.
+pub fn wait_until(what: &str, within: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 pub fn ingest_request(key: &str, body: &[u8]) -> Vec<u8> {
     let mut r = format!(
         "POST /ingest HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nAuthorization: Bearer {key}\r\nContent-Length: {}\r\n\r\n",

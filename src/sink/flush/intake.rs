@@ -11,7 +11,6 @@
 //! interval, not for every batch nor every few milliseconds: each wake-up of a sleeping thread
 //! costs tens of microseconds of CPU on a virtual machine.
 
-use std::cell::Cell;
 use std::sync::atomic::{fence, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::Thread;
@@ -292,22 +291,14 @@ impl State {
             Incoming::Logged(l) => l.rows(),
         };
         self.input.bell.taken(rows);
-        let (mut batch, pos) = match item {
-            Incoming::Batch(b) => (b, None),
+        let entry = match item {
+            Incoming::Batch(b) => Entry::new(b, None),
             Incoming::Logged(l) => {
                 self.spool.logged(l.pos, l.segment_created_ms);
-                (l.batch, Some(l.pos))
+                Entry::new(l.batch, Some(l.pos))
             }
         };
-        let rows = batch.len();
-        let entry = Entry {
-            bytes: batch.heap_bytes() as u64,
-            usage: Cell::new(std::mem::take(&mut batch.usage)),
-            batch,
-            pos,
-            left: Cell::new(rows),
-            keep_record: Cell::new(false),
-        };
+        let rows = entry.batch.len();
         if rows == 0 {
             // Workers never send one (a batch has at least one span); confirm it all the same.
             if let Some(pos) = entry.pos {

@@ -31,6 +31,21 @@ pub(super) struct Entry {
     pub(super) keep_record: Cell<bool>,
 }
 
+impl Entry {
+    /// A batch arriving in the buffer (from a worker, the write-ahead thread or the spool),
+    /// its usage ticket taken out of it.
+    pub(super) fn new(mut batch: RowBatch, pos: Option<RecordPos>) -> Entry {
+        Entry {
+            bytes: batch.heap_bytes() as u64,
+            usage: Cell::new(std::mem::take(&mut batch.usage)),
+            left: Cell::new(batch.len()),
+            batch,
+            pos,
+            keep_record: Cell::new(false),
+        }
+    }
+}
+
 /// Rows of one entry waiting in the buffer.
 pub(super) struct Piece {
     /// Shared by the pieces of a batch being bisected; dropped with its last piece.

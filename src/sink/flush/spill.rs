@@ -1,7 +1,6 @@
 //! Spilling: past the memory room the newest whole batches move to the spool; the spool is
 //! read back oldest first when memory has room; at shutdown everything left goes there.
 
-use std::cell::Cell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
@@ -126,14 +125,7 @@ impl State {
             };
             // A record this process spooled has its ticket in `tickets` until it is confirmed;
             // one from an earlier run has none (its spans are not counted until inserted).
-            let entry = Entry {
-                bytes: r.batch.heap_bytes() as u64,
-                usage: Cell::default(),
-                left: Cell::new(r.batch.len()),
-                batch: r.batch,
-                pos: Some(r.pos),
-                keep_record: Cell::new(false),
-            };
+            let entry = Entry::new(r.batch, Some(r.pos));
             self.cfg.budget.take(entry.batch.len() as u64, entry.bytes);
             // Replayed rows are old: due at once.
             if let Some(entry) = self.hold_for_intent(entry) {

@@ -6,7 +6,6 @@ use super::super::spool::SpoolConfig;
 use super::super::test_dir::TestDir;
 use super::*;
 use crate::row::RowBatch;
-use std::cell::Cell;
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::Ordering;
 
@@ -588,10 +587,8 @@ fn config_debug_hides_the_password() {
     );
 }
 
-#[test]
-fn bisect_splits_across_pieces() {
-    let dir = TestDir::new("flush-bisect");
-    let cfg = config("unused", NATIVE_URL);
+/// A flusher that is not started, on a spool in `dir`: for tests of its queue alone.
+fn offline_flusher(cfg: FlushConfig, dir: &TestDir) -> Flusher {
     let spool = Spool::open(
         SpoolConfig::new(dir.path().join("spool"), 1 << 20),
         Arc::clone(&cfg.stats),
@@ -602,20 +599,17 @@ fn bisect_splits_across_pieces() {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
-    let mut f = Flusher::new(cfg, store, rt, input, spool);
+    Flusher::new(cfg, store, rt, input, spool)
+}
+
+#[test]
+fn bisect_splits_across_pieces() {
+    let dir = TestDir::new("flush-bisect");
+    let cfg = config("unused", NATIVE_URL);
+    let mut f = offline_flusher(cfg, &dir);
     for (trace, n) in [("a", 3), ("b", 4), ("c", 2)] {
         let b = batch("o", trace, n, 0);
-        f.st.push(
-            Entry {
-                bytes: 0,
-                usage: Cell::default(),
-                left: Cell::new(b.len()),
-                batch: b,
-                pos: None,
-                keep_record: Cell::new(false),
-            },
-            Instant::now(),
-        );
+        f.st.push(Entry::new(b, None), Instant::now());
     }
     let st = &mut f.st;
     assert_eq!(st.next_insert(), (3, 9));
@@ -645,34 +639,14 @@ fn a_batch_over_max_rows_is_one_insert_with_its_intent_and_bisected_halves_have_
         max_rows: 4,
         ..config("unused", NATIVE_URL)
     };
-    let spool = Spool::open(
-        SpoolConfig::new(dir.path().join("spool"), 1 << 20),
-        Arc::clone(&cfg.stats),
-    )
-    .unwrap();
-    let (_tx, input) = Input::buffer(&cfg.budget);
-    let store = Store::new(NATIVE_URL, "unused").unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    let mut f = Flusher::new(cfg, store, rt, input, spool);
+    let mut f = offline_flusher(cfg, &dir);
     let st = &mut f.st;
     let mut positions = Vec::new();
     for trace in ["a", "b"] {
         let b = batch("o", trace, 10, 0);
         let pos = st.spool.append(&b, false).unwrap();
         positions.push(format!("{} {}\n", pos.segment, pos.index));
-        st.push(
-            Entry {
-                bytes: 0,
-                usage: Cell::default(),
-                left: Cell::new(b.len()),
-                batch: b,
-                pos: Some(pos),
-                keep_record: Cell::new(false),
-            },
-            Instant::now(),
-        );
+        st.push(Entry::new(b, Some(pos)), Instant::now());
     }
     let intent = dir.path().join("spool").join("insert.intent");
     let written = || std::fs::read_to_string(&intent).ok();

@@ -48,11 +48,7 @@ fn a_key_revoked_through_one_node_is_refused_by_both_replicas_within_a_second() 
     let Some(cluster) = Cluster::get() else {
         return;
     };
-    // Dropped after the servers (declared before them), so none of them sees its tables go.
-    let mut cleanup = DropDb(&cluster, String::new());
-    let a = cluster.server("s1r1", None, &[]);
-    cleanup.1 = a.database.clone();
-    let b = cluster.server("s2r2", Some(&a.database), &[]);
+    let (_cleanup, a, b) = cluster.pair("s1r1", "s2r2", &[]);
     let key = a.ready_key("org-revoke");
     b.ready_key_existing(&key);
     let body = batch("rev", 1, 1);
@@ -85,11 +81,7 @@ fn a_key_at_three_times_its_rate_across_two_replicas_gets_at_most_the_bound() {
         return;
     };
     let limits = limits(&cluster);
-    // Dropped after the servers (declared before them), so none of them sees its tables go.
-    let mut cleanup = DropDb(&cluster, String::new());
-    let a = cluster.server("s1r1", None, &settings(&limits));
-    cleanup.1 = a.database.clone();
-    let b = cluster.server("s2r2", Some(&a.database), &settings(&limits));
+    let (_cleanup, a, b) = cluster.pair("s1r1", "s2r2", &settings(&limits));
     let key = a.ready_key("org-rate");
     b.ready_key_existing(&key);
     // Both replicas lease for the key before the load starts.
@@ -113,8 +105,8 @@ fn a_key_at_three_times_its_rate_across_two_replicas_gets_at_most_the_bound() {
             remaining.is_some_and(|r| r <= hold()),
             "leased before the load: the first answer shows what the replica holds ({remaining:?})"
         );
-        assert_eq!(metric(s, "traceingest_rate_limit_fallback"), 0.0);
-        assert!(metric(s, "traceingest_rate_limit_leased_spans_total") > 0.0);
+        assert_eq!(s.metric_value("traceingest_rate_limit_fallback"), 0.0);
+        assert!(s.metric_value("traceingest_rate_limit_leased_spans_total") > 0.0);
     }
 }
 
@@ -127,10 +119,7 @@ fn a_key_not_leased_in_advance_gets_at_most_the_bound_with_the_local_term() {
         return;
     };
     let limits = limits(&cluster);
-    let mut cleanup = DropDb(&cluster, String::new());
-    let a = cluster.server("s1r1", None, &settings(&limits));
-    cleanup.1 = a.database.clone();
-    let b = cluster.server("s2r2", Some(&a.database), &settings(&limits));
+    let (_cleanup, a, b) = cluster.pair("s1r1", "s2r2", &settings(&limits));
     let key = a.create_key("org-cold");
     // The key's row on the node b reads keys from, so that b's first request finds it.
     wait_until("the key replicated", Duration::from_secs(10), || {
@@ -167,7 +156,7 @@ fn a_key_not_leased_in_advance_gets_at_most_the_bound_with_the_local_term() {
         sent.first_remaining
     );
     for s in [&a, &b] {
-        assert!(metric(s, "traceingest_rate_limit_leased_spans_total") > 0.0);
+        assert!(s.metric_value("traceingest_rate_limit_leased_spans_total") > 0.0);
     }
 }
 
@@ -179,10 +168,7 @@ fn with_redis_down_each_replica_still_enforces_the_limit_on_its_own() {
         return;
     };
     let limits = limits(&cluster);
-    let mut cleanup = DropDb(&cluster, String::new());
-    let a = cluster.server("s1r1", None, &settings(&limits));
-    cleanup.1 = a.database.clone();
-    let b = cluster.server("s2r2", Some(&a.database), &settings(&limits));
+    let (_cleanup, a, b) = cluster.pair("s1r1", "s2r2", &settings(&limits));
     let key = a.ready_key("org-redis-down");
     b.ready_key_existing(&key);
     let warning = "Redis unreachable";
@@ -193,7 +179,7 @@ fn with_redis_down_each_replica_still_enforces_the_limit_on_its_own() {
     wait_until("the fallback on both", Duration::from_secs(5), || {
         [&a, &b]
             .iter()
-            .all(|s| metric(s, "traceingest_rate_limit_fallback") == 1.0)
+            .all(|s| s.metric_value("traceingest_rate_limit_fallback") == 1.0)
     });
     let sent = paced(&[&a, &b], &key, "down", 3 * R, 4);
     let took = sent.took.as_secs_f64();
@@ -208,9 +194,9 @@ fn with_redis_down_each_replica_still_enforces_the_limit_on_its_own() {
     for (s, &accepted) in [&a, &b].into_iter().zip(&sent.accepted) {
         assert!(accepted <= alone, "{accepted} > {alone}");
         assert!(accepted >= R * 3, "{accepted}");
-        assert_eq!(metric(s, "traceingest_rate_limit_fallback"), 1.0);
+        assert_eq!(s.metric_value("traceingest_rate_limit_fallback"), 1.0);
         // The rounds kept failing (one a second), the warning came once.
-        assert!(metric(s, "traceingest_rate_limit_redis_errors_total") >= 2.0);
+        assert!(s.metric_value("traceingest_rate_limit_redis_errors_total") >= 2.0);
         assert_eq!(log_lines(s, warning), 1, "{}", s.log());
     }
     // Not one fleet bucket any more: together they let more through than one would.
@@ -219,7 +205,7 @@ fn with_redis_down_each_replica_still_enforces_the_limit_on_its_own() {
     wait_until("fleet mode again", Duration::from_secs(10), || {
         [&a, &b]
             .iter()
-            .all(|s| metric(s, "traceingest_rate_limit_fallback") == 0.0)
+            .all(|s| s.metric_value("traceingest_rate_limit_fallback") == 0.0)
     });
     for s in [&a, &b] {
         assert_eq!(log_lines(s, warning), 1);
@@ -249,10 +235,7 @@ fn a_quota_over_the_cluster_holds_within_the_fleet_overshoot() {
         ("INGEST_QUOTA_SYNC_MS", "500"),
         ("INGEST_FLUSH_INTERVAL_MS", "100"),
     ];
-    let mut cleanup = DropDb(&cluster, String::new());
-    let a = cluster.server("s1r1", None, &env);
-    cleanup.1 = a.database.clone();
-    let b = cluster.server("s2r2", Some(&a.database), &env);
+    let (_cleanup, a, b) = cluster.pair("s1r1", "s2r2", &env);
     let out = a.cli(&["orgs", "create", "org-quota", "--plan", "tiny"]);
     assert!(
         out.status.success(),

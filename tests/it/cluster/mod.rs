@@ -202,6 +202,33 @@ impl Cluster {
 
     /// A server in cluster mode reading keys from `first`, on `database` if given (a second
     /// replica of the same service), with extra settings.
+    /// Rows in `db`'s `spans_local` on `node` that the sharding key puts on another shard.
+    fn rows_of_other_shards(&self, node: &Node, db: &str) -> u64 {
+        self.count_at(
+            &node.name,
+            &format!(
+                "SELECT count() FROM `{db}`.spans_local WHERE sipHash64(trace_id) % 2 != {}",
+                node.shard - 1
+            ),
+        )
+    }
+
+    /// Two ingest servers, on nodes `first` and `second`, sharing one new database, with
+    /// `extra` settings; and the guard that drops that database. Bound first in a `let`
+    /// pattern, the guard is dropped after the servers, so neither sees its tables go.
+    fn pair(
+        &self,
+        first: &str,
+        second: &str,
+        extra: &[(&str, &str)],
+    ) -> (DropDb<'_>, Server, Server) {
+        let a = self.server(first, None, extra);
+        // Set before `b` starts, so a failed start still drops the database.
+        let guard = DropDb(self, a.database.clone());
+        let b = self.server(second, Some(&a.database), extra);
+        (guard, a, b)
+    }
+
     fn server(&self, first: &str, database: Option<&str>, extra: &[(&str, &str)]) -> Server {
         let env = self.env(first);
         let mut all: Vec<(&str, &str)> =
@@ -281,22 +308,6 @@ impl Drop for DropDb<'_> {
     }
 }
 
-fn metric(server: &Server, name: &str) -> f64 {
-    let r = server.get_admin("/metrics");
-    let text = String::from_utf8(r.body).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("no metric {name} in:\n{text}"))
-}
-
-fn wait_until(what: &str, within: Duration, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + within;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// The server's rows: (with FINAL, without).
 fn counts(server: &Server) -> (u64, u64) {
     (server.count(), server.raw_count())
@@ -333,13 +344,7 @@ fn check_stored_once(cluster: &Cluster, server: &Server, total: u64) {
         },
     );
     for n in &cluster.nodes {
-        let wrong = cluster.count_at(
-            &n.name,
-            &format!(
-                "SELECT count() FROM `{db}`.spans_local WHERE sipHash64(trace_id) % 2 != {}",
-                n.shard - 1
-            ),
-        );
+        let wrong = cluster.rows_of_other_shards(n, db);
         assert_eq!(wrong, 0, "{}: rows of the other shard", n.name);
         assert_eq!(
             local(&n.name, "FINAL"),

@@ -10,11 +10,7 @@ fn two_replicas_share_the_load_and_every_span_is_stored_once() {
     let Some(cluster) = Cluster::get() else {
         return;
     };
-    // Dropped after the servers (declared before them), so none of them sees its tables go.
-    let mut cleanup = DropDb(&cluster, String::new());
-    let a = cluster.server("s1r1", None, &[]);
-    cleanup.1 = a.database.clone();
-    let b = cluster.server("s2r2", Some(&a.database), &[]);
+    let (_cleanup, a, b) = cluster.pair("s1r1", "s2r2", &[]);
     let key = a.ready_key("org-fleet");
     b.ready_key_existing(&key);
     let started = Instant::now();
@@ -36,7 +32,7 @@ fn two_replicas_share_the_load_and_every_span_is_stored_once() {
     let cpu = cluster.cpu_s() - cpu_before;
     for s in [&a, &b] {
         assert!(
-            metric(s, "traceingest_flush_rows_total") > 0.0,
+            s.metric_value("traceingest_flush_rows_total") > 0.0,
             "both replicas insert"
         );
     }
@@ -54,11 +50,7 @@ fn a_replica_killed_during_load_loses_and_duplicates_nothing() {
     let Some(cluster) = Cluster::get() else {
         return;
     };
-    // Dropped after the servers (declared before them), so none of them sees its tables go.
-    let mut cleanup = DropDb(&cluster, String::new());
-    let a = cluster.server("s1r1", None, &[]);
-    cleanup.1 = a.database.clone();
-    let b = cluster.server("s2r1", Some(&a.database), &[]);
+    let (_cleanup, a, b) = cluster.pair("s1r1", "s2r1", &[]);
     let key = a.ready_key("org-kill");
     b.ready_key_existing(&key);
     let (stop, accepted) = (AtomicBool::new(false), AtomicU64::new(0));
@@ -284,10 +276,10 @@ fn a_whole_shard_down_spools_then_refuses_and_everything_arrives_when_it_returns
     };
     assert!(refusal.header("retry-after").is_some());
     // Nothing flows while the shard is down: what the metrics say now is what the refusal met.
-    let spool_bytes = metric(&a, "traceingest_spool_bytes");
-    let memory_bytes = metric(&a, "traceingest_buffered_bytes");
+    let spool_bytes = a.metric_value("traceingest_spool_bytes");
+    let memory_bytes = a.metric_value("traceingest_buffered_bytes");
     assert_eq!(
-        metric(&a, "traceingest_buffer_full"),
+        a.metric_value("traceingest_buffer_full"),
         1.0,
         "503 while the spool had room: {spool_bytes} of {SPOOL} spool bytes, \
          {memory_bytes} of {MEMORY} memory bytes"
@@ -301,7 +293,7 @@ fn a_whole_shard_down_spools_then_refuses_and_everything_arrives_when_it_returns
         memory_bytes > 0.9 * MEMORY as f64,
         "memory is full: {memory_bytes} of {MEMORY} bytes"
     );
-    assert!(metric(&a, "traceingest_spooled_rows_total") > 0.0);
+    assert!(a.metric_value("traceingest_spooled_rows_total") > 0.0);
     let ready = a.get_admin("/ready");
     assert_eq!(
         (ready.status, ready.code().as_str()),
@@ -352,7 +344,7 @@ fn a_stop_during_an_unfinished_insert(durability: &str, kill: bool) {
         accepted += 10;
     }
     wait_until("a failed insert", Duration::from_secs(10), || {
-        metric(&a, "traceingest_flush_errors_total") > 0.0
+        a.metric_value("traceingest_flush_errors_total") > 0.0
     });
     let shard1 = |c: &Cluster| {
         c.count_at(
@@ -464,15 +456,18 @@ fn reprice_through_the_distributed_table_corrects_every_shard() {
     // 1000 x 1e-6 + 100 x 10e-6.
     assert_eq!(priced_at("0.0020000000"), 16);
 
-    let out = server.cli(&[
-        "reprice",
-        "--from",
-        "2026-07-30",
-        "--to",
-        "2026-07-31",
-        "--file",
-        new.to_str().unwrap(),
-    ]);
+    let reprice = || {
+        server.cli(&[
+            "reprice",
+            "--from",
+            "2026-07-30",
+            "--to",
+            "2026-07-31",
+            "--file",
+            new.to_str().unwrap(),
+        ])
+    };
+    let out = reprice();
     let summary = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -500,24 +495,10 @@ fn reprice_through_the_distributed_table_corrects_every_shard() {
     assert_eq!(priced_at("0.0040000000"), 16);
     assert_eq!(server.count(), 16, "one row per span after FINAL");
     for n in &cluster.nodes {
-        let wrong = cluster.count_at(
-            &n.name,
-            &format!(
-                "SELECT count() FROM `{db}`.spans_local WHERE sipHash64(trace_id) % 2 != {}",
-                n.shard - 1
-            ),
-        );
+        let wrong = cluster.rows_of_other_shards(n, db);
         assert_eq!(wrong, 0, "{}: a corrected row on the wrong shard", n.name);
     }
-    let again = server.cli(&[
-        "reprice",
-        "--from",
-        "2026-07-30",
-        "--to",
-        "2026-07-31",
-        "--file",
-        new.to_str().unwrap(),
-    ]);
+    let again = reprice();
     let again = String::from_utf8_lossy(&again.stdout);
     assert!(again.contains("0 corrected rows written"), "{again}");
     // A command that forgets INGEST_CLICKHOUSE_CLUSTER is refused before it changes anything.
