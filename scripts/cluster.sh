@@ -197,6 +197,13 @@ start_node() {
     if ch_answers "$http"; then return; fi
   fi
   write_node_config "$@"
+  # A node killed with kill -9 may have written a part that never reached ZooKeeper (its insert
+  # was not acknowledged, so its client retries it); 18.16 then refuses to attach a small table
+  # whose only part that is ("... rows in filesystem are suspicious"). The flag is ClickHouse's
+  # own recovery: such parts go to detached/ and the replica syncs from ZooKeeper. It is
+  # removed once used.
+  $SUDO mkdir -p "$d/data/flags"
+  $SUDO touch "$d/data/flags/force_restore_data"
   $SUDO chown -R clickhouse: "$d"
   $SUDO rm -f "$d/ch.pid"
   $SUDO runuser -u clickhouse -- "$SERVER_BIN" --config-file="$d/config.xml" --daemon \
