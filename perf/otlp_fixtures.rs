@@ -38,19 +38,64 @@ impl Rng {
 }
 
 const WORDS: &[&str] = &[
-    "the", "model", "returned", "a", "summary", "of", "quarterly", "revenue", "café", "naïve",
-    "données", "東京", "数据", "🚀", "tool", "call", "weather", "Berlin", "JSON", "function",
-    "arguments", "assistant", "user", "context", "window", "tokens", "and", "is", "to", "in",
-    "please", "answer", "customer", "order", "refund", "Straße", "Привет", "→", "€", "\"quoted\"",
-    "line\nbreak", "C:\\temp",
+    "the",
+    "model",
+    "returned",
+    "a",
+    "summary",
+    "of",
+    "quarterly",
+    "revenue",
+    "café",
+    "naïve",
+    "données",
+    "東京",
+    "数据",
+    "🚀",
+    "tool",
+    "call",
+    "weather",
+    "Berlin",
+    "JSON",
+    "function",
+    "arguments",
+    "assistant",
+    "user",
+    "context",
+    "window",
+    "tokens",
+    "and",
+    "is",
+    "to",
+    "in",
+    "please",
+    "answer",
+    "customer",
+    "order",
+    "refund",
+    "Straße",
+    "Привет",
+    "→",
+    "€",
+    "\"quoted\"",
+    "line\nbreak",
+    "C:\\temp",
 ];
 
 const MODELS: &[(&str, &str, &str)] = &[
     ("openai", "gpt-4o", "gpt-4o-2024-08-06"),
     ("openai", "gpt-4o-mini", "gpt-4o-mini-2024-07-18"),
-    ("anthropic", "claude-sonnet-4-5", "claude-sonnet-4-5-20250929"),
+    (
+        "anthropic",
+        "claude-sonnet-4-5",
+        "claude-sonnet-4-5-20250929",
+    ),
     ("gcp.gemini", "gemini-2.5-pro", "gemini-2.5-pro"),
-    ("aws.bedrock", "anthropic.claude-3-5-haiku-20241022-v1:0", "anthropic.claude-3-5-haiku-20241022-v1:0"),
+    (
+        "aws.bedrock",
+        "anthropic.claude-3-5-haiku-20241022-v1:0",
+        "anthropic.claude-3-5-haiku-20241022-v1:0",
+    ),
     ("x_ai", "grok-4", "grok-4-0709"),
 ];
 
@@ -143,23 +188,40 @@ pub fn spans(seed: u64, n: usize) -> Vec<GenSpan> {
                 root = span_id;
                 s.name = "invoke_agent support-agent".into();
                 s.span_type = "agent";
-                s.attrs.push(("gen_ai.operation.name", Val::S("invoke_agent".into()), true));
-                s.attrs.push(("gen_ai.agent.name", Val::S("support-agent".into()), true));
-                s.attrs.push(("gen_ai.conversation.id", Val::S(format!("conv-{:08x}", rng.next() as u32)), true));
+                s.attrs
+                    .push(("gen_ai.operation.name", Val::S("invoke_agent".into()), true));
+                s.attrs
+                    .push(("gen_ai.agent.name", Val::S("support-agent".into()), true));
+                s.attrs.push((
+                    "gen_ai.conversation.id",
+                    Val::S(format!("conv-{:08x}", rng.next() as u32)),
+                    true,
+                ));
             }
             p if p % 4 == 3 => {
                 let tool = rng.pick(&["get_weather", "lookup_order", "search_docs"]);
                 s.name = format!("execute_tool {tool}");
                 s.span_type = "tool";
-                let args = format!("{{\"query\": \"{}\"}}", text(&mut rng, 40).replace(['"', '\\', '\n'], " "));
+                let args = format!(
+                    "{{\"query\": \"{}\"}}",
+                    text(&mut rng, 40).replace(['"', '\\', '\n'], " ")
+                );
                 let result = text(&mut rng, 200);
                 s.input = Some(args.clone());
                 s.output = Some(result.clone());
-                s.attrs.push(("gen_ai.operation.name", Val::S("execute_tool".into()), true));
-                s.attrs.push(("gen_ai.tool.name", Val::S(tool.into()), false));
-                s.attrs.push(("gen_ai.tool.call.id", Val::S(format!("call_{:016x}", rng.next())), false));
-                s.attrs.push(("gen_ai.tool.call.arguments", Val::S(args), true));
-                s.attrs.push(("gen_ai.tool.call.result", Val::S(result), true));
+                s.attrs
+                    .push(("gen_ai.operation.name", Val::S("execute_tool".into()), true));
+                s.attrs
+                    .push(("gen_ai.tool.name", Val::S(tool.into()), false));
+                s.attrs.push((
+                    "gen_ai.tool.call.id",
+                    Val::S(format!("call_{:016x}", rng.next())),
+                    false,
+                ));
+                s.attrs
+                    .push(("gen_ai.tool.call.arguments", Val::S(args), true));
+                s.attrs
+                    .push(("gen_ai.tool.call.result", Val::S(result), true));
             }
             9 => {
                 s.name = "embeddings text-embedding-3-small".into();
@@ -169,10 +231,17 @@ pub fn spans(seed: u64, n: usize) -> Vec<GenSpan> {
                 s.model = Some("text-embedding-3-small");
                 let tokens = 8 + rng.below(500);
                 s.usage = Some([tokens, 0, 0, 0]);
-                s.attrs.push(("gen_ai.operation.name", Val::S("embeddings".into()), true));
-                s.attrs.push(("gen_ai.provider.name", Val::S("openai".into()), true));
-                s.attrs.push(("gen_ai.request.model", Val::S("text-embedding-3-small".into()), true));
-                s.attrs.push(("gen_ai.usage.input_tokens", Val::I(tokens as i64), true));
+                s.attrs
+                    .push(("gen_ai.operation.name", Val::S("embeddings".into()), true));
+                s.attrs
+                    .push(("gen_ai.provider.name", Val::S("openai".into()), true));
+                s.attrs.push((
+                    "gen_ai.request.model",
+                    Val::S("text-embedding-3-small".into()),
+                    true,
+                ));
+                s.attrs
+                    .push(("gen_ai.usage.input_tokens", Val::I(tokens as i64), true));
             }
             _ => {
                 let (provider, request, response) = MODELS[rng.below(MODELS.len() as u64) as usize];
@@ -186,25 +255,55 @@ pub fn spans(seed: u64, n: usize) -> Vec<GenSpan> {
                 let output = 10 + rng.below(2000);
                 let reasoning = rng.below(output / 4 + 1);
                 s.usage = Some([input, output, cached, reasoning]);
-                let prompt = format!("[{{\"role\":\"user\",\"parts\":[{{\"type\":\"text\",\"content\":{:?}}}]}}]", text(&mut rng, 700));
+                let prompt = format!(
+                    "[{{\"role\":\"user\",\"parts\":[{{\"type\":\"text\",\"content\":{:?}}}]}}]",
+                    text(&mut rng, 700)
+                );
                 let answer = format!("[{{\"role\":\"assistant\",\"parts\":[{{\"type\":\"text\",\"content\":{:?}}}]}}]", text(&mut rng, 350));
                 s.input = Some(prompt.clone());
                 s.output = Some(answer.clone());
-                s.attrs.push(("gen_ai.operation.name", Val::S("chat".into()), true));
-                s.attrs.push(("gen_ai.provider.name", Val::S(provider.into()), true));
-                s.attrs.push(("gen_ai.request.model", Val::S(request.into()), true));
-                s.attrs.push(("gen_ai.response.model", Val::S(response.into()), true));
-                s.attrs.push(("gen_ai.request.temperature", Val::D(0.2), false));
-                s.attrs.push(("gen_ai.request.max_tokens", Val::I(4096), false));
-                s.attrs.push(("gen_ai.response.id", Val::S(format!("chatcmpl-{:016x}", rng.next())), false));
-                s.attrs.push(("gen_ai.response.finish_reasons", Val::S("stop".into()), false));
-                s.attrs.push(("gen_ai.usage.input_tokens", Val::I(input as i64), true));
-                s.attrs.push(("gen_ai.usage.output_tokens", Val::I(output as i64), true));
-                s.attrs.push(("gen_ai.usage.cache_read.input_tokens", Val::I(cached as i64), true));
-                s.attrs.push(("gen_ai.usage.reasoning.output_tokens", Val::I(reasoning as i64), true));
-                s.attrs.push(("gen_ai.input.messages", Val::S(prompt), true));
-                s.attrs.push(("gen_ai.output.messages", Val::S(answer), true));
-                s.attrs.push(("server.address", Val::S("api.example.com".into()), false));
+                s.attrs
+                    .push(("gen_ai.operation.name", Val::S("chat".into()), true));
+                s.attrs
+                    .push(("gen_ai.provider.name", Val::S(provider.into()), true));
+                s.attrs
+                    .push(("gen_ai.request.model", Val::S(request.into()), true));
+                s.attrs
+                    .push(("gen_ai.response.model", Val::S(response.into()), true));
+                s.attrs
+                    .push(("gen_ai.request.temperature", Val::D(0.2), false));
+                s.attrs
+                    .push(("gen_ai.request.max_tokens", Val::I(4096), false));
+                s.attrs.push((
+                    "gen_ai.response.id",
+                    Val::S(format!("chatcmpl-{:016x}", rng.next())),
+                    false,
+                ));
+                s.attrs.push((
+                    "gen_ai.response.finish_reasons",
+                    Val::S("stop".into()),
+                    false,
+                ));
+                s.attrs
+                    .push(("gen_ai.usage.input_tokens", Val::I(input as i64), true));
+                s.attrs
+                    .push(("gen_ai.usage.output_tokens", Val::I(output as i64), true));
+                s.attrs.push((
+                    "gen_ai.usage.cache_read.input_tokens",
+                    Val::I(cached as i64),
+                    true,
+                ));
+                s.attrs.push((
+                    "gen_ai.usage.reasoning.output_tokens",
+                    Val::I(reasoning as i64),
+                    true,
+                ));
+                s.attrs
+                    .push(("gen_ai.input.messages", Val::S(prompt), true));
+                s.attrs
+                    .push(("gen_ai.output.messages", Val::S(answer), true));
+                s.attrs
+                    .push(("server.address", Val::S("api.example.com".into()), false));
                 if rng.below(20) == 0 {
                     s.error = Some("429 Too Many Requests: \"rate limit\" reached".into());
                 }
@@ -302,7 +401,11 @@ pub fn v1_json(spans: &[GenSpan]) -> Vec<u8> {
         if ti > 0 {
             s.push(',');
         }
-        let _ = write!(s, "{{\"traceId\":\"{}\",\"traceName\":", hex(&trace[0].trace_id));
+        let _ = write!(
+            s,
+            "{{\"traceId\":\"{}\",\"traceName\":",
+            hex(&trace[0].trace_id)
+        );
         json_str(&mut s, &trace[0].name);
         s.push_str(",\"agentName\":\"support-agent\",\"spans\":[");
         for (i, sp) in trace.iter().enumerate() {
@@ -316,7 +419,12 @@ pub fn v1_json(spans: &[GenSpan]) -> Vec<u8> {
                 sp.span_type
             );
             json_str(&mut s, &sp.name);
-            let _ = write!(s, ",\"startTime\":{},\"endTime\":{}", sp.start_ns / 1_000_000, sp.end_ns / 1_000_000);
+            let _ = write!(
+                s,
+                ",\"startTime\":{},\"endTime\":{}",
+                sp.start_ns / 1_000_000,
+                sp.end_ns / 1_000_000
+            );
             if let Some(p) = sp.parent {
                 let _ = write!(s, ",\"parentSpanId\":\"{}\"", hex(&p));
             }
@@ -393,10 +501,11 @@ pub fn trace_id_offsets(body: &[u8], spans: &[GenSpan]) -> Vec<(usize, u32)> {
     for s in spans {
         let mut needle = vec![0x0a, 16];
         needle.extend_from_slice(&s.trace_id);
-        let at = from + body[from..]
-            .windows(needle.len())
-            .position(|w| w == needle)
-            .expect("every span's trace id is in its protobuf");
+        let at = from
+            + body[from..]
+                .windows(needle.len())
+                .position(|w| w == needle)
+                .expect("every span's trace id is in its protobuf");
         if last.is_some_and(|l| l != s.trace_id) {
             trace += 1;
         }

@@ -3,6 +3,10 @@
 //!
 //! `cargo run --release --example profile -- <small|typical|large> <whole|decode|simd|flush> [N]`
 //!
+//! Fixtures `otlp` (the 512-span export of `perf/otlp_fixtures.rs` as protobuf, through
+//! `Pipeline::ingest_otlp`) and `otlp-v1` (the same spans as v1 JSON) take `whole` and
+//! `decode`: the two front ends' instructions per byte on the same spans (issue 15).
+//!
 //! `flush` is the flush thread's side: one `Store::insert_spans` of ten requests' rows into
 //! ClickHouse (database `perf_profile`, which `perf/profile.sh` drops afterwards).
 //!
@@ -14,6 +18,8 @@
 
 #[path = "fixtures.rs"]
 mod fixtures;
+#[path = "otlp_fixtures.rs"]
+mod otlp_fixtures;
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -24,8 +30,9 @@ use traceingest::auth::Principal;
 use traceingest::http::response::LimitHeaders;
 use traceingest::ingest::body::{PaddedBody, BODY_PADDING};
 use traceingest::ingest::compress::Encoding;
+use traceingest::ingest::otlp::OtlpDecoder;
 use traceingest::ingest::v1::Decoder;
-use traceingest::ingest::Pipeline;
+use traceingest::ingest::{OtlpFormat, Pipeline};
 use traceingest::row::RowBatch;
 use traceingest::server::Shared;
 use traceingest::sink::{Handed, Handoff, Store};
@@ -52,6 +59,9 @@ struct FlushState {
 
 struct State {
     stage: Stage,
+    /// The body is an OTLP protobuf export, not v1 JSON.
+    otlp: bool,
+    otlp_decoder: OtlpDecoder,
     pipeline: Pipeline,
     principal: Principal,
     decoder: Decoder,
@@ -66,6 +76,32 @@ struct State {
 #[inline(never)]
 fn iteration(s: &mut State, buf: &mut [u8], len: usize) -> usize {
     match s.stage {
+        Stage::Whole if s.otlp => {
+            let mut limits = LimitHeaders::default();
+            let (handed, _) = s
+                .pipeline
+                .ingest_otlp(
+                    &s.principal,
+                    PaddedBody::new(buf, len),
+                    OtlpFormat::Protobuf,
+                    Encoding::Identity,
+                    usize::MAX,
+                    &mut limits,
+                )
+                .expect("accepted");
+            match handed.expect("spans handed over") {
+                Handed::Buffered { spans } => spans,
+                Handed::Logging { spans, .. } => spans,
+            }
+        }
+        Stage::Decode if s.otlp => {
+            s.arena.reset();
+            let d = s
+                .otlp_decoder
+                .decode_protobuf(&buf[..len], &s.arena)
+                .expect("valid export");
+            d.batch.span_count
+        }
         Stage::Whole => {
             let mut limits = LimitHeaders::default();
             match s
@@ -111,11 +147,16 @@ fn main() {
     // The server's malloc settings, so the stages are measured as they run there.
     traceingest::server::keep_freed_memory();
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: profile <small|typical|large> <whole|decode|simd> [iterations]";
-    let body = match args.first().map(String::as_str) {
+    let usage =
+        "usage: profile <small|typical|large|otlp|otlp-v1> <whole|decode|simd|flush> [iterations]";
+    let fixture = args.first().map(String::as_str);
+    let otlp = fixture == Some("otlp");
+    let body = match fixture {
         Some("small") => fixtures::small(),
         Some("typical") => fixtures::typical(),
         Some("large") => fixtures::large(),
+        Some("otlp") => otlp_fixtures::export_512().0,
+        Some("otlp-v1") => otlp_fixtures::export_512().1,
         _ => panic!("{usage}"),
     };
     let stage = match args.get(1).map(String::as_str) {
@@ -125,12 +166,18 @@ fn main() {
         Some("flush") => Stage::Flush,
         _ => panic!("{usage}"),
     };
+    assert!(
+        !otlp || matches!(stage, Stage::Whole | Stage::Decode),
+        "the otlp fixture takes whole or decode"
+    );
     let n: usize = args.get(2).map_or(10, |s| s.parse().expect("iterations"));
 
     let shared = Arc::new(Shared::for_bench());
     let (sender, receiver) = crossbeam_channel::unbounded::<RowBatch>();
     let mut state = State {
         stage,
+        otlp,
+        otlp_decoder: OtlpDecoder::new(),
         pipeline: Pipeline::new(
             shared.pipeline_parts(Handoff::buffer(shared.budget.clone(), sender)),
         ),

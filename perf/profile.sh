@@ -4,6 +4,7 @@
 # functions of the whole path. Exact and repeatable, so it works on a busy machine.
 #
 #   perf/profile.sh [small|typical|large] [iterations]
+#   perf/profile.sh otlp [iterations]   the OTLP export against its v1 twin, per byte
 #
 # Output: perf/out/callgrind.<fixture>.<stage>.out (open with callgrind_annotate or kcachegrind).
 set -euo pipefail
@@ -14,6 +15,28 @@ command -v valgrind >/dev/null || { echo "valgrind is needed (apt-get install va
 cargo build --release --example profile --quiet
 mkdir -p perf/out
 BIN=target/release/examples/profile
+if [ "$FIXTURE" = otlp ]; then
+  # Issue 15: the OTLP front end against v1 on the same 512 spans, in instructions per byte of
+  # the body each parses (protobuf, or the v1 JSON twin), decode alone and the whole path.
+  for F in otlp otlp-v1; do
+    for STAGE in decode whole; do
+      OUT="perf/out/callgrind.$F.$STAGE.out"
+      LOG=$(valgrind --tool=callgrind --callgrind-out-file="$OUT" --collect-atstart=no \
+        --toggle-collect='*profile*iteration*' "$BIN" "$F" "$STAGE" "$N" 2>&1 || true)
+      BYTES=$(sed -n 's/.* iterations of \([0-9]*\) bytes.*/\1/p' <<<"$LOG")
+      IR=$(callgrind_annotate "$OUT" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",","",$1); print $1}')
+      echo "$F $STAGE: $IR instructions for $N iterations of $BYTES bytes ($((IR / N)) per request, $(awk -v i="$IR" -v n="$N" -v b="$BYTES" 'BEGIN {printf "%.1f", i / n / b}') per byte)"
+      declare "IR_${F//-/_}_$STAGE=$((IR / N / BYTES * 1000 + (IR / N % BYTES) * 1000 / BYTES))"
+    done
+  done
+  echo "otlp whole path per byte at $(awk -v o="$IR_otlp_whole" -v v="$IR_otlp_v1_whole" 'BEGIN {printf "%.1f", 100 * o / v}')% of v1's on the same spans (instructions)"
+  echo
+  echo "Top functions of the OTLP whole path (self cost; file:function):"
+  callgrind_annotate --threshold=95 perf/out/callgrind.otlp.whole.out 2>/dev/null \
+    | sed -n '/file:function/,/^$/p' | sed -E 's#  [^ ]*/([^/ ]+:)#  \1#; s# \[[^]]*\]$##' \
+    | head -26 || true
+  exit 0
+fi
 for STAGE in simd decode whole; do
   OUT="perf/out/callgrind.$FIXTURE.$STAGE.out"
   valgrind --tool=callgrind --callgrind-out-file="$OUT" --collect-atstart=no \

@@ -175,33 +175,55 @@ const TABLE: &[(&str, Key)] = {
     ]
 };
 
-/// `TABLE` grouped by key length: the index in `TABLE` of each entry of a length, so a lookup
-/// compares a key with the few names of its length only. Built once, at first use.
-struct ByLength {
-    /// `(start, end)` into `order` per length.
-    ranges: [(u16, u16); MAX_KEY + 1],
-    /// Indexes into `TABLE`, sorted by the name's length.
-    order: Vec<u16>,
+/// `TABLE` as an open-addressing hash table: a key is found with one hash of its length and
+/// its first and last eight bytes, and (nearly always) one comparison. Built once, at first use.
+struct Index {
+    /// Per slot: 1 + the index in `TABLE` of the name there, or 0 for an empty slot.
+    slots: [u8; SLOTS],
 }
+
+/// Slots of `Index`: a power of two, at least twice `TABLE`'s length (`index` asserts it), so
+/// a probe that misses meets an empty slot soon.
+const SLOTS: usize = 512;
 
 /// The longest name in `TABLE`; longer keys are never mapped (but may be message parts).
 const MAX_KEY: usize = 48;
 
-fn by_length() -> &'static ByLength {
-    static INDEX: std::sync::OnceLock<ByLength> = std::sync::OnceLock::new();
+/// The hash of a key: its length and its first and last (up to) eight bytes, mixed.
+#[inline]
+fn hash(key: &[u8]) -> usize {
+    let n = key.len();
+    let word = |b: &[u8]| {
+        let mut w = [0u8; 8];
+        w[..b.len()].copy_from_slice(b);
+        u64::from_le_bytes(w)
+    };
+    let (first, last) = if n >= 8 {
+        (word(&key[..8]), word(&key[n - 8..]))
+    } else {
+        (word(key), 0)
+    };
+    let h = (first ^ last.rotate_left(29) ^ n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (h >> (64 - SLOTS.trailing_zeros())) as usize
+}
+
+fn index() -> &'static Index {
+    static INDEX: std::sync::OnceLock<Index> = std::sync::OnceLock::new();
     INDEX.get_or_init(|| {
-        let mut order: Vec<u16> = (0..TABLE.len() as u16).collect();
-        order.sort_by_key(|&i| TABLE[usize::from(i)].0.len());
-        let mut ranges = [(0u16, 0u16); MAX_KEY + 1];
-        for (at, &i) in order.iter().enumerate() {
-            let len = TABLE[usize::from(i)].0.len();
-            assert!(len <= MAX_KEY, "a name longer than MAX_KEY");
-            if ranges[len] == (0, 0) {
-                ranges[len].0 = at as u16;
+        assert!(
+            TABLE.len() * 2 <= SLOTS && TABLE.len() < 255,
+            "Index too small for TABLE"
+        );
+        let mut slots = [0u8; SLOTS];
+        for (i, (name, _)) in TABLE.iter().enumerate() {
+            assert!(name.len() <= MAX_KEY, "a name longer than MAX_KEY");
+            let mut at = hash(name.as_bytes()) & (SLOTS - 1);
+            while slots[at] != 0 {
+                at = (at + 1) & (SLOTS - 1);
             }
-            ranges[len].1 = at as u16 + 1;
+            slots[at] = i as u8 + 1;
         }
-        ByLength { ranges, order }
+        Index { slots }
     })
 }
 
@@ -209,13 +231,14 @@ fn by_length() -> &'static ByLength {
 #[inline]
 pub fn classify(key: &str) -> Key {
     if key.len() <= MAX_KEY {
-        let index = by_length();
-        let (start, end) = index.ranges[key.len()];
-        for &i in &index.order[usize::from(start)..usize::from(end)] {
-            let (name, meaning) = TABLE[usize::from(i)];
-            if name == key {
+        let index = index();
+        let mut at = hash(key.as_bytes()) & (SLOTS - 1);
+        while let Some(i) = usize::from(index.slots[at]).checked_sub(1) {
+            let (name, meaning) = TABLE[i];
+            if name.len() == key.len() && name == key {
                 return meaning;
             }
+            at = (at + 1) & (SLOTS - 1);
         }
     }
     for (rank, prefix) in INPUT_PARTS.iter().enumerate() {
@@ -278,5 +301,26 @@ mod tests {
             Key::OutputPart(0)
         );
         assert_eq!(classify("gen_ai.prompt.tokens"), Key::Other);
+        // Keys that differ from a name only in the middle, or are a name's prefix.
+        assert_eq!(classify("gen_ai.usage.XXXXX_tokens"), Key::Other);
+        assert_eq!(classify("gen_ai"), Key::Other);
+        assert_eq!(classify("user.i"), Key::Other);
+    }
+
+    /// The hash spreads the names: every name sits within a few slots of its hash, so a lookup
+    /// compares a key with one name, rarely two.
+    #[test]
+    fn names_are_found_in_few_probes() {
+        let index = index();
+        for (i, (name, _)) in TABLE.iter().enumerate() {
+            let home = hash(name.as_bytes()) & (SLOTS - 1);
+            let at = index
+                .slots
+                .iter()
+                .position(|&s| usize::from(s) == i + 1)
+                .expect("every name is in the index");
+            let probes = (at + SLOTS - home) % SLOTS + 1;
+            assert!(probes <= 3, "{name}: {probes} probes");
+        }
     }
 }

@@ -16,7 +16,7 @@
 use bumpalo::collections::Vec as BVec;
 use bumpalo::Bump;
 
-use super::protowire::{ProtoError, ProtoErrorKind, Reader, WireType};
+use super::protowire::{utf8, varint, ProtoError, ProtoErrorKind, Reader, WireType};
 use super::raw::{Attr, RawSpan, Resource, Scope, SpanSink, Value, MAX_VALUE_DEPTH};
 
 /// Decodes `body` and hands its spans to `sink`. On an error, spans already handed on are
@@ -331,7 +331,17 @@ impl<'a> Walker<'a> {
 
     /// A `KeyValue` whose value is at nesting `depth` (1 for an attribute).
     #[inline]
-    fn key_value(&mut self, mut r: Reader<'a>, depth: u32) -> Result<Attr<'a>, ProtoError> {
+    fn key_value(&mut self, r: Reader<'a>, depth: u32) -> Result<Attr<'a>, ProtoError> {
+        if depth <= MAX_VALUE_DEPTH {
+            if let Some(kv) = simple_key_value(r.rest()) {
+                return Ok(kv);
+            }
+        }
+        self.key_value_fields(r, depth)
+    }
+
+    /// A `KeyValue` field by field: any shape, and every error.
+    fn key_value_fields(&mut self, mut r: Reader<'a>, depth: u32) -> Result<Attr<'a>, ProtoError> {
         let mut kv = Attr::default();
         while !r.is_empty() {
             match r.key()? {
@@ -466,6 +476,65 @@ impl<'a> Walker<'a> {
     }
 }
 
+/// The `KeyValue` in `b` if it has the shape nearly every exporter writes: the key (field 1,
+/// a length under 128), then, unless the value is empty, one `AnyValue` (field 2) holding one
+/// string, bool, int or double, each field once. `None` for any other shape and for anything
+/// invalid, which `Walker::key_value_fields` then reads (and refuses) field by field; what
+/// this returns is exactly what that would, only without its general loops.
+#[inline]
+fn simple_key_value(b: &[u8]) -> Option<Attr<'_>> {
+    if b.len() < 2 || b[0] != 0x0a || b[1] >= 0x80 {
+        return None;
+    }
+    let key_end = 2 + usize::from(b[1]);
+    let key = utf8(b.get(2..key_end)?)?;
+    let value = match b.get(key_end..)? {
+        [] => Value::Empty,
+        [0x12, rest @ ..] => {
+            let (len, used) = varint(rest)?;
+            let any = rest.get(used..)?;
+            if u64::try_from(any.len()).ok()? != len {
+                return None;
+            }
+            simple_any_value(any)?
+        }
+        _ => return None,
+    };
+    Some(Attr { key, value })
+}
+
+/// An `AnyValue` of no field or of one scalar field (string, bool, int, double); `None`
+/// otherwise (see `simple_key_value`).
+#[inline]
+fn simple_any_value(b: &[u8]) -> Option<Value<'_>> {
+    let (&tag, rest) = match b.split_first() {
+        None => return Some(Value::Empty),
+        Some(split) => split,
+    };
+    match tag {
+        0x0a => {
+            let (len, used) = varint(rest)?;
+            let s = rest.get(used..)?;
+            (u64::try_from(s.len()).ok()? == len).then_some(())?;
+            Some(Value::Str(utf8(s)?))
+        }
+        0x10 | 0x18 => {
+            let (v, used) = varint(rest)?;
+            (used == rest.len()).then_some(())?;
+            Some(if tag == 0x10 {
+                Value::Bool(v != 0)
+            } else {
+                Value::Int(v as i64)
+            })
+        }
+        0x21 => {
+            let bits: [u8; 8] = rest.try_into().ok()?;
+            Some(Value::Double(f64::from_bits(u64::from_le_bytes(bits))))
+        }
+        _ => None,
+    }
+}
+
 /// How many field-1 entries a message has (each checked to be length-delimited; everything
 /// else skipped, as the second pass will).
 fn count_field_1(mut r: Reader<'_>) -> Result<usize, ProtoError> {
@@ -499,4 +568,84 @@ fn status<'a>(mut r: Reader<'a>, s: &mut RawSpan<'a, '_>) -> Result<(), ProtoErr
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingest::otlp::protowire::write;
+
+    /// Every `KeyValue` the fast path takes reads exactly as field by field; every other shape
+    /// (and every invalid one) is left to the field-by-field reader.
+    #[test]
+    fn the_simple_key_value_reads_as_the_general_one_or_not_at_all() {
+        let kv = |key: &[u8], any: Option<&[u8]>| {
+            let mut out = Vec::new();
+            write::bytes(&mut out, 1, key);
+            if let Some(any) = any {
+                write::bytes(&mut out, 2, any);
+            }
+            out
+        };
+        let any = |f: &dyn Fn(&mut Vec<u8>)| {
+            let mut out = Vec::new();
+            f(&mut out);
+            out
+        };
+        let s = any(&|o| write::bytes(o, 1, "naïve 🚀".as_bytes()));
+        let long = any(&|o| write::bytes(o, 1, "x".repeat(300).as_bytes()));
+        let int = any(&|o| write::uint(o, 3, 4096));
+        let negative = any(&|o| write::uint(o, 3, -7i64 as u64));
+        let boolean = any(&|o| write::uint(o, 2, 1));
+        let double = any(&|o| write::fixed64(o, 4, 0.2f64.to_bits()));
+        let two = any(&|o| {
+            write::uint(o, 3, 1);
+            write::bytes(o, 1, b"then a string");
+        });
+        let bad_utf8 = any(&|o| write::bytes(o, 1, b"\xc3\x28"));
+        let array = any(&|o| write::bytes(o, 5, &any(&|p| write::bytes(p, 1, &int))));
+        let taken: &[(Vec<u8>, bool)] = &[
+            (kv(b"gen_ai.request.model", Some(&s)), true),
+            (kv(b"k", Some(&long)), true),
+            (kv(b"k", Some(&int)), true),
+            (kv(b"k", Some(&negative)), true),
+            (kv(b"k", Some(&boolean)), true),
+            (kv(b"k", Some(&double)), true),
+            (kv(b"k", Some(&[])), true),
+            (kv(b"k", None), true),
+            (kv(b"", Some(&int)), true),
+            (kv(&[b'k'; 127], Some(&int)), true),
+            // Left to the general reader: a key of 128 bytes or more, two value fields, a
+            // nested value, an unknown field, the fields in the other order, fields twice.
+            (kv(&[b'k'; 128], Some(&int)), false),
+            (kv(b"k", Some(&two)), false),
+            (kv(b"k", Some(&array)), false),
+            ([kv(b"k", Some(&int)), vec![0x18, 1]].concat(), false),
+            (
+                [&[0x12, int.len() as u8][..], &int, &[0x0a, 1, b'k']].concat(),
+                false,
+            ),
+            ([kv(b"k", None), kv(b"j", Some(&int))].concat(), false),
+            // Invalid: also left to it, which refuses them.
+            (kv(b"\xff", Some(&int)), false),
+            (kv(b"k", Some(&bad_utf8)), false),
+            (kv(b"k", Some(&[0x18])), false),
+            (kv(b"k", Some(&[0x21, 1, 2, 3])), false),
+            (kv(b"k", Some(&int))[..5].to_vec(), false),
+        ];
+        let arena = Bump::new();
+        let mut w = Walker {
+            arena: &arena,
+            attrs: BVec::new_in(&arena),
+        };
+        for (bytes, simple) in taken {
+            let fast = simple_key_value(bytes);
+            assert_eq!(fast.is_some(), *simple, "{bytes:x?}");
+            let general = w.key_value_fields(Reader::new(bytes), 1);
+            if let Some(fast) = fast {
+                assert_eq!(Ok(fast), general, "{bytes:x?}");
+            }
+            assert_eq!(w.key_value(Reader::new(bytes), 1), general, "{bytes:x?}");
+        }
+    }
 }

@@ -94,6 +94,12 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// The bytes not read yet.
+    #[inline]
+    pub fn rest(&self) -> &'a [u8] {
+        &self.buf[self.pos.min(self.buf.len())..]
+    }
+
     /// True when every field has been read.
     #[inline]
     pub fn is_empty(&self) -> bool {
@@ -230,12 +236,7 @@ impl<'a> Reader<'a> {
     pub fn str(&mut self) -> Result<&'a str, ProtoError> {
         let at = self.pos;
         let b = self.bytes()?;
-        let ok = if b.len() < 64 {
-            std::str::from_utf8(b).ok()
-        } else {
-            simdutf8::basic::from_utf8(b).ok()
-        };
-        ok.ok_or_else(|| self.err_at(at, ProtoErrorKind::NotUtf8))
+        utf8(b).ok_or_else(|| self.err_at(at, ProtoErrorKind::NotUtf8))
     }
 
     /// Refuses a known field whose wire type is not `expected` (prost refuses it too).
@@ -280,6 +281,37 @@ impl<'a> Reader<'a> {
             }
             WireType::EndGroup => Err(self.err(ProtoErrorKind::UnexpectedEndGroup)),
         }
+    }
+}
+
+/// The varint at the start of `b` and its length in bytes, by the rules of `Reader::varint`;
+/// `None` if it is truncated or invalid.
+#[inline]
+pub fn varint(b: &[u8]) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for (i, &byte) in b.iter().take(10).enumerate() {
+        value |= u64::from(byte & 0x7F) << (7 * i);
+        if byte < 0x80 {
+            return (i < 9 || byte <= 1).then_some((value, i + 1));
+        }
+    }
+    None
+}
+
+/// `b` as a `str` if it is UTF-8. Short strings (attribute keys, names, ids: most of an
+/// export's strings) are nearly always ASCII, which a word-at-a-time test settles faster than
+/// std's general check; long ones (prompts and answers, most of its bytes) go to SIMD.
+#[inline]
+pub fn utf8(b: &[u8]) -> Option<&str> {
+    if b.len() < 64 {
+        if b.is_ascii() {
+            // SAFETY: ASCII is UTF-8.
+            Some(unsafe { std::str::from_utf8_unchecked(b) })
+        } else {
+            std::str::from_utf8(b).ok()
+        }
+    } else {
+        simdutf8::basic::from_utf8(b).ok()
     }
 }
 
