@@ -6,8 +6,10 @@
 //! GenAI usage, cache reads, reasoning, response ids, prompts and answers of realistic size
 //! with the escapes and non-ASCII text real ones have), tool calls and an embedding, under one
 //! resource with the attributes the Python SDK puts there. The v1 batch carries the same ids
-//! (hex), names, times, provider, model, counts and texts, and as metadata what the OTLP
-//! mapping puts into metadata. Needs only the library (for the protobuf writer), so benches,
+//! (hex), names, times, provider, model, counts and texts, the root's conversation id as the
+//! trace's session, and as metadata what the OTLP mapping puts into metadata (the resource's
+//! attributes and the scope's name included), so that both store the same rows byte for byte
+//! (`tests/otlp_twin.rs`). Needs only the library (for the protobuf writer), so benches,
 //! tests and examples include it with `#[path]`.
 
 #![allow(dead_code)]
@@ -148,6 +150,9 @@ pub const RESOURCE: &[(&str, &str)] = &[
     ("telemetry.sdk.name", "opentelemetry"),
     ("telemetry.sdk.version", "1.45.2"),
 ];
+
+/// The instrumentation scope the spans are exported under.
+pub const SCOPE_NAME: &str = "opentelemetry.instrumentation.genai";
 
 /// `n` spans in traces of 16.
 pub fn spans(seed: u64, n: usize) -> Vec<GenSpan> {
@@ -335,7 +340,7 @@ fn key_value(out: &mut Vec<u8>, field: u32, k: &str, v: &Val) {
 pub fn otlp_protobuf(spans: &[GenSpan]) -> Vec<u8> {
     let mut scope_spans = Vec::new();
     let mut scope = Vec::new();
-    write::bytes(&mut scope, 1, b"opentelemetry.instrumentation.genai");
+    write::bytes(&mut scope, 1, SCOPE_NAME.as_bytes());
     write::bytes(&mut scope, 2, b"0.9.1");
     write::bytes(&mut scope_spans, 1, &scope);
     for s in spans {
@@ -407,7 +412,17 @@ pub fn v1_json(spans: &[GenSpan]) -> Vec<u8> {
             hex(&trace[0].trace_id)
         );
         json_str(&mut s, &trace[0].name);
-        s.push_str(",\"agentName\":\"support-agent\",\"spans\":[");
+        s.push_str(",\"agentName\":\"support-agent\"");
+        // The root's conversation id, which the OTLP mapping makes the trace's session.
+        let conversation = trace[0]
+            .attrs
+            .iter()
+            .find(|a| a.0 == "gen_ai.conversation.id");
+        if let Some((_, Val::S(id), _)) = conversation {
+            s.push_str(",\"sessionId\":");
+            json_str(&mut s, id);
+        }
+        s.push_str(",\"spans\":[");
         for (i, sp) in trace.iter().enumerate() {
             if i > 0 {
                 s.push(',');
@@ -462,7 +477,11 @@ pub fn v1_json(spans: &[GenSpan]) -> Vec<u8> {
                 };
                 (*k, v)
             });
-            let resource = RESOURCE.iter().map(|(k, v)| (*k, v.to_string()));
+            // The resource's attributes and the scope's name, as the OTLP mapping adds them.
+            let resource = RESOURCE
+                .iter()
+                .chain([&("otel.scope.name", SCOPE_NAME)])
+                .map(|(k, v)| (*k, v.to_string()));
             for (k, v) in unmapped.chain(resource) {
                 if !first {
                     s.push(',');
