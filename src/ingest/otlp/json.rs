@@ -237,6 +237,7 @@ impl<'a> Walker<'_, 'a> {
         if let Some(at) = spans_at {
             self.pos = at;
             if let Some(n) = self.array("spans must be an array")? {
+                sink.reserve(n);
                 for _ in 0..n {
                     if let Some(span) = self.span()? {
                         sink.span(&span, &scope, resource);

@@ -70,11 +70,11 @@ impl Refused {
     }
 }
 
-/// A mapped span with its trace and what its trace may take from it.
+/// A mapped span's trace and what its trace may take from it (kept beside the span, which is
+/// large: spans are copied only when a trace's spans do not arrive together).
 #[derive(Clone, Copy)]
-struct Item<'a> {
+struct Ident<'a> {
     trace: u128,
-    span: Span<'a>,
     session: Option<&'a str>,
     user: Option<&'a str>,
     agent: Option<&'a str>,
@@ -91,7 +91,9 @@ struct FirstRefusal<'a> {
 /// Turns OTLP spans into the shared model; one per request, all of it in the request's arena.
 pub struct Mapper<'a> {
     arena: &'a Bump,
-    items: BVec<'a, Item<'a>>,
+    /// The spans mapped so far, in arrival order, and beside each its `Ident`.
+    spans: BVec<'a, Span<'a>>,
+    idents: BVec<'a, Ident<'a>>,
     counts: Counts,
     first_refusal: Option<FirstRefusal<'a>>,
     /// Per attribute of the span being mapped: what it is, and whether it was used.
@@ -100,6 +102,8 @@ pub struct Mapper<'a> {
     parts: BVec<'a, (bool, u32, bool, &'a str)>,
     /// The metadata pairs of the resource and scope last seen (computed once per pair).
     context: Option<([usize; 4], Pairs<'a>)>,
+    /// The last finite double rendered as text, by its bits.
+    last_double: Option<(u64, &'a str)>,
 }
 
 /// What became of an attribute.
@@ -174,8 +178,16 @@ impl<'a> SpanSink<'a> for Mapper<'a> {
             }
             return;
         }
-        let item = self.map(s, scope, resource);
-        self.items.push(item);
+        let (span, ident) = self.map(s, scope, resource);
+        self.spans.push(span);
+        self.idents.push(ident);
+    }
+
+    fn reserve(&mut self, spans: usize) {
+        // Grown by doubling instead, a vector of large spans is copied at every step (the
+        // arena cannot grow it in place while other allocations follow it).
+        self.spans.reserve(spans);
+        self.idents.reserve(spans);
     }
 }
 
@@ -199,12 +211,14 @@ impl<'a> Mapper<'a> {
     pub fn new(arena: &'a Bump) -> Mapper<'a> {
         Mapper {
             arena,
-            items: BVec::with_capacity_in(64, arena),
+            spans: BVec::with_capacity_in(64, arena),
+            idents: BVec::with_capacity_in(64, arena),
             counts: Counts::default(),
             first_refusal: None,
             keys: BVec::with_capacity_in(64, arena),
             parts: BVec::new_in(arena),
             context: None,
+            last_double: None,
         }
     }
 
@@ -222,7 +236,12 @@ impl<'a> Mapper<'a> {
         cut
     }
 
-    fn map(&mut self, s: &RawSpan<'a, '_>, scope: &Scope<'a>, resource: &Resource<'a>) -> Item<'a> {
+    fn map(
+        &mut self,
+        s: &RawSpan<'a, '_>,
+        scope: &Scope<'a>,
+        resource: &Resource<'a>,
+    ) -> (Span<'a>, Ident<'a>) {
         let mut f = Found::default();
         self.keys.clear();
         self.parts.clear();
@@ -277,13 +296,13 @@ impl<'a> Mapper<'a> {
         };
         let mut trace = [0u8; 16];
         trace.copy_from_slice(s.trace_id);
-        Item {
+        let ident = Ident {
             trace: u128::from_be_bytes(trace),
-            span,
             session: f.session.get().map(|t| self.cut(t, limit::SESSION_ID)),
             user: f.user.get().map(|t| self.cut(t, limit::CUSTOMER_ID)),
             agent: f.agent.map(|t| self.cut(t, limit::AGENT_NAME)),
-        }
+        };
+        (span, ident)
     }
 
     /// Records what attribute `a` (of meaning `key`) says, and whether it was used.
@@ -422,9 +441,23 @@ impl<'a> Mapper<'a> {
 
     /// A value as text: strings as they are, the rest JSON-encoded.
     #[inline]
-    fn text(&self, v: Value<'a>) -> &'a str {
+    fn text(&mut self, v: Value<'a>) -> &'a str {
         match v {
             Value::Str(s) => s,
+            Value::Int(i) => {
+                let mut buf = itoa::Buffer::new();
+                self.arena.alloc_str(buf.format(i))
+            }
+            // The same settings (temperature, top_p) come on span after span: the last one's
+            // text is kept, since formatting a double the shortest way is slow.
+            Value::Double(d) if d.is_finite() => match self.last_double {
+                Some((bits, text)) if bits == d.to_bits() => text,
+                _ => {
+                    let text = raw::to_json(&v, self.arena);
+                    self.last_double = Some((d.to_bits(), text));
+                    text
+                }
+            },
             v => raw::to_json(&v, self.arena),
         }
     }
@@ -536,37 +569,56 @@ impl<'a> Mapper<'a> {
     }
 
     /// The spans mapped so far, grouped by trace, and what became of the rest.
+    ///
+    /// Each trace's spans must be one slice. Exporters send a trace's spans together as a
+    /// rule, so the spans stay where they are and the traces (sorted by id) point into them;
+    /// only when a trace's spans are scattered are all the spans copied, grouped (stably).
     pub fn finish(self) -> (Batch<'a>, Counts, Option<&'a str>) {
         let arena = self.arena;
         let mut counts = self.counts;
-        let items = self.items;
-        let n = items.len();
-        // Stable grouping by trace: sort (trace, arrival) pairs, which are all distinct.
-        let mut order = BVec::from_iter_in(
-            items.iter().enumerate().map(|(i, it)| (it.trace, i as u32)),
-            arena,
-        );
-        order.sort_unstable();
-        let mut spans = BVec::with_capacity_in(n, arena);
-        for &(_, i) in order.iter() {
-            spans.push(items[i as usize].span);
-        }
-        let spans: &'a [Span<'a>] = spans.into_bump_slice();
-        let mut traces = BVec::new_in(arena);
+        let (mut spans, mut idents) = (self.spans, self.idents);
+        let n = spans.len();
+        // Runs of spans of one trace, in arrival order: (trace, first, end).
+        let mut runs = BVec::new_in(arena);
         let mut start = 0;
         while start < n {
-            let id = order[start].0;
+            let id = idents[start].trace;
             let mut end = start + 1;
-            while end < n && order[end].0 == id {
+            while end < n && idents[end].trace == id {
                 end += 1;
             }
-            let group = &order[start..end];
+            runs.push((id, start, end));
+            start = end;
+        }
+        runs.sort_unstable();
+        if runs.windows(2).any(|w| w[0].0 == w[1].0) {
+            // Scattered: group by (trace, arrival), which are all distinct.
+            let mut order = BVec::from_iter_in(
+                idents.iter().enumerate().map(|(i, it)| (it.trace, i)),
+                arena,
+            );
+            order.sort_unstable();
+            spans = BVec::from_iter_in(order.iter().map(|&(_, i)| spans[i]), arena);
+            idents = BVec::from_iter_in(order.iter().map(|&(_, i)| idents[i]), arena);
+            runs.clear();
+            let mut start = 0;
+            while start < n {
+                let id = idents[start].trace;
+                let end = start + idents[start..].iter().take_while(|i| i.trace == id).count();
+                runs.push((id, start, end));
+                start = end;
+            }
+        }
+        let spans: &'a [Span<'a>] = spans.into_bump_slice();
+        let mut traces = BVec::with_capacity_in(runs.len(), arena);
+        for &(id, start, end) in runs.iter() {
+            let group = &idents[start..end];
             let group_spans = &spans[start..end];
             let root = group_spans.iter().position(|s| s.parent_span_id.is_none());
             // A trace-level value: the root's if it has one, else the first span's that does.
-            let pick = |get: &dyn Fn(&Item<'a>) -> Option<&'a str>| {
-                root.and_then(|r| get(&items[group[r].1 as usize]))
-                    .or_else(|| group.iter().find_map(|&(_, i)| get(&items[i as usize])))
+            let pick = |get: &dyn Fn(&Ident<'a>) -> Option<&'a str>| {
+                root.and_then(|r| get(&group[r]))
+                    .or_else(|| group.iter().find_map(get))
             };
             let user = pick(&|it| it.user);
             traces.push(Trace {
@@ -589,7 +641,6 @@ impl<'a> Mapper<'a> {
                     image_url: None,
                 }),
             });
-            start = end;
         }
         let message = self.first_refusal.map(|r| {
             let rejected = counts.rejected_spans;

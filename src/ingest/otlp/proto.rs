@@ -114,12 +114,13 @@ impl<'a> Walker<'a> {
 
     /// The first pass over a `ResourceSpans` or a `ScopeSpans`, which have the same shape:
     /// field 1 (the resource, or the scope) goes to `head`; field 2 (what the second pass
-    /// reads) is only checked to be length-delimited; field 3 is the schema URL.
+    /// reads) is only checked to be length-delimited, and counted; field 3 is the schema URL.
     fn first_pass(
         &mut self,
         mut r: Reader<'a>,
         mut head: impl FnMut(&mut Self, Reader<'a>) -> Result<(), ProtoError>,
-    ) -> Result<(), ProtoError> {
+    ) -> Result<usize, ProtoError> {
+        let mut count = 0;
         while !r.is_empty() {
             match r.key()? {
                 (1, wire) => {
@@ -129,6 +130,7 @@ impl<'a> Walker<'a> {
                 (2, wire) => {
                     r.expect(wire, WireType::Len)?;
                     r.bytes()?;
+                    count += 1;
                 }
                 (3, wire) => {
                     r.expect(wire, WireType::Len)?;
@@ -137,7 +139,7 @@ impl<'a> Walker<'a> {
                 (field, wire) => r.skip(field, wire)?,
             }
         }
-        Ok(())
+        Ok(count)
     }
 
     fn resource(
@@ -173,8 +175,9 @@ impl<'a> Walker<'a> {
     ) -> Result<(), ProtoError> {
         let mut scope = Scope::default();
         let mut scope_attrs = BVec::new_in(self.arena);
-        self.first_pass(msg, |w, m| w.scope(m, &mut scope, &mut scope_attrs))?;
+        let spans = self.first_pass(msg, |w, m| w.scope(m, &mut scope, &mut scope_attrs))?;
         scope.attributes = scope_attrs.into_bump_slice();
+        sink.reserve(spans);
         let mut r = msg;
         while !r.is_empty() {
             match r.key()? {
