@@ -12,27 +12,32 @@ use super::testkit::*;
 use super::*;
 
 /// Metadata: the span's unmapped attributes (a repeated key keeps its last value), then the
-/// resource's (the span's own value of a key wins), then the scope's name.
+/// resource's (the span's own value of a key wins; a key the resource repeats keeps its first),
+/// then the scope's name.
 #[test]
 fn resource_and_scope_in_metadata() {
     let mut req = export_in(
         "opentelemetry.instrumentation.openai",
-        vec![span(
-            1,
-            0,
-            "m",
-            &[
-                ("k", s("first")),
-                ("deployment.environment", s("span's")),
-                ("k", s("last")),
-            ],
-        )],
+        vec![
+            span(
+                1,
+                0,
+                "m",
+                &[
+                    ("k", s("first")),
+                    ("deployment.environment", s("span's")),
+                    ("k", s("last")),
+                ],
+            ),
+            span(2, 1, "n", &[("x", s("y"))]),
+        ],
     );
     let resource = req.resource_spans[0].resource.as_mut().unwrap();
     resource.attributes = kvs(&[
         ("service.name", s("svc")),
         ("deployment.environment", s("prod")),
         ("host.cores", i(8)),
+        ("service.name", s("again")),
     ]);
     let proto = req.encode_to_vec();
     let arena = Bump::new();
@@ -43,6 +48,17 @@ fn resource_and_scope_in_metadata() {
             ("k", "last"),
             ("deployment.environment", "span's"),
             ("service.name", "svc"),
+            ("host.cores", "8"),
+            ("otel.scope.name", "opentelemetry.instrumentation.openai"),
+        ]
+    );
+    // A span none of whose keys is the resource's.
+    assert_eq!(
+        d.batch.traces[0].spans[1].metadata,
+        [
+            ("x", "y"),
+            ("service.name", "svc"),
+            ("deployment.environment", "prod"),
             ("host.cores", "8"),
             ("otel.scope.name", "opentelemetry.instrumentation.openai"),
         ]

@@ -101,7 +101,7 @@ pub struct Mapper<'a> {
     /// Flattened message parts of the span being mapped: (output?, index, role?, text).
     parts: BVec<'a, (bool, u32, bool, &'a str)>,
     /// The metadata pairs of the resource and scope last seen (computed once per pair).
-    context: Option<([usize; 4], Pairs<'a>)>,
+    context: Option<([usize; 4], Pairs<'a>, u64)>,
     /// The last finite double rendered as text, by its bits.
     last_double: Option<(u64, &'a str)>,
 }
@@ -471,13 +471,13 @@ impl<'a> Mapper<'a> {
         scope: &Scope<'a>,
         resource: &Resource<'a>,
     ) -> &'a [(&'a str, &'a str)] {
-        let context = self.context(scope, resource);
+        let (context, context_bits) = self.context(scope, resource);
         let keys = std::mem::replace(&mut self.keys, BVec::new_in(self.arena));
         let mut out = BVec::with_capacity_in(
             (attrs.len() + context.len()).min(limit::METADATA_KEYS),
             self.arena,
         );
-        // One bit per key length: most keys are told apart without comparing them.
+        // A bit per key (`key_bit`): most keys are told apart without comparing them.
         let mut seen = 0u64;
         for (a, &(_, used)) in attrs.iter().zip(keys.iter()) {
             let keep = match used {
@@ -498,8 +498,13 @@ impl<'a> Mapper<'a> {
             let value = self.cut(value, limit::METADATA_VALUE);
             self.put(&mut out, &mut seen, a.key, value, true);
         }
-        for &(k, v) in context {
-            self.put(&mut out, &mut seen, k, v, false);
+        if seen & context_bits == 0 && out.len() + context.len() <= limit::METADATA_KEYS {
+            // None of the span's keys is the resource's (the usual case): all of them, at once.
+            out.extend_from_slice(context);
+        } else {
+            for &(k, v) in context {
+                self.put(&mut out, &mut seen, k, v, false);
+            }
         }
         self.keys = keys;
         out.into_bump_slice()
@@ -516,7 +521,7 @@ impl<'a> Mapper<'a> {
         v: &'a str,
         replace: bool,
     ) {
-        let bit = 1u64 << (k.len() & 63);
+        let bit = key_bit(k);
         if *seen & bit != 0 {
             if let Some(slot) = out.iter_mut().find(|(ok, _)| *ok == k) {
                 if replace {
@@ -533,9 +538,10 @@ impl<'a> Mapper<'a> {
         out.push((k, v));
     }
 
-    /// The resource's attributes and the scope's name as metadata pairs, computed once for
-    /// all the spans under the same resource and scope.
-    fn context(&mut self, scope: &Scope<'a>, resource: &Resource<'a>) -> &'a [(&'a str, &'a str)] {
+    /// The resource's attributes and the scope's name as metadata pairs (a key once: its
+    /// first value), with their keys' bits (`key_bit`), computed once for all the spans under
+    /// the same resource and scope.
+    fn context(&mut self, scope: &Scope<'a>, resource: &Resource<'a>) -> (Pairs<'a>, u64) {
         // Arena slices and body strings never share an address while the request lives, so
         // equal addresses and lengths are equal contents.
         let id = [
@@ -544,28 +550,30 @@ impl<'a> Mapper<'a> {
             scope.name.as_ptr() as usize,
             scope.name.len(),
         ];
-        if let Some((seen, pairs)) = self.context {
+        if let Some((seen, pairs, bits)) = self.context {
             if seen == id {
-                return pairs;
+                return (pairs, bits);
             }
         }
         let mut pairs = BVec::with_capacity_in(resource.attributes.len() + 1, self.arena);
-        for a in resource.attributes {
-            if utf16_len(a.key) > limit::METADATA_KEY {
+        let mut bits = 0u64;
+        let scope_name = (!scope.name.is_empty()).then_some(Value::Str(scope.name));
+        let attrs = resource.attributes.iter().map(|a| (a.key, a.value));
+        for (k, v) in attrs.chain(scope_name.map(|v| ("otel.scope.name", v))) {
+            if utf16_len(k) > limit::METADATA_KEY {
                 continue;
             }
-            let v = self.text(a.value);
-            pairs.push((a.key, cut_utf16(v, limit::METADATA_VALUE)));
-        }
-        if !scope.name.is_empty() {
-            pairs.push((
-                "otel.scope.name",
-                cut_utf16(scope.name, limit::METADATA_VALUE),
-            ));
+            let bit = key_bit(k);
+            if bits & bit != 0 && pairs.iter().any(|&(seen, _)| seen == k) {
+                continue;
+            }
+            bits |= bit;
+            let v = self.text(v);
+            pairs.push((k, cut_utf16(v, limit::METADATA_VALUE)));
         }
         let pairs = pairs.into_bump_slice();
-        self.context = Some((id, pairs));
-        pairs
+        self.context = Some((id, pairs, bits));
+        (pairs, bits)
     }
 
     /// The spans mapped so far, grouped by trace, and what became of the rest.
@@ -664,6 +672,20 @@ impl<'a> Mapper<'a> {
         };
         (batch, counts, message)
     }
+}
+
+/// A key's bit in the 64-bit filter `Mapper::put` tells keys apart with: its length, middle
+/// and last byte, mixed (by length alone, `telemetry.sdk.language` and `deployment.environment`
+/// met, and every such pair cost a search of the pairs so far).
+#[inline]
+fn key_bit(k: &str) -> u64 {
+    let b = k.as_bytes();
+    let (mid, last) = match b {
+        [] => (0, 0),
+        _ => (b[b.len() / 2], b[b.len() - 1]),
+    };
+    let h = (b.len() as u32) ^ u32::from(mid) << 8 ^ u32::from(last) << 16;
+    1u64 << (h.wrapping_mul(0x9E37_79B1) >> 26)
 }
 
 #[inline]
