@@ -462,6 +462,32 @@ impl RowBatch {
         (head, tail)
     }
 
+    /// When every row has the same value in column `c` (empty, null, zero, or one constant
+    /// such as the organisation): that value's bytes in the head and in the tail, which the
+    /// regions repeat once per row. `None` otherwise, or for an empty batch; an `Array` column
+    /// counts only when every row's array is empty (its end offsets are then all 0).
+    pub fn uniform(&self, c: usize) -> Option<(&[u8], &[u8])> {
+        let (head, tail, rows) = (self.head(c), self.tail(c), self.rows);
+        let kind = KINDS[c];
+        let head_width = match kind {
+            // A short string (one varint byte): the usual constant.
+            Kind::Str => 1 + usize::from(*head.first().filter(|&&b| b < 0x80)?),
+            _ => kind.head_width(),
+        };
+        let tail_width = kind.tail_width();
+        if rows == 0 || head.len() != rows * head_width || tail.len() != rows * tail_width {
+            return None;
+        }
+        // End offsets never decrease: all are 0 when the last one is.
+        if kind.is_array() && head[head.len() - 8..] != [0; 8] {
+            return None;
+        }
+        // A region that repeats its first `w` bytes is equal to itself shifted by `w`.
+        let repeats = |r: &[u8], w: usize| r[w..] == r[..r.len() - w];
+        (repeats(head, head_width) && repeats(tail, tail_width))
+            .then(|| (&head[..head_width], &tail[..tail_width]))
+    }
+
     /// The string of a `String` column's head that starts at byte `at`, and where the next
     /// one starts.
     #[inline]

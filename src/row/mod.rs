@@ -32,7 +32,7 @@ mod write;
 
 pub use batch::{Measure, RowBatch, RowSource, TooLarge};
 pub use columns::{col, varint_len, Kind, COLUMNS, KINDS, REGIONS, SPANS_COLUMNS};
-pub use read::{RowReader, Value};
+pub use read::{skip_strings, RowReader, Value};
 
 pub use crate::pricing::{CostColumns, Money, StoredUsage};
 

@@ -10,6 +10,13 @@ use super::RowBatch;
 /// a string per row and column.
 #[inline]
 pub(super) fn skip_checked(bytes: &[u8], n: usize) -> usize {
+    skip_strings(bytes, n)
+}
+
+/// Byte offset just past the first `n` strings (varint length, bytes) of `bytes`, which must
+/// hold them (a checked batch's region); panics otherwise.
+#[inline]
+pub fn skip_strings(bytes: &[u8], n: usize) -> usize {
     let mut at = 0;
     for _ in 0..n {
         let b = bytes[at];

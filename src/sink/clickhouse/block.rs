@@ -15,7 +15,7 @@ use clickhouse_rs::types::{Block, DateTimeType, SqlType};
 
 use super::errors::InsertError;
 use super::Store;
-use crate::row::{Kind, RowBatch, COLUMNS, KINDS, REGIONS, SPANS_COLUMNS};
+use crate::row::{skip_strings, Kind, RowBatch, COLUMNS, KINDS, REGIONS, SPANS_COLUMNS};
 
 /// Scale of every money column: `Decimal(18, 10)`, i.e. `Money` units of 1e-10 USD.
 const MONEY_SCALE: u8 = 10;
@@ -66,6 +66,18 @@ pub(super) fn spans_block(
                 }),
         })
         .collect();
+    // Columns whose rows are all the same across the block (empty, null, zero, the one
+    // organisation): about half of a typical insert's columns, each written at once instead
+    // of a run at a time (with interleaved traces, thousands of short copies per column).
+    let uniform: Vec<Option<(&[u8], &[u8])>> = (0..COLUMNS)
+        .map(|c| {
+            let first = batches.first()?.uniform(c)?;
+            batches[1..]
+                .iter()
+                .all(|b| b.uniform(c) == Some(first))
+                .then_some(first)
+        })
+        .collect();
     let mut spares = spares.into_iter();
     let mut bufs: Vec<Vec<u8>> = (0..REGIONS)
         .map(|i| {
@@ -76,15 +88,22 @@ pub(super) fn spans_block(
             b
         })
         .collect();
+    for (c, u) in uniform.iter().enumerate() {
+        if let Some((head, tail)) = u {
+            repeat(&mut bufs[2 * c], head, rows);
+            repeat(&mut bufs[2 * c + 1], tail, rows);
+        }
+    }
+    let skip: Vec<bool> = uniform.iter().map(Option::is_some).collect();
     // Where the data is read from decides the loop: a run at a time while most runs are whole
     // batches (each batch is read once, in order, while in the cache); a column at a time
     // when batches come in many parts (interleaved traces of large batches: each column then
     // reads every batch's region in order, a few cache lines per batch at a time, instead of
     // every region of a batch for each short part, which missed the cache for every part).
     if runs.len() > 2 * batches.len() {
-        by_column(runs, &slots, batches.len(), &mut bufs);
+        by_column(runs, &slots, batches.len(), &skip, &mut bufs);
     } else {
-        by_run(runs, &slots, batches.len(), &mut bufs);
+        by_run(runs, &slots, batches.len(), &skip, &mut bufs);
     }
     let bytes = bufs.iter().map(Vec::len).sum();
     let mut taken = Vec::with_capacity(REGIONS);
@@ -107,6 +126,24 @@ pub(super) fn spans_block(
     (block, taken, bytes)
 }
 
+/// `pattern` `n` times at the end of `buf`, by doubling what is written.
+fn repeat(buf: &mut Vec<u8>, pattern: &[u8], n: usize) {
+    let (start, total) = (buf.len(), pattern.len() * n);
+    if total == 0 {
+        return;
+    }
+    if let [byte] = pattern {
+        buf.resize(start + total, *byte);
+        return;
+    }
+    buf.reserve(total);
+    buf.extend_from_slice(pattern);
+    while buf.len() - start < total {
+        let have = buf.len() - start;
+        buf.extend_from_within(start..start + have.min(total - have));
+    }
+}
+
 /// Appends rows `rows` of `b`'s column `c`, which lie at `from..to` of its head and tail, to
 /// the block's buffers; `elems` counts the block's array elements so far.
 #[inline]
@@ -121,7 +158,8 @@ fn append(
 ) {
     let (h, t) = (2 * c, 2 * c + 1);
     let head = &b.head(c)[from.0..to.0];
-    if KINDS[c].is_array() {
+    let kind = KINDS[c];
+    if kind.is_array() {
         let first = b.elems_before(c, rows.start) as u64;
         if first == *elems {
             bufs[h].extend_from_slice(head);
@@ -135,12 +173,21 @@ fn append(
     } else {
         bufs[h].extend_from_slice(head);
     }
-    bufs[t].extend_from_slice(&b.tail(c)[from.1..to.1]);
+    // Only `Nullable`s and arrays have a tail.
+    if kind.tail_width() > 0 || kind.is_array() {
+        bufs[t].extend_from_slice(&b.tail(c)[from.1..to.1]);
+    }
 }
 
 /// The block a run at a time. A batch met in parts is cut where its last part ended (the
 /// cut is kept per batch), so a batch whose parts come in row order is cut in one pass.
-fn by_run(runs: &[RowRun<'_>], slots: &[usize], batches: usize, bufs: &mut [Vec<u8>]) {
+fn by_run(
+    runs: &[RowRun<'_>],
+    slots: &[usize],
+    batches: usize,
+    skip: &[bool],
+    bufs: &mut [Vec<u8>],
+) {
     let mut elems = [0u64; COLUMNS];
     let mut cuts: Vec<Option<(usize, Box<[usize; REGIONS]>)>> = vec![None; batches];
     for (run, &slot) in runs.iter().zip(slots) {
@@ -158,6 +205,9 @@ fn by_run(runs: &[RowRun<'_>], slots: &[usize], batches: usize, bufs: &mut [Vec<
             Some((from, to))
         };
         for (c, e) in elems.iter_mut().enumerate() {
+            if skip[c] {
+                continue;
+            }
             let (h, t) = (2 * c, 2 * c + 1);
             let (from, to) = match &cut {
                 Some((f, e)) => ((f[h], f[t]), (e[h], e[t])),
@@ -169,29 +219,110 @@ fn by_run(runs: &[RowRun<'_>], slots: &[usize], batches: usize, bufs: &mut [Vec<
 }
 
 /// The block a column at a time, each batch's place in the column kept as its runs go by.
-fn by_column(runs: &[RowRun<'_>], slots: &[usize], batches: usize, bufs: &mut [Vec<u8>]) {
-    // Per batch: the row its cursor is at, and where that row starts in the column.
-    let mut cursor: Vec<(usize, (usize, usize))> = vec![(0, (0, 0)); batches];
-    for c in 0..COLUMNS {
-        cursor.fill((0, (0, 0)));
-        let mut elems = 0u64;
-        for (run, &slot) in runs.iter().zip(slots) {
-            let b = run.batch;
-            let (at_row, at) = cursor[slot];
-            let from = if at_row == run.rows.start {
-                at
-            } else if at_row < run.rows.start {
-                b.column_cut_from(c, at_row, at, run.rows.start)
-            } else {
-                b.column_cut_from(c, 0, (0, 0), run.rows.start)
-            };
-            let to = if run.rows.end == b.len() {
-                (b.head(c).len(), b.tail(c).len())
-            } else {
-                b.column_cut_from(c, run.rows.start, from, run.rows.end)
-            };
-            cursor[slot] = (run.rows.end, to);
-            append(bufs, b, c, &run.rows, from, to, &mut elems);
+fn by_column(
+    runs: &[RowRun<'_>],
+    slots: &[usize],
+    batches: usize,
+    skip: &[bool],
+    bufs: &mut [Vec<u8>],
+) {
+    // Per batch: the row its cursor is at, and where that row starts in the region walked
+    // (a string column's head, an `Array(String)`'s tail).
+    let mut cursor: Vec<(usize, usize)> = vec![(0, 0); batches];
+    for c in (0..COLUMNS).filter(|&c| !skip[c]) {
+        let kind = KINDS[c];
+        let [head_buf, tail_buf] = bufs.get_disjoint_mut([2 * c, 2 * c + 1]).expect("regions");
+        // One loop per layout, so each is a few bounds checks and copies per run.
+        match kind {
+            Kind::Str => {
+                cursor.fill((0, 0));
+                for (run, &slot) in runs.iter().zip(slots) {
+                    let head = run.batch.head(c);
+                    let (from, to) = walk(&mut cursor[slot], head, &run.rows, run.batch.len());
+                    head_buf.extend_from_slice(&head[from..to]);
+                }
+            }
+            Kind::Ints | Kind::MetaKeys | Kind::MetaValues => {
+                cursor.fill((0, 0));
+                let mut elems = 0u64;
+                for (run, &slot) in runs.iter().zip(slots) {
+                    let b = run.batch;
+                    let (first, last) = (
+                        b.elems_before(c, run.rows.start),
+                        b.elems_before(c, run.rows.end),
+                    );
+                    rebase(
+                        head_buf,
+                        &b.head(c)[run.rows.start * 8..run.rows.end * 8],
+                        first as u64,
+                        elems,
+                    );
+                    elems += (last - first) as u64;
+                    let tail = b.tail(c);
+                    let (from, to) = if kind == Kind::Ints {
+                        (8 * first, 8 * last)
+                    } else {
+                        walk(
+                            &mut cursor[slot],
+                            tail,
+                            &(first..last),
+                            b.elems_before(c, b.len()),
+                        )
+                    };
+                    tail_buf.extend_from_slice(&tail[from..to]);
+                }
+            }
+            _ => {
+                let (hw, tw) = (kind.head_width(), kind.tail_width());
+                for run in runs {
+                    let (start, end) = (run.rows.start, run.rows.end);
+                    head_buf.extend_from_slice(&run.batch.head(c)[start * hw..end * hw]);
+                    if tw > 0 {
+                        tail_buf.extend_from_slice(&run.batch.tail(c)[start * tw..end * tw]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Where strings `items` of a region of `total` strings lie, from a cursor (the item it is at,
+/// and that item's offset) that moves on to the range's end: a batch's runs, met in order, walk
+/// each region once.
+#[inline]
+fn walk(
+    cursor: &mut (usize, usize),
+    region: &[u8],
+    items: &Range<usize>,
+    total: usize,
+) -> (usize, usize) {
+    let (at_item, at) = *cursor;
+    let from = if at_item == items.start {
+        at
+    } else if at_item < items.start {
+        at + skip_strings(&region[at..], items.start - at_item)
+    } else {
+        skip_strings(region, items.start)
+    };
+    let to = if items.end == total {
+        region.len()
+    } else {
+        from + skip_strings(&region[from..], items.len())
+    };
+    *cursor = (items.end, to);
+    (from, to)
+}
+
+/// Array end offsets counted from `first` (a batch's), appended counted from `elems` (the
+/// block's so far).
+#[inline]
+fn rebase(out: &mut Vec<u8>, offsets: &[u8], first: u64, elems: u64) {
+    if first == elems {
+        out.extend_from_slice(offsets);
+    } else {
+        for o in offsets.chunks_exact(8) {
+            let o = u64::from_le_bytes(o.try_into().expect("8 bytes"));
+            out.extend_from_slice(&(o - first + elems).to_le_bytes());
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Round trips of spans through a real ClickHouse: every column written and read back, dedup,
 //! runs of parts of batches, column types for the client, and the reuse of insert buffers.
 
-use super::block::{spans_block, wire_type, Spares, SPARES_WINDOW};
+use super::block::{spans_block, wire_type, RowRun, Spares, SPARES_WINDOW};
 use super::schema::same_type;
 use super::test_support::*;
 use super::*;
@@ -490,4 +490,70 @@ fn insert_rate() {
         rate(build),
         rate(total)
     );
+}
+
+/// The insert block, written at once where a column's rows are all the same (empty, null, the
+/// one organisation) and a run at a time elsewhere, holds exactly the regions a batch of the
+/// same rows in the same order holds (`RowBatch::from_rows`, an encoder of its own): rows
+/// alike across every batch, alike within each batch but not across, and all different.
+#[test]
+fn a_block_holds_the_regions_of_one_batch_of_its_rows_whatever_columns_repeat() {
+    use crate::row::test_rows::row;
+    use crate::row::{RowRef, REGIONS};
+    let ids: Vec<String> = (0..40).map(|i| format!("id-{i:02}")).collect();
+    let sparse = |i: usize| row("org", &ids[i], &ids[39 - i], 10 + i as u64, false);
+    let full = |i: usize| row("org", &ids[i], &ids[39 - i], 10 + i as u64, true);
+    let other_org = |i: usize| row("org-2", &ids[i], &ids[i], 10, false);
+    let cases: Vec<(&str, Vec<Vec<RowRef<'_>>>)> = vec![
+        (
+            "all sparse",
+            vec![(0..5).map(sparse).collect(), (5..12).map(sparse).collect()],
+        ),
+        (
+            "sparse then full",
+            vec![(0..5).map(sparse).collect(), (5..9).map(full).collect()],
+        ),
+        (
+            "mixed",
+            vec![(0..6)
+                .map(|i| if i % 2 == 0 { full(i) } else { sparse(i) })
+                .collect()],
+        ),
+        (
+            "two orgs",
+            vec![
+                (0..3).map(sparse).collect(),
+                (3..6).map(other_org).collect(),
+            ],
+        ),
+        ("one row", vec![vec![full(1)]]),
+    ];
+    for (name, rows) in cases {
+        let batches: Vec<RowBatch> = rows.iter().map(|r| RowBatch::from_rows(r)).collect();
+        let all: Vec<RowRef<'_>> = rows.concat();
+        let want = RowBatch::from_rows(&all);
+        // Whole batches (a run at a time), and every row a run of its own (a column at a
+        // time, the loop for interleaved traces).
+        let whole: Vec<RowRun<'_>> = batches.iter().map(RowRun::whole).collect();
+        let singles: Vec<RowRun<'_>> = batches
+            .iter()
+            .flat_map(|b| {
+                (0..b.len()).map(move |i| RowRun {
+                    batch: b,
+                    rows: i..i + 1,
+                })
+            })
+            .collect();
+        for runs in [whole, singles] {
+            let (_, parts, _) = spans_block(&runs, all.len(), Vec::new());
+            assert_eq!(parts.len(), REGIONS);
+            for (i, part) in parts.iter().enumerate() {
+                assert_eq!(
+                    part.as_slice(),
+                    &want.data()[want.region(i)],
+                    "{name}: region {i}"
+                );
+            }
+        }
+    }
 }
