@@ -502,8 +502,18 @@ impl<'a> Mapper<'a> {
             // None of the span's keys is the resource's (the usual case): all of them, at once.
             out.extend_from_slice(context);
         } else {
+            // The resource's keys are distinct, so each is looked for among the span's own
+            // keys only, and only when its bit is one of theirs.
+            let own = out.len();
             for &(k, v) in context {
-                self.put(&mut out, &mut seen, k, v, false);
+                if seen & key_bit(k) != 0 && out[..own].iter().any(|&(ok, _)| ok == k) {
+                    continue;
+                }
+                if out.len() == limit::METADATA_KEYS {
+                    self.counts.dropped_attributes += 1;
+                    continue;
+                }
+                out.push((k, v));
             }
         }
         self.keys = keys;
