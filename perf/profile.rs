@@ -1,7 +1,7 @@
 //! Runs one stage of the request path in a loop on a fixture, for `valgrind --tool=callgrind`
 //! (see `perf/profile.sh`): exact instruction counts per stage, no network, no ClickHouse.
 //!
-//! `cargo run --release --example profile -- <small|typical|large> <whole|decode|simd|flush> [N]`
+//! `cargo run --release --example profile -- <small|sdk|typical|large> <whole|decode|simd|flush> [N]`
 //!
 //! Fixtures `otlp` (the 512-span export of `perf/otlp_fixtures.rs` as protobuf, through
 //! `Pipeline::ingest_otlp`) and `otlp-v1` (the same spans as v1 JSON) take `whole` and
@@ -148,11 +148,12 @@ fn main() {
     traceingest::server::keep_freed_memory();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage =
-        "usage: profile <small|typical|large|otlp|otlp-v1> <whole|decode|simd|flush> [iterations]";
+        "usage: profile <small|sdk|typical|large|otlp|otlp-v1> <whole|decode|simd|flush> [iterations]";
     let fixture = args.first().map(String::as_str);
     let otlp = fixture == Some("otlp");
     let body = match fixture {
         Some("small") => fixtures::small(),
+        Some("sdk") => fixtures::sdk(),
         Some("typical") => fixtures::typical(),
         Some("large") => fixtures::large(),
         Some("otlp") => otlp_fixtures::export_512().0,

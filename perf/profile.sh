@@ -3,7 +3,7 @@
 # profile, with line tables), runs each stage on a fixture, and prints the totals and the top
 # functions of the whole path. Exact and repeatable, so it works on a busy machine.
 #
-#   perf/profile.sh [small|typical|large] [iterations]
+#   perf/profile.sh [small|sdk|typical|large] [iterations]
 #   perf/profile.sh otlp [iterations]   the OTLP export against its v1 twin, per byte
 #
 # Output: perf/out/callgrind.<fixture>.<stage>.out (open with callgrind_annotate or kcachegrind).

@@ -46,31 +46,58 @@ pub fn build(
     limit: u64,
     arena: &Bump,
 ) -> Result<RowBatch, BuildError> {
+    let order = key_order(batch, arena);
+    // Both passes go through the spans in the order the rows are written, so that the first
+    // (price, merge metadata, measure) also finds where each trace's rows will start
+    // (`Measure::group_start`): the flush thread cuts a batch at its traces by this index
+    // instead of walking its strings. `priced` and `metadata` are in that order.
     let mut priced = BVec::with_capacity_in(batch.span_count, arena);
     let mut metadata = BVec::with_capacity_in(batch.span_count, arena);
-    let mut issues = Vec::new();
-    // The first pass: price, merge metadata, and measure the rows.
+    let mut groups = BVec::new_in(arena);
+    let mut overflows = Vec::new();
     let mut measure = Measure::default();
-    for (ti, trace) in batch.traces.iter().enumerate() {
-        for (si, span) in trace.spans.iter().enumerate() {
-            let meta = merge_metadata(trace.metadata, span.metadata, arena);
-            let p = match pricer.price_span(table, span) {
-                Ok(p) => p,
-                Err(PriceError::Overflow) => {
-                    issues.push(overflow_issue(ti, si));
-                    None
+    let mut last_trace = None;
+    let mut visit = |ti: usize, si: usize| {
+        let trace = &batch.traces[ti];
+        let span = &trace.spans[si];
+        if last_trace != Some(trace.trace_id) {
+            groups.push(measure.group_start());
+            last_trace = Some(trace.trace_id);
+        }
+        let meta = merge_metadata(trace.metadata, span.metadata, arena);
+        let p = match pricer.price_span(table, span) {
+            Ok(p) => p,
+            Err(PriceError::Overflow) => {
+                overflows.push((ti, si));
+                None
+            }
+        };
+        measure.add(&row(principal, trace, span, p.as_ref(), meta, now_ms));
+        metadata.push(meta);
+        priced.push(p);
+    };
+    match &order {
+        Some(order) => {
+            for a in order.iter() {
+                visit(a.trace as usize, a.span as usize);
+            }
+        }
+        None => {
+            for (ti, trace) in batch.traces.iter().enumerate() {
+                for si in 0..trace.spans.len() {
+                    visit(ti, si);
                 }
-            };
-            measure.add(&row(principal, trace, span, p.as_ref(), meta, now_ms));
-            metadata.push(meta);
-            priced.push(p);
+            }
         }
     }
-    if !issues.is_empty() {
-        issues.truncate(100);
-        return Err(BuildError::Issues(issues));
+    if !overflows.is_empty() {
+        overflows.sort_unstable();
+        let issues = overflows
+            .iter()
+            .take(100)
+            .map(|&(t, s)| overflow_issue(t, s));
+        return Err(BuildError::Issues(issues.collect()));
     }
-    let order = key_order(batch, arena);
     let mut spans = Spans {
         batch,
         principal,
@@ -82,7 +109,7 @@ pub fn build(
         span: 0,
         at: 0,
     };
-    RowBatch::write(&measure, limit, &mut spans).map_err(BuildError::TooLarge)
+    RowBatch::write_grouped(&measure, &groups, limit, &mut spans).map_err(BuildError::TooLarge)
 }
 
 /// A row's place in the `spans` table's sorting key within a batch: trace id, start time,
@@ -162,9 +189,9 @@ fn key_order<'b>(batch: &Batch<'_>, arena: &'b Bump) -> Option<BVec<'b, At>> {
 struct Spans<'s, 'a, 't> {
     batch: &'s Batch<'a>,
     principal: &'s Principal,
-    /// One per span, in order.
+    /// One per span, in the order the rows are written.
     priced: &'s [Option<Priced<'t>>],
-    /// One per span, in order.
+    /// One per span, in the order the rows are written.
     metadata: &'s [Metadata<'s>],
     /// The order to write the rows in, when it is not the batch's (`key_order`).
     order: Option<&'s [At]>,
@@ -180,10 +207,9 @@ impl<'s> RowSource<'s> for Spans<'s, '_, '_> {
         let mut n = 0;
         if let Some(order) = self.order {
             let next = &order[self.at.min(order.len())..];
-            for (slot, a) in slots.iter_mut().zip(next) {
+            for (i, (slot, a)) in (self.at..).zip(slots.iter_mut().zip(next)) {
                 let trace = &self.batch.traces[a.trace as usize];
                 let span = &trace.spans[a.span as usize];
-                let i = a.index as usize;
                 let p = self.priced[i].as_ref();
                 slot.write(row(
                     self.principal,
@@ -476,5 +502,123 @@ mod tests {
         );
         assert_eq!(merge_metadata(trace, &[], &arena), trace);
         assert_eq!(merge_metadata(&[], span, &arena), span);
+    }
+
+    /// Rows come out in key order (trace id, start, span id) whatever order the batch had,
+    /// and where each trace's rows start is indexed: its row, and its offset in every string
+    /// region, as cutting the batch there finds them.
+    #[test]
+    fn rows_are_in_key_order_and_each_trace_start_is_indexed() {
+        use crate::row::{walked_index, Kind, KINDS, WALKED};
+        let span = |id: &'static str, start: u64, meta: Metadata<'static>| Span {
+            span_id: id,
+            name: id,
+            start_time: start,
+            end_time: start + 1,
+            metadata: meta,
+            ..Span::default()
+        };
+        let (t3, t1a, t2, t1b) = (
+            [
+                span("c", 30, &[("k", "v")]),
+                span("a", 10, &[]),
+                span("b", 20, &[]),
+            ],
+            [span("x", 5, &[("long key", "a longer value")])],
+            [span("y", 1, &[])],
+            [span("w", 2, &[("k", "v"), ("j", "w")])],
+        );
+        let traces = [
+            Trace {
+                trace_id: "t3",
+                spans: &t3,
+                ..Trace::default()
+            },
+            Trace {
+                trace_id: "t1",
+                spans: &t1a,
+                ..Trace::default()
+            },
+            Trace {
+                trace_id: "t2",
+                spans: &t2,
+                ..Trace::default()
+            },
+            Trace {
+                trace_id: "t1",
+                spans: &t1b,
+                ..Trace::default()
+            },
+        ];
+        let arena = Bump::new();
+        let built = |traces: &[Trace<'_>]| {
+            let batch = Batch {
+                traces,
+                span_count: traces.iter().map(|t| t.spans.len()).sum(),
+            };
+            let principal = Principal::unlimited("o", "p");
+            build(
+                &batch,
+                &principal,
+                &PriceTable::builtin(),
+                &mut Pricer::new(),
+                1,
+                u64::MAX,
+                &arena,
+            )
+            .expect("rows")
+        };
+        let rows = built(&traces);
+        let keys: Vec<(String, u64, String)> = (0..rows.len())
+            .map(|i| {
+                let mut r = rows.reader(i..i + 1);
+                let v = r.next_row().expect("a row");
+                let text = |c: usize| match &v[c] {
+                    Value::Str(s) => s.to_string(),
+                    v => panic!("{v:?}"),
+                };
+                let start = match v[col::start_time_ms] {
+                    Value::U64(n) => n,
+                    ref v => panic!("{v:?}"),
+                };
+                (text(col::trace_id), start, text(col::span_id))
+            })
+            .collect();
+        let expected = [
+            ("t1", 2, "w"),
+            ("t1", 5, "x"),
+            ("t2", 1, "y"),
+            ("t3", 10, "a"),
+            ("t3", 20, "b"),
+            ("t3", 30, "c"),
+        ];
+        let expected: Vec<(String, u64, String)> = expected
+            .iter()
+            .map(|&(t, s, id)| (t.into(), s, id.into()))
+            .collect();
+        assert_eq!(keys, expected);
+        assert_eq!(rows.groups(), 3);
+        assert_eq!(
+            (0..=3).map(|g| rows.group_row(g)).collect::<Vec<_>>(),
+            [0, 2, 3, 6]
+        );
+        for g in 0..=rows.groups() {
+            let cut = rows.cut(rows.group_row(g));
+            for (w, &c) in WALKED.iter().enumerate() {
+                let region = if KINDS[c] == Kind::Str {
+                    2 * c
+                } else {
+                    2 * c + 1
+                };
+                assert_eq!(rows.group_at(g, w), cut[region], "group {g}, column {c}");
+                assert_eq!(walked_index(c), w);
+            }
+        }
+        // Runs of whole traces are found in the index; others are not.
+        assert_eq!(rows.groups_of(&(2..6)), Some((1, 3)));
+        assert_eq!(rows.groups_of(&(0..6)), Some((0, 3)));
+        assert_eq!(rows.groups_of(&(1..3)), None);
+        // One trace: nothing to index.
+        assert_eq!(built(&traces[..1]).groups(), 0);
     }
 }

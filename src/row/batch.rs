@@ -40,6 +40,56 @@ impl<'a> RowSource<'a> for Slice<'_, 'a> {
 /// Rows written column by column at a time (see `write_chunk`): 32 rows of about 1 KB.
 const CHUNK: usize = 32;
 
+/// The regions whose rows have no fixed width: every `String` column's head and every
+/// `Array(String)` column's tail, as column indexes, in column order.
+pub const WALKED: [usize; walked_count()] = walked();
+
+const fn walked_count() -> usize {
+    let (mut n, mut c) = (0, 0);
+    while c < KINDS.len() {
+        if matches!(KINDS[c], Kind::Str | Kind::MetaKeys | Kind::MetaValues) {
+            n += 1;
+        }
+        c += 1;
+    }
+    n
+}
+
+const fn walked() -> [usize; walked_count()] {
+    let mut out = [0; walked_count()];
+    let (mut n, mut c) = (0, 0);
+    while c < KINDS.len() {
+        if matches!(KINDS[c], Kind::Str | Kind::MetaKeys | Kind::MetaValues) {
+            out[n] = c;
+            n += 1;
+        }
+        c += 1;
+    }
+    out
+}
+
+/// Column `c`'s place in `WALKED` (`c` must be a `String` or `Array(String)` column).
+pub const fn walked_index(c: usize) -> usize {
+    let mut w = 0;
+    while WALKED[w] != c {
+        w += 1;
+    }
+    w
+}
+
+/// Where a group of rows (one trace's, in the table's key order) starts in a batch: its first
+/// row and, for each `WALKED` region, the offset of that row's first byte there. A batch's
+/// groups let the flush thread cut it at trace boundaries without walking its strings
+/// (`RowBatch::group_row`, `RowBatch::group_at`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupStart {
+    row: u64,
+    at: [u64; WALKED.len()],
+}
+
+/// Bytes of one group in a batch's index: its row and its offsets, `u32` each.
+const GROUP_BYTES: usize = 4 * (1 + WALKED.len());
+
 /// A batch whose rows would not fit one batch's share of the write buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TooLarge {
@@ -53,7 +103,8 @@ pub struct TooLarge {
 #[derive(Clone)]
 pub struct RowBatch {
     rows: usize,
-    /// Every region back to back, in column order, head before tail.
+    /// Every region back to back, in column order, head before tail; then, for a batch of
+    /// several groups (`RowBatch::write`'s `groups`), their index: `GROUP_BYTES` per group.
     data: Vec<u8>,
     /// Region `i` is `data[bounds[i]..bounds[i + 1]]`; column `c`'s head is region `2c`, its
     /// tail region `2c + 1`.
@@ -86,9 +137,10 @@ impl fmt::Debug for RowBatch {
 }
 
 impl PartialEq for RowBatch {
-    /// Same rows, byte for byte (the quota ticket is accounting, not data).
+    /// Same rows, byte for byte (the quota ticket is accounting, not data; the group index
+    /// is derived from the rows).
     fn eq(&self, other: &Self) -> bool {
-        self.rows == other.rows && self.bounds == other.bounds && self.data == other.data
+        self.rows == other.rows && self.bounds == other.bounds && self.data() == other.data()
     }
 }
 
@@ -117,6 +169,16 @@ impl Measure {
         measure_row(r, &mut self.var);
         self.rows += 1;
     }
+
+    /// Where the next row will start: the start of a group, when rows are measured in the
+    /// order they are written.
+    #[inline]
+    pub fn group_start(&self) -> GroupStart {
+        GroupStart {
+            row: self.rows as u64,
+            at: WALKED.map(|c| self.var[c]),
+        }
+    }
 }
 
 impl RowBatch {
@@ -129,6 +191,21 @@ impl RowBatch {
     /// be filled): a program bug, never bad input.
     pub fn write<'a>(
         measure: &Measure,
+        limit: u64,
+        source: &mut impl RowSource<'a>,
+    ) -> Result<Self, TooLarge> {
+        RowBatch::write_grouped(measure, &[], limit, source)
+    }
+
+    /// `write`, with the starts of the rows' groups (`Measure::group_start` before each
+    /// group's first row, in order, the first at row 0), indexed after the regions when
+    /// there are several (one group is cut only at its ends, which need no index).
+    ///
+    /// # Panics
+    /// As `write`, and when `groups` do not start at row 0 or go back.
+    pub fn write_grouped<'a>(
+        measure: &Measure,
+        groups: &[GroupStart],
         limit: u64,
         source: &mut impl RowSource<'a>,
     ) -> Result<Self, TooLarge> {
@@ -149,7 +226,14 @@ impl RowBatch {
             return Err(TooLarge { bytes: at, limit });
         }
         let total = at as usize;
-        let mut data: Vec<u8> = Vec::with_capacity(total);
+        let groups = if groups.len() > 1 { groups } else { &[] };
+        assert!(
+            groups.first().is_none_or(|g| g.row == 0)
+                && groups.windows(2).all(|w| w[0].row <= w[1].row)
+                && groups.last().is_none_or(|g| g.row < rows as u64),
+            "groups start at row 0 and go forward"
+        );
+        let mut data: Vec<u8> = Vec::with_capacity(total + groups.len() * GROUP_BYTES);
         {
             let mut rest = &mut data.spare_capacity_mut()[..total];
             let cur: [Cursor<'_>; REGIONS] = std::array::from_fn(|i| {
@@ -185,12 +269,82 @@ impl RowBatch {
         // SAFETY: the regions cover `data[..total]` exactly, and each was written to its end
         // (checked just above).
         unsafe { data.set_len(total) };
+        // Offsets within regions under 4 GiB (checked above) fit a `u32`.
+        for g in groups {
+            data.extend_from_slice(&(g.row as u32).to_le_bytes());
+            for &at in &g.at {
+                data.extend_from_slice(&(at as u32).to_le_bytes());
+            }
+        }
         Ok(RowBatch {
             rows,
             data,
             bounds,
             usage: UsageTicket::default(),
         })
+    }
+
+    /// The groups the batch was written with (`write_grouped`), 0 when it has no index (one
+    /// group, or a batch read back from the spool).
+    #[inline]
+    pub fn groups(&self) -> usize {
+        (self.data.len() - self.bounds[REGIONS] as usize) / GROUP_BYTES
+    }
+
+    #[inline]
+    fn index_u32(&self, g: usize, i: usize) -> usize {
+        let at = self.bounds[REGIONS] as usize + g * GROUP_BYTES + 4 * i;
+        u32::from_le_bytes(self.data[at..at + 4].try_into().expect("4 bytes")) as usize
+    }
+
+    /// The first row of group `g` (`g == groups()`: the batch's end).
+    #[inline]
+    pub fn group_row(&self, g: usize) -> usize {
+        if g == self.groups() {
+            self.rows
+        } else {
+            self.index_u32(g, 0)
+        }
+    }
+
+    /// Where group `g`'s first row starts in the region of walked column `WALKED[w]`: its
+    /// head for a `String`, its tail for an `Array(String)` (`g == groups()`: the region's end).
+    #[inline]
+    pub fn group_at(&self, g: usize, w: usize) -> usize {
+        if g == self.groups() {
+            let c = WALKED[w];
+            let region = if KINDS[c] == Kind::Str {
+                2 * c
+            } else {
+                2 * c + 1
+            };
+            self.region(region).len()
+        } else {
+            self.index_u32(g, 1 + w)
+        }
+    }
+
+    /// The groups `g0..g1` whose rows are exactly `rows`, if `rows` starts and ends at group
+    /// boundaries of an indexed batch.
+    pub fn groups_of(&self, rows: &Range<usize>) -> Option<(usize, usize)> {
+        let n = self.groups();
+        if n == 0 {
+            return None;
+        }
+        // The first group (of 0..=n, where n stands for the end) not before `row`.
+        let find = |row: usize| {
+            let (mut lo, mut hi) = (0, n);
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                if self.group_row(mid) < row {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            (self.group_row(lo) == row).then_some(lo)
+        };
+        Some((find(rows.start)?, find(rows.end)?))
     }
 
     /// A batch of the given rows (tests, and records of the first spool format).
@@ -207,6 +361,29 @@ impl RowBatch {
         RowBatch::write(&measure, limit, &mut Slice { rows, at: 0 })
     }
 
+    /// A batch of rows already in key order (trace id, start, span id), with each trace's
+    /// start indexed as a worker's batch has it (tests).
+    #[cfg(test)]
+    pub fn from_sorted_rows(rows: &[RowRef<'_>]) -> RowBatch {
+        fn key<'r>(r: &RowRef<'r>) -> (&'r str, u64, &'r str) {
+            (r.trace_id, r.start_time_ms, r.span_id)
+        }
+        assert!(
+            rows.windows(2).all(|w| key(&w[0]) <= key(&w[1])),
+            "rows in key order"
+        );
+        let mut measure = Measure::default();
+        let mut groups = Vec::new();
+        for (i, r) in rows.iter().enumerate() {
+            if i == 0 || rows[i - 1].trace_id != r.trace_id {
+                groups.push(measure.group_start());
+            }
+            measure.add(r);
+        }
+        RowBatch::write_grouped(&measure, &groups, u64::MAX, &mut Slice { rows, at: 0 })
+            .expect("rows under 4 GiB")
+    }
+
     pub fn len(&self) -> usize {
         self.rows
     }
@@ -220,9 +397,10 @@ impl RowBatch {
         self.data.capacity() + mem::size_of::<Self>()
     }
 
-    /// Every region, back to back.
+    /// Every region, back to back (not the group index: a batch read back from the spool has
+    /// none).
     pub fn data(&self) -> &[u8] {
-        &self.data
+        &self.data[..self.bounds[REGIONS] as usize]
     }
 
     /// Region boundaries (see the field).

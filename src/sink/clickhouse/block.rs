@@ -15,7 +15,9 @@ use clickhouse_rs::types::{Block, DateTimeType, SqlType};
 
 use super::errors::InsertError;
 use super::Store;
-use crate::row::{skip_strings, Kind, RowBatch, COLUMNS, KINDS, REGIONS, SPANS_COLUMNS};
+use crate::row::{
+    skip_strings, walked_index, Kind, RowBatch, COLUMNS, KINDS, REGIONS, SPANS_COLUMNS, WALKED,
+};
 
 /// Scale of every money column: `Decimal(18, 10)`, i.e. `Money` units of 1e-10 USD.
 const MONEY_SCALE: u8 = 10;
@@ -229,23 +231,65 @@ fn by_column(
     // Per batch: the row its cursor is at, and where that row starts in the region walked
     // (a string column's head, an `Array(String)`'s tail).
     let mut cursor: Vec<(usize, usize)> = vec![(0, 0); batches];
+    // Per run: its first and end group, when it is whole groups of a batch that has a group
+    // index (a batch written by a worker): then no string is walked to find where it lies.
+    let groups: Vec<Option<(usize, usize)>> =
+        runs.iter().map(|r| r.batch.groups_of(&r.rows)).collect();
     for c in (0..COLUMNS).filter(|&c| !skip[c]) {
+        // The column's place in `WALKED`, if its rows vary in width.
+        let windex = if WALKED.contains(&c) {
+            walked_index(c)
+        } else {
+            usize::MAX
+        };
         let kind = KINDS[c];
         let [head_buf, tail_buf] = bufs.get_disjoint_mut([2 * c, 2 * c + 1]).expect("regions");
+        // The batches were written up to an interval ago and are out of the caches; each run's
+        // part of a column is a short read from one of many batches, which the hardware
+        // prefetchers cannot follow: ask for the part a few runs ahead.
+        let ahead = |i: usize| {
+            let (Some(run), Some(g)) = (runs.get(i + PREFETCH_RUNS), groups.get(i + PREFETCH_RUNS))
+            else {
+                return;
+            };
+            let head = run.batch.head(c);
+            let at = match (kind, g) {
+                (Kind::Str, Some((g0, _))) => run.batch.group_at(*g0, windex),
+                (Kind::Str, None) => return,
+                _ => run.rows.start * kind.head_width(),
+            };
+            if let Some(b) = head.get(at..) {
+                prefetch(b);
+            }
+            if kind.tail_width() > 0 {
+                if let Some(b) = run.batch.tail(c).get(run.rows.start * kind.tail_width()..) {
+                    prefetch(b);
+                }
+            }
+        };
         // One loop per layout, so each is a few bounds checks and copies per run.
         match kind {
             Kind::Str => {
                 cursor.fill((0, 0));
-                for (run, &slot) in runs.iter().zip(slots) {
+                for (i, ((run, &slot), g)) in runs.iter().zip(slots).zip(&groups).enumerate() {
+                    ahead(i);
                     let head = run.batch.head(c);
-                    let (from, to) = walk(&mut cursor[slot], head, &run.rows, run.batch.len());
+                    let (from, to) = match *g {
+                        Some((g0, g1)) => {
+                            let at = |g| run.batch.group_at(g, windex);
+                            cursor[slot] = (run.rows.end, at(g1));
+                            (at(g0), at(g1))
+                        }
+                        None => walk(&mut cursor[slot], head, &run.rows, run.batch.len()),
+                    };
                     head_buf.extend_from_slice(&head[from..to]);
                 }
             }
             Kind::Ints | Kind::MetaKeys | Kind::MetaValues => {
                 cursor.fill((0, 0));
                 let mut elems = 0u64;
-                for (run, &slot) in runs.iter().zip(slots) {
+                for (i, ((run, &slot), g)) in runs.iter().zip(slots).zip(&groups).enumerate() {
+                    ahead(i);
                     let b = run.batch;
                     let (first, last) = (
                         b.elems_before(c, run.rows.start),
@@ -259,22 +303,27 @@ fn by_column(
                     );
                     elems += (last - first) as u64;
                     let tail = b.tail(c);
-                    let (from, to) = if kind == Kind::Ints {
-                        (8 * first, 8 * last)
-                    } else {
-                        walk(
+                    let (from, to) = match *g {
+                        _ if kind == Kind::Ints => (8 * first, 8 * last),
+                        Some((g0, g1)) => {
+                            let at = |g| b.group_at(g, windex);
+                            cursor[slot] = (last, at(g1));
+                            (at(g0), at(g1))
+                        }
+                        None => walk(
                             &mut cursor[slot],
                             tail,
                             &(first..last),
                             b.elems_before(c, b.len()),
-                        )
+                        ),
                     };
                     tail_buf.extend_from_slice(&tail[from..to]);
                 }
             }
             _ => {
                 let (hw, tw) = (kind.head_width(), kind.tail_width());
-                for run in runs {
+                for (i, run) in runs.iter().enumerate() {
+                    ahead(i);
                     let (start, end) = (run.rows.start, run.rows.end);
                     head_buf.extend_from_slice(&run.batch.head(c)[start * hw..end * hw]);
                     if tw > 0 {
@@ -284,6 +333,23 @@ fn by_column(
             }
         }
     }
+}
+
+/// Runs ahead whose parts `by_column` asks the cache for.
+const PREFETCH_RUNS: usize = 6;
+
+/// Asks for the cache line at the start of `b` (a hint; nothing on other architectures).
+#[inline]
+fn prefetch(b: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch hint never faults and reads nothing; SSE is in every x86_64.
+    #[allow(unused_unsafe)]
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(b.as_ptr().cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = b;
 }
 
 /// Where strings `items` of a region of `total` strings lie, from a cursor (the item it is at,

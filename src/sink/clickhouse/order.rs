@@ -18,7 +18,7 @@
 use std::ops::Range;
 
 use super::block::RowRun;
-use crate::row::{col, RowBatch};
+use crate::row::{col, skip_strings, walked_index, RowBatch};
 
 /// Rows of one run that share organisation and trace, in (start, span id) order.
 struct Group<'a> {
@@ -93,6 +93,34 @@ fn push<'a>(out: &mut Vec<RowRun<'a>>, batch: &'a RowBatch, rows: Range<usize>) 
 fn groups_of<'a>(run: &RowRun<'a>, index: usize, groups: &mut Vec<Group<'a>>) {
     let b = run.batch;
     if run.rows.is_empty() {
+        return;
+    }
+    if let Some((g0, g1)) = b.groups_of(&run.rows) {
+        // A worker wrote the batch in key order and indexed where each trace starts: its
+        // groups are those traces, read at their ends only.
+        let starts = b.head(col::start_time_ms);
+        let start = |row: usize| {
+            u64::from_le_bytes(starts[row * 8..row * 8 + 8].try_into().expect("8 bytes"))
+        };
+        let spans = b.head(col::span_id);
+        for g in g0..g1 {
+            let rows = b.group_row(g)..b.group_row(g + 1);
+            let span_at = b.group_at(g, walked_index(col::span_id));
+            let last_at = span_at + skip_strings(&spans[span_at..], rows.len() - 1);
+            groups.push(Group {
+                org: b
+                    .string_at(col::org_id, b.group_at(g, walked_index(col::org_id)))
+                    .0,
+                trace: b
+                    .string_at(col::trace_id, b.group_at(g, walked_index(col::trace_id)))
+                    .0,
+                first: (start(rows.start), b.string_at(col::span_id, span_at).0),
+                last: (start(rows.end - 1), b.string_at(col::span_id, last_at).0),
+                run: index,
+                rows,
+                span_at,
+            });
+        }
         return;
     }
     let at = |c: usize| b.column_cut_from(c, 0, (0, 0), run.rows.start).0;
@@ -337,6 +365,59 @@ mod tests {
         for (i, (got, want)) in taken.iter().zip(&reference).enumerate() {
             assert_eq!(got.as_slice(), want.as_slice(), "region {i}");
         }
+    }
+
+    /// Batches a worker wrote (each trace's start indexed) sort and make blocks exactly as the
+    /// same batches read back from the spool (no index) do: the index only saves walking.
+    #[test]
+    fn indexed_batches_sort_and_make_the_same_blocks_as_unindexed_ones() {
+        let mut rng = Rng(11);
+        let traces: Vec<String> = (0..12).map(|i| format!("trace-{i:02}")).collect();
+        let spans: Vec<String> = (0..30).map(|i| format!("span-{i:02}")).collect();
+        let rows: Vec<Vec<RowRef<'_>>> = (0..6)
+            .map(|_| {
+                let mut rows: Vec<RowRef<'_>> = (0..1 + rng.next(25) as usize)
+                    .map(|_| {
+                        let t = &traces[rng.next(12) as usize];
+                        let s = &spans[rng.next(30) as usize];
+                        row("org", t, s, rng.next(50), rng.next(2) == 0)
+                    })
+                    .collect();
+                rows.sort_by(|a, b| {
+                    (a.trace_id, a.start_time_ms, a.span_id).cmp(&(
+                        b.trace_id,
+                        b.start_time_ms,
+                        b.span_id,
+                    ))
+                });
+                rows
+            })
+            .collect();
+        let indexed: Vec<RowBatch> = rows.iter().map(|r| RowBatch::from_sorted_rows(r)).collect();
+        let plain: Vec<RowBatch> = rows.iter().map(|r| RowBatch::from_rows(r)).collect();
+        assert!(indexed.iter().any(|b| b.groups() > 1));
+        assert!(plain.iter().all(|b| b.groups() == 0));
+        let sorted = |batches: &[RowBatch]| {
+            let runs: Vec<RowRun<'_>> = batches.iter().map(RowRun::whole).collect();
+            let out = in_key_order(&runs);
+            let at: Vec<(usize, Range<usize>)> = out
+                .iter()
+                .map(|r| {
+                    let i = batches
+                        .iter()
+                        .position(|b| std::ptr::eq(b, r.batch))
+                        .unwrap();
+                    (i, r.rows.clone())
+                })
+                .collect();
+            let rows = out.iter().map(|r| r.rows.len()).sum();
+            let (_, parts, _) = super::super::block::spans_block(&out, rows, Vec::new());
+            let parts: Vec<Vec<u8>> = parts.iter().map(|p| p.to_vec()).collect();
+            (at, parts)
+        };
+        let (a, b) = (sorted(&indexed), sorted(&plain));
+        assert_eq!(a.0, b.0, "the same runs");
+        assert_eq!(a.1, b.1, "the same block");
     }
 
     /// A one-row block's column parts as a batch (its regions, back to back).
