@@ -8,11 +8,12 @@
 //! moves), so no row is kept in between; only the prices and merged metadata are (in the
 //! request's arena).
 //!
-//! The second pass writes the rows in the `spans` table's sorting-key order (trace id, start
-//! time, span id: the organisation is the batch's), so that the flush thread can hand
-//! ClickHouse blocks it need not sort (`sink/clickhouse/order.rs`). Clients send a trace's
-//! spans together and mostly in start order, so this is usually a check and a sort of the
-//! traces by id.
+//! Both passes go through the spans in the `spans` table's sorting-key order (trace id, start
+//! time, span id: the organisation is the batch's), in which the rows are written, so that the
+//! flush thread can hand ClickHouse blocks it need not sort (`sink/clickhouse/order.rs`), and
+//! the first pass notes where each trace's rows start (the batch's group index, by which the
+//! flush thread cuts it). Clients send a trace's spans together and mostly in start order, so
+//! this is usually a check and a sort of the traces by id.
 
 use std::mem::MaybeUninit;
 
