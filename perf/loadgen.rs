@@ -18,7 +18,9 @@
 //!    accepted, the rows counted in ClickHouse and the rows buffered in the server;
 //! 5. `open_sdk`: 1,000 requests/s of the 3-span batch real SDKs send, on 2 connections;
 //!    `open_otlp`, `open_otlp_gzip`, `open_otlp_v1`: the 512-span OTLP export as protobuf, as
-//!    gzip-compressed protobuf and as the same spans in v1 JSON, at `--otlp-rate` each.
+//!    gzip-compressed protobuf and as the same spans in v1 JSON, at `--otlp-rate` each; then
+//!    `--otlp-rounds` - 1 (2) more rounds of the protobuf and v1 phases, alternating
+//!    (`otlp_rounds`: each round's CPU per GB and per export of both).
 //!
 //! Every open loop and the sustain run also carry ClickHouse's bill (`bill.rs`, key
 //! `clickhouse`): its CPU by thread until its merges are quiet, parts, bytes on disk.
@@ -70,6 +72,9 @@ pub struct Args {
     sustain: Duration,
     /// OTLP exports per second of the three OTLP phases (the same span rate for each).
     otlp_rate: f64,
+    /// Rounds of the protobuf and v1 twin phases, alternating (`--otlp-rounds`): the machine's
+    /// speed drifts between phases, so one pair alone can mislead.
+    otlp_rounds: usize,
     out: Option<String>,
     /// Only this phase (see the module's doc), e.g. to profile the server under it.
     only: Option<String>,
@@ -91,6 +96,7 @@ fn parse_args() -> Args {
         phase: Duration::from_secs(15),
         sustain: Duration::from_secs(20),
         otlp_rate: 40.0,
+        otlp_rounds: 3,
         out: None,
         only: None,
         ch: ClickHouse {
@@ -112,6 +118,7 @@ fn parse_args() -> Args {
             "--phase-secs" => a.phase = Duration::from_secs(v.parse().expect("--phase-secs")),
             "--sustain-secs" => a.sustain = Duration::from_secs(v.parse().expect("--sustain-secs")),
             "--otlp-rate" => a.otlp_rate = v.parse().expect("--otlp-rate <exports per second>"),
+            "--otlp-rounds" => a.otlp_rounds = v.parse().expect("--otlp-rounds <rounds>"),
             "--out" => a.out = Some(v),
             "--only" => a.only = Some(v),
             "--clickhouse-http" => a.ch.http = v.parse().expect("--clickhouse-http host:port"),
@@ -283,6 +290,36 @@ fn main() {
     eprintln!("loadgen: the same spans as v1 JSON at {rate} batches/s");
     let open_otlp_v1 = open_phase(&a, &Fixture::otlp_v1(), rate, "otlp-v1");
     eprintln!("  {open_otlp_v1}");
+    // More rounds of the two, alternating (v1 first in even rounds), for issue 15's ratio:
+    // each round's CPU per GB decoded and per export, protobuf and v1.
+    let figures = |p: &Value| {
+        json!({
+            "cpu_s_per_decoded_gb": p["cpu_s_per_decoded_gb"],
+            "cpu_us_per_request": p["cpu_us_per_request"]["total"],
+        })
+    };
+    let mut otlp_rounds = vec![json!({"otlp": figures(&open_otlp), "v1": figures(&open_otlp_v1)})];
+    for round in 2..=a.otlp_rounds {
+        eprintln!(
+            "loadgen: OTLP protobuf and v1 twin, round {round} of {}",
+            a.otlp_rounds
+        );
+        let phase = |v1: bool| {
+            if v1 {
+                figures(&open_phase(&a, &Fixture::otlp_v1(), rate, "otlp-v1"))
+            } else {
+                figures(&open_phase(&a, &Fixture::otlp(), rate, "otlp"))
+            }
+        };
+        let (first, second) = (phase(round % 2 == 0), phase(round % 2 == 1));
+        let (otlp, v1) = if round % 2 == 0 {
+            (second, first)
+        } else {
+            (first, second)
+        };
+        eprintln!("  otlp {otlp} v1 {v1}");
+        otlp_rounds.push(json!({"otlp": otlp, "v1": v1}));
+    }
     let status = meter::proc_status(a.pid);
     let result = json!({
         "connections": a.connections,
@@ -300,6 +337,7 @@ fn main() {
         "open_otlp": open_otlp,
         "open_otlp_gzip": open_otlp_gzip,
         "open_otlp_v1": open_otlp_v1,
+        "otlp_rounds": otlp_rounds,
         "vm_hwm_bytes": status.0,
         "vm_rss_bytes": status.1,
     });

@@ -214,10 +214,48 @@ pub fn otlp(o: &mut String, load: &Value) {
             human_ns(ns)
         )),
     );
-    let (proto_gb, v1_gb) = (
-        f(&plain["cpu_s_per_decoded_gb"]),
-        f(&v1["cpu_s_per_decoded_gb"]),
-    );
+    // Judged on the medians over the alternating rounds (one pair of phases can mislead on a
+    // machine whose speed drifts), each round listed.
+    let rounds = load["otlp_rounds"].as_array().cloned().unwrap_or_default();
+    let gb = |r: &Value, side: &str| f(&r[side]["cpu_s_per_decoded_gb"]);
+    let (proto_gb, v1_gb) = if rounds.is_empty() {
+        (
+            f(&plain["cpu_s_per_decoded_gb"]),
+            f(&v1["cpu_s_per_decoded_gb"]),
+        )
+    } else {
+        let median = |side: &str| {
+            let mut v: Vec<f64> = rounds.iter().map(|r| gb(r, side)).collect();
+            v.sort_by(f64::total_cmp);
+            if v.len() % 2 == 1 {
+                v[v.len() / 2]
+            } else {
+                (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+            }
+        };
+        (median("otlp"), median("v1"))
+    };
+    if !rounds.is_empty() {
+        let _ = writeln!(
+            o,
+            "Protobuf and its v1 twin in {} alternating rounds (the first is the two phases \
+             above; then v1 first in even rounds): CPU-s per GB decoded, protobuf / v1 \
+             (ratio), and µs per export: {}.\n",
+            rounds.len(),
+            rounds
+                .iter()
+                .map(|r| format!(
+                    "{:.2} / {:.2} ({:.2}; {:.0} / {:.0} µs)",
+                    gb(r, "otlp"),
+                    gb(r, "v1"),
+                    gb(r, "otlp") / gb(r, "v1"),
+                    f(&r["otlp"]["cpu_us_per_request"]),
+                    f(&r["v1"]["cpu_us_per_request"]),
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
     let prost = bench_ns("otlp_read_512", "prost_decode");
     let reader = bench_ns("otlp_read_512", "reader");
     let ratio = match (prost, reader) {
@@ -227,7 +265,7 @@ pub fn otlp(o: &mut String, load: &Value) {
     let _ = writeln!(o, "| target (issue 15) | measured | |\n|---|---|---|");
     let _ = writeln!(
         o,
-        "| server CPU per GB of uncompressed OTLP protobuf <= the v1 path's per GB of JSON, same spans | {proto_gb:.2} vs {v1_gb:.2} CPU-s per GB | {} |",
+        "| server CPU per GB of uncompressed OTLP protobuf <= the v1 path's per GB of JSON, same spans (medians of the rounds) | {proto_gb:.2} vs {v1_gb:.2} CPU-s per GB | {} |",
         pass(proto_gb <= v1_gb)
     );
     let _ = writeln!(

@@ -6,21 +6,22 @@
 # on both binaries, alternating, against the same ClickHouse.
 #
 #   perf/run.sh [--sustain-secs N] [--phase-secs N] [--workers N] [--connections N]
-#               [--otlp-rate N] [--no-bench] [--no-profile] [--clickhouse-ports TCP,HTTP]
+#               [--otlp-rate N] [--otlp-rounds N] [--no-bench] [--no-profile]
+#               [--clickhouse-ports TCP,HTTP]
 #               [--baseline REV [--compare-only] [--rounds N] [--typical-rate N]
 #                [--small-rate N]]
 #
 # Defaults: 15 s per load phase, a 20 s sustain run (the issue's 60 s: --sustain-secs 60), one
-# worker (a core's worth), 8 connections, OTLP phases at 40 exports/s, ClickHouse on 19000
-# (native) and 18123 (HTTP) with its data in perf/out/clickhouse (removed at exit). About 14
-# minutes of load after the release build (the ramps to the maximum rates take 4 to 6), then
+# worker (a core's worth), 8 connections, OTLP phases at 40 exports/s (protobuf and its v1
+# twin in 3 alternating rounds), ClickHouse on 19000 (native) and 18123 (HTTP) with its data in
+# perf/out/clickhouse (removed at exit). About 16 minutes of load after the release build (the ramps to the maximum rates take 4 to 6), then
 # the benches and the profile. The comparison: typical at 60 req/s, small at 8000, sdk at 1000
 # on 2 connections, otlp at --otlp-rate, each on old and new in the order old, new, new, old,
 # ... for --rounds (2), about a minute per phase and binary with the merges waited for.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COMMAND="perf/run.sh $*"
-SUSTAIN=20; PHASE=15; WORKERS=1; CONNECTIONS=8; BENCH=1; PROFILE=1; OTLP_RATE=40
+SUSTAIN=20; PHASE=15; WORKERS=1; CONNECTIONS=8; BENCH=1; PROFILE=1; OTLP_RATE=40; OTLP_ROUNDS=3
 CH_TCP=19000; CH_HTTP=18123
 BASELINE=""; COMPARE_ONLY=0; ROUNDS=2; TYPICAL_RATE=60; SMALL_RATE=8000; SDK_RATE=1000
 while [ $# -gt 0 ]; do
@@ -30,6 +31,7 @@ while [ $# -gt 0 ]; do
     --workers) WORKERS="$2"; shift 2 ;;
     --connections) CONNECTIONS="$2"; shift 2 ;;
     --otlp-rate) OTLP_RATE="$2"; shift 2 ;;
+    --otlp-rounds) OTLP_ROUNDS="$2"; shift 2 ;;
     --no-bench) BENCH=0; shift ;;
     --no-profile) PROFILE=0; shift ;;
     --clickhouse-ports) CH_TCP="${2%,*}"; CH_HTTP="${2#*,}"; shift 2 ;;
@@ -130,7 +132,7 @@ start_server() {
   echo "$tag server ($bin) pid $S_PID on $S_ADDR, database $db, $WORKERS worker(s)" >&2
 }
 LOADGEN=(target/release/examples/loadgen --connections "$CONNECTIONS" --phase-secs "$PHASE"
-  --otlp-rate "$OTLP_RATE" --clickhouse-http "127.0.0.1:$CH_HTTP" --clickhouse-pid "$CH_PID")
+  --otlp-rate "$OTLP_RATE" --otlp-rounds "$OTLP_ROUNDS" --clickhouse-http "127.0.0.1:$CH_HTTP" --clickhouse-pid "$CH_PID")
 
 if [ "$COMPARE_ONLY" = 0 ]; then
   rm -f "$OUT/load.json"

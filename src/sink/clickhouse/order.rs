@@ -297,27 +297,10 @@ mod tests {
     /// in many short runs.
     #[test]
     fn a_block_of_sorted_runs_is_the_batch_of_its_rows_in_that_order() {
-        let mut rng = Rng(7);
-        let traces: Vec<String> = (0..30).map(|i| format!("trace-{i:02}")).collect();
-        let spans: Vec<String> = (0..30).map(|i| format!("span-{i:02}")).collect();
-        let batches: Vec<RowBatch> = (0..8)
-            .map(|_| {
-                let mut rows: Vec<RowRef<'_>> = (0..1 + rng.next(20) as usize)
-                    .map(|_| {
-                        let t = &traces[rng.next(30) as usize];
-                        let s = &spans[rng.next(30) as usize];
-                        row("org", t, s, rng.next(50), rng.next(2) == 0)
-                    })
-                    .collect();
-                rows.sort_by(|a, b| {
-                    (a.trace_id, a.start_time_ms, a.span_id).cmp(&(
-                        b.trace_id,
-                        b.start_time_ms,
-                        b.span_id,
-                    ))
-                });
-                RowBatch::from_rows(&rows)
-            })
+        let names = Names::new(30);
+        let batches: Vec<RowBatch> = sorted_rows(&mut Rng(7), &names, 8, 20)
+            .iter()
+            .map(|rows| RowBatch::from_rows(rows))
             .collect();
         let runs: Vec<RowRun<'_>> = batches.iter().map(RowRun::whole).collect();
         let sorted = in_key_order(&runs);
@@ -371,28 +354,8 @@ mod tests {
     /// same batches read back from the spool (no index) do: the index only saves walking.
     #[test]
     fn indexed_batches_sort_and_make_the_same_blocks_as_unindexed_ones() {
-        let mut rng = Rng(11);
-        let traces: Vec<String> = (0..12).map(|i| format!("trace-{i:02}")).collect();
-        let spans: Vec<String> = (0..30).map(|i| format!("span-{i:02}")).collect();
-        let rows: Vec<Vec<RowRef<'_>>> = (0..6)
-            .map(|_| {
-                let mut rows: Vec<RowRef<'_>> = (0..1 + rng.next(25) as usize)
-                    .map(|_| {
-                        let t = &traces[rng.next(12) as usize];
-                        let s = &spans[rng.next(30) as usize];
-                        row("org", t, s, rng.next(50), rng.next(2) == 0)
-                    })
-                    .collect();
-                rows.sort_by(|a, b| {
-                    (a.trace_id, a.start_time_ms, a.span_id).cmp(&(
-                        b.trace_id,
-                        b.start_time_ms,
-                        b.span_id,
-                    ))
-                });
-                rows
-            })
-            .collect();
+        let names = Names::new(12);
+        let rows = sorted_rows(&mut Rng(11), &names, 6, 25);
         let indexed: Vec<RowBatch> = rows.iter().map(|r| RowBatch::from_sorted_rows(r)).collect();
         let plain: Vec<RowBatch> = rows.iter().map(|r| RowBatch::from_rows(r)).collect();
         assert!(indexed.iter().any(|b| b.groups() > 1));
@@ -418,6 +381,50 @@ mod tests {
         let (a, b) = (sorted(&indexed), sorted(&plain));
         assert_eq!(a.0, b.0, "the same runs");
         assert_eq!(a.1, b.1, "the same block");
+    }
+
+    /// Trace ids (`trace-00`, ...) and 30 span ids for random rows.
+    struct Names {
+        traces: Vec<String>,
+        spans: Vec<String>,
+    }
+
+    impl Names {
+        fn new(traces: usize) -> Names {
+            Names {
+                traces: (0..traces).map(|i| format!("trace-{i:02}")).collect(),
+                spans: (0..30).map(|i| format!("span-{i:02}")).collect(),
+            }
+        }
+    }
+
+    /// `batches` batches of 1 to `most` random rows each, full or sparse, every batch in key
+    /// order (trace, start, span) as a worker writes it.
+    fn sorted_rows<'n>(
+        rng: &mut Rng,
+        names: &'n Names,
+        batches: usize,
+        most: u64,
+    ) -> Vec<Vec<RowRef<'n>>> {
+        (0..batches)
+            .map(|_| {
+                let mut rows: Vec<RowRef<'n>> = (0..1 + rng.next(most) as usize)
+                    .map(|_| {
+                        let t = &names.traces[rng.next(names.traces.len() as u64) as usize];
+                        let s = &names.spans[rng.next(30) as usize];
+                        row("org", t, s, rng.next(50), rng.next(2) == 0)
+                    })
+                    .collect();
+                rows.sort_by(|a, b| {
+                    (a.trace_id, a.start_time_ms, a.span_id).cmp(&(
+                        b.trace_id,
+                        b.start_time_ms,
+                        b.span_id,
+                    ))
+                });
+                rows
+            })
+            .collect()
     }
 
     /// A one-row block's column parts as a batch (its regions, back to back).
