@@ -660,8 +660,9 @@ impl RowBatch {
         if kind.is_array() && head[head.len() - 8..] != [0; 8] {
             return None;
         }
-        // A region that repeats its first `w` bytes is equal to itself shifted by `w`.
-        let repeats = |r: &[u8], w: usize| r[w..] == r[..r.len() - w];
+        // A region that repeats its first `w` bytes is equal to itself shifted by `w`; most
+        // that do not already differ in their last row.
+        let repeats = |r: &[u8], w: usize| r[r.len() - w..] == r[..w] && r[w..] == r[..r.len() - w];
         (repeats(head, head_width) && repeats(tail, tail_width))
             .then(|| (&head[..head_width], &tail[..tail_width]))
     }

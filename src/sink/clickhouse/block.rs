@@ -71,8 +71,15 @@ pub(super) fn spans_block(
     // Columns whose rows are all the same across the block (empty, null, zero, the one
     // organisation): about half of a typical insert's columns, each written at once instead
     // of a run at a time (with interleaved traces, thousands of short copies per column).
+    // Only where batches are large: checking every column of thousands of small batches (a
+    // few spans each, out of the caches by now) cost the flush thread three times what it
+    // saved (perf/RESULTS.md).
+    let large = rows >= UNIFORM_MIN_ROWS * batches.len();
     let uniform: Vec<Option<(&[u8], &[u8])>> = (0..COLUMNS)
         .map(|c| {
+            if !large {
+                return None;
+            }
             let first = batches.first()?.uniform(c)?;
             batches[1..]
                 .iter()
@@ -334,6 +341,10 @@ fn by_column(
         }
     }
 }
+
+/// The rows a batch of an insert must have on average for the insert's columns to be checked
+/// for rows that are all alike (`RowBatch::uniform`).
+const UNIFORM_MIN_ROWS: usize = 32;
 
 /// Runs ahead whose parts `by_column` asks the cache for.
 const PREFETCH_RUNS: usize = 6;
