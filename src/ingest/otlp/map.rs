@@ -178,9 +178,7 @@ impl<'a> SpanSink<'a> for Mapper<'a> {
             }
             return;
         }
-        let (span, ident) = self.map(s, scope, resource);
-        self.spans.push(span);
-        self.idents.push(ident);
+        self.map(s, scope, resource);
     }
 
     fn reserve(&mut self, spans: usize) {
@@ -236,12 +234,8 @@ impl<'a> Mapper<'a> {
         cut
     }
 
-    fn map(
-        &mut self,
-        s: &RawSpan<'a, '_>,
-        scope: &Scope<'a>,
-        resource: &Resource<'a>,
-    ) -> (Span<'a>, Ident<'a>) {
+    /// Maps a span and pushes it (built where it is kept: a span is large) with its `Ident`.
+    fn map(&mut self, s: &RawSpan<'a, '_>, scope: &Scope<'a>, resource: &Resource<'a>) {
         let mut f = Found::default();
         self.keys.clear();
         self.parts.clear();
@@ -294,6 +288,7 @@ impl<'a> Mapper<'a> {
             reported_cost: if priced { f.cost.get() } else { None },
             ..Span::default()
         };
+        self.spans.push(span);
         let mut trace = [0u8; 16];
         trace.copy_from_slice(s.trace_id);
         let ident = Ident {
@@ -302,7 +297,7 @@ impl<'a> Mapper<'a> {
             user: f.user.get().map(|t| self.cut(t, limit::CUSTOMER_ID)),
             agent: f.agent.map(|t| self.cut(t, limit::AGENT_NAME)),
         };
-        (span, ident)
+        self.idents.push(ident);
     }
 
     /// Records what attribute `a` (of meaning `key`) says, and whether it was used.
