@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Runs every cargo-fuzz target in fuzz/ for SECONDS (default 60) each on stable Rust
-# (RUSTC_BOOTSTRAP=1 lets stable accept the sanitizer flags cargo-fuzz passes). Installs
-# cargo-fuzz if missing and seeds the corpora from the perf fixtures first. Fails if a target
-# finds a crash, a hang (over 10 s on one input) or a leak; the input is left in
+# Runs every cargo-fuzz target in fuzz/ for SECONDS (default 60) each, one per core at a time,
+# on stable Rust (RUSTC_BOOTSTRAP=1 lets stable accept the sanitizer flags cargo-fuzz passes).
+# Installs cargo-fuzz if missing and seeds the corpora from the perf fixtures first. Fails if a
+# target finds a crash, a hang (over 10 s on one input) or a leak; the input is left in
 # fuzz/artifacts/TARGET/ and must become a named regression test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,10 +20,10 @@ fi
 cargo run --quiet --features fuzzing --example fuzz_seeds -- fuzz/corpus
 cargo fuzz build
 
-status=0
-for target in http_request decode pricing otlp; do
-  echo "fuzzing $target for ${SECONDS_PER_TARGET}s" >&2
-  log="fuzz/target/$target.log"
+# One target per core at a time (libFuzzer uses one), so CI waits for the slowest pair, not
+# the sum of all four.
+fuzz_one() {
+  local target="$1" log="fuzz/target/$1.log"
   if cargo fuzz run "$target" "fuzz/corpus/$target" -- \
       -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -print_final_stats=1 >"$log" 2>&1; then
     # libFuzzer's closing line: "Done N runs in S second(s)".
@@ -31,7 +31,23 @@ for target in http_request decode pricing otlp; do
   else
     echo "$target FAILED; the end of its log:" >&2
     tail -n 60 "$log" >&2
-    status=1
+    return 1
   fi
+}
+
+status=0
+jobs_at_once=$(nproc)
+pids=()
+for target in http_request decode pricing otlp; do
+  echo "fuzzing $target for ${SECONDS_PER_TARGET}s" >&2
+  fuzz_one "$target" &
+  pids+=("$!")
+  if ((${#pids[@]} >= jobs_at_once)); then
+    wait "${pids[0]}" || status=1
+    pids=("${pids[@]:1}")
+  fi
+done
+for pid in "${pids[@]}"; do
+  wait "$pid" || status=1
 done
 exit "$status"

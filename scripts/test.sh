@@ -25,5 +25,5 @@ cargo test --all-targets
 # The vendored clickhouse-rs and its traceingest patches (vendor/clickhouse-rs/PATCHES.md).
 # Skipped: one upstream test of date formatting that fails with the chrono this resolves to
 # ("01 Jan" vs "1 Jan"), unrelated to the patches.
-cargo test --manifest-path vendor/clickhouse-rs/Cargo.toml --target-dir target/vendor --lib \
+cargo test --manifest-path vendor/clickhouse-rs/Cargo.toml --target-dir target --lib \
   -- --skip types::value_ref::test::test_display
