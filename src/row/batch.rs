@@ -6,7 +6,7 @@ use std::mem::{self, MaybeUninit};
 use std::ops::Range;
 
 use super::columns::{col, measure_row, write_chunk, Kind, COLUMNS, KINDS, REGIONS};
-use super::read::{check_strings, read_varint, skip_checked, RowReader};
+use super::read::{check_strings, read_varint, skip_strings, RowReader};
 use super::write::{Cursor, Writer};
 use super::RowRef;
 use crate::admission::UsageTicket;
@@ -44,10 +44,16 @@ const CHUNK: usize = 32;
 /// `Array(String)` column's tail, as column indexes, in column order.
 pub const WALKED: [usize; walked_count()] = walked();
 
+/// Whether rows of kind `k` vary in width where the flush thread cuts them: a `String`'s head,
+/// an `Array(String)`'s tail.
+const fn is_walked(k: Kind) -> bool {
+    matches!(k, Kind::Str | Kind::MetaKeys | Kind::MetaValues)
+}
+
 const fn walked_count() -> usize {
     let (mut n, mut c) = (0, 0);
     while c < KINDS.len() {
-        if matches!(KINDS[c], Kind::Str | Kind::MetaKeys | Kind::MetaValues) {
+        if is_walked(KINDS[c]) {
             n += 1;
         }
         c += 1;
@@ -59,13 +65,23 @@ const fn walked() -> [usize; walked_count()] {
     let mut out = [0; walked_count()];
     let (mut n, mut c) = (0, 0);
     while c < KINDS.len() {
-        if matches!(KINDS[c], Kind::Str | Kind::MetaKeys | Kind::MetaValues) {
+        if is_walked(KINDS[c]) {
             out[n] = c;
             n += 1;
         }
         c += 1;
     }
     out
+}
+
+/// The region a walked column `c` is cut in: its head for a `String`, its tail for an
+/// `Array(String)`.
+pub const fn walked_region(c: usize) -> usize {
+    if matches!(KINDS[c], Kind::Str) {
+        2 * c
+    } else {
+        2 * c + 1
+    }
 }
 
 /// Column `c`'s place in `WALKED` (`c` must be a `String` or `Array(String)` column).
@@ -312,13 +328,7 @@ impl RowBatch {
     #[inline]
     pub fn group_at(&self, g: usize, w: usize) -> usize {
         if g == self.groups() {
-            let c = WALKED[w];
-            let region = if KINDS[c] == Kind::Str {
-                2 * c
-            } else {
-                2 * c + 1
-            };
-            self.region(region).len()
+            self.region(walked_region(WALKED[w])).len()
         } else {
             self.index_u32(g, 1 + w)
         }
@@ -564,13 +574,13 @@ impl RowBatch {
         }
         for (c, &kind) in KINDS.iter().enumerate() {
             at[2 * c] = match kind {
-                Kind::Str => skip_checked(self.head(c), row),
+                Kind::Str => skip_strings(self.head(c), row),
                 _ => row * kind.head_width(),
             };
             at[2 * c + 1] = match kind {
                 Kind::Ints => 8 * self.elems_before(c, row),
                 Kind::MetaKeys | Kind::MetaValues => {
-                    skip_checked(self.tail(c), self.elems_before(c, row))
+                    skip_strings(self.tail(c), self.elems_before(c, row))
                 }
                 _ => row * kind.tail_width(),
             };
@@ -593,14 +603,14 @@ impl RowBatch {
         for (c, &kind) in KINDS.iter().enumerate() {
             let (h, t) = (2 * c, 2 * c + 1);
             match kind {
-                Kind::Str => to[h] += skip_checked(&self.head(c)[at[h]..], row - from),
+                Kind::Str => to[h] += skip_strings(&self.head(c)[at[h]..], row - from),
                 _ => to[h] = row * kind.head_width(),
             }
             to[t] = match kind {
                 Kind::Ints => 8 * self.elems_before(c, row),
                 Kind::MetaKeys | Kind::MetaValues => {
                     let n = self.elems_before(c, row) - self.elems_before(c, from);
-                    at[t] + skip_checked(&self.tail(c)[at[t]..], n)
+                    at[t] + skip_strings(&self.tail(c)[at[t]..], n)
                 }
                 _ => row * kind.tail_width(),
             };
@@ -626,14 +636,14 @@ impl RowBatch {
         );
         let kind = KINDS[c];
         let head = match kind {
-            Kind::Str => at.0 + skip_checked(&self.head(c)[at.0..], to - from),
+            Kind::Str => at.0 + skip_strings(&self.head(c)[at.0..], to - from),
             _ => to * kind.head_width(),
         };
         let tail = match kind {
             Kind::Ints => 8 * self.elems_before(c, to),
             Kind::MetaKeys | Kind::MetaValues => {
                 let n = self.elems_before(c, to) - self.elems_before(c, from);
-                at.1 + skip_checked(&self.tail(c)[at.1..], n)
+                at.1 + skip_strings(&self.tail(c)[at.1..], n)
             }
             _ => to * kind.tail_width(),
         };

@@ -30,7 +30,9 @@ pub(crate) mod test_rows;
 mod tests;
 mod write;
 
-pub use batch::{walked_index, GroupStart, Measure, RowBatch, RowSource, TooLarge, WALKED};
+pub use batch::{
+    walked_index, walked_region, GroupStart, Measure, RowBatch, RowSource, TooLarge, WALKED,
+};
 pub use columns::{col, varint_len, Kind, COLUMNS, KINDS, REGIONS, SPANS_COLUMNS};
 pub use read::{skip_strings, RowReader, Value};
 

@@ -4,17 +4,10 @@
 use super::columns::{Kind, COLUMNS, KINDS, REGIONS};
 use super::RowBatch;
 
-/// Byte offset just past the first `n` strings of a checked batch's `bytes` (every string known
-/// to fit), the one-byte lengths of short strings without the general varint loop. The flush
-/// thread cuts batches with it when it interleaves their traces (`sink/clickhouse/order.rs`),
-/// a string per row and column.
-#[inline]
-pub(super) fn skip_checked(bytes: &[u8], n: usize) -> usize {
-    skip_strings(bytes, n)
-}
-
-/// Byte offset just past the first `n` strings (varint length, bytes) of `bytes`, which must
-/// hold them (a checked batch's region); panics otherwise.
+/// Byte offset just past the first `n` strings (varint length, bytes) of a checked batch's
+/// `bytes` (every string known to fit; panics otherwise), the one-byte lengths of short
+/// strings without the general varint loop. The flush thread cuts batches with it where they
+/// have no group index for the cut (`sink/clickhouse/order.rs`, `block.rs`).
 #[inline]
 pub fn skip_strings(bytes: &[u8], n: usize) -> usize {
     let mut at = 0;
