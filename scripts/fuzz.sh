@@ -4,6 +4,8 @@
 # Installs cargo-fuzz if missing and seeds the corpora from the perf fixtures first. Fails if a
 # target finds a crash, a hang (over 10 s on one input) or a leak; the input is left in
 # fuzz/artifacts/TARGET/ and must become a named regression test.
+# `scripts/fuzz.sh build` only installs cargo-fuzz and builds the targets (what .ci/run does
+# in the background while the tests run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,8 +19,11 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
 
-cargo run --quiet --features fuzzing --example fuzz_seeds -- fuzz/corpus
 cargo fuzz build
+if [[ "$SECONDS_PER_TARGET" == build ]]; then
+  exit 0
+fi
+cargo run --quiet --features fuzzing --example fuzz_seeds -- fuzz/corpus
 
 # One target per core at a time (libFuzzer uses one), so CI waits for the slowest pair, not
 # the sum of all four.
