@@ -3,7 +3,10 @@
 # and started, formatting, lints, unit and integration tests, benches compiled. What CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each step's start, in seconds since this script began, on stderr (CI's timing).
+step() { echo "[test.sh ${SECONDS}s] $*" >&2; }
 
+step "installing and starting what the tests need"
 scripts/build-deps.sh
 scripts/clickhouse.sh
 # 2 shards x 2 replicas, ZooKeeper and Redis for the cluster tests (tests/it/cluster/), which
@@ -19,13 +22,16 @@ export TRACEINGEST_OTLP_PYTHON TRACEINGEST_OTLP_LIVE_TEST=required
 if [[ -f ../shared/reference/genai-prices-v2-data.json ]]; then
   export TRACEINGEST_REFERENCE_TESTS=required
 fi
+step "formatting and lints"
 cargo fmt --all -- --check
 cargo clippy --all-targets --all-features --quiet -- -D warnings
+step "building the tests"
 cargo test --all-targets --no-run --quiet
 
 # The cluster tests share one cluster and run one at a time, about 3 minutes in all. They run
 # in a cargo of their own beside the other tests: in one test binary they would hold the
 # harness's threads while they wait for each other, and the rest would wait behind them.
+step "running the tests"
 cluster_log=$(mktemp)
 cargo test --test it -- cluster:: --test-threads 1 >"$cluster_log" 2>&1 &
 cluster_tests=$!
@@ -38,8 +44,10 @@ cargo test --test '*' -- --skip cluster:: || status=1
 # to the patches.
 nice -n 10 cargo test --manifest-path vendor/clickhouse-rs/Cargo.toml --target-dir target --lib \
   -- --skip types::value_ref::test::test_display || status=1
+step "waiting for the cluster tests"
 wait "$cluster_tests" || status=1
 echo "--- the cluster tests (tests/it/cluster/):"
 cat "$cluster_log"
 rm -f "$cluster_log"
+step "done"
 exit "$status"
