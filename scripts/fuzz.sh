@@ -23,7 +23,9 @@ cargo fuzz build
 if [[ "$SECONDS_PER_TARGET" == build ]]; then
   exit 0
 fi
-cargo run --quiet --features fuzzing --example fuzz_seeds -- fuzz/corpus
+# The seeds: a unit test that writes them (src/fuzz_seeds.rs), from the test build test.sh made.
+TRACEINGEST_FUZZ_SEEDS="$PWD/fuzz/corpus" cargo test --quiet --lib -- --ignored --exact \
+  fuzz_seeds::write_fuzz_seeds
 
 # One target per core at a time (libFuzzer uses one), so CI waits for the slowest pair, not
 # the sum of all four.

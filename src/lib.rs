@@ -46,3 +46,14 @@ pub mod pricing;
 pub mod row;
 pub mod server;
 pub mod sink;
+
+#[cfg(test)]
+mod fuzz_seeds;
+/// The perf harness's seeded v1 batches, for the unit tests.
+#[cfg(test)]
+#[path = "../perf/fixtures.rs"]
+#[rustfmt::skip] // Shared with the perf harness, which keeps its own layout.
+mod perf_fixtures;
+/// `perf/otlp_fixtures.rs` names this crate as the benches and tests outside it do.
+#[cfg(test)]
+extern crate self as traceingest;

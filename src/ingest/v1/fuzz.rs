@@ -326,9 +326,7 @@ impl Leaves {
 }
 
 #[cfg(test)]
-#[path = "../../../perf/fixtures.rs"]
-#[rustfmt::skip] // Shared with the perf harness, which keeps its own layout.
-mod fixtures;
+use crate::perf_fixtures as fixtures;
 
 #[cfg(test)]
 mod tests {

@@ -1,17 +1,17 @@
-//! Writes the seed corpora of the fuzz targets from the perf fixtures:
-//! `cargo run --example fuzz_seeds -- fuzz/corpus` fills `decode/`, `http_request/`,
-//! `pricing/` and `otlp/` under the given directory (`.ci/run` does this before fuzzing).
+//! Writes the seed corpora of the fuzz targets from the perf fixtures into
+//! `$TRACEINGEST_FUZZ_SEEDS/{decode,http_request,pricing,otlp}/` (`scripts/fuzz.sh` runs it
+//! before fuzzing). A unit test, not a program, so that it runs from the test build CI has
+//! already made: as an example it needed the library built once more with `fuzzing`.
 
-#[path = "../perf/fixtures.rs"]
-#[rustfmt::skip] // Shared with the perf harness, which keeps its own layout.
-mod fixtures;
+use crate::perf_fixtures as fixtures;
+
 #[path = "../perf/otlp_fixtures.rs"]
 #[rustfmt::skip]
 mod otlp_fixtures;
 
 use std::path::Path;
 
-use traceingest::pricing::FuzzCall;
+use crate::pricing::FuzzCall;
 
 fn write(dir: &Path, target: &str, name: &str, bytes: &[u8]) {
     let dir = dir.join(target);
@@ -33,10 +33,13 @@ fn bodies() -> Vec<Vec<u8>> {
     out
 }
 
-fn main() {
-    let dir = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "fuzz/corpus".to_owned());
+/// Not a check: writes the seeds when `TRACEINGEST_FUZZ_SEEDS` names a directory, and is run
+/// on purpose (`--ignored`).
+#[test]
+#[ignore = "writes the fuzz corpora; scripts/fuzz.sh runs it"]
+fn write_fuzz_seeds() {
+    let dir = std::env::var_os("TRACEINGEST_FUZZ_SEEDS")
+        .expect("TRACEINGEST_FUZZ_SEEDS: the directory to write the fuzz corpora under");
     let dir = Path::new(&dir);
     let bodies = bodies();
     for (i, body) in bodies.iter().enumerate() {
