@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs every cargo-fuzz target in fuzz/ for SECONDS (default 60) each, one per core at a time,
 # on stable Rust (RUSTC_BOOTSTRAP=1 lets stable accept the sanitizer flags cargo-fuzz passes).
-# Installs cargo-fuzz if missing and seeds the corpora from the perf fixtures first. Fails if a
-# target finds a crash, a hang (over 10 s on one input) or a leak; the input is left in
-# fuzz/artifacts/TARGET/ and must become a named regression test.
+# Installs cargo-fuzz if missing and seeds the corpora from the perf fixtures before fuzzing.
+# Fails if a target finds a crash, a hang (over 10 s on one input) or a leak; the input is left
+# in fuzz/artifacts/TARGET/ and must become a named regression test.
 # `scripts/fuzz.sh build` only installs cargo-fuzz and builds the targets (what .ci/run does
 # in the background while the tests run).
 set -euo pipefail

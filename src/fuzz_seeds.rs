@@ -3,15 +3,14 @@
 //! before fuzzing). A unit test, not a program, so that it runs from the test build CI has
 //! already made: as an example it needed the library built once more with `fuzzing`.
 
-use crate::perf_fixtures as fixtures;
-
-#[path = "../perf/otlp_fixtures.rs"]
-#[rustfmt::skip]
-mod otlp_fixtures;
-
 use std::path::Path;
 
+use crate::perf_fixtures as fixtures;
 use crate::pricing::FuzzCall;
+
+#[path = "../perf/otlp_fixtures.rs"]
+#[rustfmt::skip] // Shared with the perf harness, which keeps its own layout.
+mod otlp_fixtures;
 
 fn write(dir: &Path, target: &str, name: &str, bytes: &[u8]) {
     let dir = dir.join(target);
