@@ -210,13 +210,37 @@ start_node() {
     --pid-file="$d/ch.pid"
 }
 
+# Whether a node's server process is there (running or still starting).
+node_running() { pgrep -f -- "--config-file=$RUN_DIR/$1/config.xml" >/dev/null; }
+
+# What a node's failure left behind, on stderr (all CI shows of it): the end of its error
+# log and whatever holds its ports.
+node_diagnostics() {
+  local name=$1 native=$4 http=$5 inter=$6
+  local d=$RUN_DIR/$name
+  log "the end of $d/log/server.err.log:"
+  $SUDO tail -n 40 "$d/log/server.err.log" >&2 2>/dev/null || log "(no error log)"
+  log "listening on its ports ($native, $http, $inter):"
+  ss -ltnp 2>/dev/null | grep -E ":($native|$http|$inter) " >&2 || log "(nothing)"
+}
+
+# Waits up to 120 s for a node to answer. A node whose process has gone (it failed while
+# starting) is started again, twice at most, with what it logged shown first.
 wait_node() {
-  local name=$1 http=$5
-  for _ in $(seq 1 300); do
+  local name=$1 http=$5 restarts=0
+  for i in $(seq 1 600); do
     if ch_answers "$http"; then return; fi
+    if ((i % 10 == 0)) && ! node_running "$name"; then
+      if ((restarts == 2)); then break; fi
+      restarts=$((restarts + 1))
+      log "ClickHouse node $name exited while starting; starting it again ($restarts of 2)"
+      node_diagnostics "$@"
+      start_node "$@"
+    fi
     sleep 0.2
   done
-  log "ClickHouse node $name did not answer within 60 s; see $RUN_DIR/$name/log"
+  log "ClickHouse node $name did not answer within 120 s (restarted $restarts times)"
+  node_diagnostics "$@"
   exit 1
 }
 
