@@ -186,6 +186,8 @@ pub struct Snapshot {
     pub keys: u64,
     /// Key-set loads run early because a request brought a key the set did not know.
     pub key_refreshes_on_demand: u64,
+    /// Key sets loaded from ClickHouse and put in place, periodic and on demand.
+    pub key_set_loads: u64,
     /// (organisation, batches refused with `quota_exceeded`), only organisations with refusals.
     pub quota_refusals: Vec<(String, u64)>,
     /// (provider label, accepted spans whose model has no price), every label.
@@ -445,6 +447,12 @@ impl Collector for Snapshot {
             "traceingest_key_refreshes_on_demand",
             "Key-set loads run early because a request brought an unknown key (at most one per 100 ms)",
             self.key_refreshes_on_demand,
+        )?;
+        counter(
+            &mut enc,
+            "traceingest_key_set_loads",
+            "Key sets loaded from ClickHouse and put in place (periodic and on demand)",
+            self.key_set_loads,
         )?;
         if let Some((fallback, errors, granted)) = self.fleet {
             gauge(

@@ -195,6 +195,8 @@ pub struct KeyStore {
     current: ArcSwap<KeySet>,
     /// Unix milliseconds of the last successful refresh (for `/metrics` and `/ready`).
     refreshed_at_ms: AtomicU64,
+    /// Successful loads so far (for `/metrics`).
+    loads: AtomicU64,
     prefix: String,
     /// Workers' requests for an early refresh (an unknown key may be a new one).
     pub demand: RefreshDemand,
@@ -219,6 +221,7 @@ impl KeyStore {
         KeyStore {
             current: ArcSwap::from_pointee(KeySet::default()),
             refreshed_at_ms: AtomicU64::new(0),
+            loads: AtomicU64::new(0),
             prefix: prefix.to_string(),
             demand: RefreshDemand::default(),
         }
@@ -228,6 +231,13 @@ impl KeyStore {
     pub fn replace(&self, keys: KeySet, now_ms: u64) {
         self.current.store(Arc::new(keys));
         self.refreshed_at_ms.store(now_ms, Ordering::Relaxed);
+        self.loads.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Key sets put in place so far (`replace` calls): a load counted here began after the
+    /// one before it ended.
+    pub fn loads(&self) -> u64 {
+        self.loads.load(Ordering::Relaxed)
     }
 
     /// The key set in force (the refresher carries each key's bucket over from it).

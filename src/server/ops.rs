@@ -148,6 +148,7 @@ pub fn metrics(shared: &Shared) -> Outcome {
     s.key_set_age_s = key_set_age_ms(shared) as f64 / 1000.0;
     s.keys = shared.keys.len() as u64;
     s.key_refreshes_on_demand = shared.keys.demand.on_demand();
+    s.key_set_loads = shared.keys.loads();
     let fleet = &shared.fleet;
     s.fleet = fleet.configured.load(Ordering::Relaxed).then(|| {
         (

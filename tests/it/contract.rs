@@ -190,8 +190,11 @@ fn a_key_without_bearer_is_named_as_the_wrong_scheme() {
     assert_eq!(answers, Some(3.0), "counted under its own code");
 }
 
+/// The contract's "within 1 second" is the key refresh (`INGEST_KEY_REFRESH_MS`, 500 ms by
+/// default) plus one load. Held here in loads, not seconds, so a busy machine cannot fail it:
+/// the second load counted after `keys revoke` returned began after it, and must know.
 #[test]
-fn revoked_key_is_refused_within_a_second() {
+fn revoked_key_is_refused_after_the_next_key_load() {
     let server = Server::start();
     let key = server.ready_key("org-revoke");
     assert_eq!(server.post_ingest(&key, &batch("rv", 1, 1)).status, 202);
@@ -206,7 +209,7 @@ fn revoked_key_is_refused_within_a_second() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    std::thread::sleep(Duration::from_millis(1000));
+    server.wait_key_loads(server.key_loads() + 2.0);
     let r = server.post_ingest(&key, &batch("rv2", 1, 1));
     assert_eq!((r.status, r.code().as_str()), (401, "invalid_api_key"));
     let listing = String::from_utf8(server.cli(&["keys", "list"]).stdout).unwrap();

@@ -208,6 +208,24 @@ impl Server {
             .unwrap_or_else(|| panic!("no metric {series} in:\n{}", self.metrics_text()))
     }
 
+    /// Key sets loaded and put in place so far (`traceingest_key_set_loads_total`).
+    pub fn key_loads(&self) -> f64 {
+        self.metric_value("traceingest_key_set_loads_total")
+    }
+
+    /// Waits (a minute at most) until `key_loads` reaches `target`.
+    pub fn wait_key_loads(&self, target: f64) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.key_loads() < target {
+            assert!(
+                Instant::now() < deadline,
+                "key-set loads stuck at {} (waiting for {target})",
+                self.key_loads()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Runs a management command of the same binary against this server's database.
     pub fn cli(&self, args: &[&str]) -> std::process::Output {
         self.command(args).output().expect("run traceingest")

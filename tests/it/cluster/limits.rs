@@ -43,8 +43,15 @@ fn settings<'a>(limits: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a 
     limits.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
+/// Revocation reaches a replica with the first key-set load that begins after the revoked
+/// version of the key is on the ClickHouse node the replica reads from (docs/fleet.md). The
+/// test holds each replica to exactly that, counted in loads rather than seconds, so a busy
+/// machine cannot fail it: once the new version is readable on the replica's node and
+/// `traceingest_key_set_loads_total` has then gone up by 2 (the second of those loads began
+/// after the first ended, so after the row was there), the key must be refused. The seconds
+/// it took are printed.
 #[test]
-fn a_key_revoked_through_one_node_is_refused_by_both_replicas_within_a_second() {
+fn a_key_revoked_through_one_node_is_refused_by_both_replicas_within_one_key_load() {
     let Some(cluster) = Cluster::get() else {
         return;
     };
@@ -53,26 +60,51 @@ fn a_key_revoked_through_one_node_is_refused_by_both_replicas_within_a_second() 
     b.ready_key_existing(&key);
     let body = batch("rev", 1, 1);
     assert_eq!(b.post_ingest(&key, &body).status, 202);
-    let out = a.cli(&["keys", "revoke", &key[..12]]);
+    let prefix = &key[..12];
+    let out = a.cli(&["keys", "revoke", prefix]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let revoked = Instant::now();
-    let mut refused: [Option<Duration>; 2] = [None, None];
-    while refused.iter().any(Option::is_none) {
-        assert!(revoked.elapsed() < Duration::from_secs(3), "{refused:?}");
-        for (i, s) in [&a, &b].into_iter().enumerate() {
-            if refused[i].is_none() && s.post_ingest(&key, &body).status == 401 {
-                refused[i] = Some(revoked.elapsed());
+    let revoked_version = format!(
+        "SELECT count() FROM `{}`.api_keys FINAL WHERE display_prefix = '{prefix}' \
+         AND revoked_at IS NOT NULL",
+        a.database
+    );
+    // Per replica: its node, the load count read once the revocation was on that node, and
+    // when it refused the key.
+    let mut replicas = [(&a, "s1r1", None, None), (&b, "s2r2", None, None)];
+    while replicas.iter().any(|r| r.3.is_none()) {
+        assert!(
+            revoked.elapsed() < Duration::from_secs(60),
+            "not refused within a minute: {:?}",
+            replicas.map(|r| r.3)
+        );
+        for (server, node, loads_then, refused) in &mut replicas {
+            if refused.is_some() {
+                continue;
+            }
+            if loads_then.is_none() && cluster.count_at(node, &revoked_version) == 1 {
+                *loads_then = Some(server.key_loads());
+            }
+            // Read before the request: a load counted here ended before it was answered.
+            let loads_now = server.key_loads();
+            let status = server.post_ingest(&key, &body).status;
+            if status == 401 {
+                *refused = Some(revoked.elapsed());
+            } else if let Some(then) = *loads_then {
+                assert!(
+                    loads_now < then + 2.0,
+                    "{node}'s replica still accepts the revoked key ({status}) after 2 key-set \
+                     loads since the revocation reached its node"
+                );
             }
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    let slowest = refused.iter().flatten().max().copied().unwrap();
-    eprintln!("revocation: refused after {refused:?}");
-    assert!(slowest <= Duration::from_secs(1), "{refused:?}");
+    eprintln!("revocation: refused after {:?}", replicas.map(|r| r.3));
 }
 
 #[test]
