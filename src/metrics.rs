@@ -62,6 +62,9 @@ pub struct Metrics {
     /// Request body bytes read on `/ingest` and `/v1/traces` (after authentication;
     /// de-chunked, before decompression).
     pub body_bytes: AtomicU64,
+    /// Requests that found memory at its bound with the spool not full, and waited for the
+    /// flush thread to make room (`server::conn`'s `wait_for_room`).
+    pub room_waits: AtomicU64,
     /// OTLP exports: spans left out (bad ids, end before start), strings cut to a v1 limit,
     /// attributes left out of metadata.
     pub otlp_rejected_spans: AtomicU64,
@@ -151,6 +154,7 @@ pub struct Snapshot {
     spans_accepted: u64,
     batches_accepted: u64,
     body_bytes: u64,
+    room_waits: u64,
     otlp_rejected_spans: u64,
     otlp_truncated_strings: u64,
     otlp_dropped_attributes: u64,
@@ -216,6 +220,7 @@ impl Snapshot {
             spans_accepted: load(&metrics.spans_accepted),
             batches_accepted: load(&metrics.batches_accepted),
             body_bytes: load(&metrics.body_bytes),
+            room_waits: load(&metrics.room_waits),
             otlp_rejected_spans: load(&metrics.otlp_rejected_spans),
             otlp_truncated_strings: load(&metrics.otlp_truncated_strings),
             otlp_dropped_attributes: load(&metrics.otlp_dropped_attributes),
@@ -277,6 +282,12 @@ impl Collector for Snapshot {
             "traceingest_request_body_bytes",
             "Request body bytes read on /ingest and /v1/traces after authentication",
             self.body_bytes,
+        )?;
+        counter(
+            &mut enc,
+            "traceingest_room_waits",
+            "Requests that waited for the flush thread to make room in memory (it was behind)",
+            self.room_waits,
         )?;
         counter(
             &mut enc,

@@ -53,6 +53,9 @@ const LINGER: Duration = Duration::from_secs(2);
 /// After this long without a request, an idle connection gives back its large buffers (once
 /// per idle spell; it then waits for its idle deadline or the drain, without a timer tick).
 const IDLE_LOOK: Duration = Duration::from_millis(200);
+/// The longest a request waits for the flush thread to make room in memory (`wait_for_room`);
+/// the `Retry-After` of the `503 buffer_full` it gets after that.
+const ROOM_WAIT: Duration = Duration::from_secs(1);
 
 /// What one worker thread shares between its connections.
 pub struct Worker {
@@ -336,6 +339,9 @@ impl Conn {
             .metrics
             .body_bytes
             .fetch_add(body.len as u64, Ordering::Relaxed);
+        if wait_for_room(shared, body.len).await {
+            shared.metrics.room_waits.fetch_add(1, Ordering::Relaxed);
+        }
         let body_start = self.start + head.len;
         // 4 on: the body's coding and format, decoding, the schema, admission, the hand-off.
         let outcome = match (head.content_encoding, otlp, head.content_type) {
@@ -546,6 +552,87 @@ fn send_now(stream: &TcpStream, bytes: &[u8]) -> std::io::Result<usize> {
         let err = std::io::Error::last_os_error();
         if err.kind() != std::io::ErrorKind::Interrupted {
             return Err(err);
+        }
+    }
+}
+
+/// Waits, a millisecond at a time and at most `ROOM_WAIT`, while memory has no room for the
+/// rows of a `len`-byte body (about 1.25 times its size) and the spool still has. The flush
+/// thread keeps memory under half its bound by spooling, so memory reaches the bound only when
+/// that thread is behind, on a busy machine, and is about to make room: refusing then would
+/// answer `503 buffer_full` with the spool empty. An estimate (a coded body's rows are larger),
+/// which only decides whether to wait: the hand-off's reservation is what refuses. Returns
+/// whether it waited.
+async fn wait_for_room(shared: &Shared, len: usize) -> bool {
+    let budget = &shared.budget;
+    let rows_bytes = len as u64 + len as u64 / 4;
+    let full = || {
+        let bytes = budget.bytes();
+        (bytes > 0 && bytes + rows_bytes > budget.max_bytes()) || budget.rows() >= budget.max_rows()
+    };
+    if !full() {
+        return false;
+    }
+    let deadline = Instant::now() + ROOM_WAIT;
+    while full() && !shared.is_buffer_full() && !shared.is_draining() && Instant::now() < deadline {
+        monoio::time::sleep(Duration::from_millis(1)).await;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run<T>(f: impl std::future::Future<Output = T>) -> T {
+        monoio::RuntimeBuilder::<monoio::LegacyDriver>::new()
+            .enable_timer()
+            .build()
+            .expect("a monoio runtime")
+            .block_on(f)
+    }
+
+    /// Memory filled to its byte bound, as the flush thread leaves it when it falls behind.
+    fn full_memory() -> Arc<Shared> {
+        let shared = Arc::new(Shared::for_bench());
+        shared.budget.take(10, shared.budget.max_bytes());
+        shared
+    }
+
+    #[test]
+    fn room_in_memory_means_no_wait() {
+        let shared = Shared::for_bench();
+        assert!(!run(wait_for_room(&shared, 4096)));
+    }
+
+    #[test]
+    fn memory_full_with_the_spool_not_full_waits_until_the_flush_thread_makes_room() {
+        let shared = full_memory();
+        let flush = {
+            let shared = shared.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                shared.budget.release(10, shared.budget.max_bytes());
+            })
+        };
+        assert!(run(wait_for_room(&shared, 4096)));
+        flush.join().unwrap();
+        assert_eq!(shared.budget.bytes(), 0, "returned once there was room");
+    }
+
+    #[test]
+    fn memory_and_spool_full_or_draining_means_no_wait_for_room_that_will_not_come() {
+        for draining in [false, true] {
+            let shared = full_memory();
+            if draining {
+                shared.draining.store(true, Ordering::Release);
+            } else {
+                shared.flush_stats.full.store(true, Ordering::Relaxed);
+            }
+            let started = Instant::now();
+            assert!(run(wait_for_room(&shared, 4096)), "it found memory full");
+            // Not the deadline: it gave up at once.
+            assert!(started.elapsed() < ROOM_WAIT, "draining: {draining}");
         }
     }
 }

@@ -275,6 +275,9 @@ fn a_whole_shard_down_spools_then_refuses_and_everything_arrives_when_it_returns
         }
     };
     assert!(refusal.header("retry-after").is_some());
+    // How often the flush thread fell behind (on a busy machine) and a request waited for it.
+    let waits = a.metric_value("traceingest_room_waits_total");
+    eprintln!("{accepted} spans accepted before the refusal, {waits} requests waited for room");
     // Nothing flows while the shard is down: what the metrics say now is what the refusal met.
     let spool_bytes = a.metric_value("traceingest_spool_bytes");
     let memory_bytes = a.metric_value("traceingest_buffered_bytes");
