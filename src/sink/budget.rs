@@ -112,6 +112,20 @@ impl MemoryBudget {
         )
     }
 
+    /// The flush thread is behind: memory is over `room()` and has no room left for the
+    /// largest batch a worker has tried to hand over, in rows or in bytes. The flush thread
+    /// brings memory back under `room()` by spooling; until it does, the next batch may be
+    /// refused although the spool has room (`server::conn`'s `wait_for_room` waits then).
+    pub fn behind(&self) -> bool {
+        let (room_rows, room_bytes) = self.room();
+        let (rows, bytes) = (self.rows(), self.bytes());
+        let no_room = |held: u64, room: u64, largest: &AtomicU64, max: u64| {
+            held > room && held + largest.load(Ordering::Relaxed) > max
+        };
+        no_room(rows, room_rows, &self.largest_rows, self.max_rows)
+            || no_room(bytes, room_bytes, &self.largest_bytes, self.max_bytes)
+    }
+
     /// Memory is over `room() * num / den`, in rows or in bytes.
     pub fn over(&self, num: u64, den: u64) -> bool {
         let (room_rows, room_bytes) = self.room();
@@ -158,5 +172,28 @@ mod tests {
         assert!(b.over(1, 1));
         b.release(900, 900);
         assert!(!b.over(1, 1));
+    }
+
+    #[test]
+    fn behind_when_the_largest_batch_would_not_fit_and_not_once_memory_is_back_under_room() {
+        let b = MemoryBudget::new(1000, 1000);
+        assert!(!b.behind(), "empty");
+        b.reserve(10, 100).unwrap();
+        assert!(!b.behind(), "largest batch 100 bytes, 100 held");
+        b.take(0, 800);
+        assert!(!b.behind(), "900 held: a batch of 100 more still fits");
+        b.take(0, 10);
+        assert!(
+            b.behind(),
+            "910 held: a batch of 100 more would pass 1000 bytes"
+        );
+        b.release(0, 860);
+        assert!(!b.behind(), "50 held, under room");
+        // Rows alike.
+        b.reserve(200, 1).unwrap();
+        b.take(600, 0);
+        assert!(b.behind(), "810 rows held: 200 more would pass 1000");
+        b.release(600, 0);
+        assert!(!b.behind());
     }
 }

@@ -339,7 +339,7 @@ impl Conn {
             .metrics
             .body_bytes
             .fetch_add(body.len as u64, Ordering::Relaxed);
-        if wait_for_room(shared, body.len).await {
+        if wait_for_room(shared).await {
             shared.metrics.room_waits.fetch_add(1, Ordering::Relaxed);
         }
         let body_start = self.start + head.len;
@@ -556,25 +556,22 @@ fn send_now(stream: &TcpStream, bytes: &[u8]) -> std::io::Result<usize> {
     }
 }
 
-/// Waits, a millisecond at a time and at most `ROOM_WAIT`, while memory has no room for the
-/// rows of a `len`-byte body (about 1.25 times its size) and the spool still has. The flush
-/// thread keeps memory under half its bound by spooling, so memory reaches the bound only when
-/// that thread is behind, on a busy machine, and is about to make room: refusing then would
-/// answer `503 buffer_full` with the spool empty. An estimate (a coded body's rows are larger),
-/// which only decides whether to wait: the hand-off's reservation is what refuses. Returns
-/// whether it waited.
-async fn wait_for_room(shared: &Shared, len: usize) -> bool {
-    let budget = &shared.budget;
-    let rows_bytes = len as u64 + len as u64 / 4;
-    let full = || {
-        let bytes = budget.bytes();
-        (bytes > 0 && bytes + rows_bytes > budget.max_bytes()) || budget.rows() >= budget.max_rows()
-    };
-    if !full() {
+/// Waits, a millisecond at a time and at most `ROOM_WAIT`, while memory has no room for
+/// another batch as large as the largest yet and the spool still has room. The flush thread
+/// keeps memory under half its bound by spooling, so memory gets there only when that thread
+/// is behind, on a busy machine, and is about to make room (`MemoryBudget::behind`): refusing
+/// then would answer `503 buffer_full` with the spool not full. Only decides whether to wait:
+/// the hand-off's reservation is what refuses. Returns whether it waited.
+async fn wait_for_room(shared: &Shared) -> bool {
+    if !shared.budget.behind() {
         return false;
     }
     let deadline = Instant::now() + ROOM_WAIT;
-    while full() && !shared.is_buffer_full() && !shared.is_draining() && Instant::now() < deadline {
+    while shared.budget.behind()
+        && !shared.is_buffer_full()
+        && !shared.is_draining()
+        && Instant::now() < deadline
+    {
         monoio::time::sleep(Duration::from_millis(1)).await;
     }
     true
@@ -592,17 +589,21 @@ mod tests {
             .block_on(f)
     }
 
-    /// Memory filled to its byte bound, as the flush thread leaves it when it falls behind.
+    /// Memory filled to its byte bound, as the flush thread leaves it when it falls behind,
+    /// after a batch of 64 KiB.
     fn full_memory() -> Arc<Shared> {
         let shared = Arc::new(Shared::for_bench());
-        shared.budget.take(10, shared.budget.max_bytes());
+        shared.budget.reserve(10, 64 << 10).unwrap();
+        shared
+            .budget
+            .take(0, shared.budget.max_bytes() - (64 << 10));
         shared
     }
 
     #[test]
     fn room_in_memory_means_no_wait() {
         let shared = Shared::for_bench();
-        assert!(!run(wait_for_room(&shared, 4096)));
+        assert!(!run(wait_for_room(&shared)));
     }
 
     #[test]
@@ -615,7 +616,7 @@ mod tests {
                 shared.budget.release(10, shared.budget.max_bytes());
             })
         };
-        assert!(run(wait_for_room(&shared, 4096)));
+        assert!(run(wait_for_room(&shared)));
         flush.join().unwrap();
         assert_eq!(shared.budget.bytes(), 0, "returned once there was room");
     }
@@ -630,7 +631,7 @@ mod tests {
                 shared.flush_stats.full.store(true, Ordering::Relaxed);
             }
             let started = Instant::now();
-            assert!(run(wait_for_room(&shared, 4096)), "it found memory full");
+            assert!(run(wait_for_room(&shared)), "it found memory full");
             // Not the deadline: it gave up at once.
             assert!(started.elapsed() < ROOM_WAIT, "draining: {draining}");
         }
