@@ -215,15 +215,11 @@ impl Server {
 
     /// Waits (a minute at most) until `key_loads` reaches `target`.
     pub fn wait_key_loads(&self, target: f64) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while self.key_loads() < target {
-            assert!(
-                Instant::now() < deadline,
-                "key-set loads stuck at {} (waiting for {target})",
-                self.key_loads()
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_until(
+            &format!("{target} key-set loads"),
+            Duration::from_secs(60),
+            || self.key_loads() >= target,
+        );
     }
 
     /// Runs a management command of the same binary against this server's database.
@@ -397,7 +393,6 @@ impl Drop for Server {
     }
 }
 
-/// A raw HTTP/1.1 request to `/ingest`.
 /// Polls `cond` every 50 ms until it holds; panics after `within`.
 pub fn wait_until(what: &str, within: Duration, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + within;
@@ -407,6 +402,7 @@ pub fn wait_until(what: &str, within: Duration, mut cond: impl FnMut() -> bool) 
     }
 }
 
+/// A raw HTTP/1.1 request to `/ingest`.
 pub fn ingest_request(key: &str, body: &[u8]) -> Vec<u8> {
     let mut r = format!(
         "POST /ingest HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nAuthorization: Bearer {key}\r\nContent-Length: {}\r\n\r\n",

@@ -556,8 +556,8 @@ fn send_now(stream: &TcpStream, bytes: &[u8]) -> std::io::Result<usize> {
     }
 }
 
-/// Waits, at most `ROOM_WAIT`, while memory has no room for
-/// another batch as large as the largest yet and the spool still has room. The flush thread
+/// Waits, at most `ROOM_WAIT`, while memory has no room for another batch as large as the
+/// largest yet and the spool still has room. The flush thread
 /// keeps memory under half its bound by spooling, so memory gets there only when that thread
 /// is behind, on a busy machine, and is about to make room (`MemoryBudget::behind`): refusing
 /// then would answer `503 buffer_full` with the spool not full. Only decides whether to wait:
