@@ -448,23 +448,31 @@ impl Store {
         let runs = &super::order::in_key_order(runs);
         // Connect first: while ClickHouse is down, retries cost no block building.
         let mut c = self.handle().await?;
-        let spares = std::mem::take(
-            &mut self
-                .spares
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .buffers,
-        );
-        let (block, taken, bytes) = spans_block(runs, rows, spares);
+        let (block, taken, bytes) = spans_block(runs, rows, self.take_spares(0));
         let sent = c.insert(self.spans_table.as_str(), block).await;
         // On error the handle has no connection left and nothing goes back to the pool.
         drop(c);
-        self.spares
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .reclaim(taken, bytes);
+        self.give_spares(0, taken, bytes);
         sent?;
         Ok(Inserted { rows, bytes })
+    }
+
+    /// The spare column buffers of set `slot` (empty the first time).
+    pub(super) fn take_spares(&self, slot: usize) -> Vec<Vec<u8>> {
+        let mut sets = self.spares.lock().unwrap_or_else(PoisonError::into_inner);
+        match sets.get_mut(slot) {
+            Some(set) => std::mem::take(&mut set.buffers),
+            None => Vec::new(),
+        }
+    }
+
+    /// Gives a sent block's buffers back to set `slot` (`Spares::reclaim`).
+    pub(super) fn give_spares(&self, slot: usize, taken: Vec<Arc<Vec<u8>>>, used: usize) {
+        let mut sets = self.spares.lock().unwrap_or_else(PoisonError::into_inner);
+        if sets.len() <= slot {
+            sets.resize_with(slot + 1, Spares::default);
+        }
+        sets[slot].reclaim(taken, used);
     }
 }
 

@@ -512,8 +512,11 @@ impl Store {
 
     /// Cluster mode's span insert: the runs cut by shard, each shard's rows one block sent to
     /// one of its replicas (the next one after a refusal or a network failure: the same bytes,
-    /// so a block the first one did write is dropped as a duplicate). Shards in `done` are
-    /// skipped; each shard written is added to it, so the caller can retry just the rest.
+    /// so a block the first one did write is dropped as a duplicate). The shards are written
+    /// at the same time, so an insert takes as long as its slowest shard rather than the sum
+    /// of them (on this thread's single-threaded runtime: one shard's block is encoded while
+    /// the others' are in flight). Shards in `done` are skipped; each shard written is added
+    /// to it, so the caller can retry just the rest.
     pub(super) async fn insert_sharded(
         &self,
         cluster: &str,
@@ -527,57 +530,87 @@ impl Store {
         })?;
         let per_shard = route(&super::order::in_key_order(runs), &topology);
         let table = format!("`{}`.`{}`", self.database, local_name("spans"));
+        let pending = per_shard.iter().enumerate().filter_map(|(shard, runs)| {
+            let rows: usize = runs.iter().map(|r| r.rows.len()).sum();
+            (rows > 0 && !done.has(shard)).then(|| {
+                let (topology, table) = (&topology, &table);
+                async move {
+                    let sent = self.insert_shard(topology, table, shard, runs, rows).await;
+                    (shard, rows, sent)
+                }
+            })
+        });
+        let results = futures_util::future::join_all(pending).await;
         let mut total = Inserted { rows: 0, bytes: 0 };
         // A shard with every replica down does not hold the others back: they are written,
-        // and the error comes once every shard was tried.
-        let mut unreachable: Option<InsertError> = None;
-        for (shard, runs) in per_shard.iter().enumerate() {
-            let rows: usize = runs.iter().map(|r| r.rows.len()).sum();
-            if rows == 0 || done.has(shard) {
-                continue;
-            }
-            let replicas = &topology.shards[shard];
-            let start = topology.next[shard].fetch_add(1, Ordering::Relaxed);
-            let mut last: Option<InsertError> = None;
-            for i in self.nodes.order(replicas, start) {
-                let node = &self.nodes.list[i];
-                let sent = self.insert_block_at(node, &table, runs, rows).await;
-                match sent {
-                    Ok(bytes) => {
-                        total.rows += rows;
-                        total.bytes += bytes;
-                        done.set(shard);
-                        last = None;
-                        break;
-                    }
-                    Err(e) if e.retry == Retry::Later => {
-                        node.failed(&e.message);
-                        last = Some(e);
-                    }
-                    // The rows or the schema are at fault: another replica would say the same.
-                    Err(e) => return Err(e),
+        // and the error comes once every shard was tried. Rows at fault (another replica would
+        // say the same) come first.
+        let (mut fatal, mut unreachable) = (None, None);
+        for (shard, rows, sent) in results {
+            match sent {
+                Ok(bytes) => {
+                    total.rows += rows;
+                    total.bytes += bytes;
+                    done.set(shard);
+                }
+                Err(e) if e.retry == Retry::Later => {
+                    unreachable.get_or_insert(InsertError {
+                        message: format!("shard {}: every replica failed: {}", shard + 1, e),
+                        ..e
+                    });
+                }
+                Err(e) => {
+                    fatal.get_or_insert(e);
                 }
             }
-            if let Some(e) = last {
-                unreachable = Some(InsertError {
-                    message: format!("shard {}: every replica failed: {e}", shard + 1),
-                    ..e
-                });
-            }
         }
-        match unreachable {
+        match fatal.or(unreachable) {
             Some(e) => Err(e),
             None => Ok(total),
         }
     }
 
-    /// One block of `runs` into `table` on `node`, with the dedup token of its rows where the
-    /// server takes one (`dedup.rs`); returns its size. Only a written block counts as the
-    /// node's success.
+    /// One shard's block, to its replicas in turn from the next in its rotation until one
+    /// writes it: its size, the last replica's error when none did (retryable), or the first
+    /// error that is the rows' or the schema's fault (not retryable: another replica would say
+    /// the same).
+    async fn insert_shard(
+        &self,
+        topology: &Topology,
+        table: &str,
+        shard: usize,
+        runs: &[RowRun<'_>],
+        rows: usize,
+    ) -> Result<usize, InsertError> {
+        let replicas = &topology.shards[shard];
+        let start = topology.next[shard].fetch_add(1, Ordering::Relaxed);
+        let mut last = None;
+        for i in self.nodes.order(replicas, start) {
+            let node = &self.nodes.list[i];
+            match self.insert_block_at(node, table, shard, runs, rows).await {
+                Ok(bytes) => return Ok(bytes),
+                Err(e) if e.retry == Retry::Later => {
+                    node.failed(&e.message);
+                    last = Some(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| InsertError {
+            retry: Retry::Later,
+            code: None,
+            message: "no replica".into(),
+        }))
+    }
+
+    /// One block of `runs` (of `shard`, whose spare buffers it uses) into `table` on `node`,
+    /// with the dedup token of its rows where the server takes one (`dedup.rs`); returns its
+    /// size. Only a written block counts as the node's success.
     async fn insert_block_at(
         &self,
         node: &Node,
         table: &str,
+        shard: usize,
         runs: &[RowRun<'_>],
         rows: usize,
     ) -> Result<usize, InsertError> {
@@ -587,20 +620,10 @@ impl Store {
         for (name, value) in dedup::insert_settings(version, runs) {
             query = query.setting(name, value);
         }
-        let spares = std::mem::take(
-            &mut self
-                .spares
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .buffers,
-        );
-        let (block, taken, bytes) = spans_block(runs, rows, spares);
+        let (block, taken, bytes) = spans_block(runs, rows, self.take_spares(shard));
         let sent = c.insert(query, block).await;
         drop(c);
-        self.spares
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .reclaim(taken, bytes);
+        self.give_spares(shard, taken, bytes);
         sent?;
         node.succeeded();
         Ok(bytes)

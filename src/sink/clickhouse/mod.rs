@@ -79,8 +79,9 @@ pub struct Store {
     on_cluster: String,
     /// The cluster's shards, read once (cluster mode).
     topology: Mutex<Option<Arc<Topology>>>,
-    /// The column buffers of the last span insert, kept for the next (see `block.rs`).
-    spares: Mutex<block::Spares>,
+    /// The column buffers of the last span insert, kept for the next (see `block.rs`): one
+    /// set, or in cluster mode one per shard, as the shards of an insert are written at once.
+    spares: Mutex<Vec<block::Spares>>,
     /// `tcp://host:port` of every node without credentials, for messages.
     address: String,
     /// The database name as given (validated: ASCII letters, digits, `_`).

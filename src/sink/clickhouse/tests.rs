@@ -422,10 +422,7 @@ fn an_insert_gives_its_column_buffers_back_for_the_next() {
     const ROWS: usize = 3000;
     let first = [batch("org-s", "trace-1", ROWS, 1_700_000_000_000)];
     rt.block_on(store.insert_spans(&first)).unwrap();
-    let spares: Vec<(usize, usize)> = store
-        .spares
-        .lock()
-        .unwrap()
+    let spares: Vec<(usize, usize)> = store.spares.lock().unwrap()[0]
         .buffers
         .iter()
         .map(|b| (b.len(), b.capacity()))
