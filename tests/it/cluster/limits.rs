@@ -145,6 +145,11 @@ fn a_key_at_three_times_its_rate_across_two_replicas_gets_at_most_the_bound() {
 /// A key the replicas have never seen, sent at 3R across both from its first request: each
 /// learns it from that request (an early key-set load) and lets it through its local bucket
 /// until its first lease, at most one lease round later; that is the bound's local term.
+///
+/// Whether a replica's first batch beats its first lease is a race: the request resumes after
+/// the key-set load (a wake-up) while a lease round is due within 100 ms. Both replicas losing
+/// it (their first answers then come from a lease) leaves the local term untested, so the
+/// test then runs again with a new key, three times at most; the bound is checked every time.
 #[test]
 fn a_key_not_leased_in_advance_gets_at_most_the_bound_with_the_local_term() {
     let Some(cluster) = Cluster::get() else {
@@ -152,44 +157,50 @@ fn a_key_not_leased_in_advance_gets_at_most_the_bound_with_the_local_term() {
     };
     let limits = limits(&cluster);
     let (_cleanup, a, b) = cluster.pair("s1r1", "s2r2", &settings(&limits));
-    let key = a.create_key("org-cold");
-    // The key's row on the node b reads keys from, so that b's first request finds it.
-    wait_until("the key replicated", Duration::from_secs(10), || {
-        cluster.count_at(
-            "s2r2",
-            &format!("SELECT count() FROM `{}`.api_keys", a.database),
-        ) > 0
-    });
-    let sent = paced(&[&a, &b], &key, "cold", 3 * R, 5);
-    let (accepted, took) = (sent.total(), sent.took.as_secs_f64());
-    let bound = fleet_bound(2, took, true);
-    // A first answer from the local bucket shows what it has left (B less the batch); from a
-    // lease, at most what the replica holds.
-    let local_first = sent
-        .first_remaining
-        .iter()
-        .filter(|r| r.is_some_and(|r| r > hold()))
-        .count();
-    eprintln!(
-        "cold key: {accepted} spans accepted in {took:.1} s at {} spans/s over 2 replicas \
-         ({local_first} of 2 first batches through the local bucket, remaining {:?}); bound \
-         {bound} (leased in advance: {})",
-        3 * R,
-        sent.first_remaining,
-        fleet_bound(2, took, false)
-    );
-    assert!(accepted <= bound, "{accepted} > {bound}");
-    assert!(accepted >= R * 5 * 8 / 10, "throttled too hard: {accepted}");
-    // The first request beats the first lease by the key-set load's wake-up (5 ms) against a
-    // lease round due within 100 ms: both replicas losing that race is a 1-in-400 event.
-    assert!(
-        local_first >= 1,
-        "no replica let the key's first batch through its local bucket: {:?}",
-        sent.first_remaining
-    );
-    for s in [&a, &b] {
-        assert!(s.metric_value("traceingest_rate_limit_leased_spans_total") > 0.0);
+    const ATTEMPTS: usize = 3;
+    for attempt in 1..=ATTEMPTS {
+        let key = a.create_key(&format!("org-cold{attempt}"));
+        // The key's row on the node b reads keys from, so that b's first request finds it.
+        wait_until("the key replicated", Duration::from_secs(10), || {
+            cluster.count_at(
+                "s2r2",
+                &format!(
+                    "SELECT count() FROM `{}`.api_keys WHERE org_id = 'org-cold{attempt}'",
+                    a.database
+                ),
+            ) > 0
+        });
+        let sent = paced(&[&a, &b], &key, &format!("cold{attempt}-"), 3 * R, 5);
+        let (accepted, took) = (sent.total(), sent.took.as_secs_f64());
+        let bound = fleet_bound(2, took, true);
+        // A first answer from the local bucket shows what it has left (B less the batch);
+        // from a lease, at most what the replica holds.
+        let local_first = sent
+            .first_remaining
+            .iter()
+            .filter(|r| r.is_some_and(|r| r > hold()))
+            .count();
+        eprintln!(
+            "cold key, attempt {attempt}: {accepted} spans accepted in {took:.1} s at {} \
+             spans/s over 2 replicas ({local_first} of 2 first batches through the local \
+             bucket, remaining {:?}); bound {bound} (leased in advance: {})",
+            3 * R,
+            sent.first_remaining,
+            fleet_bound(2, took, false)
+        );
+        assert!(accepted <= bound, "{accepted} > {bound}");
+        assert!(accepted >= R * 5 * 8 / 10, "throttled too hard: {accepted}");
+        for s in [&a, &b] {
+            assert!(s.metric_value("traceingest_rate_limit_leased_spans_total") > 0.0);
+        }
+        if local_first >= 1 {
+            return;
+        }
     }
+    panic!(
+        "in {ATTEMPTS} attempts with a new key each, no replica let a key's first batch \
+         through its local bucket: its first lease always came first"
+    );
 }
 
 /// Redis killed: both replicas fall back to their own buckets, each logs it once however many
