@@ -553,7 +553,13 @@ impl Proxy {
                     continue;
                 };
                 {
+                    // Checked again under the lock `cut` drains with: a connection accepted
+                    // just before a cut is either drained by it or dropped here, never left
+                    // open past it.
                     let mut live = live2.lock().unwrap();
+                    if cut2.load(Ordering::Acquire) {
+                        continue;
+                    }
                     live.push(client.try_clone().unwrap());
                     live.push(server.try_clone().unwrap());
                 }
@@ -565,8 +571,9 @@ impl Proxy {
     }
 
     fn cut(&self) {
+        let mut live = self.live.lock().unwrap();
         self.cut.store(true, Ordering::Release);
-        for s in self.live.lock().unwrap().drain(..) {
+        for s in live.drain(..) {
             let _ = s.shutdown(Shutdown::Both);
         }
     }

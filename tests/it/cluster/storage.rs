@@ -215,6 +215,26 @@ fn a_retried_block_on_the_other_replica_is_dropped_as_a_duplicate() {
             .unwrap();
         assert_eq!(n.rows, 80);
     }
+    // A replica whose copy of a block was dropped as a duplicate gets the rows by fetching
+    // them from the other one, in the background: wait until both replicas of each shard
+    // agree (reads through `spans` may go to either).
+    let local =
+        |node: &str| cluster.count_at(node, &format!("SELECT count() FROM `{db}`.spans_local"));
+    wait_until(
+        "both replicas of each shard to hold its rows",
+        Duration::from_secs(30),
+        || {
+            cluster.nodes.iter().all(|n| {
+                let peer = cluster
+                    .nodes
+                    .iter()
+                    .find(|p| p.shard == n.shard && p.name != n.name)
+                    .unwrap();
+                let here = local(&n.name);
+                here > 0 && here == local(&peer.name)
+            })
+        },
+    );
     let count = |modifier: &str| {
         cluster.count_at(
             "s1r1",
@@ -223,8 +243,8 @@ fn a_retried_block_on_the_other_replica_is_dropped_as_a_duplicate() {
     };
     assert_eq!((count("FINAL"), count("")), (80, 80), "(FINAL, raw)");
     for n in &cluster.nodes {
-        let local = cluster.count_at(&n.name, &format!("SELECT count() FROM `{db}`.spans_local"));
-        assert!(local > 0 && local < 80, "{}: {local} rows", n.name);
+        let rows = local(&n.name);
+        assert!(rows > 0 && rows < 80, "{}: {rows} rows", n.name);
     }
 }
 
@@ -355,8 +375,14 @@ fn a_stop_during_an_unfinished_insert(durability: &str, kill: bool) {
             &format!("SELECT count() FROM `{}`.spans_local", a.database),
         )
     };
+    // Shard 1 took its part of the frozen insert (on whichever replica was next in its
+    // rotation: s1r1 has it at once or once it fetched it).
+    wait_until(
+        "shard 1's part of the frozen insert on s1r1",
+        Duration::from_secs(30),
+        || shard1(&cluster) > 0,
+    );
     let before = shard1(&cluster);
-    assert!(before > 0, "shard 1 took its part of the frozen insert");
     // Batches after the frozen insert: a replay that did not keep its composition would put
     // them in the same insert, and shard 1 would get its rows again in another block.
     for i in 30..40 {
