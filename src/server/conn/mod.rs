@@ -557,13 +557,12 @@ fn send_now(stream: &TcpStream, bytes: &[u8]) -> std::io::Result<usize> {
 }
 
 /// Waits, at most `ROOM_WAIT`, while memory has no room for another batch as large as the
-/// largest yet and the spool still has room. The flush thread
-/// keeps memory under half its bound by spooling, so memory gets there only when that thread
-/// is behind, on a busy machine, and is about to make room (`MemoryBudget::behind`): refusing
-/// then would answer `503 buffer_full` with the spool not full. Only decides whether to wait:
-/// the hand-off's reservation is what refuses. It looks again after 1 ms, then 2, 4, 8 and
-/// every 16 ms: many connections waiting at once cost their worker little. Returns whether
-/// it waited.
+/// largest yet and the spool still has room. The flush thread keeps memory under half its
+/// bound by spooling, so memory gets there only when that thread is behind, on a busy
+/// machine, and is about to make room (`MemoryBudget::behind`): refusing then would answer
+/// `503 buffer_full` with the spool not full. Only decides whether to wait: the hand-off's
+/// reservation is what refuses. It looks again after 1 ms, then 2, 4, 8 and every 16 ms: many
+/// connections waiting at once cost their worker little. Returns whether it waited.
 async fn wait_for_room(shared: &Shared) -> bool {
     if !shared.budget.behind() {
         return false;

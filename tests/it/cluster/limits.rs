@@ -388,7 +388,6 @@ struct Visibility<'a> {
     local_sql: String,
     count_sql: String,
     samples: Mutex<Vec<(Instant, u64)>>,
-    latest: AtomicU64,
     longest_count_us: AtomicU64,
     done: AtomicBool,
 }
@@ -400,7 +399,6 @@ impl<'a> Visibility<'a> {
             local_sql: format!("SELECT count() FROM `{db}`.spans_local WHERE org_id = '{org}'"),
             count_sql: format!("SELECT count() FROM `{db}`.spans WHERE org_id = '{org}'"),
             samples: Mutex::new(Vec::new()),
-            latest: AtomicU64::new(0),
             longest_count_us: AtomicU64::new(0),
             done: AtomicBool::new(false),
         }
@@ -422,7 +420,6 @@ impl<'a> Visibility<'a> {
                 })
                 .sum();
             self.samples.lock().unwrap().push((Instant::now(), visible));
-            self.latest.store(visible, Ordering::Release);
             let t = Instant::now();
             self.cluster.count_at("s1r1", &self.count_sql);
             self.longest_count_us
@@ -436,7 +433,7 @@ impl<'a> Visibility<'a> {
     }
 
     fn visible(&self) -> u64 {
-        self.latest.load(Ordering::Acquire)
+        self.samples.lock().unwrap().last().map_or(0, |&(_, n)| n)
     }
 
     /// The longest time, in seconds, from a span's `202` until as many spans as had been
