@@ -164,8 +164,12 @@ fn a_drain_closes_idle_keep_alive_connections_at_once() {
 #[test]
 fn the_admin_listener_reports_a_drain_on_ready() {
     let server = Server::start_with(&[("INGEST_SHUTDOWN_TIMEOUT_MS", "5000")]);
-    // An open connection keeps the server draining for a while.
+    // An open connection keeps the server draining for a while. It is answered once first, so
+    // the server has accepted it before the signal (one still in the listen backlog would not
+    // hold the drain: on a busy machine the server then exited before the first look).
     let mut busy = server.connect();
+    busy.send(b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(busy.read_response().status, 200);
     busy.send(b"POST /ingest HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n{");
     server.signal(SIGTERM);
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
