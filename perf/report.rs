@@ -130,6 +130,7 @@ fn main() {
     let compare_only = arg("--compare-only") == "1";
     let baseline = arg("--baseline");
     let baseline_sha = arg("--baseline-sha");
+    let clickhouse_fs = arg("--clickhouse-fs");
     let load = read_json("perf/out/load.json");
     let profile = std::fs::read_to_string("perf/out/profile.txt").unwrap_or_default();
     let commit = sh("git", &["rev-parse", "--short", "HEAD"]);
@@ -142,14 +143,20 @@ fn main() {
         o,
         "Measured {date} on commit `{commit}`{} with `{command}`.  \nMachine: {}.  \n\
          Server: release build, {workers} worker thread(s) + the flush thread, ClickHouse {} on \
-         the same machine (a server of the harness's own, `perf/clickhouse.sh`).\n",
+         the same machine (a server of the harness's own, `perf/clickhouse.sh`; its data on \
+         {}).\n",
         if dirty {
             " (plus uncommitted changes)"
         } else {
             ""
         },
         machine(),
-        clickhouse_version(&load)
+        clickhouse_version(&load),
+        if clickhouse_fs.is_empty() {
+            "a filesystem not recorded"
+        } else {
+            &clickhouse_fs
+        }
     );
     if !compare_only {
         full_run(&mut o, &load, &profile, &alloc_test);

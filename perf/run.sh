@@ -7,22 +7,25 @@
 #
 #   perf/run.sh [--sustain-secs N] [--phase-secs N] [--workers N] [--connections N]
 #               [--otlp-rate N] [--otlp-rounds N] [--no-bench] [--no-profile]
-#               [--clickhouse-ports TCP,HTTP]
+#               [--clickhouse-ports TCP,HTTP] [--clickhouse-dir DIR]
 #               [--baseline REV [--compare-only] [--rounds N] [--typical-rate N]
 #                [--small-rate N]]
 #
 # Defaults: 15 s per load phase, a 20 s sustain run (the issue's 60 s: --sustain-secs 60), one
 # worker (a core's worth), 8 connections, OTLP phases at 40 exports/s (protobuf and its v1
 # twin in 3 alternating rounds), ClickHouse on 19000 (native) and 18123 (HTTP) with its data in
-# perf/out/clickhouse (removed at exit). About 16 minutes of load after the release build (the ramps to the maximum rates take 4 to 6), then
-# the benches and the profile. The comparison: typical at 60 req/s, small at 8000, sdk at 1000
+# perf/out/clickhouse (removed at exit; --clickhouse-dir DIR puts it in
+# DIR/traceingest-perf-clickhouse instead, for example on the filesystem a production ClickHouse
+# would use: ClickHouse's CPU per row depends on it, see perf/RESULTS.md). About 16 minutes of
+# load after the release build (the ramps to the maximum rates take 4 to 6), then the benches
+# and the profile. The comparison: typical at 60 req/s, small at 8000, sdk at 1000
 # on 2 connections, otlp at --otlp-rate, each on old and new in the order old, new, new, old,
 # ... for --rounds (2), about a minute per phase and binary with the merges waited for.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COMMAND="perf/run.sh $*"
 SUSTAIN=20; PHASE=15; WORKERS=1; CONNECTIONS=8; BENCH=1; PROFILE=1; OTLP_RATE=40; OTLP_ROUNDS=3
-CH_TCP=19000; CH_HTTP=18123
+CH_TCP=19000; CH_HTTP=18123; CH_DIR=perf/out/clickhouse
 BASELINE=""; COMPARE_ONLY=0; ROUNDS=2; TYPICAL_RATE=60; SMALL_RATE=8000; SDK_RATE=1000
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -35,6 +38,7 @@ while [ $# -gt 0 ]; do
     --no-bench) BENCH=0; shift ;;
     --no-profile) PROFILE=0; shift ;;
     --clickhouse-ports) CH_TCP="${2%,*}"; CH_HTTP="${2#*,}"; shift 2 ;;
+    --clickhouse-dir) CH_DIR="${2%/}/traceingest-perf-clickhouse"; shift 2 ;;
     --baseline) BASELINE="$2"; shift 2 ;;
     --compare-only) COMPARE_ONLY=1; shift ;;
     --rounds) ROUNDS="$2"; shift 2 ;;
@@ -48,7 +52,6 @@ if [ "$COMPARE_ONLY" = 1 ] && [ -z "$BASELINE" ]; then
 fi
 
 OUT=perf/out
-CH_DIR="$OUT/clickhouse"
 mkdir -p "$OUT"
 
 # The baseline first: if it does not build, nothing else has run. Its own worktree and target
@@ -109,6 +112,17 @@ perf/clickhouse.sh stop "$CH_DIR" 2>/dev/null || true
 CH_LINE=$(perf/clickhouse.sh start "$CH_DIR" "$CH_TCP" "$CH_HTTP")
 CH_PID="${CH_LINE##*pid=}"
 echo "ClickHouse: $CH_LINE" >&2
+# The filesystem under ClickHouse's data, for the report: on ext4 without a journal each new
+# file steps over the inodes freed in the last minute or more (the kernel's `recently_deleted`),
+# which costs ClickHouse up to 1.8 times the CPU per row just after a large delete (see
+# perf/RESULTS.md).
+CH_FS=$(findmnt -no SOURCE,FSTYPE -T "$CH_DIR" 2>/dev/null | head -1 || true)
+if [ "${CH_FS##* }" = ext4 ]; then
+  DEV=$(basename "${CH_FS%% *}")
+  if compgen -G "/proc/fs/jbd2/$DEV-*" >/dev/null; then CH_FS="$CH_FS with a journal"
+  else CH_FS="$CH_FS without a journal"; fi
+fi
+echo "ClickHouse data on: ${CH_FS:-unknown}" >&2
 ch() { clickhouse-client --port "$CH_TCP" --query "$1"; }
 
 # start_server TAG BIN DATABASE: migrate, a key, serve; sets S_PID S_ADDR S_ADMIN S_KEY.
@@ -192,5 +206,5 @@ if [ "$COMPARE_ONLY" = 0 ]; then
 fi
 target/release/examples/report --command "$COMMAND" --workers "$WORKERS" --alloc-test "$ALLOC" \
   --benched "$BENCHED" --compare-only "$COMPARE_ONLY" --baseline "$BASELINE" \
-  --baseline-sha "$BASELINE_SHA" --rounds "$ROUNDS"
+  --baseline-sha "$BASELINE_SHA" --rounds "$ROUNDS" --clickhouse-fs "${CH_FS:-unknown}"
 echo "wrote perf/RESULTS.md" >&2
