@@ -206,5 +206,5 @@ if [ "$COMPARE_ONLY" = 0 ]; then
 fi
 target/release/examples/report --command "$COMMAND" --workers "$WORKERS" --alloc-test "$ALLOC" \
   --benched "$BENCHED" --compare-only "$COMPARE_ONLY" --baseline "$BASELINE" \
-  --baseline-sha "$BASELINE_SHA" --rounds "$ROUNDS" --clickhouse-fs "${CH_FS:-unknown}"
+  --baseline-sha "$BASELINE_SHA" --rounds "$ROUNDS" --clickhouse-fs "$CH_FS"
 echo "wrote perf/RESULTS.md" >&2
