@@ -13,6 +13,7 @@ use clap::Args;
 use crate::admission::plan::{self, Plans};
 use crate::http::request::Limits;
 use crate::sink::clickhouse::Store;
+use crate::sink::flush::DEFAULT_NICE as DEFAULT_FLUSH_NICE;
 
 /// Where ClickHouse is; shared by `serve` and every command that talks to it.
 #[derive(Debug, Clone, Args)]
@@ -181,6 +182,9 @@ pub struct ServeArgs {
     /// insert takes (also at most a quarter of --buffer-max-bytes).
     #[arg(long, env = "INGEST_FLUSH_MAX_BYTES", default_value_t = 128 * 1024 * 1024)]
     pub flush_max_bytes: u64,
+    /// How many nice levels below the workers the flush thread runs (0 to 19; 0: the same).
+    #[arg(long, env = "INGEST_FLUSH_NICE", default_value_t = DEFAULT_FLUSH_NICE)]
+    pub flush_nice: u8,
     /// Rows of accepted batches held in memory (at least --flush-max-rows); past it the newest
     /// batches go to the spool on disk, and `/ingest` answers 503 buffer_full only when the
     /// spool is full too. `/ready` answers 503 not_ready past 90% of it.
@@ -297,6 +301,8 @@ pub struct Config {
     pub flush_interval: Duration,
     pub flush_max_rows: usize,
     pub flush_max_bytes: u64,
+    /// `INGEST_FLUSH_NICE`: nice levels the flush thread runs below the rest of the process.
+    pub flush_nice: u8,
     pub buffer_max_rows: u64,
     pub buffer_max_bytes: u64,
     pub spool_max_bytes: u64,
@@ -365,6 +371,12 @@ impl ServeArgs {
         }
         if self.flush_interval_ms == 0 {
             return Err("INGEST_FLUSH_INTERVAL_MS must be at least 1".into());
+        }
+        if self.flush_nice > 19 {
+            return Err(format!(
+                "INGEST_FLUSH_NICE must be 0..=19 (nice levels below the workers), got {}",
+                self.flush_nice
+            ));
         }
         // clickhouse-rs 1.1.0-alpha.1 encodes array columns wrongly past 1,048,576 rows in one
         // insert (perf/RESULTS.md, "Known limit found on the way"), so stay well below it.
@@ -518,6 +530,7 @@ impl ServeArgs {
             flush_interval: Duration::from_millis(self.flush_interval_ms),
             flush_max_rows: self.flush_max_rows,
             flush_max_bytes: self.flush_max_bytes,
+            flush_nice: self.flush_nice,
             buffer_max_rows: self.buffer_max_rows,
             buffer_max_bytes: self.buffer_max_bytes,
             spool_max_bytes: self.spool_max_bytes,
@@ -577,6 +590,13 @@ mod tests {
         assert_eq!(c.buffer_max_bytes, 512 << 20);
         assert_eq!(c.flush_max_bytes, 128 << 20);
         assert_eq!(c.flush_max_rows, 500_000);
+        assert_eq!(c.flush_nice, DEFAULT_FLUSH_NICE);
+        assert_eq!(resolve(&["--flush-nice", "0"]).unwrap().flush_nice, 0);
+        assert_eq!(resolve(&["--flush-nice", "19"]).unwrap().flush_nice, 19);
+        assert_eq!(
+            resolve(&["--flush-nice", "20"]).unwrap_err(),
+            "INGEST_FLUSH_NICE must be 0..=19 (nice levels below the workers), got 20"
+        );
         assert!(c.pin_workers);
         assert!(!resolve(&["--pin-workers", "false"]).unwrap().pin_workers);
         assert_eq!(

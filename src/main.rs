@@ -234,6 +234,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     flush_config.interval = config.flush_interval;
     flush_config.max_rows = config.flush_max_rows;
     flush_config.max_bytes = config.flush_max_bytes;
+    flush_config.nice = config.flush_nice;
     flush_config.shutdown_timeout = config.shutdown_timeout;
     flush_config.budget = budget.clone();
     flush_config.dead_letter_dir = config.data_dir.join("deadletter");

@@ -186,3 +186,65 @@ fn the_admin_listener_reports_a_drain_on_ready() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The nice value of each of a process's threads, with the thread's name
+/// (`/proc/PID/task/TID/stat`).
+fn thread_nices(pid: i32) -> Vec<(String, i32)> {
+    let mut threads = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        // A thread that ended since the listing has no stat any more.
+        let Ok(stat) = std::fs::read_to_string(task.unwrap().path().join("stat")) else {
+            continue;
+        };
+        // "tid (name) state ppid ...": the name may hold spaces and parentheses, the fields
+        // after its last ')' do not. The nice value is field 19, the 17th after the name.
+        let (open, close) = (stat.find('(').unwrap(), stat.rfind(')').unwrap());
+        let nice = stat[close + 2..]
+            .split(' ')
+            .nth(16)
+            .unwrap()
+            .parse()
+            .unwrap();
+        threads.push((stat[open + 1..close].to_string(), nice));
+    }
+    threads
+}
+
+/// The flush thread of a server, and one of its workers: their nice values.
+fn flush_and_worker_nice(server: &Server, flush_settled: impl Fn(i32, i32) -> bool) -> (i32, i32) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let threads = thread_nices(server.pid());
+        let of = |name: &str| threads.iter().find(|(n, _)| n == name).map(|&(_, v)| v);
+        let (flush, worker) = (of("flush").unwrap(), of("worker-0").unwrap());
+        // The thread lowers its priority as the first thing it does, which a look soon after
+        // the start may come just before.
+        if flush_settled(flush, worker) || std::time::Instant::now() > deadline {
+            return (flush, worker);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// By default the flush thread runs at the workers' priority; `INGEST_FLUSH_NICE` puts it that
+/// many nice levels below them (at most at 19), and the rows reach ClickHouse either way.
+#[test]
+fn the_flush_thread_runs_as_far_below_the_workers_as_set() {
+    let server = Server::start();
+    let (flush, worker) = flush_and_worker_nice(&server, |_, _| true);
+    assert_eq!(flush, worker);
+    let key = server.create_key("acme");
+    assert_eq!(server.post_ingest(&key, &batch("nice", 1, 4)).status, 202);
+    server.wait_rows(4);
+
+    let server = Server::start_with(&[("INGEST_FLUSH_NICE", "7")]);
+    let (flush, worker) = flush_and_worker_nice(&server, |f, w| f != w);
+    assert_eq!(
+        flush,
+        (worker + 7).min(19),
+        "flush {flush}, worker {worker}"
+    );
+    let key = server.create_key("acme");
+    assert_eq!(server.post_ingest(&key, &batch("nice", 1, 4)).status, 202);
+    server.wait_rows(4);
+}

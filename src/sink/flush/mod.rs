@@ -82,7 +82,17 @@ pub struct FlushConfig {
     pub dead_letter_dir: PathBuf,
     /// Counters for the metrics endpoint; the caller keeps a clone.
     pub stats: Arc<FlushStats>,
+    /// Nice levels the thread lowers its own priority by when it starts (`INGEST_FLUSH_NICE`).
+    pub nice: u8,
 }
+
+/// The server's `INGEST_FLUSH_NICE`: level with the workers. Below them the flush thread no
+/// longer takes a worker's core for milliseconds when an insert is due, which cuts the tail
+/// latency of requests at moderate rates, but under saturation it gets too small a share to
+/// keep pace with a stream of small requests (perf/RESULTS.md, "The flush thread's priority"),
+/// and an ingest service's clients (background exporters) gain less from the tail than they
+/// lose from the capacity.
+pub const DEFAULT_NICE: u8 = 0;
 
 impl FlushConfig {
     /// A configuration for tests and library use: flush every second or at 10,000 rows or
@@ -103,6 +113,7 @@ impl FlushConfig {
             max_unknown_attempts: 8,
             dead_letter_dir: PathBuf::from("data/deadletter"),
             stats: Arc::default(),
+            nice: 0,
         }
     }
 }
@@ -130,6 +141,7 @@ impl fmt::Debug for FlushConfig {
             .field("buffer_max_rows", &self.budget.max_rows())
             .field("buffer_max_bytes", &self.budget.max_bytes())
             .field("dead_letter_dir", &self.dead_letter_dir)
+            .field("nice", &self.nice)
             .finish_non_exhaustive()
     }
 }
@@ -163,12 +175,47 @@ pub fn spawn(
         })?;
     let handle = std::thread::Builder::new()
         .name("flush".into())
-        .spawn(move || Flusher::new(cfg, store, rt, input, spool).run())
+        .spawn(move || {
+            if let Err(e) = lower_priority(cfg.nice) {
+                tracing::warn!(
+                    nice = cfg.nice,
+                    "cannot lower the flush thread's priority ({e}); it runs at the workers'"
+                );
+            }
+            Flusher::new(cfg, store, rt, input, spool).run()
+        })
         .map_err(|e| StoreError {
             code: None,
             message: format!("cannot start the flush thread: {e}"),
         })?;
     Ok(handle)
+}
+
+/// Lowers the calling thread's priority by `levels` nice levels (at most to 19). On Linux a
+/// thread's nice value is its own (`setpriority(2)` on its thread id), so the workers keep
+/// theirs. Going back up needs privileges, so this is done once, at the start.
+fn lower_priority(levels: u8) -> std::io::Result<()> {
+    if levels == 0 {
+        return Ok(());
+    }
+    // SAFETY: gettid(2) has no arguments and cannot fail.
+    let tid = unsafe { libc::gettid() } as libc::id_t;
+    // getpriority(2) may return -1 as a value, so errno tells a failure apart.
+    // SAFETY: errno is this thread's; getpriority and setpriority only read their arguments.
+    let now = unsafe {
+        *libc::__errno_location() = 0;
+        libc::getpriority(libc::PRIO_PROCESS, tid)
+    };
+    let err = std::io::Error::last_os_error();
+    if now == -1 && err.raw_os_error() != Some(0) {
+        return Err(err);
+    }
+    let target = (now + i32::from(levels)).min(19);
+    // SAFETY: as above.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, target) } == -1 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 struct Flusher {
