@@ -25,6 +25,8 @@ fi
 step "formatting and lints"
 cargo fmt --all -- --check
 cargo clippy --all-targets --all-features --quiet -- -D warnings
+# The library as the fuzz crate builds it, without the server (`default-features = false`).
+cargo clippy --lib --no-default-features --features fuzzing --quiet -- -D warnings
 step "building the tests"
 cargo test --all-targets --no-run --quiet
 

@@ -29,22 +29,34 @@
 //! - `metrics`: lock-free counters, encoded for `/metrics`.
 //! - `clock`, `calendar`, `hex`: the wall and monotonic clocks; UTC days and months; hex digits.
 //! - `cli`: the `keys`, `orgs`, `price` and `reprice` commands.
+//!
+//! Without the `server` feature (on by default; the fuzz crate turns it off) only what the
+//! fuzz targets run is built: the front ends, rows, pricing, admission, keys and the HTTP
+//! parser, without the pipeline's hand-off, the sink, the server, the control thread and the
+//! CLI, nor their dependencies.
 
 pub mod admission;
 pub mod auth;
 pub mod calendar;
+#[cfg(feature = "server")]
 pub mod cli;
 pub mod clock;
+#[cfg(feature = "server")]
 pub mod config;
+#[cfg(feature = "server")]
 pub mod control;
+#[cfg(feature = "server")]
 pub mod fleet;
 pub mod hex;
 pub mod http;
 pub mod ingest;
+#[cfg(feature = "server")]
 pub mod metrics;
 pub mod pricing;
 pub mod row;
+#[cfg(feature = "server")]
 pub mod server;
+#[cfg(feature = "server")]
 pub mod sink;
 
 #[cfg(test)]

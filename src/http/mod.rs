@@ -7,8 +7,10 @@
 mod fuzz;
 pub mod json;
 pub mod otlp;
+#[cfg(feature = "server")]
 pub mod refusal;
 pub mod request;
+#[cfg(feature = "server")]
 pub mod response;
 
 #[cfg(any(test, feature = "fuzzing"))]

@@ -1,0 +1,274 @@
+//! `Pipeline`: what a worker calls with a request's body: decode (through `compress` for a
+//! coded body), validate, price, write the rows, admit, hand over. Built with the `server`
+//! feature only, as its hand-off is the sink's.
+
+use std::sync::Arc;
+
+use bumpalo::Bump;
+
+use super::body::PaddedBody;
+use super::compress::{Decompressor, Encoding};
+use super::otlp::OtlpDecoder;
+use super::rows::{self, BuildError};
+use super::unpriced::UnpricedModels;
+use super::v1::Decoder;
+use super::wire::Batch;
+use super::{DecodeError, Exported, OtlpFormat};
+use crate::admission::{self, AdmissionError, LimitHeaders};
+use crate::auth::Principal;
+use crate::clock::Clock;
+use crate::pricing::{Pricer, SharedPrices};
+use crate::row::RowBatch;
+use crate::sink::{Handed, Handoff, HandoffError};
+
+/// Why the pipeline refused a batch, by stage.
+#[derive(Debug)]
+pub enum IngestError {
+    Decode(DecodeError),
+    Admission(AdmissionError),
+    Handoff(HandoffError),
+}
+
+impl From<DecodeError> for IngestError {
+    fn from(e: DecodeError) -> IngestError {
+        IngestError::Decode(e)
+    }
+}
+
+impl From<AdmissionError> for IngestError {
+    fn from(e: AdmissionError) -> IngestError {
+        IngestError::Admission(e)
+    }
+}
+
+impl From<HandoffError> for IngestError {
+    fn from(e: HandoffError) -> IngestError {
+        IngestError::Handoff(e)
+    }
+}
+
+/// What a pipeline needs from the process, given once at start.
+#[derive(Clone)]
+pub struct Parts {
+    /// The price table in force (swapped whole on reload).
+    pub prices: Arc<SharedPrices>,
+    /// Where rows go, with the memory they are reserved in.
+    pub handoff: Handoff,
+    /// Wall clock (rows, quota month) and monotonic clock (rate limits).
+    pub clock: Clock,
+    /// The most one batch's rows may take (`batch_limit`).
+    pub batch_limit: u64,
+    /// Where accepted spans without a price are counted (and their models logged once).
+    pub unpriced: Arc<UnpricedModels>,
+}
+
+/// Per-worker state reused by every request the worker serves.
+pub struct Pipeline {
+    parts: Parts,
+    work: Work,
+    /// The decoded body of a request sent with a `Content-Encoding`.
+    decompressor: Decompressor,
+}
+
+/// The decoders and what a request's spans are built in, apart from the decompressor, whose
+/// buffer may be the body they read.
+struct Work {
+    v1: Decoder,
+    otlp: OtlpDecoder,
+    /// Holds the decoded batch of the request being served; reset after each request.
+    arena: Bump,
+    /// The worker's model-match cache.
+    pricer: Pricer,
+}
+
+impl Pipeline {
+    pub fn new(parts: Parts) -> Pipeline {
+        Pipeline {
+            parts,
+            work: Work {
+                v1: Decoder::new(),
+                otlp: OtlpDecoder::new(),
+                arena: Bump::with_capacity(1 << 20),
+                pricer: Pricer::new(),
+            },
+            decompressor: Decompressor::new(),
+        }
+    }
+
+    /// The hand-off this pipeline sends to (and its memory budget).
+    pub fn handoff(&self) -> &Handoff {
+        &self.parts.handoff
+    }
+
+    /// A v1 batch: checks 4 to 8 of the contract's order (the caller did size, drain and key)
+    /// and hands the rows over. The caller answers `202` with the spans `Handed::settle`
+    /// returns (at once in `buffer` mode, after the fsync in `wal` mode); `limits` gets the
+    /// rate-limit and quota state the answer reports.
+    /// `body` is as it came, coded as `encoding`; `cap` is the most it may decode to. It is
+    /// parsed where it lies (or, coded, where it is decoded to), so it is changed.
+    pub fn ingest_v1(
+        &mut self,
+        principal: &Principal,
+        body: PaddedBody<'_>,
+        encoding: Encoding,
+        cap: usize,
+        limits: &mut LimitHeaders,
+    ) -> Result<Handed, IngestError> {
+        let now_ms = self.parts.clock.now_ms();
+        let body = decoded(&mut self.decompressor, body, encoding, cap)?;
+        let rows = self.work.build_v1(&self.parts, principal, body, now_ms)?;
+        let handed = self.hand_over(principal, rows, now_ms, limits)?;
+        // Accepted: its spans without a price count (a refused batch's tally is dropped by
+        // the next build).
+        self.parts.unpriced.publish(self.work.pricer.unpriced());
+        Ok(handed)
+    }
+
+    /// Decodes, validates and prices a v1 body (not coded) into rows stamped `now_ms`,
+    /// without handing them over.
+    pub fn build_v1(
+        &mut self,
+        principal: &Principal,
+        body: PaddedBody<'_>,
+        now_ms: u64,
+    ) -> Result<RowBatch, DecodeError> {
+        self.work.build_v1(&self.parts, principal, body, now_ms)
+    }
+
+    /// An OTLP export (`POST /v1/traces`), protobuf or JSON, coded as `encoding` and decoding
+    /// to at most `cap` bytes: decoded, the invalid spans left out (counted in `Exported`),
+    /// the rest priced, admitted and handed over as a v1 batch's are. `None` when no span was
+    /// left to hand over (nothing is admitted then).
+    pub fn ingest_otlp(
+        &mut self,
+        principal: &Principal,
+        body: PaddedBody<'_>,
+        format: OtlpFormat,
+        encoding: Encoding,
+        cap: usize,
+        limits: &mut LimitHeaders,
+    ) -> Result<(Option<Handed>, Exported), IngestError> {
+        let now_ms = self.parts.clock.now_ms();
+        let w = &mut self.work;
+        w.arena.reset();
+        w.pricer.unpriced().clear();
+        let body = decoded(&mut self.decompressor, body, encoding, cap)?;
+        let body_len = body.len();
+        let decoded = match format {
+            OtlpFormat::Protobuf => w.otlp.decode_protobuf(body.into_bytes(), &w.arena),
+            OtlpFormat::Json => w.otlp.decode_json(body, &w.arena),
+        }
+        .map_err(DecodeError::Otlp)?;
+        let exported = Exported {
+            spans: decoded.batch.span_count,
+            rejected: decoded.rejected_spans,
+            // Only when spans were rejected: the answer's `partial_success` message.
+            message: decoded.error_message.map(str::to_string),
+            truncated_strings: decoded.truncated_strings,
+            dropped_attributes: decoded.dropped_attributes,
+        };
+        if decoded.batch.span_count == 0 {
+            return Ok((None, exported));
+        }
+        let rows = build(
+            &self.parts,
+            &mut w.pricer,
+            &decoded.batch,
+            principal,
+            now_ms,
+            body_len,
+            &w.arena,
+        )?;
+        let handed = self.hand_over(principal, rows, now_ms, limits)?;
+        self.parts.unpriced.publish(self.work.pricer.unpriced());
+        Ok((Some(handed), exported))
+    }
+
+    /// Checks 6 to 8: the key's rate limit, the organisation's monthly quota, room in the
+    /// write buffer; then the rows are handed over. A refusal from the hand-off gives the
+    /// rate-limit credit and quota back.
+    fn hand_over(
+        &mut self,
+        principal: &Principal,
+        rows: RowBatch,
+        now_ms: u64,
+        limits: &mut LimitHeaders,
+    ) -> Result<Handed, IngestError> {
+        let n = rows.len() as u64;
+        let mono_ns = self.parts.clock.mono_ns();
+        let admitted = admission::admit(principal, n, mono_ns, now_ms, limits)?;
+        Ok(self.parts.handoff.send(principal, rows, admitted)?)
+    }
+}
+
+/// The body as sent when it is not coded, else decoded into `decompressor`'s buffer (at most
+/// `cap` bytes, padded in turn).
+fn decoded<'b>(
+    decompressor: &'b mut Decompressor,
+    body: PaddedBody<'b>,
+    encoding: Encoding,
+    cap: usize,
+) -> Result<PaddedBody<'b>, DecodeError> {
+    match encoding {
+        Encoding::Identity => Ok(body),
+        coded => decompressor
+            .decompress(coded, body.bytes(), cap)
+            .map_err(DecodeError::Encoding),
+    }
+}
+
+impl Work {
+    /// Decodes, validates and prices a v1 body into rows.
+    fn build_v1(
+        &mut self,
+        parts: &Parts,
+        principal: &Principal,
+        body: PaddedBody<'_>,
+        now_ms: u64,
+    ) -> Result<RowBatch, DecodeError> {
+        self.arena.reset();
+        self.pricer.unpriced().clear();
+        let body_len = body.len();
+        let batch = self.v1.decode(body, &self.arena)?;
+        build(
+            parts,
+            &mut self.pricer,
+            &batch,
+            principal,
+            now_ms,
+            body_len,
+            &self.arena,
+        )
+    }
+}
+
+/// Prices a decoded batch's spans and builds their rows, against one price table for the
+/// whole batch even if a reload lands meanwhile.
+fn build(
+    parts: &Parts,
+    pricer: &mut Pricer,
+    batch: &Batch<'_>,
+    principal: &Principal,
+    now_ms: u64,
+    body_len: usize,
+    arena: &Bump,
+) -> Result<RowBatch, DecodeError> {
+    let table = parts.prices.current();
+    rows::build(
+        batch,
+        principal,
+        &table,
+        pricer,
+        now_ms,
+        parts.batch_limit,
+        arena,
+    )
+    .map_err(|e| match e {
+        BuildError::Issues(issues) => DecodeError::Schema(issues),
+        BuildError::TooLarge(t) => DecodeError::TooLarge {
+            bytes: t.bytes,
+            limit: t.limit,
+            body_len,
+        },
+    })
+}
