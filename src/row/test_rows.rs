@@ -102,6 +102,7 @@ pub fn batch(org: &str, trace: &str, spans: usize, start: u64) -> RowBatch {
 }
 
 /// `batch(org, trace, spans, start)` and then one full row with span id `last`.
+#[cfg_attr(not(feature = "server"), allow(dead_code))] // The sink's tests.
 pub fn batch_then(org: &str, trace: &str, spans: usize, start: u64, last: &str) -> RowBatch {
     batch_of(org, trace, spans, start, Some(last))
 }
@@ -118,6 +119,7 @@ fn batch_of(org: &str, trace: &str, spans: usize, start: u64, last: Option<&str>
 }
 
 /// The string column `c` of row `i`.
+#[cfg_attr(not(feature = "server"), allow(dead_code))] // The sink's tests.
 pub fn str_at(b: &RowBatch, c: usize, i: usize) -> String {
     match &b.reader(i..i + 1).next_row().expect("a row")[c] {
         Value::Str(s) => s.to_string(),
