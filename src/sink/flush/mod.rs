@@ -86,12 +86,13 @@ pub struct FlushConfig {
     pub nice: u8,
 }
 
-/// The server's `INGEST_FLUSH_NICE`: level with the workers. Below them the flush thread no
-/// longer takes a worker's core for milliseconds when an insert is due, which cuts the tail
-/// latency of requests at moderate rates, but under saturation it gets too small a share to
-/// keep pace with a stream of small requests (perf/RESULTS.md, "The flush thread's priority"),
-/// and an ingest service's clients (background exporters) gain less from the tail than they
-/// lose from the capacity.
+/// The server's `INGEST_FLUSH_NICE`: level with the workers. With fewer workers than cores,
+/// below them the flush thread no longer takes a worker's core for milliseconds when an
+/// insert is due, which cuts the tail latency of requests at moderate rates, but under
+/// saturation it gets too small a share to keep pace with a stream of small requests; with a
+/// worker per core (the default) it changed neither (perf/RESULTS.md, "The flush thread's
+/// priority"). An ingest service's clients (background exporters) gain less from the tail
+/// than they lose from the capacity.
 pub const DEFAULT_NICE: u8 = 0;
 
 impl FlushConfig {
