@@ -216,12 +216,18 @@ fn flush_and_worker_nice(server: &Server, flush_settled: impl Fn(i32, i32) -> bo
     loop {
         let threads = thread_nices(server.pid());
         let of = |name: &str| threads.iter().find(|(n, _)| n == name).map(|&(_, v)| v);
-        let (flush, worker) = (of("flush").unwrap(), of("worker-0").unwrap());
-        // The thread lowers its priority as the first thing it does, which a look soon after
-        // the start may come just before.
-        if flush_settled(flush, worker) || std::time::Instant::now() > deadline {
-            return (flush, worker);
+        let now = std::time::Instant::now();
+        // A thread takes its name once it first runs and then lowers its priority, and on a
+        // busy machine a look soon after the start may come before either.
+        if let (Some(flush), Some(worker)) = (of("flush"), of("worker-0")) {
+            if flush_settled(flush, worker) || now > deadline {
+                return (flush, worker);
+            }
         }
+        assert!(
+            now < deadline,
+            "no thread named flush or worker-0: {threads:?}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
