@@ -18,7 +18,7 @@ scripts/build-deps.sh
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "installing cargo-fuzz..." >&2
-  # Unoptimised: it only drives cargo and libFuzzer, and builds in 65 CPU-s instead of 106.
+  # Unoptimised: it only drives cargo and libFuzzer, and builds in 65 CPU-s instead of 107.
   cargo install cargo-fuzz --locked --debug
 fi
 

@@ -207,9 +207,11 @@ fn lower_priority(levels: u8) -> std::io::Result<()> {
         *libc::__errno_location() = 0;
         libc::getpriority(libc::PRIO_PROCESS, tid)
     };
-    let err = std::io::Error::last_os_error();
-    if now == -1 && err.raw_os_error() != Some(0) {
-        return Err(err);
+    if now == -1 {
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() != Some(0) {
+            return Err(err);
+        }
     }
     let target = (now + i32::from(levels)).min(19);
     // SAFETY: as above.
