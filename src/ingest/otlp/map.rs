@@ -209,8 +209,11 @@ impl<'a> Mapper<'a> {
     pub fn new(arena: &'a Bump) -> Mapper<'a> {
         Mapper {
             arena,
-            spans: BVec::with_capacity_in(64, arena),
-            idents: BVec::with_capacity_in(64, arena),
+            // Empty until the decoder says how many spans come (`reserve`): an arena vector
+            // that grows copies its whole old capacity (64 spans were 55 KB, copied for every
+            // export from memory the caches no longer held).
+            spans: BVec::new_in(arena),
+            idents: BVec::new_in(arena),
             counts: Counts::default(),
             first_refusal: None,
             keys: BVec::with_capacity_in(64, arena),
