@@ -199,15 +199,15 @@ fn main() {
         proto.len(),
         v1.len()
     );
-    for variant in 0..variants {
+    let [otlp_runs, v1_runs] = &runs;
+    for (variant, (o, v)) in otlp_runs.iter().zip(v1_runs).enumerate().take(variants) {
         let label = match (&a.toggle, variant) {
             (None, _) => String::new(),
             (Some(v), 0) => format!("base ({v} unset): "),
             (Some(v), _) => format!("exp ({v}=1): "),
         };
-        let m = [medians(&runs[0][variant]), medians(&runs[1][variant])];
-        for (front, name) in [(0, "otlp"), (1, "v1")] {
-            let (d, r, t) = m[front];
+        let m = [medians(o), medians(v)];
+        for ((d, r, t), name) in m.iter().zip(["otlp", "v1"]) {
             println!("{label}{name:<4} decode {d:7.1} µs, rows {r:7.1} µs, total {t:7.1} µs");
         }
         println!(
