@@ -165,29 +165,46 @@ pub async fn sync_usage(
     if limited.is_empty() {
         return Ok(0);
     }
-    // Taken before the count starts: these rows are in ClickHouse, so in the count.
-    let taken: Vec<u64> = limited.iter().map(|a| a.usage.begin_sync(month)).collect();
-    let ids: Vec<&str> = limited.iter().map(|a| &*a.org_id).collect();
-    match store
-        .count_spans_by_org(&ids, month.start_s(), month.end_s())
-        .await
-    {
-        Ok(counts) => {
-            let counts: HashMap<String, u64> = counts.into_iter().collect();
-            for (a, t) in limited.iter().zip(taken) {
-                let stored = counts.get(&*a.org_id).copied().unwrap_or(0);
-                a.usage.finish_sync(month, stored, t);
+    // Taken before the count starts: these rows are in ClickHouse, so in the count. Rows
+    // flushed while it runs may be in it or not, and would count twice until the next sync
+    // (a false `quota_exceeded` near the limit): an organisation that had any is counted
+    // again, having taken them, up to `COUNTS` times; past that it stays over-counted until
+    // the next sync, never under.
+    let mut taken: Vec<u64> = limited.iter().map(|a| a.usage.begin_sync(month)).collect();
+    let mut pending: Vec<usize> = (0..limited.len()).collect();
+    for round in 1..=COUNTS {
+        let ids: Vec<&str> = pending.iter().map(|&i| &*limited[i].org_id).collect();
+        let counts = match store
+            .count_spans_by_org(&ids, month.start_s(), month.end_s())
+            .await
+        {
+            Ok(counts) => counts.into_iter().collect::<HashMap<String, u64>>(),
+            Err(e) => {
+                for &i in &pending {
+                    limited[i].usage.abort_sync(month, taken[i]);
+                }
+                return Err(e.to_string());
             }
-            Ok(limited.len())
-        }
-        Err(e) => {
-            for (a, t) in limited.iter().zip(taken) {
-                a.usage.abort_sync(month, t);
+        };
+        pending.retain(|&i| {
+            let a = &limited[i];
+            if round < COUNTS && a.usage.flushed_since_sync(month) > 0 {
+                taken[i] += a.usage.begin_sync(month);
+                return true;
             }
-            Err(e.to_string())
+            let stored = counts.get(&*a.org_id).copied().unwrap_or(0);
+            a.usage.finish_sync(month, stored, taken[i]);
+            false
+        });
+        if pending.is_empty() {
+            break;
         }
     }
+    Ok(limited.len())
 }
+
+/// How many times `sync_usage` counts an organisation whose rows were flushed while it counted.
+const COUNTS: usize = 3;
 
 /// Logs the first failure of a periodic job and its recovery, not every attempt.
 struct Failing {

@@ -13,8 +13,10 @@
 //! `unsynced`; the flush side adds to `flushed` when a batch leaves the write buffer; the sync
 //! (control thread) takes `flushed` *before* it counts in ClickHouse, stores the count, and then
 //! removes what it took from `unsynced`: rows flushed before the count started are in the count,
-//! rows still buffered stay in `unsynced`, and rows flushed while the count ran are counted
-//! twice until the next sync (never lost). See README "Rate limits and quotas".
+//! rows still buffered stay in `unsynced`. Rows flushed while the count ran may be in it or not;
+//! the sync counts such an organisation again, having taken them (`flushed_since_sync`), so
+//! they do not count twice, unless flushes keep racing its counts (then they count twice until
+//! the next sync, never lost). See README "Rate limits and quotas".
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -154,6 +156,12 @@ impl Usage {
     /// count in ClickHouse starts, then `finish_sync` with the count, or `abort_sync`.
     pub fn begin_sync(&self, month: Month) -> u64 {
         self.flushed.take(month)
+    }
+
+    /// Spans flushed since `begin_sync` last took them: while a count runs, rows it may or
+    /// may not have seen.
+    pub fn flushed_since_sync(&self, month: Month) -> u64 {
+        self.flushed.get(month)
     }
 
     /// Last step of a sync: `stored` is the count of the month in ClickHouse, `taken` what
