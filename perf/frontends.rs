@@ -190,13 +190,13 @@ fn main() {
         v1.len()
     );
     let [otlp_runs, v1_runs] = &runs;
-    for (variant, (o, v)) in otlp_runs.iter().zip(v1_runs).enumerate().take(variants) {
+    for (variant, (otlp, v1)) in otlp_runs.iter().zip(v1_runs).enumerate().take(variants) {
         let label = match (&a.toggle, variant) {
             (None, _) => String::new(),
-            (Some(v), 0) => format!("base ({v} unset): "),
-            (Some(v), _) => format!("exp ({v}=1): "),
+            (Some(var), 0) => format!("base ({var} unset): "),
+            (Some(var), _) => format!("exp ({var}=1): "),
         };
-        let m = [medians(o), medians(v)];
+        let m = [medians(otlp), medians(v1)];
         for ((d, r, t), name) in m.iter().zip(["otlp", "v1"]) {
             println!("{label}{name:<4} decode {d:7.1} µs, rows {r:7.1} µs, total {t:7.1} µs");
         }
