@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! target/release/examples/frontends [--iterations 200] [--keep 40] [--evict-mb 0]
-//!     [--toggle VAR]
+//!     [--toggle VAR] [--interleave]
 //! ```
 //!
 //! - `--keep K`: each run's row batch is held until K newer ones exist, as the flush thread
@@ -16,6 +16,9 @@
 //!   once, as the `build_rows` bench does, and the next run reuses the same, cached, block.
 //! - `--evict-mb M`: before each run, write M MiB elsewhere (the caches emptied, as another
 //!   process on the core would leave them), then copy the body in (as `recv` would).
+//! - `--interleave`: the OTLP export's spans in round-robin order over its 32 traces, as a
+//!   batch span processor sends concurrent traces (the same spans and bytes; the v1 twin
+//!   unchanged, its rows the same either way).
 //! - `--toggle VAR`: every other run of each front end has the environment variable VAR set
 //!   to `1`: an A/B of a scratch build that reads it, reported as `base` and `exp`.
 //!
@@ -48,6 +51,7 @@ struct Args {
     keep: usize,
     evict_mb: usize,
     toggle: Option<String>,
+    interleave: bool,
 }
 
 fn parse_args() -> Args {
@@ -56,9 +60,14 @@ fn parse_args() -> Args {
         keep: 40,
         evict_mb: 0,
         toggle: None,
+        interleave: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(k) = args.next() {
+        if k == "--interleave" {
+            a.interleave = true;
+            continue;
+        }
         let v = args.next().unwrap_or_default();
         match k.as_str() {
             "--iterations" => a.iterations = v.parse().expect("--iterations N"),
@@ -106,7 +115,17 @@ fn main() {
     let a = parse_args();
     // The server's malloc settings: without them a freed batch's pages go back to the kernel.
     traceingest::server::keep_freed_memory();
-    let (proto, v1) = otlp_fixtures::export_512();
+    let (mut proto, v1) = otlp_fixtures::export_512();
+    if a.interleave {
+        // Span k of every trace, then span k + 1 of every trace, ...
+        let mut spans: Vec<(usize, otlp_fixtures::GenSpan)> = otlp_fixtures::export_512_spans()
+            .into_iter()
+            .enumerate()
+            .collect();
+        spans.sort_by_key(|&(i, _)| (i % 16, i / 16));
+        let spans: Vec<_> = spans.into_iter().map(|(_, s)| s).collect();
+        proto = otlp_fixtures::otlp_protobuf(&spans);
+    }
     let principal = Principal::unlimited("org-frontends", "project-frontends");
     let table = PriceTable::builtin();
     let mut pricer = Pricer::new();

@@ -165,12 +165,15 @@ fn identity_grouping_and_rejected_spans() {
             )
         })
         .collect();
-    // Traces by id; within one, spans as they came; the trace named after its root.
+    // Traces by id; within one, spans as they came, one entry per run of them (the first
+    // trace's spans are split by another's), each entry with the trace's values: named after
+    // its root, the session of its first span that has one, the agent of its root.
     assert_eq!(
         got,
         [
             "5b8efff798038103d269b633813fc60c name=Some(\"root\") session=Some(\"s-child\") agent=Some(\"helper\"): \
-             0000000000000002<0000000000000001 child 1760000000123-1760000001500, \
+             0000000000000002<0000000000000001 child 1760000000123-1760000001500",
+            "5b8efff798038103d269b633813fc60c name=Some(\"root\") session=Some(\"s-child\") agent=Some(\"helper\"): \
              0000000000000001<root root 1760000000123-1760000001500",
             "5b8efff798038103d269b633813fc6aa name=None session=None agent=None: \
              0000000000000003<0000000000000009 elsewhere 1760000000123-1760000001500",
@@ -189,6 +192,84 @@ fn identity_grouping_and_rejected_spans() {
     );
     // The rendering of the JSON form agrees (ids in hex there).
     decode_both(&req);
+}
+
+/// Spans of several traces interleaved (as a batch span processor sends concurrent traces) store
+/// the same rows as the same spans sent trace by trace: the entries of a scattered trace carry
+/// the trace's values, and the row builder writes them as one trace.
+#[test]
+fn interleaved_traces_store_the_rows_of_grouped_ones() {
+    let in_trace = |t: u8, mut sp: Span| {
+        sp.trace_id[15] = t;
+        sp.start_time_unix_nano += u64::from(sp.span_id[7]) * 1_000_000;
+        sp
+    };
+    let trace = |t: u8| {
+        vec![
+            in_trace(
+                t,
+                span(1, 0, &format!("root {t}"), &[("gen_ai.agent.name", s("a"))]),
+            ),
+            in_trace(
+                t,
+                span(
+                    2,
+                    1,
+                    "chat",
+                    &[
+                        ("gen_ai.operation.name", s("chat")),
+                        ("gen_ai.provider.name", s("openai")),
+                        ("gen_ai.request.model", s("gpt-4o")),
+                        ("gen_ai.usage.input_tokens", i(100 + i64::from(t))),
+                        ("gen_ai.usage.output_tokens", i(7)),
+                        ("session.id", s(&format!("s-{t}"))),
+                    ],
+                ),
+            ),
+            in_trace(t, span(3, 1, "tool", &[("user.id", s(&format!("u-{t}")))])),
+        ]
+    };
+    let grouped: Vec<Span> = [3, 1, 2].into_iter().flat_map(trace).collect();
+    // Round robin over the traces, each trace's root last.
+    let by_trace: Vec<Vec<Span>> = [3, 1, 2].into_iter().map(trace).collect();
+    let mut interleaved = Vec::new();
+    for k in [1, 2, 0] {
+        for spans in &by_trace {
+            interleaved.push(spans[k].clone());
+        }
+    }
+    let rows_of = |spans: Vec<Span>| {
+        let proto = export(spans).encode_to_vec();
+        let arena = Bump::new();
+        let d = OtlpDecoder::new().decode_protobuf(&proto, &arena).unwrap();
+        let rows = crate::ingest::rows::build(
+            &d.batch,
+            &crate::auth::Principal::unlimited("o", "p"),
+            &crate::pricing::PriceTable::builtin(),
+            &mut crate::pricing::Pricer::new(),
+            1_760_000_000_000,
+            u64::MAX,
+            &arena,
+        )
+        .expect("rows");
+        let mut reader = rows.reader(0..rows.len());
+        let mut out = Vec::new();
+        while let Some(r) = reader.next_row() {
+            out.push(format!("{r:?}"));
+        }
+        (d.batch.traces.len(), out)
+    };
+    let (entries_grouped, rows_grouped) = rows_of(grouped);
+    let (entries_interleaved, rows_interleaved) = rows_of(interleaved);
+    assert_eq!((entries_grouped, entries_interleaved), (3, 9));
+    assert_eq!(rows_grouped.len(), 9);
+    assert_eq!(rows_interleaved, rows_grouped);
+    // The trace-level values reached every row of the trace, whichever entry it came in.
+    let first = &rows_grouped[0];
+    assert!(
+        first.contains("root 1") && first.contains("s-1") && first.contains("u-1"),
+        "{first}"
+    );
 }
 
 #[test]
