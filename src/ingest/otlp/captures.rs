@@ -7,11 +7,10 @@ use std::collections::HashMap;
 
 use bumpalo::Bump;
 
+use super::testkit::priced_rows;
 use super::OtlpDecoder;
-use crate::auth::Principal;
 use crate::ingest::compress::{Decompressor, Encoding};
-use crate::ingest::rows;
-use crate::pricing::{format_money, PriceTable, Pricer};
+use crate::pricing::format_money;
 use crate::row::{col, Value};
 
 /// Decodes a capture and renders one line per span, sorted (ids and times differ per run):
@@ -41,18 +40,7 @@ fn render(file: &str) -> Vec<String> {
         "{file}: {:?}",
         decoded.error_message
     );
-    let table = PriceTable::builtin();
-    let principal = Principal::unlimited("o", "p");
-    let rows = rows::build(
-        &decoded.batch,
-        &principal,
-        &table,
-        &mut Pricer::new(),
-        1_760_000_000_000,
-        u64::MAX,
-        &arena,
-    )
-    .expect("rows");
+    let rows = priced_rows(&decoded.batch, &arena);
     let mut names = HashMap::new();
     for t in decoded.batch.traces {
         for s in t.spans {

@@ -242,16 +242,7 @@ fn interleaved_traces_store_the_rows_of_grouped_ones() {
         let proto = export(spans).encode_to_vec();
         let arena = Bump::new();
         let d = OtlpDecoder::new().decode_protobuf(&proto, &arena).unwrap();
-        let rows = crate::ingest::rows::build(
-            &d.batch,
-            &crate::auth::Principal::unlimited("o", "p"),
-            &crate::pricing::PriceTable::builtin(),
-            &mut crate::pricing::Pricer::new(),
-            1_760_000_000_000,
-            u64::MAX,
-            &arena,
-        )
-        .expect("rows");
+        let rows = priced_rows(&d.batch, &arena);
         let mut reader = rows.reader(0..rows.len());
         let mut out = Vec::new();
         while let Some(r) = reader.next_row() {

@@ -614,11 +614,8 @@ impl<'a> Mapper<'a> {
         // By trace id, then arrival (the firsts are distinct).
         runs.sort_unstable();
         let mut traces = BVec::with_capacity_in(runs.len(), arena);
-        let mut i = 0;
-        while i < runs.len() {
-            let id = runs[i].0;
-            let group = &runs[i..i + runs[i..].iter().take_while(|r| r.0 == id).count()];
-            i += group.len();
+        for group in runs.chunk_by(|a, b| a.0 == b.0) {
+            let id = group[0].0;
             // The trace's spans, in arrival order.
             let each = || group.iter().flat_map(|&(_, from, end)| from..end);
             let root = each().find(|&k| spans[k].parent_span_id.is_none());

@@ -12,7 +12,10 @@ use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 use prost::Message;
 
 use super::{Decoded, OtlpDecoder};
-use crate::ingest::wire;
+use crate::auth::Principal;
+use crate::ingest::{rows, wire};
+use crate::pricing::{PriceTable, Pricer};
+use crate::row::RowBatch;
 
 pub(crate) fn s(v: &str) -> AnyValue {
     AnyValue {
@@ -274,4 +277,19 @@ pub(crate) fn decode_both(req: &ExportTraceServiceRequest) -> String {
     );
     assert_eq!(a, b, "protobuf and JSON differ");
     a
+}
+
+/// The rows of a decoded batch, priced against the built-in table for organisation `o`,
+/// project `p`, stamped 2025-10-09 (`1_760_000_000_000` ms), with no size limit.
+pub(crate) fn priced_rows(batch: &wire::Batch<'_>, arena: &Bump) -> RowBatch {
+    rows::build(
+        batch,
+        &Principal::unlimited("o", "p"),
+        &PriceTable::builtin(),
+        &mut Pricer::new(),
+        1_760_000_000_000,
+        u64::MAX,
+        arena,
+    )
+    .expect("rows")
 }
