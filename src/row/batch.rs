@@ -11,12 +11,20 @@ use super::write::{Cursor, Writer};
 use super::RowRef;
 use crate::admission::UsageTicket;
 
-/// The rows `RowBatch::write` writes, produced on demand a chunk at a time, each row made
-/// straight into its slot of the chunk.
+/// The rows `RowBatch::write` writes, produced on demand a chunk at a time: `fill` puts what
+/// each row is made from (`Item`) in the chunk's slots, and `row` makes the row. The writer
+/// asks `row` for one column of a chunk's rows at a time; inlined, that computes only the
+/// column's value, so a source whose items are small (references to a span) never makes a
+/// whole `RowRef` (over 1 KB) at all.
 pub trait RowSource<'a> {
-    /// Makes the next rows in `slots`, as many as fit (fewer only at the end), and returns
+    type Item: Copy;
+
+    /// Makes the next items in `slots`, as many as fit (fewer only at the end), and returns
     /// how many.
-    fn fill(&mut self, slots: &mut [MaybeUninit<RowRef<'a>>]) -> usize;
+    fn fill(&mut self, slots: &mut [MaybeUninit<Self::Item>]) -> usize;
+
+    /// The row of an item.
+    fn row(&self, item: &Self::Item) -> RowRef<'a>;
 }
 
 /// The rows of a slice.
@@ -26,6 +34,13 @@ struct Slice<'s, 'a> {
 }
 
 impl<'a> RowSource<'a> for Slice<'_, 'a> {
+    type Item = RowRef<'a>;
+
+    #[inline(always)]
+    fn row(&self, item: &RowRef<'a>) -> RowRef<'a> {
+        *item
+    }
+
     fn fill(&mut self, slots: &mut [MaybeUninit<RowRef<'a>>]) -> usize {
         let rows = &self.rows[self.at..];
         let n = rows.len().min(slots.len());
@@ -37,7 +52,7 @@ impl<'a> RowSource<'a> for Slice<'_, 'a> {
     }
 }
 
-/// Rows written column by column at a time (see `write_chunk`): 32 rows of about 1 KB.
+/// Rows written column by column at a time (see `write_chunk`).
 const CHUNK: usize = 32;
 
 /// The regions whose rows have no fixed width: every `String` column's head and every
@@ -219,11 +234,11 @@ impl RowBatch {
     ///
     /// # Panics
     /// As `write`, and when `groups` do not start at row 0 or go back.
-    pub fn write_grouped<'a>(
+    pub fn write_grouped<'a, S: RowSource<'a>>(
         measure: &Measure,
         groups: &[GroupStart],
         limit: u64,
-        source: &mut impl RowSource<'a>,
+        source: &mut S,
     ) -> Result<Self, TooLarge> {
         let (rows, var) = (measure.rows, &measure.var);
         let mut bounds = [0u32; REGIONS + 1];
@@ -262,16 +277,16 @@ impl RowBatch {
                 cur,
                 elems: [0; COLUMNS],
             };
-            // Not initialised up front: 32 rows of 1 KB each would be zeroed for every batch.
-            let mut chunk = [const { MaybeUninit::<RowRef<'a>>::uninit() }; CHUNK];
+            // Not initialised up front: a chunk of `RowRef`s (1 KB each) would be zeroed for
+            // every batch.
+            let mut chunk = [const { MaybeUninit::<S::Item>::uninit() }; CHUNK];
             loop {
                 let n = source.fill(&mut chunk);
-                // SAFETY: `fill` wrote the first `n` slots (`RowRef` is `Copy`: nothing to
+                // SAFETY: `fill` wrote the first `n` slots (`Item` is `Copy`: nothing to
                 // drop, and a slot written again is simply overwritten).
-                let rows = unsafe {
-                    &*(&chunk[..n] as *const [MaybeUninit<RowRef<'a>>] as *const [RowRef<'a>])
-                };
-                write_chunk(rows, &mut w);
+                let items =
+                    unsafe { &*(&chunk[..n] as *const [MaybeUninit<S::Item>] as *const [S::Item]) };
+                write_chunk(items, &mut w, &*source);
                 if n < CHUNK {
                     break;
                 }

@@ -4,7 +4,7 @@
 //! before them reads back with them filled (`RowBatch::from_older_parts`).
 
 use super::write::Writer;
-use super::RowRef;
+use super::{RowRef, RowSource};
 
 /// How a column is laid out, and which type its values have in `RowRef`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,22 +117,22 @@ macro_rules! write_column {
         $w.give(2 * $c, head);
     }};
     (U64, $w:expr, $c:expr, $rows:expr, |$r:ident| $v:expr) => {
-        $w.fixed::<8>(2 * $c, $rows, |$r| u64::to_le_bytes($v))
+        $w.fixed::<_, 8>(2 * $c, $rows, |$r| u64::to_le_bytes($v))
     };
     (Time, $w:expr, $c:expr, $rows:expr, |$r:ident| $v:expr) => {
-        $w.fixed::<4>(2 * $c, $rows, |$r| u32::to_le_bytes($v))
+        $w.fixed::<_, 4>(2 * $c, $rows, |$r| u32::to_le_bytes($v))
     };
     (OptU64, $w:expr, $c:expr, $rows:expr, |$r:ident| $v:expr) => {
-        $w.nullable::<8>($c, $rows, |$r| $v.map(u64::to_le_bytes))
+        $w.nullable::<_, 8>($c, $rows, |$r| $v.map(u64::to_le_bytes))
     };
     (OptF64, $w:expr, $c:expr, $rows:expr, |$r:ident| $v:expr) => {
-        $w.nullable::<8>($c, $rows, |$r| $v.map(f64::to_le_bytes))
+        $w.nullable::<_, 8>($c, $rows, |$r| $v.map(f64::to_le_bytes))
     };
     (Money, $w:expr, $c:expr, $rows:expr, |$r:ident| $v:expr) => {
-        $w.nullable::<8>($c, $rows, |$r| $v.map(i64::to_le_bytes))
+        $w.nullable::<_, 8>($c, $rows, |$r| $v.map(i64::to_le_bytes))
     };
     (OptTime, $w:expr, $c:expr, $rows:expr, |$r:ident| $v:expr) => {
-        $w.nullable::<4>($c, $rows, |$r| $v.map(u32::to_le_bytes))
+        $w.nullable::<_, 4>($c, $rows, |$r| $v.map(u32::to_le_bytes))
     };
     (Ints, $w:expr, $c:expr, $rows:expr, |$r:ident| $v:expr) => {
         $w.array($c, $rows, |$r, tail| {
@@ -176,12 +176,18 @@ macro_rules! spans_columns {
             $(var[col::$name] += measure!($kind, r.$($field).+);)*
         }
 
-        /// Writes a few rows' values at the end of every column, column by column: the rows
-        /// stay in the L1 cache while each column's region is written in order (row by row,
-        /// the 152 regions written at once cost a TLB miss on almost every value).
+        /// Writes a few rows' values at the end of every column, column by column: the rows'
+        /// sources stay in the L1 cache while each column's region is written in order (row
+        /// by row, the 152 regions written at once cost a TLB miss on almost every value).
+        /// Each value is `source.row(item)`'s field, so a source whose `row` is inlined
+        /// computes only that field.
         #[inline]
-        pub(super) fn write_chunk(rows: &[RowRef<'_>], w: &mut Writer<'_>) {
-            $(write_column!($kind, w, col::$name, rows, |r| r.$($field).+);)*
+        pub(super) fn write_chunk<'r, S: RowSource<'r>>(
+            items: &[S::Item],
+            w: &mut Writer<'_>,
+            source: &S,
+        ) {
+            $(write_column!($kind, w, col::$name, items, |i| source.row(i).$($field).+);)*
         }
     };
 }

@@ -4,7 +4,6 @@
 use std::mem::{self, MaybeUninit};
 
 use super::columns::{COLUMNS, REGIONS};
-use super::RowRef;
 
 /// Where a region of a batch under construction gets its next bytes: the unwritten rest of it.
 /// Every write is bounds-checked (a measuring mistake panics; it never writes out of bounds).
@@ -78,11 +77,11 @@ impl<'b> Writer<'b> {
 
     /// `W` bytes per row into region `i`: one bounds check for the whole chunk.
     #[inline]
-    pub(super) fn fixed<'r, const W: usize>(
+    pub(super) fn fixed<T, const W: usize>(
         &mut self,
         i: usize,
-        rows: &[RowRef<'r>],
-        mut value: impl FnMut(&RowRef<'r>) -> [u8; W],
+        rows: &[T],
+        mut value: impl FnMut(&T) -> [u8; W],
     ) {
         let dst = self.cur[i].advance(rows.len() * W);
         for (d, r) in dst.chunks_exact_mut(W).zip(rows) {
@@ -93,15 +92,15 @@ impl<'b> Writer<'b> {
     /// An `Array` column: `values` writes a row's elements into the tail and says how many;
     /// the head gets each row's end offset.
     #[inline]
-    pub(super) fn array<'r>(
+    pub(super) fn array<T>(
         &mut self,
         c: usize,
-        rows: &[RowRef<'r>],
-        mut values: impl FnMut(&RowRef<'r>, &mut Cursor<'b>) -> usize,
+        rows: &[T],
+        mut values: impl FnMut(&T, &mut Cursor<'b>) -> usize,
     ) {
         let mut tail = self.take(2 * c + 1);
         let mut elems = self.elems[c];
-        self.fixed::<8>(2 * c, rows, |r| {
+        self.fixed::<_, 8>(2 * c, rows, |r| {
             elems += values(r, &mut tail) as u64;
             elems.to_le_bytes()
         });
@@ -111,11 +110,11 @@ impl<'b> Writer<'b> {
 
     /// The keys or the values (`pick`) of each row's metadata, as an `Array(String)`.
     #[inline]
-    pub(super) fn metadata<'r>(
+    pub(super) fn metadata<'r, T>(
         &mut self,
         c: usize,
-        rows: &[RowRef<'r>],
-        meta: impl Fn(&RowRef<'r>) -> &'r [(&'r str, &'r str)],
+        rows: &[T],
+        meta: impl Fn(&T) -> &'r [(&'r str, &'r str)],
         pick: impl Fn(&(&'r str, &'r str)) -> &'r str,
     ) {
         self.array(c, rows, |r, tail| {
@@ -129,17 +128,17 @@ impl<'b> Writer<'b> {
 
     /// A `Nullable` column: null flags into the head, values (zero where null) into the tail.
     #[inline]
-    pub(super) fn nullable<'r, const W: usize>(
+    pub(super) fn nullable<T, const W: usize>(
         &mut self,
         c: usize,
-        rows: &[RowRef<'r>],
-        value: impl Fn(&RowRef<'r>) -> Option<[u8; W]>,
+        rows: &[T],
+        value: impl Fn(&T) -> Option<[u8; W]>,
     ) {
         let flags = self.cur[2 * c].advance(rows.len());
         for (f, r) in flags.iter_mut().zip(rows) {
             f.write(u8::from(value(r).is_none()));
         }
-        self.fixed::<W>(2 * c + 1, rows, |r| value(r).unwrap_or([0; W]));
+        self.fixed::<_, W>(2 * c + 1, rows, |r| value(r).unwrap_or([0; W]));
     }
 }
 
