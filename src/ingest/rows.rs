@@ -26,7 +26,9 @@ use crate::auth::Principal;
 use crate::ingest::v1::{Issue, PathSeg};
 use crate::ingest::wire::{Batch, Metadata, Span, Trace};
 use crate::pricing::{PriceError, PriceTable, Priced, Pricer};
-use crate::row::{CostColumns, Measure, RowBatch, RowRef, RowSource, StoredUsage, TooLarge};
+use crate::row::{
+    CostColumns, Measure, MetaPairs, RowBatch, RowRef, RowSource, StoredUsage, TooLarge,
+};
 
 /// Why a validated batch got no rows.
 #[derive(Debug)]
@@ -327,7 +329,10 @@ fn row<'a>(
         workflow_name: trace.workflow_name.unwrap_or(""),
         workflow_run_id: trace.workflow_run_id.unwrap_or(""),
         session_id: trace.session_id.unwrap_or(""),
-        metadata,
+        metadata: MetaPairs {
+            first: metadata,
+            then: span.shared_metadata,
+        },
         input: span.input.unwrap_or(""),
         output: span.output.unwrap_or(""),
         tool_catalog: span.tool_catalog.unwrap_or(""),

@@ -159,6 +159,11 @@ pub struct Span<'a> {
     pub rate_limit: Option<RateLimit>,
     /// Empty when absent.
     pub metadata: Metadata<'a>,
+    /// Pairs stored after `metadata` and shared with other spans of the batch instead of
+    /// copied into each span's list: an OTLP span's resource attributes and scope name. Their
+    /// keys are none of the span's own, and its trace has no metadata (the row's keys stay
+    /// distinct). Always empty for v1 spans.
+    pub shared_metadata: Metadata<'a>,
     pub response_time_ms: Option<u64>,
     pub effective_output_tps: Option<f64>,
     pub effective_total_tps: Option<f64>,
@@ -169,6 +174,14 @@ pub struct Span<'a> {
     /// 1e-10 USD; never sent by v1 clients. Stored as `reported_cost`, and the row's total
     /// when the price table does not know the model (`pricing_source = 'client'`).
     pub reported_cost: Option<Money>,
+}
+
+impl<'a> Span<'a> {
+    /// The span's metadata pairs in its row's order, `metadata` then `shared_metadata` (its
+    /// trace's, which `ingest::rows::merge_metadata` puts first, aside).
+    pub fn all_metadata(&self) -> impl Iterator<Item = (&'a str, &'a str)> + use<'a> {
+        self.metadata.iter().chain(self.shared_metadata).copied()
+    }
 }
 
 /// Length of `s` in UTF-16 code units, as JavaScript counts it: one per scalar value, two for

@@ -44,6 +44,42 @@ pub fn version_of_ingested_at(ingested_at: u32) -> u64 {
     u64::from(ingested_at) * 1000
 }
 
+/// A row's metadata pairs: `first`, then `then`. Two slices so that pairs many rows share (an
+/// OTLP resource's attributes, after each span's own) are stored once per request, not copied
+/// into every span's list. Keys are distinct across both.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MetaPairs<'a> {
+    pub first: &'a [(&'a str, &'a str)],
+    pub then: &'a [(&'a str, &'a str)],
+}
+
+impl<'a> MetaPairs<'a> {
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.first.len() + self.then.len()
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.first.is_empty() && self.then.is_empty()
+    }
+
+    /// The pairs in order.
+    #[inline]
+    pub fn iter(&self) -> std::iter::Chain<PairIter<'a>, PairIter<'a>> {
+        self.first.iter().chain(self.then)
+    }
+}
+
+/// An iterator over metadata pairs.
+pub type PairIter<'a> = std::slice::Iter<'a, (&'a str, &'a str)>;
+
+impl<'a> From<&'a [(&'a str, &'a str)]> for MetaPairs<'a> {
+    fn from(first: &'a [(&'a str, &'a str)]) -> MetaPairs<'a> {
+        MetaPairs { first, then: &[] }
+    }
+}
+
 /// One span as stored, borrowing its strings: what `RowBatch::build` writes. Field order
 /// follows the `spans` table.
 
@@ -80,8 +116,9 @@ pub struct RowRef<'a> {
     pub workflow_name: &'a str,
     pub workflow_run_id: &'a str,
     pub session_id: &'a str,
-    /// The trace's metadata with the span's own on top (see `ingest::rows::merge_metadata`).
-    pub metadata: &'a [(&'a str, &'a str)],
+    /// The trace's metadata with the span's own on top (see `ingest::rows::merge_metadata`),
+    /// then the pairs the span shares with others (`Span::shared_metadata`).
+    pub metadata: MetaPairs<'a>,
     pub input: &'a str,
     pub output: &'a str,
     pub tool_catalog: &'a str,

@@ -60,7 +60,7 @@ pub fn row<'a>(org: &'a str, trace: &'a str, span: &'a str, start: u64, full: bo
         r.workflow_name = "wf";
         r.workflow_run_id = "run-1";
         r.session_id = "sess-1";
-        r.metadata = META;
+        r.metadata = META.into();
         r.input = "input: 你好 🌍";
         r.output = "output";
         r.tool_catalog = "[{\"name\":\"search\"}]";

@@ -124,8 +124,15 @@ fn rows_of<'a>(ids: &'a [String]) -> Vec<RowRef<'a>> {
                 1_700_000_000_000 + i as u64,
                 i % 3 != 1,
             );
-            if i % 4 == 3 {
-                r.metadata = &[("env", "staging"), ("new", "n")];
+            if i % 8 == 3 {
+                r.metadata = (&[("env", "staging"), ("new", "n")][..]).into();
+            }
+            if i % 8 == 7 {
+                // The same pairs, the second shared (as an OTLP resource's are).
+                r.metadata = MetaPairs {
+                    first: &[("env", "staging")],
+                    then: &[("new", "n")],
+                };
             }
             if i % 5 == 4 {
                 r.input = Box::leak("x".repeat(300).into_boxed_str());
@@ -155,6 +162,32 @@ fn every_value_reads_back_as_written() {
     assert_eq!(reader.next_row().unwrap(), expected(&rows[7]));
     assert_eq!(reader.next_row().unwrap(), expected(&rows[8]));
     assert!(reader.next_row().is_none());
+}
+
+#[test]
+fn metadata_in_two_slices_is_written_as_in_one() {
+    let ids: Vec<String> = (0..9).map(|i| format!("span-{i}")).collect();
+    let split = rows_of(&ids);
+    assert_eq!(
+        split[7].metadata.then.len(),
+        1,
+        "row 7 has metadata in two slices"
+    );
+    let joined: Vec<Vec<(&str, &str)>> = split
+        .iter()
+        .map(|r| r.metadata.iter().copied().collect())
+        .collect();
+    let one: Vec<RowRef<'_>> = split
+        .iter()
+        .zip(&joined)
+        .map(|(r, pairs)| RowRef {
+            metadata: pairs.as_slice().into(),
+            ..*r
+        })
+        .collect();
+    let (a, b) = (RowBatch::from_rows(&split), RowBatch::from_rows(&one));
+    assert_eq!(a.data(), b.data());
+    assert_eq!(a.bounds(), b.bounds());
 }
 
 #[test]

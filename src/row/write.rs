@@ -4,6 +4,7 @@
 use std::mem::{self, MaybeUninit};
 
 use super::columns::{COLUMNS, REGIONS};
+use super::MetaPairs;
 
 /// Where a region of a batch under construction gets its next bytes: the unwritten rest of it.
 /// Every write is bounds-checked (a measuring mistake panics; it never writes out of bounds).
@@ -114,12 +115,15 @@ impl<'b> Writer<'b> {
         &mut self,
         c: usize,
         rows: &[T],
-        meta: impl Fn(&T) -> &'r [(&'r str, &'r str)],
+        meta: impl Fn(&T) -> MetaPairs<'r>,
         pick: impl Fn(&(&'r str, &'r str)) -> &'r str,
     ) {
         self.array(c, rows, |r, tail| {
             let pairs = meta(r);
-            for pair in pairs {
+            for pair in pairs.first {
+                tail.string(pick(pair));
+            }
+            for pair in pairs.then {
                 tail.string(pick(pair));
             }
             pairs.len()

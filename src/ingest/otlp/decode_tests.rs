@@ -42,8 +42,13 @@ fn resource_and_scope_in_metadata() {
     let proto = req.encode_to_vec();
     let arena = Bump::new();
     let d = OtlpDecoder::new().decode_protobuf(&proto, &arena).unwrap();
+    let all = |i: usize| {
+        d.batch.traces[0].spans[i]
+            .all_metadata()
+            .collect::<Vec<_>>()
+    };
     assert_eq!(
-        d.batch.traces[0].spans[0].metadata,
+        all(0),
         [
             ("k", "last"),
             ("deployment.environment", "span's"),
@@ -54,7 +59,7 @@ fn resource_and_scope_in_metadata() {
     );
     // A span none of whose keys is the resource's.
     assert_eq!(
-        d.batch.traces[0].spans[1].metadata,
+        all(1),
         [
             ("x", "y"),
             ("service.name", "svc"),
@@ -63,6 +68,11 @@ fn resource_and_scope_in_metadata() {
             ("otel.scope.name", "opentelemetry.instrumentation.openai"),
         ]
     );
+    // Its resource's pairs are shared, not copied; the first span's (a key in common) are.
+    let spans = d.batch.traces[0].spans;
+    assert_eq!(spans[1].metadata, [("x", "y")]);
+    assert_eq!(spans[1].shared_metadata.len(), 4);
+    assert!(spans[0].shared_metadata.is_empty());
     decode_both(&req);
 }
 
@@ -285,11 +295,12 @@ fn limits_cut_and_drop_and_count() {
     assert_eq!(d.batch.traces[0].trace_name.map(str::len), Some(256));
     // 1,000,000 UTF-16 units: 500,000 emoji of two units each (four bytes).
     assert_eq!(sp.input.map(str::len), Some(2_000_000));
-    assert_eq!(sp.metadata.len(), 64);
-    assert_eq!(sp.metadata[0], ("big", &*"é".repeat(1024)));
-    assert_eq!(sp.metadata[1], ("service.name", "span wins"));
-    assert_eq!(sp.metadata[2], ("a00", "0"));
-    assert_eq!(sp.metadata[63], ("a61", "61"));
+    let meta: Vec<_> = sp.all_metadata().collect();
+    assert_eq!(meta.len(), 64);
+    assert_eq!(meta[0], ("big", &*"é".repeat(1024)));
+    assert_eq!(meta[1], ("service.name", "span wins"));
+    assert_eq!(meta[2], ("a00", "0"));
+    assert_eq!(meta[63], ("a61", "61"));
     // Dropped: the long key, a62..a69 (8), and the resource's service.name never got in
     // (the span's own wins, so it is not dropped) nor the scope name (past 64: dropped).
     assert_eq!(d.dropped_attributes, 1 + 8 + 1);

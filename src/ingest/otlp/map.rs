@@ -260,7 +260,7 @@ impl<'a> Mapper<'a> {
         let input = self.content(f.input.get(), false);
         let output = self.content(f.output.get(), true);
         let tool_catalog = f.tool_catalog.get().map(|v| self.text(v));
-        let metadata = self.metadata(s.attributes, span_type, scope, resource);
+        let (metadata, shared_metadata) = self.metadata(s.attributes, span_type, scope, resource);
         let span = Span {
             span_id: raw::hex(s.span_id, self.arena),
             parent_span_id: match s.parent_span_id {
@@ -289,6 +289,7 @@ impl<'a> Mapper<'a> {
             tool_catalog: tool_catalog.map(|t| self.cut(t, limit::CONTENT)),
             system_fingerprint: f.fingerprint.get().map(|t| self.cut(t, limit::FINGERPRINT)),
             metadata,
+            shared_metadata,
             reported_cost: if priced { f.cost.get() } else { None },
             ..Span::default()
         };
@@ -462,14 +463,18 @@ impl<'a> Mapper<'a> {
     }
 
     /// The span's metadata: its unmapped attributes (on a span that is not a model call, its
-    /// usage and cost too; on an `other` span, what it said its type was), then its resource's attributes and scope name, at most 64 keys.
+    /// usage and cost too; on an `other` span, what it said its type was), then its resource's
+    /// attributes and scope name, at most 64 keys. As two lists: the span's own, and the
+    /// resource's, which every span under that resource and scope shares (`Span::
+    /// shared_metadata`) unless one of the span's keys is among them or the 64 keys cut them:
+    /// then all of them are in the first list and the second is empty.
     fn metadata(
         &mut self,
         attrs: &[Attr<'a>],
         span_type: SpanType,
         scope: &Scope<'a>,
         resource: &Resource<'a>,
-    ) -> &'a [(&'a str, &'a str)] {
+    ) -> (Pairs<'a>, Pairs<'a>) {
         let (context, context_bits) = self.context(scope, resource);
         let keys = std::mem::replace(&mut self.keys, BVec::new_in(self.arena));
         let mut out = BVec::with_capacity_in(
@@ -498,8 +503,11 @@ impl<'a> Mapper<'a> {
             self.put(&mut out, &mut seen, a.key, value, true);
         }
         if seen & context_bits == 0 && out.len() + context.len() <= limit::METADATA_KEYS {
-            // None of the span's keys is the resource's (the usual case): all of them, at once.
-            out.extend_from_slice(context);
+            // None of the span's keys is the resource's (the usual case): the resource's pairs
+            // as they are, shared with the other spans instead of copied (a copy was 32 bytes
+            // a pair written per span, into memory the caches no longer held in the server).
+            self.keys = keys;
+            return (out.into_bump_slice(), context);
         } else {
             // The resource's keys are distinct, so each is looked for among the span's own
             // keys only, and only when its bit is one of theirs.
@@ -516,7 +524,7 @@ impl<'a> Mapper<'a> {
             }
         }
         self.keys = keys;
-        out.into_bump_slice()
+        (out.into_bump_slice(), &[])
     }
 
     /// Adds a pair unless its key is there already (a repeated attribute replaces the value;

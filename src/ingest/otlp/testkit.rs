@@ -249,8 +249,7 @@ fn render_span(t: &wire::Trace<'_>, sp: &wire::Span<'_>) -> String {
     opt("user", t.customer.map(|c| c.id.into()));
     opt("agent", t.agent_name.map(Into::into));
     let meta: Vec<String> = sp
-        .metadata
-        .iter()
+        .all_metadata()
         .filter(|(k, _)| *k != "service.name" && *k != "otel.scope.name")
         .map(|(k, v)| format!("{k}={v}"))
         .collect();

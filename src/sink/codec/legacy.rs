@@ -9,7 +9,7 @@
 use std::sync::Mutex;
 
 use super::{CodecError, Reader, VERSION_1};
-use crate::row::{CostColumns, RowBatch, RowRef, StoredUsage};
+use crate::row::{CostColumns, MetaPairs, RowBatch, RowRef, StoredUsage};
 
 /// Bytes before the text: version, four counts.
 pub(super) const HEADER_1: usize = 1 + 4 * 4;
@@ -79,9 +79,9 @@ impl Batch {
     }
 
     #[cfg(test)]
-    fn push_meta(&mut self, pairs: &[(&str, &str)]) -> Run {
+    fn push_meta(&mut self, pairs: MetaPairs<'_>) -> Run {
         let start = self.meta.len() as u32;
-        for (k, v) in pairs {
+        for (k, v) in pairs.iter() {
             let pair = (self.push_str(k), self.push_str(v));
             self.meta.push(pair);
         }
@@ -242,7 +242,7 @@ macro_rules! as_ref {
         $b.str($v)
     };
     (Meta, $b:expr, $v:expr, $meta:expr) => {
-        $meta
+        MetaPairs::from($meta)
     };
     (Ints, $b:expr, $v:expr, $meta:expr) => {
         $b.ints($v)
