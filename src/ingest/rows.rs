@@ -219,6 +219,19 @@ struct SpanRow<'s, 'a, 't> {
     metadata: Metadata<'s>,
 }
 
+impl<'s, 'a: 's, 't: 's> Spans<'s, 'a, 't> {
+    /// The item of a span, the `at`-th in the order the rows are written.
+    #[inline(always)]
+    fn item(&self, trace: &'s Trace<'a>, span: &'s Span<'a>, at: usize) -> SpanRow<'s, 'a, 't> {
+        SpanRow {
+            trace,
+            span,
+            priced: self.priced[at].as_ref(),
+            metadata: self.metadata[at],
+        }
+    }
+}
+
 impl<'s, 'a: 's, 't: 's> RowSource<'s> for Spans<'s, 'a, 't> {
     type Item = SpanRow<'s, 'a, 't>;
 
@@ -240,12 +253,7 @@ impl<'s, 'a: 's, 't: 's> RowSource<'s> for Spans<'s, 'a, 't> {
             let next = &order[self.at.min(order.len())..];
             for (i, (slot, a)) in (self.at..).zip(slots.iter_mut().zip(next)) {
                 let trace = &self.batch.traces[a.trace as usize];
-                slot.write(SpanRow {
-                    trace,
-                    span: &trace.spans[a.span as usize],
-                    priced: self.priced[i].as_ref(),
-                    metadata: self.metadata[i],
-                });
+                slot.write(self.item(trace, &trace.spans[a.span as usize], i));
                 n += 1;
             }
             self.at += n;
@@ -260,12 +268,7 @@ impl<'s, 'a: 's, 't: 's> RowSource<'s> for Spans<'s, 'a, 't> {
                 self.span = 0;
                 continue;
             };
-            slots[n].write(SpanRow {
-                trace,
-                span,
-                priced: self.priced[self.at].as_ref(),
-                metadata: self.metadata[self.at],
-            });
+            slots[n].write(self.item(trace, span, self.at));
             self.span += 1;
             self.at += 1;
             n += 1;

@@ -502,28 +502,26 @@ impl<'a> Mapper<'a> {
             let value = self.cut(value, limit::METADATA_VALUE);
             self.put(&mut out, &mut seen, a.key, value, true);
         }
+        self.keys = keys;
         if seen & context_bits == 0 && out.len() + context.len() <= limit::METADATA_KEYS {
             // None of the span's keys is the resource's (the usual case): the resource's pairs
             // as they are, shared with the other spans instead of copied (a copy was 32 bytes
             // a pair written per span, into memory the caches no longer held in the server).
-            self.keys = keys;
             return (out.into_bump_slice(), context);
-        } else {
-            // The resource's keys are distinct, so each is looked for among the span's own
-            // keys only, and only when its bit is one of theirs.
-            let own = out.len();
-            for &(k, v) in context {
-                if seen & key_bit(k) != 0 && out[..own].iter().any(|&(ok, _)| ok == k) {
-                    continue;
-                }
-                if out.len() == limit::METADATA_KEYS {
-                    self.counts.dropped_attributes += 1;
-                    continue;
-                }
-                out.push((k, v));
-            }
         }
-        self.keys = keys;
+        // The resource's keys are distinct, so each is looked for among the span's own keys
+        // only, and only when its bit is one of theirs.
+        let own = out.len();
+        for &(k, v) in context {
+            if seen & key_bit(k) != 0 && out[..own].iter().any(|&(ok, _)| ok == k) {
+                continue;
+            }
+            if out.len() == limit::METADATA_KEYS {
+                self.counts.dropped_attributes += 1;
+                continue;
+            }
+            out.push((k, v));
+        }
         (out.into_bump_slice(), &[])
     }
 
