@@ -92,16 +92,16 @@ macro_rules! measure {
     (Ints, $v:expr) => {
         8 * $v.len() as u64
     };
-    (MetaKeys, $v:expr) => {{
-        let m = $v;
-        let key = |&(k, _): &(&str, &str)| varint_len(k.len() as u64) + k.len() as u64;
-        m.first.iter().map(key).sum::<u64>() + m.then.iter().map(key).sum::<u64>()
-    }};
-    (MetaValues, $v:expr) => {{
-        let m = $v;
-        let value = |&(_, v): &(&str, &str)| varint_len(v.len() as u64) + v.len() as u64;
-        m.first.iter().map(value).sum::<u64>() + m.then.iter().map(value).sum::<u64>()
-    }};
+    (MetaKeys, $v:expr) => {
+        $v.iter()
+            .map(|(k, _)| varint_len(k.len() as u64) + k.len() as u64)
+            .sum::<u64>()
+    };
+    (MetaValues, $v:expr) => {
+        $v.iter()
+            .map(|(_, v)| varint_len(v.len() as u64) + v.len() as u64)
+            .sum::<u64>()
+    };
     ($fixed:ident, $v:expr) => {
         0
     };

@@ -66,13 +66,10 @@ impl<'a> MetaPairs<'a> {
 
     /// The pairs in order.
     #[inline]
-    pub fn iter(&self) -> std::iter::Chain<PairIter<'a>, PairIter<'a>> {
+    pub fn iter(&self) -> impl Iterator<Item = &'a (&'a str, &'a str)> + use<'a> {
         self.first.iter().chain(self.then)
     }
 }
-
-/// An iterator over metadata pairs.
-pub type PairIter<'a> = std::slice::Iter<'a, (&'a str, &'a str)>;
 
 impl<'a> From<&'a [(&'a str, &'a str)]> for MetaPairs<'a> {
     fn from(first: &'a [(&'a str, &'a str)]) -> MetaPairs<'a> {
