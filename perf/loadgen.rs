@@ -18,7 +18,8 @@
 //!    accepted, the rows counted in ClickHouse and the rows buffered in the server;
 //! 5. `open_sdk`: 1,000 requests/s of the 3-span batch real SDKs send, on 2 connections;
 //!    `open_otlp`, `open_otlp_gzip`, `open_otlp_v1`: the 512-span OTLP export as protobuf, as
-//!    gzip-compressed protobuf and as the same spans in v1 JSON, at `--otlp-rate` each; then
+//!    gzip-compressed protobuf and as the same spans in v1 JSON, at `--otlp-rate` each (after
+//!    4 s of each of the protobuf and the v1 export at that rate, `warm`); then
 //!    `--otlp-rounds` - 1 (2) more rounds of the protobuf and v1 phases, alternating
 //!    (`otlp_rounds`: each round's CPU per GB and per export of both).
 //!
@@ -29,7 +30,8 @@
 //! `--only typical|small|open:<req/s>|open-small:<req/s>|open-sdk:<req/s>|open-otlp:<req/s>|`
 //! `open-otlp-gzip:<req/s>|open-otlp-v1:<req/s>|sustain:<req/s>|ramp-typical:<req/s>|`
 //! `ramp-small:<req/s>` runs
-//! one phase alone (after the warm-up), e.g. under `perf record`, and writes its JSON to `--out`
+//! one phase alone (after the warm-up; an open-loop phase also after 4 s of its own fixture at its
+//! rate, `warm`), e.g. under `perf record`, and writes its JSON to `--out`
 //! (default `perf/out/only.json`); an open-loop phase also counts the requests over 10 ms and
 //! lists when the first 200 of them were due, which shows whether slow requests come alone or
 //! in a stall.
@@ -157,11 +159,27 @@ fn wait_for_key(a: &Args) {
 }
 
 /// The gzip phase's fixture: a distinct compressed body for every request a phase at `rate`
-/// sends, plus 10%.
+/// and its warm-up (`warm`) send, plus 10%.
 fn otlp_gzip(a: &Args, rate: f64) -> Fixture {
-    let count = (rate * a.phase.as_secs_f64() * 1.1).ceil() as usize;
+    let count = (rate * (a.phase + WARM).as_secs_f64() * 1.1).ceil() as usize;
     eprintln!("loadgen: compressing {count} OTLP exports");
     Fixture::otlp_gzip(count.max(1))
+}
+
+/// How long an open-loop phase's own fixture is sent at its rate before the phase is measured
+/// (`warm`).
+const WARM: Duration = Duration::from_secs(4);
+
+/// Sends `f` at `rate` for `WARM`, then waits until the server has stored it. The first
+/// seconds at a new rate and body size grow the worker's and the flush thread's heaps to
+/// what that load holds (a second of row batches, the insert's column buffers): tens of
+/// thousands of page faults, paid once by a long-running server, not per request. Measured
+/// without this, whichever phase ran first paid them: the OTLP export measured before its
+/// v1 twin in one server cost 3-5% more CPU per GB than after it (perf/RESULTS.md).
+fn warm(a: &Args, f: &Fixture, rate: f64) {
+    let connections = f.connections.unwrap_or(a.connections);
+    drive(a.addr, &a.key, f, connections, Some(rate), WARM);
+    wait_drained(a.addr);
 }
 
 /// One phase alone, named as `--only` names it.
@@ -171,15 +189,19 @@ fn only_phase(a: &Args, only: &str, typical: &Fixture, small: &Fixture) -> Value
         None => (only, None),
     };
     eprintln!("loadgen: {only} only");
+    let open = |f: &Fixture, r: f64| {
+        warm(a, f, r);
+        open_phase(a, f, r, "only")
+    };
     match (name, rate) {
         ("typical", None) => max_phase(a, typical, 4),
         ("small", None) => max_phase(a, small, 4),
-        ("open", Some(r)) => open_phase(a, typical, r, "only"),
-        ("open-small", Some(r)) => open_phase(a, small, r, "only"),
-        ("open-sdk", Some(r)) => open_phase(a, &Fixture::sdk(), r, "only"),
-        ("open-otlp", Some(r)) => open_phase(a, &Fixture::otlp(), r, "only"),
-        ("open-otlp-gzip", Some(r)) => open_phase(a, &otlp_gzip(a, r), r, "only"),
-        ("open-otlp-v1", Some(r)) => open_phase(a, &Fixture::otlp_v1(), r, "only"),
+        ("open", Some(r)) => open(typical, r),
+        ("open-small", Some(r)) => open(small, r),
+        ("open-sdk", Some(r)) => open(&Fixture::sdk(), r),
+        ("open-otlp", Some(r)) => open(&Fixture::otlp(), r),
+        ("open-otlp-gzip", Some(r)) => open(&otlp_gzip(a, r), r),
+        ("open-otlp-v1", Some(r)) => open(&Fixture::otlp_v1(), r),
         ("sustain", Some(r)) => sustain_phase(a, typical, r),
         ("ramp-typical", Some(r)) => ramp(a, typical, r),
         ("ramp-small", Some(r)) => ramp(a, small, r),
@@ -279,6 +301,10 @@ fn main() {
     let open_sdk = open_phase(&a, &Fixture::sdk(), SDK_RATE, "sdk");
     eprintln!("  {open_sdk}");
     let rate = a.otlp_rate;
+    // Both at their rate first: the OTLP rounds compare the two, and the first phase at a new
+    // load would otherwise pay the heaps' growth (`warm`).
+    warm(&a, &Fixture::otlp(), rate);
+    warm(&a, &Fixture::otlp_v1(), rate);
     eprintln!("loadgen: OTLP protobuf at {rate} exports/s");
     let open_otlp = open_phase(&a, &Fixture::otlp(), rate, "otlp");
     eprintln!("  {open_otlp}");
