@@ -260,7 +260,12 @@ impl<'a> Walker<'a> {
                 }
                 9 => {
                     r.expect(wire, WireType::Len)?;
-                    let kv = self.key_value(r.message()?, 1)?;
+                    // The common shape here, without a call per attribute (`key_value`).
+                    let msg = r.message()?;
+                    let kv = match simple_key_value(msg.rest()) {
+                        Some(kv) => kv,
+                        None => self.key_value_fields(msg, 1)?,
+                    };
                     self.attrs.push(kv);
                 }
                 10 | 12 | 14 => {
