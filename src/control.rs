@@ -1,23 +1,24 @@
 //! The control thread: keeps keys, plans and quota usage fresh and reloads the pricing file, off
 //! the workers.
 //!
-//! It owns a small tokio runtime (ClickHouse queries are async) and runs two loops on it until
+//! It owns a small tokio runtime (ClickHouse queries are async) and runs these loops on it until
 //! told to stop:
 //!
 //! - every `INGEST_KEY_REFRESH_MS` the `Refresher` loads organisations and active keys, puts each
 //!   organisation's plan in force and swaps a whole new key set in (each key keeps its rate-limit
 //!   bucket); sooner when a worker met an unknown key and asked (`auth::refresh`), but at most
 //!   once per `ON_DEMAND_GAP` however many asked, and an early load pushes the next periodic
-//!   one back; every second (and at once on SIGHUP) it checks the pricing file and swaps in a
-//!   new table when it changed;
+//!   one back;
 //! - every `INGEST_QUOTA_SYNC_MS` (and at once when an organisation gets a quota) `sync_usage`
-//!   re-counts this month's spans in ClickHouse for every organisation with a quota.
-//!
+//!   re-counts this month's spans in ClickHouse for every organisation with a quota;
+//! - with `INGEST_PRICING_FILE`, every second (and at once on SIGHUP) the pricing file is
+//!   checked and a new table swapped in when it changed;
 //! - with `INGEST_REDIS_URL`, every `INGEST_REDIS_SYNC_MS` the `fleet::Leaser` tops up the
 //!   keys' rate-limit leases from Redis.
 //!
-//! The loops run concurrently, so a slow count never delays a revocation. A failed load
-//! keeps what is in place and is logged once until it recovers.
+//! The loops run concurrently, so a slow count never delays a revocation, and a slow or
+//! unreachable ClickHouse (a key load waits up to its query timeout) never delays a price
+//! change. A failed load keeps what is in place and is logged once until it recovers.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -282,12 +283,32 @@ impl<'a> Bell<'a> {
     }
 }
 
+/// How often the pricing file's size, modification time and inode are looked at.
+const PRICE_CHECK: Duration = Duration::from_secs(1);
+
+/// A request to reload the pricing file now (SIGHUP), from the signal thread to the control
+/// thread's price loop.
+#[derive(Default)]
+pub struct PriceReload {
+    asked: AtomicBool,
+    bell: tokio::sync::Notify,
+}
+
+impl PriceReload {
+    /// Asks for a reload; the file is read even if it looks unchanged. Callable from any
+    /// thread; a request made while the loop is busy is kept until it next waits.
+    pub fn ask(&self) {
+        self.asked.store(true, Ordering::Release);
+        self.bell.notify_one();
+    }
+}
+
 /// Starts the control thread. It opens its own connections to ClickHouse (a pool belongs to
 /// the runtime that opened it).
 pub fn spawn(
     mut refresher: Refresher,
     shared: Arc<Shared>,
-    reload_prices: Arc<AtomicBool>,
+    reload_prices: Arc<PriceReload>,
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
@@ -319,7 +340,6 @@ pub fn spawn(
             let keys_loop = async {
                 let demand = &shared.keys.demand;
                 let mut bell = Bell::new(demand);
-                let mut next_price_check = Instant::now() + Duration::from_secs(1);
                 let mut failing = Failing::new("key refresh");
                 let mut last = Instant::now();
                 let mut next = last;
@@ -353,21 +373,26 @@ pub fn spawn(
                         sync_now.set(true);
                         sync_asked.notify_one();
                     }
-                    if let Some(path) = &config.pricing_file {
-                        let hup = reload_prices.swap(false, Ordering::AcqRel);
-                        if hup || Instant::now() >= next_price_check {
-                            next_price_check = Instant::now() + Duration::from_secs(1);
-                            let result = if hup {
-                                shared.prices.reload_from(path).map(|_| true)
-                            } else {
-                                shared.prices.reload_if_changed(path)
-                            };
-                            match result {
-                                Ok(true) => tracing::info!(file = %path.display(), "pricing file reloaded"),
-                                Ok(false) => {}
-                                Err(e) => tracing::error!(error = %e, "pricing file not reloaded; keeping the current table"),
-                            }
-                        }
+                }
+            };
+            // Its own loop, not a step of the key loop: a key load waiting on ClickHouse (up to
+            // its query timeout) must not hold back a price change.
+            let prices_loop = async {
+                let Some(path) = &config.pricing_file else { return };
+                while !stop.load(Ordering::Acquire) {
+                    tokio::select! {
+                        _ = tokio::time::sleep(PRICE_CHECK) => {}
+                        _ = reload_prices.bell.notified() => {}
+                    }
+                    let result = if reload_prices.asked.swap(false, Ordering::AcqRel) {
+                        shared.prices.reload_from(path).map(|_| true)
+                    } else {
+                        shared.prices.reload_if_changed(path)
+                    };
+                    match result {
+                        Ok(true) => tracing::info!(file = %path.display(), "pricing file reloaded"),
+                        Ok(false) => {}
+                        Err(e) => tracing::error!(error = %e, "pricing file not reloaded; keeping the current table"),
                     }
                 }
             };
@@ -407,6 +432,6 @@ pub fn spawn(
                     tokio::time::sleep(config.redis_sync).await;
                 }
             };
-            rt.block_on(async { tokio::join!(keys_loop, usage_loop, leases_loop) });
+            rt.block_on(async { tokio::join!(keys_loop, usage_loop, prices_loop, leases_loop) });
         })
 }

@@ -282,7 +282,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
 
     let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
         .context("cannot install signal handlers")?;
-    let reload_prices = Arc::new(AtomicBool::new(false));
+    let reload_prices = Arc::new(control::PriceReload::default());
     let stop_control = Arc::new(AtomicBool::new(false));
     let control = control::spawn(
         refresher,
@@ -299,7 +299,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
 
     for signal in signals.forever() {
         if signal == SIGHUP {
-            reload_prices.store(true, Ordering::Release);
+            reload_prices.ask();
             continue;
         }
         break;

@@ -2,10 +2,8 @@
 //! changes and month rollover, `/metrics` as parsed Prometheus text, and `/ready`.
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use traceingest::calendar::days_from_civil;
@@ -527,87 +525,11 @@ fn metrics_parse_and_count_what_was_sent() {
 // /ready
 // ------------------------------------------------------------------------------------------
 
-/// A TCP proxy to ClickHouse's native port that can be cut (connections reset, new ones
-/// closed at once) and restored.
-struct Proxy {
-    port: u16,
-    cut: Arc<AtomicBool>,
-    live: Arc<Mutex<Vec<TcpStream>>>,
-}
-
-impl Proxy {
-    fn start() -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let cut = Arc::new(AtomicBool::new(false));
-        let live: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
-        let (cut2, live2) = (cut.clone(), live.clone());
-        std::thread::spawn(move || {
-            for client in listener.incoming() {
-                let Ok(client) = client else { return };
-                if cut2.load(Ordering::Acquire) {
-                    drop(client);
-                    continue;
-                }
-                let Ok(server) = TcpStream::connect("127.0.0.1:9000") else {
-                    continue;
-                };
-                {
-                    // Checked again under the lock `cut` drains with: a connection accepted
-                    // just before a cut is either drained by it or dropped here, never left
-                    // open past it.
-                    let mut live = live2.lock().unwrap();
-                    if cut2.load(Ordering::Acquire) {
-                        continue;
-                    }
-                    live.push(client.try_clone().unwrap());
-                    live.push(server.try_clone().unwrap());
-                }
-                pipe(client.try_clone().unwrap(), server.try_clone().unwrap());
-                pipe(server, client);
-            }
-        });
-        Proxy { port, cut, live }
-    }
-
-    fn cut(&self) {
-        let mut live = self.live.lock().unwrap();
-        self.cut.store(true, Ordering::Release);
-        for s in live.drain(..) {
-            let _ = s.shutdown(Shutdown::Both);
-        }
-    }
-
-    fn restore(&self) {
-        self.cut.store(false, Ordering::Release);
-    }
-}
-
-fn pipe(mut from: TcpStream, mut to: TcpStream) {
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 16 * 1024];
-        loop {
-            match from.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    if to.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-        let _ = to.shutdown(Shutdown::Write);
-    });
-}
-
 #[test]
 fn ready_turns_false_while_clickhouse_is_unreachable() {
     let proxy = Proxy::start();
     let server = Server::start_with(&[
-        (
-            "INGEST_CLICKHOUSE_URL",
-            &format!("tcp://127.0.0.1:{}", proxy.port),
-        ),
+        ("INGEST_CLICKHOUSE_URL", &proxy.url()),
         ("INGEST_READY_STORE_TIMEOUT_MS", "1500"),
     ]);
     assert_eq!(server.get("/ready").status, 200);

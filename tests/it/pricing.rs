@@ -1,5 +1,6 @@
-//! The pricing file at work in the server: rows priced from it, and reloads under load that
-//! lose no request and never mix two tables in one batch.
+//! The pricing file at work in the server: rows priced from it, reloads under load that lose
+//! no request and never mix two tables in one batch, and reloads that do not wait for a
+//! ClickHouse that hangs.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -107,6 +108,61 @@ fn reloads_under_load_lose_no_request_and_never_mix_tables_in_a_batch() {
         .map(|s| s.to_string())
         .collect();
     assert_eq!(seen, want, "both tables were in force at some point");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A key load waits for ClickHouse (up to its query timeout), but a price change must not: with
+/// every connection to ClickHouse hanging, SIGHUP still puts the new file in force at once, and
+/// the spans accepted meanwhile are priced from it once ClickHouse answers again.
+#[test]
+fn a_reload_does_not_wait_for_a_clickhouse_that_hangs() {
+    let dir = std::env::temp_dir().join(format!("ti-prices-hang-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("prices.json");
+    std::fs::write(&path, price_file("0.000001")).unwrap();
+    let proxy = Proxy::start();
+    let server = Server::start_with(&[
+        ("INGEST_CLICKHOUSE_URL", &proxy.url()),
+        ("INGEST_PRICING_FILE", path.to_str().unwrap()),
+        // The control thread's "pricing file reloaded" lines.
+        ("INGEST_LOG", "warn,traceingest::control=info"),
+    ]);
+    let key = server.ready_key("org-prices-hang");
+    let reloads = || server.log().matches("pricing file reloaded").count();
+    let before = reloads();
+
+    proxy.stall();
+    // A key load is now stuck on the stalled connection: the key set ages past several
+    // refresh intervals (500 ms) without a new load.
+    let loads = server.key_loads();
+    wait_until("the key loop to hang", Duration::from_secs(10), || {
+        server.metric_value("traceingest_key_set_age_seconds") > 2.0
+    });
+    assert_eq!(
+        server.key_loads(),
+        loads,
+        "a key load got through the stall"
+    );
+    std::fs::write(&path, price_file("0.000002")).unwrap();
+    server.signal(libc::SIGHUP);
+    wait_until("the reload after SIGHUP", Duration::from_secs(2), || {
+        reloads() > before
+    });
+    assert_eq!(
+        server.key_loads(),
+        loads,
+        "the reload came only after a key load"
+    );
+    // Accepted on the cached key while ClickHouse hangs; stored once it answers.
+    let r = server.post_ingest(&key, &priced_batch("hang"));
+    assert_eq!(r.status, 202, "{:?}", r.json());
+    proxy.resume();
+    server.wait_rows(40);
+    let costs = server.rows(
+        "groupUniqArray(toString(prompt_cost)) AS costs",
+        "WHERE trace_id = 'hang'",
+    );
+    assert_eq!(costs[0]["costs"], json!(["0.0020000000"]));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

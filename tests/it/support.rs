@@ -5,10 +5,11 @@
 //! that owns the server fails, so a passing run shows no server output.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -609,4 +610,108 @@ pub fn batch(tag: &str, traces: usize, spans: usize) -> Vec<u8> {
         })
         .collect();
     serde_json::to_vec(&serde_json::json!({"version": "v1", "traces": traces})).unwrap()
+}
+
+/// A TCP proxy to the shared ClickHouse's native port, for a server told to use it
+/// (`INGEST_CLICKHOUSE_URL=tcp://127.0.0.1:<port>`). It can be cut (connections reset, new ones
+/// closed at once) and restored, or stalled (connections stay open but nothing passes either
+/// way, as with a ClickHouse that hangs) and resumed.
+pub struct Proxy {
+    pub port: u16,
+    cut: Arc<AtomicBool>,
+    stalled: Arc<AtomicBool>,
+    live: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Proxy {
+    pub fn start() -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let cut = Arc::new(AtomicBool::new(false));
+        let stalled = Arc::new(AtomicBool::new(false));
+        let live: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let (cut2, stalled2, live2) = (cut.clone(), stalled.clone(), live.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                if cut2.load(Ordering::Acquire) {
+                    drop(client);
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect("127.0.0.1:9000") else {
+                    continue;
+                };
+                {
+                    // Checked again under the lock `cut` drains with: a connection accepted
+                    // just before a cut is either drained by it or dropped here, never left
+                    // open past it.
+                    let mut live = live2.lock().unwrap();
+                    if cut2.load(Ordering::Acquire) {
+                        continue;
+                    }
+                    live.push(client.try_clone().unwrap());
+                    live.push(server.try_clone().unwrap());
+                }
+                pipe(
+                    client.try_clone().unwrap(),
+                    server.try_clone().unwrap(),
+                    stalled2.clone(),
+                );
+                pipe(server, client, stalled2.clone());
+            }
+        });
+        Proxy {
+            port,
+            cut,
+            stalled,
+            live,
+        }
+    }
+
+    /// The server URL that goes through this proxy.
+    pub fn url(&self) -> String {
+        format!("tcp://127.0.0.1:{}", self.port)
+    }
+
+    pub fn cut(&self) {
+        let mut live = self.live.lock().unwrap();
+        self.cut.store(true, Ordering::Release);
+        for s in live.drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+
+    pub fn restore(&self) {
+        self.cut.store(false, Ordering::Release);
+    }
+
+    /// From now on, bytes are held in the proxy, on open and new connections alike.
+    pub fn stall(&self) {
+        self.stalled.store(true, Ordering::Release);
+    }
+
+    /// Lets the held bytes and everything after them through.
+    pub fn resume(&self) {
+        self.stalled.store(false, Ordering::Release);
+    }
+}
+
+fn pipe(mut from: TcpStream, mut to: TcpStream, stalled: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match from.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    while stalled.load(Ordering::Acquire) {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    if to.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = to.shutdown(Shutdown::Write);
+    });
 }
