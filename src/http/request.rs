@@ -387,6 +387,8 @@ pub struct ChunkedDecoder {
     write: usize,
     /// Data bytes left in the current chunk.
     remaining: u64,
+    /// Where the trailer section starts, relative to the body start.
+    trailers_from: usize,
     state: ChunkState,
 }
 
@@ -405,8 +407,13 @@ enum ChunkState {
 
 /// Longest chunk-size line accepted, extensions included.
 const MAX_CHUNK_LINE: usize = 4096;
-/// Most bytes of trailer fields accepted (they are read and ignored).
+/// Most bytes of trailer fields accepted, all lines together (they are read and ignored).
 const MAX_TRAILERS: usize = 16 * 1024;
+/// Framing (chunk-size lines with their extensions, CRLFs, trailers) accepted beyond one byte
+/// per byte of data. The cap on the body counts decoded bytes, and the raw bytes stay in the
+/// connection's buffer until the body is complete, so without this a client could make it
+/// hold gigabytes for a small body: 1-byte chunks with 4 KiB extensions, or endless trailers.
+const FRAMING_ALLOWANCE: usize = 64 * 1024;
 
 /// A finished chunked body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -433,7 +440,9 @@ impl ChunkedDecoder {
                     let line = &region[self.read..self.read + line_end];
                     let size = parse_chunk_size(line)?;
                     self.read += line_end + 2;
+                    self.check_framing()?;
                     if size == 0 {
+                        self.trailers_from = self.read;
                         self.state = ChunkState::Trailers;
                     } else {
                         if (self.write as u64).saturating_add(size) > max_body {
@@ -470,7 +479,7 @@ impl ChunkedDecoder {
                     self.state = ChunkState::Size;
                 }
                 ChunkState::Trailers => {
-                    let limit = MAX_TRAILERS;
+                    let limit = MAX_TRAILERS - (self.read - self.trailers_from).min(MAX_TRAILERS);
                     let Some(line_end) = find_crlf(&region[self.read..], limit)? else {
                         return Ok(Parsed::Partial);
                     };
@@ -479,6 +488,10 @@ impl ChunkedDecoder {
                         return Err(HttpError::BadRequest("malformed trailer field"));
                     }
                     self.read += line_end + 2;
+                    if self.read - self.trailers_from > MAX_TRAILERS + 2 {
+                        return Err(HttpError::BadRequest("trailer section over 16 KiB"));
+                    }
+                    self.check_framing()?;
                     if line.is_empty() {
                         return Ok(Parsed::Complete(ChunkedBody {
                             body_len: self.write,
@@ -488,6 +501,17 @@ impl ChunkedDecoder {
                 }
             }
         }
+    }
+
+    /// Refuses a body whose framing outweighs its data by more than `FRAMING_ALLOWANCE`.
+    fn check_framing(&self) -> Result<(), HttpError> {
+        let framing = self.read - self.write;
+        if framing > self.write.saturating_add(FRAMING_ALLOWANCE) {
+            return Err(HttpError::BadRequest(
+                "chunked framing (chunk lines, extensions, trailers) larger than the data it carries",
+            ));
+        }
+        Ok(())
     }
 
     /// Decoded bytes so far.

@@ -172,7 +172,8 @@ impl Decompressor {
         }
         if self.out.len() == self.out.capacity() {
             let limit = cap.saturating_add(1);
-            let want = (self.out.capacity() * 2).clamp(FIRST_OUTPUT, limit.max(1));
+            // Not `clamp`: with a cap below `FIRST_OUTPUT` its bounds would cross (a panic).
+            let want = (self.out.capacity() * 2).max(FIRST_OUTPUT).min(limit);
             self.out.reserve_exact(want - self.out.len());
         }
         Ok(())
@@ -528,6 +529,38 @@ mod tests {
         big_window[4] = 0; // no single segment, no checksum, no dictionary, no content size
         big_window.insert(5, 31 << 3); // window 2^41
         assert_eq!(run(&mut d, Encoding::Zstd, &big_window, CAP), too_large);
+    }
+
+    /// A cap below the first output buffer's size, on a fresh decompressor (as with
+    /// `INGEST_MAX_BODY_BYTES` under 64 KiB): the buffer's growth must not cross its bounds.
+    #[test]
+    fn caps_below_the_first_buffer_work_on_a_fresh_decompressor() {
+        let data = &body()[..30_000];
+        for (e, input) in [
+            (Encoding::Gzip, gzip(data)),
+            (Encoding::Deflate, zlib(data)),
+        ] {
+            for cap in [50_000, 30_000] {
+                let mut d = Decompressor::new();
+                let out = run(&mut d, e, &input, cap);
+                assert!(out.as_deref() == Ok(data), "{e:?} under a cap of {cap}");
+            }
+            let mut d = Decompressor::new();
+            assert_eq!(
+                run(&mut d, e, &input, 29_999).map(|v| v.len()),
+                Err(CompressError::TooLarge { cap: 29_999 }),
+                "{e:?}"
+            );
+        }
+        // zstd refuses a frame whose window is past the cap before decoding; either way, no
+        // panic.
+        let mut d = Decompressor::new();
+        let out = run(&mut d, Encoding::Zstd, &zstd(data), 50_000);
+        assert!(
+            out.as_deref() == Ok(data) || out == Err(CompressError::TooLarge { cap: 50_000 }),
+            "{:?}",
+            out.map(|v| v.len())
+        );
     }
 
     #[test]

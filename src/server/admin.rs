@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use monoio::buf::IoBufMut;
 use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 use monoio::net::{TcpListener, TcpStream};
 
@@ -128,12 +129,14 @@ async fn serve(mut stream: TcpStream, shared: &Shared) {
                 return;
             };
             buf.reserve(1024);
-            let spare = std::mem::take(&mut buf);
+            // After what is already there: a head may come in several reads.
+            let len = buf.len();
+            let spare = std::mem::take(&mut buf).slice_mut(len..);
             let (res, back) = match monoio::time::timeout(wait, stream.read(spare)).await {
                 Ok(r) => r,
                 Err(_) => return,
             };
-            buf = back;
+            buf = back.into_inner();
             match res {
                 Ok(0) | Err(_) => return,
                 Ok(_) => {}

@@ -186,6 +186,142 @@ fn malformed_framing_is_refused_and_closed() {
     server.wait_rows(1);
 }
 
+/// Found by an audit (2026-11-28), each a way for a client without a key to stop a worker or
+/// the process: a bodiless `POST` with a bad key was answered again and again from the same
+/// head; a body on a path that takes none was read whatever its size (`Content-Length` of
+/// 10^12: the allocation aborted the process; 2^64 - 1: a worker panicked); chunked framing
+/// (trailer lines, chunk extensions) was held in memory without a bound.
+#[test]
+fn requests_without_a_key_cannot_stop_a_worker_or_the_process() {
+    let server = Server::start();
+    let key = server.ready_key("org-hostile-heads");
+    // A bodiless POST with no key, then one with an unknown key, then a valid batch, on one
+    // connection: one answer each, in order.
+    let mut c = server.connect();
+    c.send(b"POST /ingest HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n\r\n");
+    let r = c.read_response();
+    assert_eq!((r.status, r.code()), (401, "missing_api_key".to_string()));
+    c.send(
+        b"POST /ingest HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ti_0123456789abcdef0123456789abcdef\r\n\r\n",
+    );
+    assert_eq!(c.read_response().status, 401);
+    c.send(&ingest_request(&key, &batch("hostile-heads", 1, 2)));
+    assert_eq!(c.read_response().status, 202);
+    assert!(
+        metric(
+            &server,
+            "traceingest_responses_total{status=\"401\",code=\"missing_api_key\"}"
+        ) <= 1,
+        "one answer per request"
+    );
+
+    // Bodies on paths that take none: refused by size before anything is read or allocated.
+    for (path, length) in [
+        ("/nope", "1000000000000"),
+        ("/health", "9999999999999999999"),
+        ("/ready", "65537"),
+    ] {
+        let mut c = server.connect();
+        c.send(
+            format!("GET {path} HTTP/1.1\r\nHost: t\r\nContent-Length: {length}\r\n\r\n")
+                .as_bytes(),
+        );
+        let r = c.read_response();
+        assert_eq!(r.status, 413, "{path} with a body of {length} bytes");
+        assert!(c.is_closed(), "closed after refusing the body");
+    }
+    // A small one is still read and dropped, and the connection kept.
+    let mut c = server.connect();
+    c.send(b"GET /health HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello");
+    assert_eq!(c.read_response().status, 200);
+    c.send(b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(c.read_response().status, 200);
+    // A chunked body on a bodiless path: refused once past 64 KiB, not read forever.
+    let mut c = server.connect();
+    c.send(b"GET /health HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+    let chunk = format!("4000\r\n{}\r\n", "a".repeat(0x4000));
+    for _ in 0..6 {
+        c.send(chunk.as_bytes());
+    }
+    assert_eq!(c.read_response().status, 413);
+
+    // Trailer lines without end, on a keyed /ingest: refused within 16 KiB of trailers.
+    let mut c = server.connect();
+    c.send(
+        format!(
+            "POST /ingest HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{{}}\r\n0\r\n"
+        )
+        .as_bytes(),
+    );
+    let trailer = format!("X-T: {}\r\n", "a".repeat(8000));
+    for _ in 0..4 {
+        c.send(trailer.as_bytes());
+    }
+    let r = c.read_response();
+    assert_eq!((r.status, r.code()), (400, "bad_request".to_string()));
+
+    // Through all of it both workers kept serving, and nothing was lost.
+    for _ in 0..8 {
+        health_ok(&server);
+    }
+    let r = server.post_ingest(&key, &batch("hostile-heads-after", 1, 2));
+    assert_eq!(r.status, 202);
+    server.wait_rows(4);
+}
+
+/// The admin listener reads a head that arrives in several pieces (a scraper's head split by
+/// the network), not only one that comes in a single read.
+#[test]
+fn the_admin_listener_reads_a_head_in_pieces() {
+    let server = Server::start();
+    let mut c = Client::connect(server.admin);
+    for piece in [
+        &b"GET /hea"[..],
+        b"lth HTTP/1.1\r\n",
+        b"Host: x\r\n",
+        b"\r\n",
+    ] {
+        c.send(piece);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(c.read_response().status, 200);
+    c.send(b"GET /metrics HTTP/1.1\r\n");
+    std::thread::sleep(Duration::from_millis(100));
+    c.send(b"\r\n");
+    let r = c.read_response();
+    assert_eq!(r.status, 200);
+    assert!(String::from_utf8_lossy(&r.body).contains("traceingest_"));
+}
+
+/// A compressed body under a body cap below 64 KiB (the decompressor's first buffer): the
+/// buffer's growth once panicked on crossed bounds, which ended the worker.
+#[test]
+fn compressed_bodies_work_under_a_small_body_cap() {
+    use std::io::Write as _;
+    let server = Server::start_with(&[("INGEST_MAX_BODY_BYTES", "50000")]);
+    let key = server.ready_key("org-small-cap");
+    let body = batch("small-cap", 2, 5);
+    assert!(body.len() < 50_000);
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(&body).unwrap();
+    let gz = e.finish().unwrap();
+    for _ in 0..4 {
+        let mut c = server.connect();
+        c.send(
+            format!(
+                "POST /ingest HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n",
+                gz.len()
+            )
+            .as_bytes(),
+        );
+        c.send(&gz);
+        let r = c.read_response();
+        assert_eq!(r.status, 202, "{:?}", r.json());
+    }
+    server.wait_rows(10);
+    health_ok(&server);
+}
+
 #[test]
 fn smuggled_requests_are_never_executed() {
     let server = Server::start();

@@ -409,3 +409,62 @@ fn chunked_errors() {
     assert_eq!(dechunk(raw, 3, 16), Err(HttpError::BodyTooLarge));
     assert!(dechunk(raw, 3, 17).is_ok());
 }
+
+/// The raw bytes of a chunked body stay in the connection's buffer until it is complete, so
+/// its framing is bounded too, not only its decoded size: many trailer lines, or long chunk
+/// extensions on tiny chunks, are refused within about `FRAMING_ALLOWANCE` of framing.
+#[test]
+fn chunked_framing_is_bounded_as_well_as_the_body() {
+    let framing_error = |raw: &[u8]| {
+        let mut dec = ChunkedDecoder::default();
+        let mut region = raw.to_vec();
+        dec.advance(&mut region, 1 << 30)
+    };
+    // Trailer lines of 8,000 bytes each: the third passes 16 KiB in all.
+    let mut raw = b"2\r\n{}\r\n0\r\n".to_vec();
+    for _ in 0..3 {
+        raw.extend_from_slice(b"X-T: ");
+        raw.extend(std::iter::repeat_n(b'a', 8000));
+        raw.extend_from_slice(b"\r\n");
+    }
+    raw.extend_from_slice(b"\r\n");
+    assert!(
+        matches!(framing_error(&raw), Err(HttpError::BadRequest(m)) if m.contains("16 KiB") || m.contains("too long")),
+        "{:?}",
+        framing_error(&raw)
+    );
+    // Two such lines are fine.
+    let mut ok = b"2\r\n{}\r\n0\r\n".to_vec();
+    for _ in 0..2 {
+        ok.extend_from_slice(b"X-T: ");
+        ok.extend(std::iter::repeat_n(b'a', 8000));
+        ok.extend_from_slice(b"\r\n");
+    }
+    ok.extend_from_slice(b"\r\n");
+    assert!(matches!(framing_error(&ok), Ok(Parsed::Complete(_))));
+
+    // 1-byte chunks with a 4,000-byte extension each: refused once the framing passes the
+    // allowance (about 17 chunks), long before the 1 GiB cap on the decoded body.
+    let mut one = b"1;e=".to_vec();
+    one.extend(std::iter::repeat_n(b'a', 4000));
+    one.extend_from_slice(b"\r\nx\r\n");
+    let raw: Vec<u8> = one.iter().copied().cycle().take(one.len() * 40).collect();
+    let mut dec = ChunkedDecoder::default();
+    let mut region = raw.clone();
+    let err = dec.advance(&mut region, 1 << 30).unwrap_err();
+    assert!(
+        matches!(err, HttpError::BadRequest(m) if m.contains("larger than the data")),
+        "{err:?}"
+    );
+    assert!(dec.decoded_len() < 20, "{}", dec.decoded_len());
+    // Ordinary framing is far inside it: 100-byte chunks of a 1 MB body.
+    let mut raw = Vec::new();
+    for _ in 0..10_000 {
+        raw.extend_from_slice(b"64\r\n");
+        raw.extend(std::iter::repeat_n(b'z', 100));
+        raw.extend_from_slice(b"\r\n");
+    }
+    raw.extend_from_slice(b"0\r\n\r\n");
+    let (body, _) = dechunk(&raw, 16 * 1024, 1 << 30).unwrap();
+    assert_eq!(body.len(), 1_000_000);
+}

@@ -48,6 +48,10 @@ const SMALL_BUF: usize = 2 * 1024;
 const GROW_BUF: usize = 16 * 1024;
 /// A buffer grown past this for a large body is given back once the request is done.
 const KEEP_BUF: usize = 2 * 1024 * 1024;
+/// Largest body read and dropped on a path that takes none (`/health`, `/ready`, unknown
+/// paths); a larger one is refused with `413` before it is read, so no client can make a
+/// worker hold more than this for a request nobody wanted a body with.
+const NO_BODY_MAX: u64 = 64 * 1024;
 /// After an answer that closes the connection, how long input is still read and dropped.
 const LINGER: Duration = Duration::from_secs(2);
 /// After this long without a request, an idle connection gives back its large buffers (once
@@ -208,8 +212,9 @@ impl Conn {
             Route::Ingest => false,
             Route::OtlpTraces => true,
             _ => {
-                // Other routes take no body: read and drop one if sent.
-                let Some(keep_alive) = self.skip_body(shared, head, u64::MAX).await? else {
+                // Other routes take no body: read and drop a small one if sent; a larger one
+                // is refused (413) and the connection closed.
+                let Some(keep_alive) = self.skip_body(shared, head, NO_BODY_MAX).await? else {
                     return Ok(false);
                 };
                 let outcome = match (head.route, head.method) {
@@ -300,7 +305,10 @@ impl Conn {
                 let r = refuse(Refused::Auth(e));
                 // Keep the connection only if the whole body is already here to skip.
                 let keep = match head.framing {
-                    Framing::None => head.keep_alive,
+                    Framing::None => {
+                        self.consume(head.len);
+                        head.keep_alive
+                    }
                     Framing::Length(n) if !head.expect_continue => {
                         let have = self.buf.len() - self.start - head.len;
                         if have as u64 >= n {
