@@ -305,6 +305,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         break;
     }
     tracing::info!("stop requested: draining");
+    let stop_began = Instant::now();
     shared.draining.store(true, Ordering::Release);
     workers.drain();
     let timeout = config.shutdown_timeout;
@@ -323,8 +324,16 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let report = flusher
         .join()
         .map_err(|_| anyhow::anyhow!("the flush thread panicked"))?;
+    // The control thread sees the flag within a second, unless it waits on ClickHouse (a key
+    // load, up to its query timeout): it only reads, so the exit does not wait for that.
     stop_control.store(true, Ordering::Release);
-    let _ = control.join();
+    let wait_until = (Instant::now() + Duration::from_millis(1500)).min(stop_began + timeout);
+    while !control.is_finished() && Instant::now() < wait_until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if control.is_finished() {
+        let _ = control.join();
+    }
     if report.rows_lost > 0 {
         anyhow::bail!(
             "{} accepted rows could be kept neither in ClickHouse nor in the spool nor in the dead-letter file (see the errors above)",

@@ -60,3 +60,38 @@ fn sigterm_under_load_loses_nothing_accepted() {
         "every span answered 202 is stored, once"
     );
 }
+
+/// SIGTERM while ClickHouse hangs and a client holds a half-sent head (found by an audit): the
+/// client is cut off after a third of the shutdown timeout, the rows in memory go to the spool
+/// before the watchdog's deadline, and the process exits 0; the next start inserts them. Before,
+/// the worker waited the whole timeout for that client, the flush thread then took another
+/// third to try inserting, and the watchdog ended the process (exit 2) before anything was
+/// spooled: the accepted rows were lost.
+#[test]
+fn sigterm_with_clickhouse_hung_and_a_client_lingering_still_spools() {
+    let proxy = Proxy::start();
+    let mut server = Server::start_with(&[
+        ("INGEST_CLICKHOUSE_URL", &proxy.url()),
+        ("INGEST_SHUTDOWN_TIMEOUT_MS", "3000"),
+    ]);
+    let key = server.ready_key("org-term-hung");
+    let r = server.post_ingest(&key, &batch("hung-a", 1, 2));
+    assert_eq!(r.status, 202);
+    server.wait_rows(2);
+
+    proxy.stall();
+    let r = server.post_ingest(&key, &batch("hung-b", 1, 3));
+    assert_eq!(r.status, 202, "accepted into memory while ClickHouse hangs");
+    let mut lingering = server.connect();
+    lingering.send(b"POST /ingest HTTP/1.1\r\nHo");
+    server.signal(SIGTERM);
+    let code = server.wait_exit(Duration::from_secs(15));
+    assert_eq!(code, 0, "exited by itself, not by the watchdog");
+    drop(lingering);
+
+    // The next start talks to ClickHouse directly and inserts what was spooled.
+    server.set_env("INGEST_CLICKHOUSE_URL", "tcp://127.0.0.1:9000");
+    server.spawn();
+    server.wait_rows(5);
+    assert_eq!(server.count(), 5, "both batches stored, once each");
+}
