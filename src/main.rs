@@ -165,8 +165,28 @@ async fn migrate_when_up(store: &Store, patience: Duration) -> anyhow::Result<()
 }
 
 fn serve(args: &ServeArgs) -> anyhow::Result<()> {
-    let config = args.resolve().map_err(anyhow::Error::msg)?;
+    let mut config = args.resolve().map_err(anyhow::Error::msg)?;
     traceingest::server::keep_freed_memory();
+    // Connections past the open-files limit would fail to be accepted and wait in the backlog
+    // unanswered; under the cap they are closed at once instead. 256 descriptors are kept for
+    // the spool, the log files and ClickHouse.
+    match traceingest::server::raise_open_files_limit() {
+        Some(limit) => {
+            let room = (limit.saturating_sub(256) as usize / config.workers).max(1);
+            if room < config.max_connections_per_worker {
+                tracing::warn!(
+                    open_files_limit = limit,
+                    connections_per_worker = room,
+                    configured = config.max_connections_per_worker,
+                    "the open-files limit (RLIMIT_NOFILE) is below INGEST_WORKERS x \
+                     INGEST_MAX_CONNECTIONS_PER_WORKER + 256; connections per worker capped \
+                     to fit (raise LimitNOFILE= in a systemd unit, or ulimit -n)"
+                );
+                config.max_connections_per_worker = room;
+            }
+        }
+        None => tracing::warn!("cannot read the open-files limit (RLIMIT_NOFILE)"),
+    }
     let batch_limit = traceingest::ingest::batch_limit(config.buffer_max_bytes);
     if batch_limit < 2 * config.limits.max_body_bytes {
         tracing::warn!(

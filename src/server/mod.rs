@@ -42,6 +42,33 @@ pub fn keep_freed_memory() {
     }
 }
 
+/// Raises the soft limit on open files to the hard one and returns it (`None` if it cannot be
+/// read). Every connection, spool segment and ClickHouse connection is a descriptor, and the
+/// soft limit is often 1,024 (systemd's default) against 10,000 connections a worker may take:
+/// past it accepts fail, and so would opening a spool segment to read it back.
+pub fn raise_open_files_limit() -> Option<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed by reference.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return None;
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: lim.rlim_max,
+                rlim_max: lim.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                lim = raised;
+            }
+        }
+    }
+    Some(lim.rlim_cur)
+}
+
 /// State shared by all workers. Everything in it is read lock-free on the request path.
 pub struct Shared {
     pub config: Config,
@@ -124,5 +151,35 @@ impl Shared {
             fleet: Arc::default(),
             config,
         }
+    }
+}
+
+#[cfg(test)]
+mod limit_tests {
+    fn limit() -> libc::rlimit {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes the struct passed by reference.
+        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
+        lim
+    }
+
+    /// A soft open-files limit below the hard one is raised to it (no privilege needed).
+    #[test]
+    fn the_open_files_limit_is_raised_to_the_hard_one() {
+        let hard = limit().rlim_max;
+        // Lowered first (still far above what the other tests of this process open), so the
+        // raise has something to do whatever the machine's own soft limit is.
+        let lowered = libc::rlimit {
+            rlim_cur: (hard / 2).max(4096).min(hard),
+            rlim_max: hard,
+        };
+        // SAFETY: setrlimit reads the struct passed by reference.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lowered) }, 0);
+        let got = super::raise_open_files_limit().expect("readable");
+        assert_eq!(got, hard);
+        assert_eq!(limit().rlim_cur, hard);
     }
 }
