@@ -2,8 +2,8 @@
 //!
 //! GCRA (the generic cell rate algorithm) stores a single number per key, the *theoretical
 //! arrival time* (TAT): the instant at which the bucket would be full again. With `rate` spans
-//! per second and room for `burst` spans, one span "costs" `1e9 / rate` ns and the bucket may run
-//! at most `tau = burst * 1e9 / rate` ns ahead of now. A batch of cost `c` is allowed when
+//! per second and room for `burst` spans, one span "costs" `ceil(1e9 / rate)` ns and the bucket may
+//! run at most `tau = burst` spans' cost ahead of now. A batch of cost `c` is allowed when
 //! `max(tat, now) + c <= now + tau`, and then the TAT moves to `max(tat, now) + c`. Every worker
 //! thread updates the same word with a compare-and-swap, so the limit holds for the whole process
 //! whichever core serves the connection, without a lock.
@@ -30,10 +30,17 @@ pub struct Rate {
 }
 
 impl Rate {
-    /// Nanoseconds of credit `spans` spans cost (rounded up: never more than the rate).
+    /// Nanoseconds of credit one span costs, rounded up: never more than the rate.
+    fn span_ns(self) -> u128 {
+        NS_PER_S.div_ceil(u128::from(self.per_second.max(1)))
+    }
+
+    /// Nanoseconds of credit `spans` spans cost: `spans` times one span's, rounded once per
+    /// span and not once per batch, so a full bucket takes exactly `burst` spans however they
+    /// are split into batches (rounding each batch's cost up made three single spans at 3/s
+    /// cost more than the whole bucket).
     fn cost_ns(self, spans: u64) -> u64 {
-        let ns = (u128::from(spans) * NS_PER_S).div_ceil(u128::from(self.per_second.max(1)));
-        u64::try_from(ns).unwrap_or(u64::MAX)
+        u64::try_from(u128::from(spans) * self.span_ns()).unwrap_or(u64::MAX)
     }
 
     /// How far the TAT may run ahead of now: the time a full bucket takes to refill.
@@ -52,7 +59,7 @@ impl Rate {
         let free_ns = now
             .saturating_add(self.tau_ns())
             .saturating_sub(tat.max(now));
-        let spans = u128::from(free_ns) * u128::from(self.per_second) / NS_PER_S;
+        let spans = u128::from(free_ns) / self.span_ns();
         (spans as u64).min(u64::from(self.burst))
     }
 
@@ -247,7 +254,8 @@ mod tests {
                 Get(600 * MS + 3 * S, 30, Ok(0)),
             ],
         );
-        // A rate that does not divide a second: 3 spans/s, 1 span costs 333 333 334 ns.
+        // A rate that does not divide a second: 3 spans/s, 1 span costs 333 333 334 ns, so the
+        // whole bucket refills in 1 000 000 002 ns (never faster than the rate).
         let r3 = Rate {
             per_second: 3,
             burst: 3,
@@ -258,9 +266,42 @@ mod tests {
                 Get(0, 3, Ok(0)),
                 Peek(333_333_333, 0),
                 Peek(333_333_334, 1),
-                Get(S, 3, Ok(0)),
+                Get(S, 3, Err(1)),
+                Get(S + 2, 3, Ok(0)),
             ],
         );
+    }
+
+    /// A full bucket takes exactly its capacity however the spans are split into batches, also
+    /// where a span's cost is rounded (a rate that does not divide a second). Found by an
+    /// audit: each batch's cost was rounded up on its own, so at 3 spans/s three single spans
+    /// cost 1 000 000 002 ns against a bucket of 1 000 000 000, and the third was refused.
+    #[test]
+    fn a_full_bucket_takes_its_capacity_in_any_split() {
+        for per_second in [3u32, 7, 300, 3000, 100, 1000] {
+            let r = Rate {
+                per_second,
+                burst: per_second,
+            };
+            let b = Bucket::default();
+            let now = 1_000 * S;
+            let passed = (0..per_second)
+                .filter(|_| matches!(b.take(r, 1, now), Take::Taken { .. }))
+                .count() as u32;
+            assert_eq!(passed, per_second, "single spans at {per_second}/s");
+            assert!(matches!(b.take(r, 1, now), Take::Refused { .. }));
+            // A batch of 2 then the rest.
+            let b = Bucket::default();
+            assert!(matches!(b.take(r, 2, now), Take::Taken { .. }));
+            assert!(
+                matches!(
+                    b.take(r, u64::from(per_second) - 2, now),
+                    Take::Taken { remaining: 0, .. }
+                ),
+                "2 + {} at {per_second}/s",
+                per_second - 2
+            );
+        }
     }
 
     #[test]
