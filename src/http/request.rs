@@ -332,7 +332,19 @@ fn bad_head_reason(e: httparse::Error) -> &'static str {
     }
 }
 
-fn route_of(path: &str) -> Route {
+fn route_of(target: &str) -> Route {
+    // The absolute form (`http://host/ingest`), which RFC 9112 §3.2.2 says a server must
+    // accept, names the same path; the authority does not select anything here.
+    let scheme = |s: &str| {
+        target
+            .get(..s.len())
+            .filter(|p| p.eq_ignore_ascii_case(s))
+            .map(|_| &target[s.len()..])
+    };
+    let path = match scheme("http://").or_else(|| scheme("https://")) {
+        Some(rest) => rest.find('/').map_or("/", |i| &rest[i..]),
+        None => target,
+    };
     // The query string does not select a route.
     let path = path.split_once('?').map_or(path, |(p, _)| p);
     match path {

@@ -127,6 +127,17 @@ fn heads() {
         complete("\r\nGET /health HTTP/1.1\r\n\r\n").route,
         Route::Health
     );
+    // The absolute form names the same paths (RFC 9112 §3.2.2: a server must accept it).
+    for (target, route) in [
+        ("http://x/health", Route::Health),
+        ("https://ingest.example.com:8443/ingest?a=1", Route::Ingest),
+        ("HTTP://x/health", Route::Health),
+        ("http://x", Route::NotFound),
+        ("http://x/v1/traces", Route::OtlpTraces),
+    ] {
+        let h = complete(&format!("POST {target} HTTP/1.1\r\n\r\n"));
+        assert_eq!(h.route, route, "{target}");
+    }
 }
 
 #[test]
