@@ -209,6 +209,13 @@ async fn worker_main(
             connections = worker.active.get(),
             "a third of the shutdown timeout passed with connections still open; closing them"
         );
+        // Their reads are cancelled and they close; until they have, the runtime could not be
+        // dropped (an io_uring read in flight keeps it), and the worker's sender with it.
+        worker.drain.cut_off();
+        let closing = Instant::now() + Duration::from_millis(500);
+        while worker.active.get() > 0 && Instant::now() < closing {
+            monoio::time::sleep(Duration::from_millis(5)).await;
+        }
     }
 }
 

@@ -196,7 +196,7 @@ impl Conn {
         // deadline only: the drain lets a request finish.
         let mut look = idle;
         loop {
-            if idle && shared.is_draining() {
+            if (idle && shared.is_draining()) || self.worker.drain.is_cut_off() {
                 return Read::Closed;
             }
             let now = Instant::now();
