@@ -62,3 +62,50 @@ pub(crate) mod test_dir {
         }
     }
 }
+
+#[cfg(test)]
+pub(crate) mod faults {
+    //! Disk faults for tests, armed per thread: tests run side by side in one process, so a
+    //! process-wide fault (a lowered `RLIMIT_NOFILE`, a full file system) would hit the others.
+    //! Only code running on the test's own thread sees its faults.
+
+    use std::cell::Cell;
+    use std::io;
+
+    /// Where a fault can be armed.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Site {
+        /// `Spool::read_payload`: opening or reading a segment to read a record back.
+        SpoolRead,
+    }
+    const SITES: usize = 1;
+
+    thread_local! {
+        /// Faults left to raise, by `Site`.
+        static ARMED: Cell<[u32; SITES]> = const { Cell::new([0; SITES]) };
+    }
+
+    /// The next `n` operations at `site` on this thread fail.
+    pub fn arm(site: Site, n: u32) {
+        ARMED.with(|a| {
+            let mut armed = a.get();
+            armed[site as usize] = n;
+            a.set(armed);
+        });
+    }
+
+    /// Called at `site`: the error `errno` if a fault is armed there (one fewer is left).
+    pub fn check(site: Site, errno: i32) -> io::Result<()> {
+        ARMED.with(|a| {
+            let mut armed = a.get();
+            match armed[site as usize] {
+                0 => Ok(()),
+                n => {
+                    armed[site as usize] = n - 1;
+                    a.set(armed);
+                    Err(io::Error::from_raw_os_error(errno))
+                }
+            }
+        })
+    }
+}

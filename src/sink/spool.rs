@@ -18,6 +18,11 @@
 //! its records are confirmed. At start-up (`open`) whatever the directory holds is scanned, torn
 //! tails are cut (`segment::scan`), acked records are skipped, and the rest is the backlog.
 //!
+//! Reading back tells a record that is gone from a read that failed. A record not there as it
+//! was scanned or appended (a bad frame, a file cut short or deleted) will not come back: the
+//! rest of its segment is given up, logged and counted. A failed read (no file descriptor left,
+//! an EIO) may pass: nothing is given up, and `read_next` tries again after a backoff.
+//!
 //! fsync policy: `buffer` mode fsyncs a segment when it is sealed and at shutdown (`sync`), so a
 //! killed process loses nothing it spooled (the page cache survives it) and a power cut loses at
 //! most the unsealed segment's unsynced tail. In `wal` mode the write-ahead thread fsyncs every
@@ -29,11 +34,17 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::codec;
 use super::segment::{self, RecordPos, ScanError, Writer, HEADER_LEN};
 use super::stats::FlushStats;
 use crate::row::RowBatch;
+
+/// First wait after a read of the backlog failed with an I/O error; doubled after each failure
+/// in a row, up to `READ_RETRY_MAX`.
+const READ_RETRY_MIN: Duration = Duration::from_millis(100);
+const READ_RETRY_MAX: Duration = Duration::from_secs(5);
 
 /// Where the spool lives and how large it may grow.
 #[derive(Debug, Clone)]
@@ -126,6 +137,18 @@ struct Cursor {
     index: u32,
 }
 
+/// Reading the backlog failed with an I/O error that may pass (out of file descriptors, an
+/// EIO): when to try again.
+#[derive(Debug, Clone, Copy)]
+struct ReadRetry {
+    /// No read before this.
+    at: Instant,
+    /// The wait that led to `at`: the next failure waits twice as long.
+    wait: Duration,
+    /// Failures in a row, for the log line once reads work again.
+    failures: u32,
+}
+
 /// A record read back: its batch and where it is, to confirm it later.
 pub struct Replayed {
     pub batch: RowBatch,
@@ -145,6 +168,9 @@ pub struct Spool {
     stats: Arc<FlushStats>,
     /// Encoded batch / read payload, reused.
     scratch: Vec<u8>,
+    /// The last read of the backlog failed: `read_next` waits until `at` (the flush thread
+    /// too, `read_retry_at`). `None` while reads work.
+    read_retry: Option<ReadRetry>,
 }
 
 impl Spool {
@@ -170,6 +196,7 @@ impl Spool {
             next_id: max_id + 1,
             stats,
             scratch: Vec::new(),
+            read_retry: None,
             cfg,
         };
         for id in ids {
@@ -366,9 +393,14 @@ impl Spool {
         self.stats.rows_spooled.fetch_add(rows, Ordering::Relaxed);
     }
 
-    /// The oldest record of the backlog, decoded; `None` once the backlog is empty. Records that
-    /// cannot be read back are logged, counted and confirmed (so their segment can go).
+    /// The oldest record of the backlog, decoded; `None` once the backlog is empty, or while
+    /// reading fails (until `read_retry_at`). Records that cannot be read back (corrupt, or no
+    /// longer there) are logged, counted and confirmed (so their segment can go); a failure to
+    /// read, which may pass, leaves them where they are.
     pub fn read_next(&mut self) -> Option<Replayed> {
+        if self.read_retry.is_some_and(|r| Instant::now() < r.at) {
+            return None;
+        }
         loop {
             let cur = self.cursor?;
             let Some(i) = self.index_of(cur.segment) else {
@@ -389,7 +421,8 @@ impl Spool {
                 // Confirmed by a previous run: skip it without decoding.
                 match self.read_payload(i, cur) {
                     Ok(Some(len)) => self.cursor = Some(step(cur, len)),
-                    Ok(None) | Err(_) => self.lose_rest(i, cur),
+                    Ok(None) => self.lose_rest(i, cur),
+                    Err(e) => return self.read_failed(i, cur, e),
                 }
                 continue;
             }
@@ -425,20 +458,81 @@ impl Spool {
                         }
                     }
                 }
-                Ok(None) | Err(_) => self.lose_rest(i, cur),
+                Ok(None) => self.lose_rest(i, cur),
+                Err(e) => return self.read_failed(i, cur, e),
             }
         }
     }
 
-    /// Reads the record at `cur` into `scratch`; its total length, or `None` if unreadable.
+    /// While reading the backlog fails: when `read_next` tries again (it returns `None` until
+    /// then, so the flush thread waits for this instead of asking again at once).
+    pub fn read_retry_at(&self) -> Option<Instant> {
+        self.read_retry.map(|r| r.at)
+    }
+
+    /// Reads the record at `cur` into `scratch`: its total length; `None` if the record is not
+    /// there as it was scanned or appended (a bad frame, the file shorter than that or gone:
+    /// the disk changed under us, and trying again will not bring it back); an error if the
+    /// read itself failed (out of file descriptors, an EIO), which may pass.
     fn read_payload(&mut self, i: usize, cur: Cursor) -> io::Result<Option<u64>> {
         let path = segment::segment_path(&self.cfg.dir, cur.segment);
         let seg = &mut self.segments[i];
-        if seg.reader.is_none() {
-            seg.reader = Some(File::open(path)?);
+        let read = (|| {
+            #[cfg(test)]
+            super::faults::check(super::faults::Site::SpoolRead, libc::EMFILE)?;
+            if seg.reader.is_none() {
+                seg.reader = Some(File::open(path)?);
+            }
+            let file = seg.reader.as_ref().expect("opened above");
+            segment::read_at(file, cur.offset, seg.end, &mut self.scratch)
+        })();
+        let read = match read {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::UnexpectedEof
+                ) =>
+            {
+                Ok(None)
+            }
+            read => read,
+        };
+        if read.is_ok() {
+            if let Some(r) = self.read_retry.take() {
+                tracing::info!(
+                    segment = cur.segment,
+                    failures = r.failures,
+                    "the spool can be read again; replaying it"
+                );
+            }
         }
-        let file = seg.reader.as_ref().expect("opened above");
-        segment::read_at(file, cur.offset, seg.end, &mut self.scratch)
+        read
+    }
+
+    /// Reading segment `i` at `cur` failed with `e`, which may pass: the records stay where
+    /// they are, the segment's reader is dropped (it is opened again: the handle may be what
+    /// went bad), and the next try waits, twice as long after each failure in a row. Logged
+    /// once, when the failures begin.
+    fn read_failed(&mut self, i: usize, cur: Cursor, e: io::Error) -> Option<Replayed> {
+        self.segments[i].reader = None;
+        let (wait, failures) = match self.read_retry {
+            None => {
+                tracing::error!(
+                    segment = cur.segment,
+                    record = cur.index,
+                    error = %e,
+                    "cannot read the spool back; its records stay there and reading is tried again"
+                );
+                (READ_RETRY_MIN, 1)
+            }
+            Some(r) => ((r.wait * 2).min(READ_RETRY_MAX), r.failures + 1),
+        };
+        self.read_retry = Some(ReadRetry {
+            at: Instant::now() + wait,
+            wait,
+            failures,
+        });
+        None
     }
 
     /// A record of segment `i` cannot be read (the disk changed under us): the rest of what
@@ -614,6 +708,7 @@ fn remove(path: &Path) {
 mod tests {
     use super::*;
     use crate::sink::clickhouse::test_support::batch;
+    use crate::sink::faults::{self, Site};
     use crate::sink::test_dir::TestDir;
 
     fn open(dir: &TestDir, max: u64) -> (Spool, Arc<FlushStats>) {
@@ -624,6 +719,13 @@ mod tests {
         )
         .unwrap();
         (spool, stats)
+    }
+
+    /// Ends the wait before the next try to read; the wait it ended.
+    fn skip_wait(spool: &mut Spool) -> Duration {
+        let retry = spool.read_retry.as_mut().expect("a failed read");
+        retry.at = Instant::now();
+        retry.wait
     }
 
     fn trace(r: &Replayed) -> String {
@@ -780,5 +882,58 @@ mod tests {
             1,
             "the sealed, confirmed one is deleted"
         );
+    }
+
+    /// Reading the spool back fails for a while (out of file descriptors: a burst of
+    /// connections): nothing is lost. The records stay, the segment's reader is dropped (to be
+    /// opened again), tries wait 100 ms, then twice as long each time, and `read_next` does not
+    /// touch the disk before then; once reads work, every record comes back in order and the
+    /// segments go only when confirmed. (Such an error used to count as a corrupt record: the
+    /// rest of the segment was given up and its file deleted.)
+    #[test]
+    fn a_failed_read_is_retried_later_and_loses_nothing() {
+        let dir = TestDir::new("spool-read-fails");
+        // 64 KiB: segments of 8 KiB, several records each.
+        let (mut spool, stats) = open(&dir, 64 << 10);
+        for i in 0..8 {
+            spool
+                .append(&batch("o", &format!("t{i}"), 3, 0), false)
+                .unwrap();
+        }
+        let segments = files(&dir, ".seg");
+        assert!(segments >= 2);
+        let mut read = vec![spool.read_next().unwrap()];
+        assert_eq!(trace(&read[0]), "t0");
+
+        faults::arm(Site::SpoolRead, 3);
+        let mut waits = Vec::new();
+        for _ in 0..3 {
+            assert!(spool.read_next().is_none(), "nothing read while reads fail");
+            assert!(spool.backlog(), "the records are still waiting");
+            let at = spool.read_retry_at().expect("a time to try again");
+            assert!(at > Instant::now());
+            assert!(
+                spool.segments.iter().all(|s| s.reader.is_none()),
+                "reopened next time"
+            );
+            assert!(spool.read_next().is_none(), "no try before its time");
+            waits.push(skip_wait(&mut spool));
+        }
+        assert_eq!(waits, [100, 200, 400].map(Duration::from_millis));
+        assert_eq!(files(&dir, ".seg"), segments, "no segment deleted");
+        assert_eq!(stats.spool_bad_records.load(Ordering::Relaxed), 0);
+        assert_eq!(stats.spool_rows.load(Ordering::Relaxed), 21);
+
+        // Reads work again.
+        read.extend(std::iter::from_fn(|| spool.read_next()));
+        assert_eq!(spool.read_retry_at(), None);
+        let order: Vec<String> = read.iter().map(trace).collect();
+        let want: Vec<String> = (0..8).map(|i| format!("t{i}")).collect();
+        assert_eq!(order, want);
+        assert_eq!(stats.spool_rows.load(Ordering::Relaxed), 0);
+        for r in &read {
+            spool.confirm(r.pos);
+        }
+        assert_eq!(files(&dir, ".seg"), 0);
     }
 }

@@ -111,7 +111,9 @@ impl State {
                 p.arrived
             }
             Some(p) => p.arrived + self.cfg.interval,
-            None if self.spool.backlog() => Instant::now(),
+            // Reading the spool back fails for now: not before the next try, or the thread
+            // would spin through `flush` while it fails.
+            None if self.spool.backlog() => self.spool.read_retry_at().unwrap_or_else(Instant::now),
             None => return None,
         };
         Some(self.retry_at.map_or(at, |r| r.max(at)))

@@ -677,3 +677,25 @@ fn a_batch_over_max_rows_is_one_insert_with_its_intent_and_bisected_halves_have_
     st.note_intent(1);
     assert_eq!(written().as_deref(), Some(positions[1].as_str()));
 }
+
+/// While the spool cannot be read back (an I/O error that may pass), the next insert is due
+/// when the spool will be tried again, not at once: the thread waits for it instead of
+/// spinning through `flush` and `refill`.
+#[test]
+fn a_failing_spool_read_is_waited_for_not_spun_on() {
+    use crate::sink::faults::{self, Site};
+    let dir = TestDir::new("flush-read-fails");
+    let mut f = offline_flusher(config("unused", NATIVE_URL), &dir);
+    let st = &mut f.st;
+    for trace in ["a", "b"] {
+        st.spool.append(&batch("o", trace, 3, 0), false).unwrap();
+    }
+    assert!(st.spool.backlog());
+    faults::arm(Site::SpoolRead, 1);
+    st.refill();
+    assert!(st.queue.is_empty(), "nothing read");
+    assert!(st.spool.backlog(), "nothing lost");
+    let due = st.due().expect("the backlog is due");
+    assert!(due > Instant::now(), "due when the read is tried again");
+    assert_eq!(Some(due), st.spool.read_retry_at());
+}
