@@ -77,8 +77,10 @@ pub(crate) mod faults {
     pub enum Site {
         /// `Spool::read_payload`: opening or reading a segment to read a record back.
         SpoolRead,
+        /// `segment::Writer::create`, after the file was made.
+        SegmentCreate,
     }
-    const SITES: usize = 1;
+    const SITES: usize = 2;
 
     thread_local! {
         /// Faults left to raise, by `Site`.

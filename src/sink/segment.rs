@@ -93,7 +93,9 @@ pub struct Writer {
 }
 
 impl Writer {
-    /// Creates segment `id` in `dir` and makes it durable (file and directory entry).
+    /// Creates segment `id` in `dir` and makes it durable (file and directory entry). If that
+    /// fails once the file exists (no room for the header, an EIO on the fsync), the file is
+    /// removed again: left there, it would make every later create of `id` fail (EEXIST).
     pub fn create(dir: &Path, id: u64) -> io::Result<Writer> {
         let path = segment_path(dir, id);
         let mut file = OpenOptions::new()
@@ -102,12 +104,24 @@ impl Writer {
             .create_new(true)
             .open(&path)?;
         let created_ms = clock::now_ms();
-        let mut header = [0u8; HEADER_LEN as usize];
-        header[..8].copy_from_slice(&MAGIC);
-        header[8..].copy_from_slice(&created_ms.to_le_bytes());
-        file.write_all(&header)?;
-        file.sync_all()?;
-        sync_dir(dir)?;
+        let made_durable = (|| {
+            #[cfg(test)]
+            crate::sink::faults::check(crate::sink::faults::Site::SegmentCreate, libc::ENOSPC)?;
+            let mut header = [0u8; HEADER_LEN as usize];
+            header[..8].copy_from_slice(&MAGIC);
+            header[8..].copy_from_slice(&created_ms.to_le_bytes());
+            file.write_all(&header)?;
+            file.sync_all()?;
+            sync_dir(dir)
+        })();
+        if let Err(e) = made_durable {
+            if let Err(re) = std::fs::remove_file(&path) {
+                // Harmless at the next start (a segment without records is removed), and the
+                // write-ahead thread's next roll takes another id.
+                tracing::warn!(path = %path.display(), error = %re, "cannot remove a segment file whose creation failed");
+            }
+            return Err(e);
+        }
         Ok(Writer {
             file,
             id,
@@ -429,6 +443,26 @@ mod tests {
         assert_eq!((next.index, next.offset), (1, first.end()));
         let s = scan(&segment_path(dir.path(), 1), rows).unwrap();
         assert_eq!((s.records, s.rows), (2, 9));
+    }
+
+    /// A create that fails after making its file (ENOSPC writing the header, EIO on the fsync)
+    /// takes the file away again, so the id can be created later; a file it did not make is
+    /// left alone.
+    #[test]
+    fn a_failed_create_leaves_no_file() {
+        use crate::sink::faults::{self, Site};
+        let dir = TestDir::new("seg-create-fails");
+        let path = segment_path(dir.path(), 5);
+        faults::arm(Site::SegmentCreate, 1);
+        let e = Writer::create(dir.path(), 5).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC));
+        assert!(!path.exists(), "no file left behind");
+        let w = Writer::create(dir.path(), 5).expect("the same id again, once there is room");
+        assert_eq!(w.len(), HEADER_LEN);
+        drop(w);
+        let e = Writer::create(dir.path(), 5).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
+        assert!(path.exists(), "not its file: left alone");
     }
 
     #[test]

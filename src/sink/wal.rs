@@ -15,9 +15,9 @@
 //! A request is refused (`WalRefusal::Full`) when the spool would pass
 //! `INGEST_SPOOL_MAX_BYTES`; if the disk fails, the group's records are cut off the segment
 //! again and refused (`WalRefusal::Failed`), so nothing answered `503` is replayed later, and
-//! the next group starts a new segment. A refused batch's quota ticket is released here (its
-//! spans go back to the organisation's monthly quota); the worker gives back the rate-limit
-//! credit.
+//! the next group starts a new segment (with a fresh id for every attempt: a failed attempt may
+//! leave its file behind). A refused batch's quota ticket is released here (its spans go back
+//! to the organisation's monthly quota); the worker gives back the rate-limit credit.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -74,6 +74,7 @@ pub fn spawn(
         .spawn(move || {
             Wal {
                 cfg,
+                next_id: writer.id() + 1,
                 writer,
                 stats,
                 out,
@@ -87,6 +88,9 @@ pub fn spawn(
 struct Wal {
     cfg: SpoolConfig,
     writer: Writer,
+    /// Id of the next segment to try: one more after each attempt, failed or not, so a file a
+    /// failed attempt could not remove does not block the ids after it.
+    next_id: u64,
     stats: Arc<FlushStats>,
     out: Intake<Logged>,
     /// The last group failed: start a new segment before the next one.
@@ -200,7 +204,9 @@ impl Wal {
 
     /// Seals the current segment (already fsynced) and starts the next one.
     fn roll(&mut self) -> std::io::Result<()> {
-        let next = Writer::create(&self.cfg.dir, self.writer.id() + 1)?;
+        let id = self.next_id;
+        self.next_id += 1;
+        let next = Writer::create(&self.cfg.dir, id)?;
         self.stats
             .spool_bytes
             .fetch_add(HEADER_LEN, Ordering::Relaxed);
@@ -353,6 +359,37 @@ mod tests {
         assert!(stats.spool_bytes.load(Ordering::Relaxed) <= 12 << 10);
         let segments: std::collections::BTreeSet<u64> = out.iter().map(|l| l.pos.segment).collect();
         assert!(segments.len() >= 2, "rolled to a new segment: {segments:?}");
+    }
+
+    /// A roll that fails after its file was made (the disk full while writing the header, an
+    /// EIO on its fsync) may leave the file behind when it cannot be removed either. The next
+    /// roll takes a fresh id: one group is refused, the log goes on. (It used to try the same
+    /// id again and get EEXIST for good: every request `503` until a restart.)
+    #[test]
+    fn a_leftover_segment_file_does_not_wedge_the_log() {
+        let dir = TestDir::new("wal-leftover");
+        let mut s = setup(&dir, 1 << 30);
+        s.cfg.segment_bytes = 4 << 10;
+        // What a failed create of segment 2 left: a file without even its header.
+        std::fs::write(segment::segment_path(dir.path(), 2), b"").unwrap();
+        let writer = Writer::create(dir.path(), 1).unwrap();
+        let handle = spawn(s.cfg, writer, Arc::clone(&s.stats), s.rx, s.out_tx).unwrap();
+        // One request per group: segment 1 is past 4 KiB after a few.
+        let answers: Vec<_> = (0..10)
+            .map(|i| futures_executor_block_on(request(&s.tx, &format!("t{i}"))).unwrap())
+            .collect();
+        drop(s.tx);
+        handle.join().unwrap();
+        let failed = answers.iter().filter(|a| a.is_err()).count();
+        assert_eq!(failed, 1, "{answers:?}");
+        assert!(
+            answers[answers.len() - 3..].iter().all(Result::is_ok),
+            "{answers:?}"
+        );
+        // Segment 2 is skipped, and the log rolls on from 3.
+        let segments: std::collections::BTreeSet<u64> =
+            s.out.iter().map(|l| l.pos.segment).collect();
+        assert_eq!(segments.iter().take(2).collect::<Vec<_>>(), [&1, &3]);
     }
 
     /// A batch the log refuses gives its spans back to the organisation's quota; a batch it
