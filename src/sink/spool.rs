@@ -7,8 +7,9 @@
 //!
 //! - in `buffer` mode the flush thread itself appends (`append`) the batches memory cannot hold;
 //! - in `wal` mode the write-ahead thread (`wal.rs`) appends every batch before it is answered,
-//!   and tells the flush thread where each one went (`logged`); the flush thread may then drop
-//!   its memory copy (`release`), since the record is on disk.
+//!   and tells the flush thread where each one went (`logged`) and when it started a new segment
+//!   (`started`); the flush thread may drop its memory copy (`release`), since the record is on
+//!   disk.
 //!
 //! The queue is a FIFO: the flush thread's memory holds the oldest batches, the spool the newer
 //! ones. While anything waits on disk (the *backlog*, from `cursor` to the last record), every
@@ -341,21 +342,29 @@ impl Spool {
         Ok(())
     }
 
-    /// `wal` mode: the write-ahead thread appended `pos` (in a segment created at
-    /// `created_ms`). The batch is in memory too unless `release` is called for it.
-    pub fn logged(&mut self, pos: RecordPos, created_ms: u64) {
-        if self.segments.back().is_none_or(|s| s.id < pos.segment) {
-            // A new segment: the write-ahead thread will not append to older ones again.
-            let older: Vec<u64> = self.segments.iter().map(|s| s.id).collect();
-            for s in &mut self.segments {
-                s.sealed = true;
-            }
-            self.segments
-                .push_back(Segment::new(pos.segment, created_ms));
-            for id in older {
-                self.delete_if_done(id);
-            }
+    /// `wal` mode: the write-ahead thread started segment `id` (created at `created_ms`) and
+    /// will not append to older ones again: they are sealed, and deleted if every record in
+    /// them is confirmed. It says so before the segment's first record, and also when no record
+    /// follows: an older segment must go to make room when every request is refused `Full`.
+    pub fn started(&mut self, id: u64, created_ms: u64) {
+        if self.segments.back().is_some_and(|s| s.id >= id) {
+            return;
         }
+        let older: Vec<u64> = self.segments.iter().map(|s| s.id).collect();
+        for s in &mut self.segments {
+            s.sealed = true;
+        }
+        self.segments.push_back(Segment::new(id, created_ms));
+        for id in older {
+            self.delete_if_done(id);
+        }
+    }
+
+    /// `wal` mode: the write-ahead thread appended `pos` (in a segment created at
+    /// `created_ms`; a segment not announced by `started` is started by its first record).
+    /// The batch is in memory too unless `release` is called for it.
+    pub fn logged(&mut self, pos: RecordPos, created_ms: u64) {
+        self.started(pos.segment, created_ms);
         self.note(pos);
     }
 

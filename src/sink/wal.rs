@@ -10,7 +10,10 @@
 //! makes them durable with one `fdatasync`: concurrent requests share that fsync (group
 //! commit). Only then does it answer them, in order, and forward each batch with its record
 //! position (`Logged`) to the flush thread, which confirms the record once its rows are in
-//! ClickHouse.
+//! ClickHouse. A segment is at most `segment_bytes` (a group that would pass it is split), and
+//! each new segment is announced to the flush thread before its records (`WalEvent::Started`):
+//! only then may the flush thread delete the older ones, and it must hear of it even when no
+//! record follows (every request after the roll refused `Full` until that deletion makes room).
 //!
 //! A request is refused (`WalRefusal::Full`) when the spool would pass
 //! `INGEST_SPOOL_MAX_BYTES`; if the disk fails, the group's records are cut off the segment
@@ -55,8 +58,24 @@ pub struct WalRequest {
 pub struct Logged {
     pub batch: RowBatch,
     pub pos: RecordPos,
-    /// Creation time of the record's segment (a new segment is announced by its first record).
+    /// Creation time of the record's segment.
     pub segment_created_ms: u64,
+}
+
+/// What the write-ahead thread tells the flush thread, in the order it happened.
+// `Logged` is nearly every message, and boxing it would allocate once per batch; a channel
+// slot was already the size of a `Logged`.
+#[allow(clippy::large_enum_variant)]
+pub enum WalEvent {
+    /// Segment `segment` is the one appended to from now on: every older one is complete, so
+    /// the flush thread seals it (and deletes it once all its records are confirmed). Sent when
+    /// the thread starts and at every roll, before any record of the segment and whether or
+    /// not one follows.
+    Started {
+        segment: u64,
+        created_ms: u64,
+    },
+    Logged(Logged),
 }
 
 /// Starts the write-ahead thread with the spool's current segment `writer`. It ends when every
@@ -66,7 +85,7 @@ pub fn spawn(
     writer: Writer,
     stats: Arc<FlushStats>,
     rx: Receiver<WalRequest>,
-    out: impl Into<Intake<Logged>>,
+    out: impl Into<Intake<WalEvent>>,
 ) -> std::io::Result<JoinHandle<()>> {
     let out = out.into();
     std::thread::Builder::new()
@@ -92,7 +111,7 @@ struct Wal {
     /// failed attempt could not remove does not block the ids after it.
     next_id: u64,
     stats: Arc<FlushStats>,
-    out: Intake<Logged>,
+    out: Intake<WalEvent>,
     /// The last group failed: start a new segment before the next one.
     broken: bool,
     /// Encoded batch, reused.
@@ -101,6 +120,7 @@ struct Wal {
 
 impl Wal {
     fn run(mut self, rx: Receiver<WalRequest>) {
+        self.announce();
         let mut group: Vec<WalRequest> = Vec::with_capacity(MAX_GROUP);
         while let Ok(first) = rx.recv() {
             group.push(first);
@@ -117,28 +137,37 @@ impl Wal {
         }
     }
 
-    /// Appends, fsyncs and answers one group.
+    /// Appends, fsyncs and answers one group. No segment grows past `segment_bytes` (but for
+    /// a single larger record): before the record that would pass it, what the group appended
+    /// so far is made durable and answered, and the rest goes to a new segment. (A group of up
+    /// to `MAX_GROUP` large requests used to land in one segment as large as the whole spool.)
     fn commit(&mut self, group: &mut Vec<WalRequest>) {
-        if self.broken || (self.writer.len() >= self.cfg.segment_bytes && !self.writer.is_empty()) {
-            if let Err(e) = self.roll() {
-                tracing::error!(error = %e, "write-ahead log: cannot start a new segment");
-                for r in group.drain(..) {
-                    refuse(r, WalRefusal::Failed);
-                }
-                return;
-            }
-        }
-        let (start_len, start_records) = (self.writer.len(), self.writer.records());
         let mut appended: Vec<(WalRequest, RecordPos)> = Vec::with_capacity(group.len());
-        let mut failure = None;
+        let mut start = (self.writer.len(), self.writer.records());
+        // A write, an fsync or a roll failed: the rest of the group is refused.
+        let mut failed = false;
         for r in group.drain(..) {
-            if failure.is_some() {
+            if failed {
                 refuse(r, WalRefusal::Failed);
                 continue;
             }
             self.scratch.clear();
             codec::encode(&r.batch, &mut self.scratch);
             let need = self.scratch.len() as u64 + super::segment::FRAME_LEN;
+            let past_size =
+                !self.writer.is_empty() && self.writer.len() + need > self.cfg.segment_bytes;
+            if self.broken || past_size {
+                // What went to the old segment is made durable first, so that an fsync, and the
+                // cut-back after a failed one, concerns one file. The roll happens even if this
+                // batch is then refused `Full`: hearing of it, the flush thread can delete the
+                // old segment, which is what makes room.
+                if !self.settle(&mut appended, start, None) || !self.roll() {
+                    failed = true;
+                    refuse(r, WalRefusal::Failed);
+                    continue;
+                }
+                start = (self.writer.len(), self.writer.records());
+            }
             if self.stats.spool_bytes.load(Ordering::Relaxed) + need > self.cfg.max_bytes {
                 if !self.stats.full.swap(true, Ordering::Relaxed) {
                     tracing::warn!(
@@ -155,13 +184,28 @@ impl Wal {
                     appended.push((r, pos));
                 }
                 Err(e) => {
-                    failure = Some(e);
+                    failed = true;
                     refuse(r, WalRefusal::Failed);
+                    self.settle(&mut appended, start, Some(e));
                 }
             }
         }
+        self.settle(&mut appended, start, None);
+    }
+
+    /// Makes `appended`, the records written to the current segment since `start` (its length
+    /// and records then), durable with one fsync, and answers them: `Ok`, and on to the flush
+    /// thread. If a write failed (`failure`) or the fsync does, they are cut back off the
+    /// segment and refused, and the next record starts a new segment. Returns whether they
+    /// were made durable.
+    fn settle(
+        &mut self,
+        appended: &mut Vec<(WalRequest, RecordPos)>,
+        start: (u64, u32),
+        failure: Option<std::io::Error>,
+    ) -> bool {
         if appended.is_empty() && failure.is_none() {
-            return;
+            return true;
         }
         let synced = match failure {
             Some(e) => Err(e),
@@ -174,46 +218,65 @@ impl Wal {
                 batches = appended.len(),
                 "write-ahead log: write or fsync failed; refusing the group"
             );
+            let (start_len, start_records) = start;
             let cut = self.writer.len() - start_len;
             if self.writer.truncate(start_len, start_records).is_ok() {
                 sub(&self.stats.spool_bytes, cut);
             }
             self.broken = true;
-            for (r, _) in appended {
+            for (r, _) in appended.drain(..) {
                 refuse(r, WalRefusal::Failed);
             }
-            return;
+            return false;
         }
         self.stats.full.store(false, Ordering::Relaxed);
         self.stats
             .wal_batches
             .fetch_add(appended.len() as u64, Ordering::Relaxed);
         let created = self.writer.created_ms();
-        for (r, pos) in appended {
+        for (r, pos) in appended.drain(..) {
             let WalRequest { batch, done } = r;
             // The flush thread gets the batch whether or not the worker is still waiting: it
             // is durable, so it will be inserted (the client may have gone; it saw no answer).
             let _ = done.send(Ok(()));
-            let _ = self.out.send(Logged {
+            let _ = self.out.send(WalEvent::Logged(Logged {
                 batch,
                 pos,
                 segment_created_ms: created,
-            });
+            }));
         }
+        true
     }
 
-    /// Seals the current segment (already fsynced) and starts the next one.
-    fn roll(&mut self) -> std::io::Result<()> {
+    /// Seals the current segment (already fsynced) and starts the next one; whether it could.
+    fn roll(&mut self) -> bool {
         let id = self.next_id;
         self.next_id += 1;
-        let next = Writer::create(&self.cfg.dir, id)?;
+        let next = match Writer::create(&self.cfg.dir, id) {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::error!(error = %e, segment = id, "write-ahead log: cannot start a new segment");
+                return false;
+            }
+        };
         self.stats
             .spool_bytes
             .fetch_add(HEADER_LEN, Ordering::Relaxed);
         self.stats.spool_segments.fetch_add(1, Ordering::Relaxed);
         self.writer = next;
         self.broken = false;
-        Ok(())
+        self.announce();
+        true
+    }
+
+    /// Tells the flush thread that the current segment is the newest: the older ones are
+    /// complete. (Without it a segment was sealed only by a record of a newer one, and a roll
+    /// followed by nothing but `Full` refusals kept the old segment, and the spool full, for good.)
+    fn announce(&self) {
+        let _ = self.out.send(WalEvent::Started {
+            segment: self.writer.id(),
+            created_ms: self.writer.created_ms(),
+        });
     }
 }
 
@@ -243,8 +306,8 @@ mod tests {
     struct Setup {
         tx: Sender<WalRequest>,
         rx: Receiver<WalRequest>,
-        out: Receiver<Logged>,
-        out_tx: Sender<Logged>,
+        out: Receiver<WalEvent>,
+        out_tx: Sender<WalEvent>,
         stats: Arc<FlushStats>,
         cfg: SpoolConfig,
     }
@@ -265,7 +328,7 @@ mod tests {
     /// A write-ahead thread running on a fresh spool of `max_bytes`.
     struct Running {
         tx: Sender<WalRequest>,
-        out: Receiver<Logged>,
+        out: Receiver<WalEvent>,
         stats: Arc<FlushStats>,
         handle: JoinHandle<()>,
     }
@@ -281,6 +344,16 @@ mod tests {
             stats: s.stats,
             handle,
         }
+    }
+
+    /// The batches the flush thread was sent so far, without the segment announcements.
+    fn logged(out: &Receiver<WalEvent>) -> Vec<Logged> {
+        out.try_iter()
+            .filter_map(|e| match e {
+                WalEvent::Logged(l) => Some(l),
+                WalEvent::Started { .. } => None,
+            })
+            .collect()
     }
 
     fn request(tx: &Sender<WalRequest>, trace: &str) -> oneshot::Receiver<Result<(), WalRefusal>> {
@@ -318,7 +391,7 @@ mod tests {
         }
         assert_eq!(stats.wal_syncs.load(Ordering::Relaxed), 1);
         assert_eq!(stats.wal_batches.load(Ordering::Relaxed), 50);
-        let logged: Vec<Logged> = out.iter().collect();
+        let logged = logged(&out);
         assert_eq!(logged.len(), 50);
         for (i, l) in logged.iter().enumerate() {
             assert_eq!((l.pos.segment, l.pos.index), (7, i as u32));
@@ -357,7 +430,8 @@ mod tests {
         assert!(answers[ok..].iter().all(|a| *a == Err(WalRefusal::Full)));
         assert!(stats.full.load(Ordering::Relaxed));
         assert!(stats.spool_bytes.load(Ordering::Relaxed) <= 12 << 10);
-        let segments: std::collections::BTreeSet<u64> = out.iter().map(|l| l.pos.segment).collect();
+        let segments: std::collections::BTreeSet<u64> =
+            logged(&out).iter().map(|l| l.pos.segment).collect();
         assert!(segments.len() >= 2, "rolled to a new segment: {segments:?}");
     }
 
@@ -388,7 +462,7 @@ mod tests {
         );
         // Segment 2 is skipped, and the log rolls on from 3.
         let segments: std::collections::BTreeSet<u64> =
-            s.out.iter().map(|l| l.pos.segment).collect();
+            logged(&s.out).iter().map(|l| l.pos.segment).collect();
         assert_eq!(segments.iter().take(2).collect::<Vec<_>>(), [&1, &3]);
     }
 
@@ -433,7 +507,7 @@ mod tests {
             accepted,
             "refused spans given back"
         );
-        let logged: Vec<Logged> = out.iter().collect();
+        let logged = logged(&out);
         assert_eq!(logged.len() as u64 * 3, accepted);
         assert_eq!(p.account.usage.begin_sync(month), 0, "nothing flushed yet");
         drop(logged);
@@ -457,6 +531,110 @@ mod tests {
                 return v;
             }
             std::thread::park();
+        }
+    }
+    /// A group larger than a segment is cut into segments of at most `segment_bytes`, each
+    /// announced before its records, and every request is answered. (A group of up to
+    /// `MAX_GROUP` requests used to go into one segment, however large.)
+    #[test]
+    fn a_large_group_is_cut_into_segments() {
+        let dir = TestDir::new("wal-large-group");
+        let mut s = setup(&dir, 1 << 30);
+        s.cfg.segment_bytes = 8 << 10;
+        // 60 requests arrive during one fsync: one group.
+        let waits: Vec<_> = (0..60).map(|i| request(&s.tx, &format!("g{i}"))).collect();
+        drop(s.tx);
+        let writer = Writer::create(dir.path(), 1).unwrap();
+        spawn(s.cfg, writer, Arc::clone(&s.stats), s.rx, s.out_tx)
+            .unwrap()
+            .join()
+            .unwrap();
+        for w in waits {
+            assert_eq!(futures_executor_block_on(w), Ok(Ok(())));
+        }
+        let mut announced = Vec::new();
+        let mut records = 0;
+        for event in s.out.try_iter() {
+            match event {
+                WalEvent::Started { segment, .. } => announced.push(segment),
+                WalEvent::Logged(l) => {
+                    assert_eq!(announced.last(), Some(&l.pos.segment), "announced first");
+                    records += 1;
+                }
+            }
+        }
+        assert_eq!(records, 60);
+        assert!(announced.len() >= 5, "{announced:?}");
+        assert_eq!(
+            s.stats.wal_syncs.load(Ordering::Relaxed),
+            announced.len() as u64,
+            "one fsync per segment"
+        );
+        for id in announced {
+            let len = std::fs::metadata(segment::segment_path(dir.path(), id))
+                .unwrap()
+                .len();
+            assert!(len <= 8 << 10, "segment {id}: {len} bytes");
+        }
+    }
+
+    /// One large group brings the spool near its bound; ClickHouse takes all of it. The next
+    /// request rolls to a new segment and may be refused `Full`, but the flush thread hears of
+    /// the roll, deletes the confirmed segment, and the requests after it are taken. (No record
+    /// of the new segment reached the flush thread, so the old one was never sealed nor
+    /// deleted: every request `503 buffer_full` until a restart.) With segments of an eighth of
+    /// the spool, and with one segment allowed to take all of it.
+    #[test]
+    fn the_log_takes_batches_again_after_a_large_group_is_confirmed() {
+        use crate::sink::spool::Spool;
+        for whole_spool_segments in [false, true] {
+            let dir = TestDir::new("wal-large-group-confirmed");
+            let mut s = setup(&dir, 64 << 10);
+            if whole_spool_segments {
+                s.cfg.segment_bytes = s.cfg.max_bytes;
+            }
+            // The flush thread's side, which inserts and confirms everything at once.
+            let mut spool = Spool::open(s.cfg.clone(), Arc::clone(&s.stats)).unwrap();
+            let out = s.out;
+            let flush = |spool: &mut Spool, wait: std::time::Duration| {
+                while let Ok(event) = out.recv_timeout(wait) {
+                    match event {
+                        WalEvent::Started {
+                            segment,
+                            created_ms,
+                        } => spool.started(segment, created_ms),
+                        WalEvent::Logged(l) => {
+                            spool.logged(l.pos, l.segment_created_ms);
+                            spool.confirm(l.pos);
+                        }
+                    }
+                }
+            };
+            let writer = Writer::create(dir.path(), spool.take_next_id()).unwrap();
+            s.stats
+                .spool_bytes
+                .fetch_add(writer.len(), Ordering::Relaxed);
+            // 60 requests arrive during one fsync: one group.
+            let waits: Vec<_> = (0..60).map(|i| request(&s.tx, &format!("g{i}"))).collect();
+            let handle = spawn(s.cfg, writer, Arc::clone(&s.stats), s.rx, s.out_tx).unwrap();
+            for w in waits {
+                // Taken, or refused `Full` once the spool is at its bound.
+                assert!(futures_executor_block_on(w).is_ok());
+            }
+            flush(&mut spool, std::time::Duration::from_millis(200));
+            let answers: Vec<_> = (0..5)
+                .map(|i| {
+                    let answer = futures_executor_block_on(request(&s.tx, &format!("n{i}")));
+                    flush(&mut spool, std::time::Duration::from_millis(100));
+                    answer.unwrap()
+                })
+                .collect();
+            drop(s.tx);
+            handle.join().unwrap();
+            assert!(
+                answers[1..].iter().all(Result::is_ok),
+                "whole-spool segments {whole_spool_segments}: {answers:?}"
+            );
         }
     }
 }

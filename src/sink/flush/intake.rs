@@ -22,7 +22,7 @@ use super::queue::Entry;
 use super::State;
 use crate::row::RowBatch;
 use crate::sink::budget::MemoryBudget;
-use crate::sink::wal::Logged;
+use crate::sink::wal::{Logged, WalEvent};
 
 /// Most batches taken off the channel in one go, so that a flood cannot starve an insert.
 const INTAKE_BOUND: usize = 4096;
@@ -113,9 +113,12 @@ impl Rows for RowBatch {
     }
 }
 
-impl Rows for Logged {
+impl Rows for WalEvent {
     fn rows(&self) -> i64 {
-        self.batch.len() as i64
+        match self {
+            WalEvent::Logged(l) => l.batch.len() as i64,
+            WalEvent::Started { .. } => 0,
+        }
     }
 }
 
@@ -176,12 +179,12 @@ enum Source {
     /// `buffer` mode: straight from the workers.
     Buffer(Receiver<RowBatch>),
     /// `wal` mode: from the write-ahead thread, each already durable in the spool.
-    Logged(Receiver<Logged>),
+    Logged(Receiver<WalEvent>),
 }
 
 pub(super) enum Incoming {
     Batch(RowBatch),
-    Logged(Logged),
+    Wal(WalEvent),
 }
 
 impl Input {
@@ -198,7 +201,7 @@ impl Input {
     }
 
     /// `wal` mode: the write-ahead thread's sending end and the flush thread's.
-    pub fn logged(budget: &Arc<MemoryBudget>) -> (Intake<Logged>, Input) {
+    pub fn logged(budget: &Arc<MemoryBudget>) -> (Intake<WalEvent>, Input) {
         let bell = Arc::new(Bell::new(budget.clone()));
         let (tx, rx) = crossbeam_channel::unbounded();
         let input = Input {
@@ -222,14 +225,14 @@ impl Input {
         let gone = |_| RecvTimeoutError::Disconnected;
         match &self.from {
             Source::Buffer(rx) => rx.recv().map(Incoming::Batch).map_err(gone),
-            Source::Logged(rx) => rx.recv().map(Incoming::Logged).map_err(gone),
+            Source::Logged(rx) => rx.recv().map(Incoming::Wal).map_err(gone),
         }
     }
 
     pub(super) fn try_recv(&self) -> Result<Incoming, TryRecvError> {
         match &self.from {
             Source::Buffer(rx) => rx.try_recv().map(Incoming::Batch),
-            Source::Logged(rx) => rx.try_recv().map(Incoming::Logged),
+            Source::Logged(rx) => rx.try_recv().map(Incoming::Wal),
         }
     }
 }
@@ -288,15 +291,23 @@ impl State {
     fn accept(&mut self, item: Incoming) {
         let rows = match &item {
             Incoming::Batch(b) => b.rows(),
-            Incoming::Logged(l) => l.rows(),
+            Incoming::Wal(w) => w.rows(),
         };
         self.input.bell.taken(rows);
         let entry = match item {
             Incoming::Batch(b) => Entry::new(b, None),
-            Incoming::Logged(l) => {
-                self.spool.logged(l.pos, l.segment_created_ms);
-                Entry::new(l.batch, Some(l.pos))
+            Incoming::Wal(WalEvent::Logged(Logged {
+                batch,
+                pos,
+                segment_created_ms,
+            })) => {
+                self.spool.logged(pos, segment_created_ms);
+                Entry::new(batch, Some(pos))
             }
+            Incoming::Wal(WalEvent::Started {
+                segment,
+                created_ms,
+            }) => return self.spool.started(segment, created_ms),
         };
         let rows = entry.batch.len();
         if rows == 0 {
