@@ -79,8 +79,10 @@ pub(crate) mod faults {
         SpoolRead,
         /// `segment::Writer::create`, after the file was made.
         SegmentCreate,
+        /// `segment::Writer::sync`.
+        SegmentSync,
     }
-    const SITES: usize = 2;
+    const SITES: usize = 3;
 
     thread_local! {
         /// Faults left to raise, by `Site`.

@@ -182,6 +182,8 @@ impl Writer {
 
     /// Makes every record appended so far durable (`fdatasync`).
     pub fn sync(&self) -> io::Result<()> {
+        #[cfg(test)]
+        crate::sink::faults::check(crate::sink::faults::Site::SegmentSync, libc::EIO)?;
         self.file.sync_data()
     }
 

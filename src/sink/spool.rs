@@ -330,16 +330,19 @@ impl Spool {
     }
 
     /// Seals this thread's writer: fsyncs it; it is deleted once its records are confirmed.
+    /// Sealed even if the fsync fails: nothing is appended to it again and its records still
+    /// read back (from the page cache), and a segment never sealed is never deleted.
     fn seal_writer(&mut self) -> io::Result<()> {
-        if let Some(w) = self.writer.take() {
-            w.sync()?;
-            let id = w.id();
-            if let Some(seg) = self.segment_mut(id) {
-                seg.sealed = true;
-            }
-            self.delete_if_done(id);
+        let Some(w) = self.writer.take() else {
+            return Ok(());
+        };
+        let synced = w.sync();
+        let id = w.id();
+        if let Some(seg) = self.segment_mut(id) {
+            seg.sealed = true;
         }
-        Ok(())
+        self.delete_if_done(id);
+        synced
     }
 
     /// `wal` mode: the write-ahead thread started segment `id` (created at `created_ms`) and
@@ -944,5 +947,34 @@ mod tests {
             spool.confirm(r.pos);
         }
         assert_eq!(files(&dir, ".seg"), 0);
+    }
+
+    /// `buffer` mode: the fsync that seals a full segment fails. The append that needed the
+    /// roll is refused (its batch stays in memory) and the next starts a new segment; the old
+    /// one counts as sealed all the same (nothing is appended to it again, and its records
+    /// read back), so it is deleted once they are confirmed. (It stayed unsealed, and on disk
+    /// for the rest of the run.)
+    #[test]
+    fn a_segment_whose_sealing_fsync_failed_still_goes_once_confirmed() {
+        let dir = TestDir::new("spool-seal-fails");
+        let (mut spool, stats) = open(&dir, 64 << 10);
+        // The first roll has no segment to seal; the second does.
+        faults::arm(Site::SegmentSync, 1);
+        let mut refused = 0;
+        for i in 0..8 {
+            let b = batch("o", &format!("t{i}"), 3, 0);
+            if spool.append(&b, false).is_err() {
+                refused += 1;
+                spool.append(&b, false).unwrap();
+            }
+        }
+        assert_eq!(refused, 1, "the sealing fsync failed once");
+        let read: Vec<Replayed> = std::iter::from_fn(|| spool.read_next()).collect();
+        assert_eq!(read.len(), 8);
+        for r in &read {
+            spool.confirm(r.pos);
+        }
+        assert_eq!(files(&dir, ".seg"), 0);
+        assert_eq!(stats.spool_bytes.load(Ordering::Relaxed), 0);
     }
 }
