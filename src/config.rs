@@ -429,18 +429,7 @@ impl ServeArgs {
                 ))
             }
         };
-        if self.key_prefix.is_empty()
-            || self.key_prefix.len() > 16
-            || !self
-                .key_prefix
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-        {
-            return Err(format!(
-                "INGEST_KEY_PREFIX must be 1 to 16 of [A-Za-z0-9_-], got {:?}",
-                self.key_prefix
-            ));
-        }
+        check_key_prefix(&self.key_prefix).map_err(|e| format!("INGEST_KEY_PREFIX {e}"))?;
         if !(10..=1000).contains(&self.key_refresh_ms) {
             return Err(format!(
                 "INGEST_KEY_REFRESH_MS must be 10..=1000 (revocations must apply within 1 s), got {}",
@@ -558,6 +547,21 @@ impl ServeArgs {
             clock_offset_ms: self.test_clock_offset_ms,
         })
     }
+}
+
+/// The rule for a key prefix (`INGEST_KEY_PREFIX`, `keys create --prefix`): 1 to 16 of
+/// `[A-Za-z0-9_-]`, so a key is ASCII and its display prefix (its first 12 characters) a
+/// byte slice.
+pub fn check_key_prefix(prefix: &str) -> Result<(), String> {
+    if prefix.is_empty()
+        || prefix.len() > 16
+        || !prefix
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return Err(format!("must be 1 to 16 of [A-Za-z0-9_-], got {prefix:?}"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -6,7 +6,11 @@ use crate::auth::{self, DISPLAY_PREFIX_LEN};
 use crate::calendar::civil_from_days;
 use crate::clock;
 use crate::config::StoreArgs;
-use crate::sink::clickhouse::KeyRecord;
+use crate::sink::clickhouse::{KeyRecord, Revoked};
+
+/// Fewest random characters a display prefix should show before `keys create` says that
+/// prefixes may be shared.
+const MIN_RANDOM_SHOWN: usize = 6;
 
 #[derive(Debug, Subcommand)]
 pub enum KeysCommand {
@@ -24,8 +28,15 @@ pub enum KeysCommand {
     },
     /// List keys: display prefix, organisation, project, created, state. Never keys or hashes.
     List,
-    /// Revoke the key(s) with this display prefix (first 12 characters, as `list` shows).
-    Revoke { prefix: String },
+    /// Revoke a key: by its display prefix (first 12 characters, as `list` shows), or by the
+    /// whole key. A prefix several active keys share revokes nothing unless `--all`.
+    Revoke {
+        /// The display prefix, or the whole key.
+        prefix: String,
+        /// Revoke every active key with this display prefix, however many.
+        #[arg(long)]
+        all: bool,
+    },
 }
 
 /// Runs a keys command.
@@ -40,6 +51,17 @@ pub async fn run(cmd: &KeysCommand, store_args: &StoreArgs) -> anyhow::Result<()
         } => {
             check_id("--org", org, false)?;
             check_id("--project", project, true)?;
+            crate::config::check_key_prefix(prefix)
+                .map_err(|e| anyhow::anyhow!("--prefix (INGEST_KEY_PREFIX) {e}"))?;
+            if prefix.len() + MIN_RANDOM_SHOWN > DISPLAY_PREFIX_LEN {
+                eprintln!(
+                    "note: with a {}-character prefix, display prefixes carry {} random \
+                     characters and may be shared by several keys; `keys revoke` then needs \
+                     the whole key or --all",
+                    prefix.len(),
+                    DISPLAY_PREFIX_LEN.saturating_sub(prefix.len())
+                );
+            }
             let key = auth::generate_key(prefix)
                 .map_err(|e| anyhow::anyhow!("no randomness available: {e}"))?;
             let record = KeyRecord {
@@ -87,13 +109,39 @@ pub async fn run(cmd: &KeysCommand, store_args: &StoreArgs) -> anyhow::Result<()
                 );
             }
         }
-        KeysCommand::Revoke { prefix } => {
-            let n = store.revoke_key(prefix).await?;
-            if n == 0 {
-                anyhow::bail!("no active key has the display prefix {prefix:?}");
+        KeysCommand::Revoke { prefix, all } => match store.revoke_key(prefix, *all).await? {
+            Revoked::Keys(0) if prefix.len() > DISPLAY_PREFIX_LEN => {
+                anyhow::bail!(
+                    "no active key is {}...",
+                    &prefix[..DISPLAY_PREFIX_LEN.min(prefix.len())]
+                );
             }
-            println!("revoked {n} key(s) with prefix {prefix}");
-        }
+            Revoked::Keys(0) => anyhow::bail!("no active key has the display prefix {prefix:?}"),
+            Revoked::Keys(n) => println!("revoked {n} key(s) with prefix {prefix}"),
+            Revoked::Ambiguous(keys) => {
+                let owners: Vec<String> = keys
+                    .iter()
+                    .map(|k| {
+                        format!(
+                            "org {}{} created {}",
+                            k.org_id,
+                            if k.project_id.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" project {}", k.project_id)
+                            },
+                            format_time(k.created_at)
+                        )
+                    })
+                    .collect();
+                anyhow::bail!(
+                    "{} active keys have the display prefix {prefix:?} ({}); nothing revoked: \
+                     give the whole key to revoke one, or --all to revoke them all",
+                    keys.len(),
+                    owners.join("; ")
+                );
+            }
+        },
     }
     Ok(())
 }

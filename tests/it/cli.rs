@@ -88,3 +88,63 @@ fn every_setting_in_the_help_is_in_the_readme() {
         );
     }
 }
+
+/// With a long key prefix the display prefix (a key's first 12 characters) is all prefix, so
+/// several keys share it: `keys revoke PREFIX` then revokes nothing and names the keys' owners
+/// (it used to revoke every organisation's keys), the whole key revokes exactly that one, and
+/// `--all` the rest. A prefix `serve` would refuse is refused by `keys create` too.
+#[test]
+fn revoking_a_shared_display_prefix_takes_the_whole_key_or_all() {
+    let server = Server::new(CH_HTTP, &[]);
+    assert_eq!(run(&server, &["migrate"]).0, Some(0));
+    let create = |org: &str| {
+        let (code, stdout, stderr) = run(
+            &server,
+            &["keys", "create", "--org", org, "--prefix", "acme_ingest_"],
+        );
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(stderr.contains("may be shared"), "{stderr}");
+        stdout.trim().to_string()
+    };
+    let (a, b, c) = (create("org-a"), create("org-b"), create("org-c"));
+    assert!(a.starts_with("acme_ingest_") && a[..12] == b[..12]);
+
+    let (code, stdout, stderr) = run(&server, &["keys", "revoke", "acme_ingest_"]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(stderr.contains("3 active keys"), "{stderr}");
+    assert!(
+        stderr.contains("org org-a") && stderr.contains("org org-c"),
+        "{stderr}"
+    );
+    let active = |server: &Server| {
+        let (_, list, _) = run(server, &["keys", "list"]);
+        list.lines().filter(|l| l.ends_with("active")).count()
+    };
+    assert_eq!(active(&server), 3, "nothing revoked");
+
+    let (code, stdout, stderr) = run(&server, &["keys", "revoke", &b]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("revoked 1 key"), "{stdout}");
+    let (_, list, _) = run(&server, &["keys", "list"]);
+    assert!(
+        list.lines()
+            .any(|l| l.contains("org-b") && l.ends_with("revoked")),
+        "{list}"
+    );
+    assert_eq!(active(&server), 2);
+    // The same whole key again: nothing left to revoke.
+    assert_eq!(run(&server, &["keys", "revoke", &b]).0, Some(1));
+
+    let (code, stdout, _) = run(&server, &["keys", "revoke", "acme_ingest_", "--all"]);
+    assert_eq!(code, Some(0));
+    assert!(stdout.contains("revoked 2 key"), "{stdout}");
+    assert_eq!(active(&server), 0);
+    drop((a, c));
+
+    let (code, _, stderr) = run(
+        &server,
+        &["keys", "create", "--org", "o", "--prefix", "ключ_"],
+    );
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("--prefix"), "{stderr}");
+}

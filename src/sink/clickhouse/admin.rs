@@ -24,6 +24,15 @@ pub(super) fn utc(epoch_seconds: u32) -> DateTime<Tz> {
         .with_timezone(&Tz::UTC)
 }
 
+/// What `Store::revoke_key` did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Revoked {
+    /// This many keys revoked (0: no active key matched).
+    Keys(usize),
+    /// Nothing revoked: the prefix names several active keys, listed here.
+    Ambiguous(Vec<KeyRecord>),
+}
+
 /// An API key as stored: never the key itself, only its SHA-256.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyRecord {
@@ -88,16 +97,33 @@ impl Store {
         Ok(keys)
     }
 
-    /// Revokes every active key with this display prefix; returns how many (0 if none).
-    pub async fn revoke_key(&self, display_prefix: &str) -> Result<usize, StoreError> {
-        // Filtering on `display_prefix` before FINAL is safe: all versions of a key share it.
-        let filter = format!(" WHERE display_prefix = {}", sql_string(display_prefix));
-        let now = clock::now_s();
-        let revoked: Vec<(KeyRecord, u64)> = self
+    /// Revokes the active key(s) that `which` names: a whole key (longer than a display
+    /// prefix; its hash is looked up, so exactly that key), or a display prefix. A prefix more
+    /// than one active key shares (a long `INGEST_KEY_PREFIX` leaves few random characters in
+    /// the first 12) revokes nothing unless `all`: the keys it would take are returned instead,
+    /// so one organisation's revocation cannot silently take another's keys.
+    pub async fn revoke_key(&self, which: &str, all: bool) -> Result<Revoked, StoreError> {
+        // Filtering before FINAL is safe: all versions of a key share its hash and prefix.
+        let filter = if which.len() > crate::auth::DISPLAY_PREFIX_LEN {
+            let hash = crate::auth::hex(&crate::auth::hash_key(which.as_bytes()));
+            format!(" WHERE key_hash = {}", sql_string(&hash))
+        } else {
+            format!(" WHERE display_prefix = {}", sql_string(which))
+        };
+        let active: Vec<(KeyRecord, u64)> = self
             .read_keys(&filter)
             .await?
             .into_iter()
             .filter(|(k, _)| k.revoked_at.is_none())
+            .collect();
+        if active.len() > 1 && !all {
+            return Ok(Revoked::Ambiguous(
+                active.into_iter().map(|(k, _)| k).collect(),
+            ));
+        }
+        let now = clock::now_s();
+        let revoked: Vec<(KeyRecord, u64)> = active
+            .into_iter()
             .map(|(mut k, version)| {
                 k.revoked_at = Some(now);
                 (k, clock::now_us().max(version + 1))
@@ -106,7 +132,7 @@ impl Store {
         if !revoked.is_empty() {
             self.write_keys(&revoked).await?;
         }
-        Ok(revoked.len())
+        Ok(Revoked::Keys(revoked.len()))
     }
 
     /// Hashes and owners of every key that is not revoked, for the in-memory key set.

@@ -36,10 +36,11 @@ fn keys_insert_list_revoke_load() {
         vec![a.clone(), b.clone(), c.clone()]
     );
 
-    assert_eq!(rt.block_on(store.revoke_key("ti_bbbbbbbbb")).unwrap(), 1);
-    assert_eq!(rt.block_on(store.revoke_key("ti_bbbbbbbbb")).unwrap(), 0);
-    assert_eq!(rt.block_on(store.revoke_key("ti_nothing__")).unwrap(), 0);
-    assert_eq!(rt.block_on(store.revoke_key("ti_o'quote\\")).unwrap(), 1);
+    let revoke = |p: &str| rt.block_on(store.revoke_key(p, false)).unwrap();
+    assert_eq!(revoke("ti_bbbbbbbbb"), Revoked::Keys(1));
+    assert_eq!(revoke("ti_bbbbbbbbb"), Revoked::Keys(0));
+    assert_eq!(revoke("ti_nothing__"), Revoked::Keys(0));
+    assert_eq!(revoke("ti_o'quote\\"), Revoked::Keys(1));
 
     let listed = rt.block_on(store.list_keys()).unwrap();
     assert_eq!(listed.len(), 3);
