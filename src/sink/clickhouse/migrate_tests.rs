@@ -206,3 +206,74 @@ fn shapes_match_what_the_server_prints() {
     assert!(!SPANS_SHAPE.matches(printed.0, "toYYYYMMDD(x)", printed.2));
     assert!(!SPANS_SHAPE.matches(printed.0, printed.1, "org_id, trace_id"));
 }
+
+/// docs/fleet.md: a run without `INGEST_CLICKHOUSE_CLUSTER` against a cluster's tables stops
+/// before it changes anything. Here `spans` (a `Distributed` table) lacks the newest column:
+/// adding it there, on this node alone, would be a change made before the refusal.
+#[test]
+fn a_clusters_tables_are_refused_before_any_change() {
+    if skip() {
+        return;
+    }
+    let db = TestDb::new("cluster_refused");
+    http_query(&format!("CREATE DATABASE `{}`", db.0));
+    let old: Vec<(&str, &str)> = SPANS_COLUMNS[..SPANS_COLUMNS.len() - 1].to_vec();
+    http_query(&create_table_sql(
+        &format!("`{}`.spans_local", db.0),
+        &old,
+        super::schema::SPANS_ENGINE,
+    ));
+    http_query(&create_table_sql(
+        &format!("`{}`.spans", db.0),
+        &old,
+        &format!(
+            "ENGINE = Distributed('test_shard_localhost', '{}', 'spans_local', sipHash64(trace_id))",
+            db.0
+        ),
+    ));
+    let columns = || {
+        count(&format!(
+            "SELECT count() FROM system.columns WHERE database = '{}'",
+            db.0
+        ))
+    };
+    let tables = || {
+        count(&format!(
+            "SELECT count() FROM system.tables WHERE database = '{}'",
+            db.0
+        ))
+    };
+    let before = (columns(), tables());
+    let rt = rt();
+    let store = Store::new(NATIVE_URL, &db.0).unwrap();
+    let looked = rt.block_on(store.pending_migration()).unwrap_err();
+    let err = rt.block_on(store.migrate()).unwrap_err();
+    for e in [looked, err] {
+        assert!(e.message.contains("cluster's table"), "{e}");
+    }
+    assert_eq!(
+        (columns(), tables()),
+        before,
+        "migrate changed the cluster's tables before refusing"
+    );
+
+    // The other way round: cluster mode refuses a single server's `spans`, before it makes
+    // the cluster's tables next to it.
+    let single = TestDb::new("single_refused");
+    let store = Store::new(NATIVE_URL, &single.0).unwrap();
+    rt.block_on(store.migrate()).unwrap();
+    let in_cluster = Store::new(NATIVE_URL, &single.0)
+        .unwrap()
+        .in_cluster(Some("test_shard_localhost"))
+        .unwrap();
+    let err = rt.block_on(in_cluster.migrate()).unwrap_err();
+    assert!(err.message.contains("single server's table"), "{err}");
+    assert_eq!(
+        count(&format!(
+            "SELECT count() FROM system.tables WHERE database = '{}'",
+            single.0
+        )),
+        3,
+        "nothing was created next to the single server's tables"
+    );
+}

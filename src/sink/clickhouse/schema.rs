@@ -256,13 +256,16 @@ impl Store {
             done.created_tables = TABLES.map(|t| t.0).to_vec();
             return Ok(done);
         }
-        if mode == Mode::Apply && (done.created_database || on.is_empty()) {
-            c.execute(create_database_sql(db, on)).await?;
-        }
         let tables: Vec<Table<String>> = match &self.cluster {
             None => TABLES.map(|(t, c, e)| (t, c, e.to_string())).to_vec(),
             Some(cluster) => super::cluster::cluster_tables(&TABLES, db, cluster),
         };
+        if !done.created_database {
+            self.refuse_other_modes_tables(&mut c, &tables).await?;
+        }
+        if mode == Mode::Apply && (done.created_database || on.is_empty()) {
+            c.execute(create_database_sql(db, on)).await?;
+        }
         for (table, columns, engine) in tables {
             let existing = self.columns(&mut c, table).await?;
             if existing.is_empty() && mode == Mode::Inspect {
@@ -328,14 +331,7 @@ impl Store {
             let engine_full: String = row.get("engine_full")?;
             let partition_key: String = row.get("partition_key")?;
             let sorting_key: String = row.get("sorting_key")?;
-            if engine_full.starts_with("Distributed") || engine_full.starts_with("Replicated") {
-                return Err(StoreError::new(format!(
-                    "{db}.spans is a cluster's table ({}); set INGEST_CLICKHOUSE_CLUSTER to \
-                     the cluster's name (docs/fleet.md), it is not rebuilt as a single \
-                     server's",
-                    engine_full.split('(').next().unwrap_or_default()
-                )));
-            }
+            // A cluster's `spans` was refused before (`refuse_other_modes_tables`).
             spans_shape_ok = SPANS_SHAPE.matches(&engine_full, &partition_key, &sorting_key);
             if !spans_shape_ok && mode == Mode::Apply {
                 tracing::warn!(
@@ -443,6 +439,61 @@ impl Store {
         Ok(existing)
     }
 
+    /// Tables of the other mode stop the migration before any DDL: without a cluster, one a
+    /// cluster's `migrate` made (a `Distributed` or `Replicated*` engine), which a single
+    /// server's `ALTER` or rebuild would change on one node only; in cluster mode, one whose
+    /// engine is not the cluster's (a single server's `spans`), which `ON CLUSTER` DDL would
+    /// alter on every node or refuse halfway.
+    async fn refuse_other_modes_tables(
+        &self,
+        c: &mut ClientHandle,
+        tables: &[Table<String>],
+    ) -> Result<(), StoreError> {
+        let db = &self.database;
+        let found = c
+            .query(format!(
+                "SELECT name, engine FROM system.tables WHERE database = '{db}'"
+            ))
+            .fetch_all()
+            .await?;
+        let mut engines: Vec<(String, String)> = Vec::with_capacity(found.row_count());
+        for row in found.rows() {
+            engines.push((row.get("name")?, row.get("engine")?));
+        }
+        // In the order of `tables`, so that `spans` is named first.
+        for (name, _, want) in tables {
+            let Some((_, engine)) = engines.iter().find(|(n, _)| n == name) else {
+                continue;
+            };
+            let clusters = engine == "Distributed" || engine.starts_with("Replicated");
+            if self.cluster.is_none() && clusters {
+                return Err(StoreError::new(format!(
+                    "{db}.{name} is a cluster's table ({engine}); set INGEST_CLICKHOUSE_CLUSTER \
+                     to the cluster's name (docs/fleet.md): nothing was changed"
+                )));
+            }
+            let fits = if is_distributed(want) {
+                engine == "Distributed"
+            } else {
+                engine.starts_with("Replicated")
+            };
+            if self.cluster.is_some() && !fits {
+                let want = if is_distributed(want) {
+                    "Distributed"
+                } else {
+                    "Replicated*"
+                };
+                return Err(StoreError::new(format!(
+                    "{db}.{name} is a single server's table ({engine}), not the cluster's \
+                     ({want}): INGEST_CLICKHOUSE_CLUSTER is set, but this database was made \
+                     without it; use another database for the cluster (docs/fleet.md): \
+                     nothing was changed"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Adds the columns of `expected` that `existing` lacks, each after its predecessor;
     /// returns their names (`Inspect`: the names only, nothing added).
     async fn add_missing_columns(
@@ -488,6 +539,11 @@ impl Store {
         }
         Ok(added)
     }
+}
+
+/// A table's engine DDL is a `Distributed` table's (cluster mode's `spans`).
+fn is_distributed(engine: &str) -> bool {
+    engine.starts_with("ENGINE = Distributed")
 }
 
 /// `on`: `` ON CLUSTER `name` `` or empty.
