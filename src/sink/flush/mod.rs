@@ -248,10 +248,13 @@ struct State {
     /// Cluster mode, after a failed insert: the head pieces it had, to be retried exactly so
     /// (same rows, same order, so the same block per shard), and the shards that took them.
     frozen: Option<(usize, ShardsDone)>,
-    /// Cluster mode: the previous run's unfinished insert, until its records are read back
-    /// (`intent.rs`), and those read so far.
-    intent: Option<intent::Intent>,
+    /// Cluster mode: earlier runs' unfinished inserts, each until its records are read back
+    /// and it is replayed (`intent.rs`), and the records read so far.
+    intents: Vec<intent::Intent>,
     held: Vec<Entry>,
+    /// Cluster mode: the records of the insert at the head of the queue, in the intent file
+    /// with `intents` until it is written, bisected or given up.
+    current_intent: Option<intent::Intent>,
     /// `spool/insert.intent` exists.
     intent_on_disk: bool,
     spool: Spool,
@@ -343,8 +346,9 @@ impl Flusher {
                 queued_rows: 0,
                 inflight: 0,
                 frozen: None,
-                intent: None,
+                intents: Vec::new(),
                 held: Vec::new(),
+                current_intent: None,
                 intent_on_disk: false,
                 spool,
                 tickets: HashMap::new(),

@@ -141,7 +141,8 @@ impl State {
         let mut done: Vec<*const Entry> = Vec::new();
         // A frozen insert's batches, spooled first: where they went, for the next start.
         let mut frozen = self.frozen.take().map(|(pieces, _)| (pieces, Vec::new()));
-        // Records of the previous run's insert read back so far: still in the spool.
+        // Records of earlier runs' inserts read back so far: still in the spool, and still
+        // named by the intent file.
         for entry in std::mem::take(&mut self.held) {
             self.push(entry, Instant::now());
         }
@@ -185,8 +186,7 @@ impl State {
         }
         match frozen {
             Some((pieces, at)) if at.len() == pieces => self.note_stopped_intent(&at),
-            // The previous run's insert, not read back whole yet: its file stays.
-            _ if self.intent.is_some() => {}
+            // Earlier runs' inserts not replayed yet stay in the file.
             _ => self.clear_intent(),
         }
         self.report.rows_spooled = self.cfg.stats.spool_rows.load(Ordering::Relaxed);

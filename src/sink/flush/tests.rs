@@ -699,3 +699,118 @@ fn a_failing_spool_read_is_waited_for_not_spun_on() {
     assert!(due > Instant::now(), "due when the read is tried again");
     assert_eq!(Some(due), st.spool.read_retry_at());
 }
+
+/// Cluster mode's intent after a stop that followed an outage: the previous run's frozen
+/// insert was spooled last, behind batches spilled earlier, so it is read back only after
+/// other inserts. Its intent must outlive those inserts' own intents and this run's stop,
+/// or the next start would replay its records as ordinary batches, in other blocks.
+#[test]
+fn audit_previous_runs_intent_survives_a_new_insert_and_a_stop() {
+    let dir = TestDir::new("audit-intent");
+    let cfg = FlushConfig {
+        max_rows: 4,
+        ..config("unused", NATIVE_URL)
+    };
+    let intent = dir.path().join("spool").join("insert.intent");
+    let frozen = {
+        let mut f = offline_flusher(cfg.clone(), &dir);
+        for trace in ["s1", "s2", "s3"] {
+            f.st.spool.append(&batch("o", trace, 3, 0), false).unwrap();
+        }
+        let frozen =
+            f.st.spool
+                .append(&batch("o", "frozen", 3, 0), false)
+                .unwrap();
+        f.st.spool.sync().unwrap();
+        f.st.note_stopped_intent(&[frozen]);
+        frozen
+    };
+    let want = format!("{} {}\n", frozen.segment, frozen.index);
+    let mut f = offline_flusher(cfg, &dir);
+    f.st.load_intent();
+    f.st.refill();
+    assert!(!f.st.intents.is_empty());
+    let (pieces, _) = f.st.next_insert();
+    f.st.note_intent(pieces);
+    f.st.frozen = Some((pieces, ShardsDone::default()));
+    f.st.spool_everything();
+    let after_stop = std::fs::read_to_string(&intent).ok();
+    assert!(
+        after_stop
+            .as_deref()
+            .is_some_and(|t| t.contains(want.as_str())),
+        "{after_stop:?} want {want:?}"
+    );
+}
+
+/// Each unfinished insert an intent file names is replayed alone, as the same pieces, after
+/// whatever insert is frozen already (never in its place); an insert written in between keeps
+/// the others in the file; a stop during the replay keeps them all.
+#[test]
+fn unfinished_inserts_of_earlier_runs_are_replayed_one_by_one_after_the_frozen_one() {
+    use crate::sink::clickhouse::Inserted;
+    let dir = TestDir::new("flush-intents");
+    let cfg = FlushConfig {
+        max_rows: 4,
+        ..config("unused", NATIVE_URL)
+    };
+    let intent = dir.path().join("spool").join("insert.intent");
+    let on_disk = || std::fs::read_to_string(&intent).unwrap_or_default();
+    use crate::sink::segment::RecordPos;
+    let line = |p: RecordPos| format!("{} {}\n", p.segment, p.index);
+    let [a, b, c, d] = {
+        let mut f = offline_flusher(cfg.clone(), &dir);
+        let st = &mut f.st;
+        let at =
+            ["a", "b", "c", "d"].map(|t| st.spool.append(&batch("o", t, 3, 0), false).unwrap());
+        st.spool.sync().unwrap();
+        // Two unfinished inserts, as two stops in a row leave them: `d` (the older) and `b`.
+        st.note_stopped_intent(&[at[3]]);
+        st.intents = vec![vec![(at[3].segment, at[3].index)]];
+        st.note_stopped_intent(&[at[1]]);
+        at
+    };
+    assert_eq!(on_disk(), format!("{}\n{}", line(d), line(b)));
+    let mut f = offline_flusher(cfg.clone(), &dir);
+    let st = &mut f.st;
+    st.load_intent();
+    assert_eq!(st.intents.len(), 2);
+    // `a` is read back and frozen after a failed insert; then the rest is read.
+    st.cfg.max_rows = 1;
+    st.refill();
+    st.cfg.max_rows = 100;
+    let ids = |st: &State| -> Vec<(u64, u32)> {
+        st.queue
+            .iter()
+            .map(|p| p.entry.pos.map(|p| (p.segment, p.index)).unwrap())
+            .collect()
+    };
+    let done = ShardsDone::default();
+    st.frozen = Some((1, done));
+    st.refill();
+    // Everything is read; `b` and `d` are complete, but `a` stays the frozen insert.
+    assert!(!st.spool.backlog());
+    assert_eq!(st.frozen, Some((1, done)));
+    assert_eq!(ids(st)[0], (a.segment, a.index));
+    // `a` written: the next insert is `d`, alone, then `b`, alone; `c` after them.
+    let write = |st: &mut State| {
+        let (pieces, rows) = st.next_insert();
+        st.frozen = None;
+        st.clear_intent();
+        st.written(pieces, Inserted { rows, bytes: 0 }, Duration::ZERO);
+    };
+    write(st);
+    st.refill();
+    assert_eq!(ids(st), vec![(d.segment, d.index), (c.segment, c.index)]);
+    assert_eq!(st.next_insert(), (1, 3));
+    assert!(st.frozen.is_some());
+    assert_eq!(on_disk(), format!("{}\n{}", line(b), line(d)));
+    write(st);
+    assert_eq!(on_disk(), line(b), "d is written, b is still to replay");
+    st.refill();
+    assert_eq!(ids(st), vec![(b.segment, b.index), (c.segment, c.index)]);
+    assert_eq!(st.next_insert(), (1, 3));
+    // A stop (or a kill) during the replay of `b`: the next start replays it again.
+    st.spool_everything();
+    assert_eq!(on_disk(), line(b));
+}
