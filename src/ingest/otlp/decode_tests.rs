@@ -341,6 +341,29 @@ fn json_spellings() {
     assert_eq!(d.batch.traces[0].spans[0].start_time, 1);
 }
 
+/// `null` for a value of any kind is an empty value (`null` in metadata), as an absent one.
+#[test]
+fn json_null_values_are_empty() {
+    for kind in [
+        "stringValue",
+        "boolValue",
+        "intValue",
+        "doubleValue",
+        "bytesValue",
+        "arrayValue",
+        "kvlistValue",
+        "int_value",
+        "double_value",
+    ] {
+        let body = json_span_with(&format!(r#"{{"key":"k","value":{{"{kind}":null}}}}"#));
+        assert_eq!(
+            decode_json_str(&body).as_deref(),
+            Ok("other n meta[k=null]\nrejected=0 truncated=0 dropped=0"),
+            "{kind}"
+        );
+    }
+}
+
 #[test]
 fn undecodable_bodies() {
     let json_cases: &[(&str, &str)] = &[

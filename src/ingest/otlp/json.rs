@@ -131,8 +131,8 @@ impl<'a> Walker<'_, 'a> {
         v.map(Some).ok_or(ShapeError::Shape(what))
     }
 
-    /// A 64-bit signed integer: a number or a decimal string.
-    fn int64(&mut self, what: &'static str) -> Result<i64, ShapeError> {
+    /// A 64-bit signed integer: a number or a decimal string; `null` is absent.
+    fn int64(&mut self, what: &'static str) -> Result<Option<i64>, ShapeError> {
         let v = match self.next() {
             Node::Static(StaticNode::I64(i)) => Some(i),
             Node::Static(StaticNode::U64(u)) => i64::try_from(u).ok(),
@@ -140,9 +140,10 @@ impl<'a> Walker<'_, 'a> {
                 Some(f as i64)
             }
             Node::String(s) => s.parse().ok(),
+            Node::Static(StaticNode::Null) => return Ok(None),
             _ => None,
         };
-        v.ok_or(ShapeError::Shape(what))
+        v.map(Some).ok_or(ShapeError::Shape(what))
     }
 
     /// An enum: its number, or its name from `names` (`null` = 0).
@@ -402,9 +403,15 @@ impl<'a> Walker<'_, 'a> {
                     _ => return Err(ShapeError::Shape("boolValue must be a boolean")),
                 },
                 "intValue" | "int_value" => {
-                    v = Value::Int(self.int64("intValue must be a 64-bit integer")?)
+                    if let Some(i) = self.int64("intValue must be a 64-bit integer")? {
+                        v = Value::Int(i);
+                    }
                 }
-                "doubleValue" | "double_value" => v = Value::Double(self.double()?),
+                "doubleValue" | "double_value" => {
+                    if let Some(d) = self.double()? {
+                        v = Value::Double(d);
+                    }
+                }
                 "bytesValue" | "bytes_value" => {
                     if let Some(s) = self.string("bytesValue must be a base64 string")? {
                         v = Value::Bytes(
@@ -429,17 +436,19 @@ impl<'a> Walker<'_, 'a> {
         Ok(v)
     }
 
-    /// A double: a number, or a string (`"NaN"`, `"Infinity"`, `"-Infinity"` or a number).
-    fn double(&mut self) -> Result<f64, ShapeError> {
+    /// A double: a number, or a string (`"NaN"`, `"Infinity"`, `"-Infinity"` or a number);
+    /// `null` is absent.
+    fn double(&mut self) -> Result<Option<f64>, ShapeError> {
         const WHAT: &str = "doubleValue must be a number";
         match self.next() {
-            Node::Static(StaticNode::F64(f)) => Ok(f),
-            Node::Static(StaticNode::I64(i)) => Ok(i as f64),
-            Node::Static(StaticNode::U64(u)) => Ok(u as f64),
-            Node::String("NaN") => Ok(f64::NAN),
-            Node::String("Infinity") => Ok(f64::INFINITY),
-            Node::String("-Infinity") => Ok(f64::NEG_INFINITY),
-            Node::String(s) => s.parse().map_err(|_| ShapeError::Shape(WHAT)),
+            Node::Static(StaticNode::F64(f)) => Ok(Some(f)),
+            Node::Static(StaticNode::I64(i)) => Ok(Some(i as f64)),
+            Node::Static(StaticNode::U64(u)) => Ok(Some(u as f64)),
+            Node::String("NaN") => Ok(Some(f64::NAN)),
+            Node::String("Infinity") => Ok(Some(f64::INFINITY)),
+            Node::String("-Infinity") => Ok(Some(f64::NEG_INFINITY)),
+            Node::String(s) => s.parse().map(Some).map_err(|_| ShapeError::Shape(WHAT)),
+            Node::Static(StaticNode::Null) => Ok(None),
             _ => Err(ShapeError::Shape(WHAT)),
         }
     }

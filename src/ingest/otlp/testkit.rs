@@ -292,3 +292,21 @@ pub(crate) fn priced_rows(batch: &wire::Batch<'_>, arena: &Bump) -> RowBatch {
     )
     .expect("rows")
 }
+
+/// Decodes an OTLP/JSON body and renders it (`render`), or the error's message.
+pub(crate) fn decode_json_str(body: &str) -> Result<String, String> {
+    let mut body = body.as_bytes().to_vec();
+    let arena = Bump::new();
+    OtlpDecoder::new()
+        .decode_json(crate::ingest::body::PaddedBody::pad(&mut body), &arena)
+        .map(|d| render(&d))
+        .map_err(|e| e.to_string())
+}
+
+/// An OTLP/JSON export of one span (`other n`) with these attributes (JSON text, comma
+/// separated).
+pub(crate) fn json_span_with(attributes: &str) -> String {
+    format!(
+        r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[{{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"0000000000000001","name":"n","startTimeUnixNano":"1","endTimeUnixNano":"2","attributes":[{attributes}]}}]}}]}}]}}"#
+    )
+}
