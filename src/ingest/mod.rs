@@ -5,7 +5,7 @@
 //! Every wire format is a front end that decodes a body into the same `wire::Batch`; the rest
 //! of the pipeline is shared. Front ends: `v1` (the v1 JSON batch, `/ingest`) and `otlp` (an
 //! OTLP/HTTP trace export, `/v1/traces`); a body sent with a `Content-Encoding` is decoded
-//! first, within the body cap (`compress`). Everything here is
+//! first, within the body cap (`compress`); both JSON front ends parse through `json`. Everything here is
 //! synchronous and does no I/O: a worker calls `Pipeline::ingest_v1` with the body in the buffer
 //! its connection owns (with simd-json's padding after it, `body.rs`, so the JSON front ends
 //! parse it where it lies) and gets back either the rows handed over (`Handed`, to await in
@@ -15,6 +15,7 @@
 
 pub mod body;
 pub mod compress;
+pub mod json;
 pub mod otlp;
 pub mod rows;
 pub mod unpriced;

@@ -364,10 +364,41 @@ fn json_null_values_are_empty() {
     }
 }
 
+/// A lone surrogate escape is valid JSON (RFC 8259), and JavaScript apps send one when they
+/// cut a string inside an emoji: it is stored as U+FFFD, as on `/ingest`, and the rest of the
+/// export as sent. A pair, and an escaped backslash before `u`, are left alone.
+#[test]
+fn json_lone_surrogates_are_replacement_characters() {
+    let cases = [
+        (r#""cut \ud83d""#, "cut \u{FFFD}"),
+        (r#""\uDE00 low first""#, "\u{FFFD} low first"),
+        (r#""\ud83d\ud83d\ude00""#, "\u{FFFD}😀"),
+        (r#""ok \ud83d\ude00""#, "ok 😀"),
+        (r#""\\ud83d""#, r"\ud83d"),
+    ];
+    for (text, stored) in cases {
+        let body = format!(
+            r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[
+            {{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"0000000000000001","name":"a\n","startTimeUnixNano":"1","endTimeUnixNano":"2",
+              "attributes":[{{"key":"gen_ai.input.messages","value":{{"stringValue":{text}}}}},{{"key":"k\ud83d","value":{{"intValue":"7"}}}}]}},
+            {{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"0000000000000002","name":"b\"","startTimeUnixNano":"3","endTimeUnixNano":"4"}}
+            ]}}]}}]}}"#
+        );
+        assert_eq!(
+            decode_json_str(&body).as_deref(),
+            Ok(format!(
+                "other a\n input={stored} meta[k\u{FFFD}=7]\nother b\"\nrejected=0 truncated=0 dropped=0"
+            )
+            .as_str()),
+            "{text}"
+        );
+    }
+}
+
 #[test]
 fn undecodable_bodies() {
     let json_cases: &[(&str, &str)] = &[
-        ("", "the body is not valid JSON: the body is empty or ends early (at byte 0)"),
+        ("", "the body is not valid JSON: the body is empty"),
         ("[]", "the body is not an OTLP JSON export: the body must be a JSON object"),
         ("{\"resourceSpans\":{}}", "the body is not an OTLP JSON export: resourceSpans must be an array"),
         (
@@ -378,7 +409,13 @@ fn undecodable_bodies() {
             "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[{\"startTimeUnixNano\":-1}]}]}]}",
             "the body is not an OTLP JSON export: startTimeUnixNano must be an unsigned 64-bit integer",
         ),
-        ("{\"resourceSpans\":[", "the body is not valid JSON: syntax error (at byte 17)"),
+        ("{\"resourceSpans\":[", "the body is not valid JSON: unexpected end of the body"),
+        // Offsets are bytes of the body as sent, and only where simd-json knows one: inside a
+        // string its index is not a byte offset (it was reported as one).
+        ("{\"resourceSpans\":[],\"x\":\"a\\qb\"}", "the body is not valid JSON: invalid escape sequence in a string"),
+        ("{\"resourceSpans\":[],\"x\":\"\\uZZZZ\"}", "the body is not valid JSON: invalid \\u escape in a string"),
+        ("{\"resourceSpans\":[]} x", "the body is not valid JSON: unexpected data after the JSON value (at byte 21)"),
+        ("{\"resourceSpans\":[1 2]}", "the body is not valid JSON: expected ',' or ']', found '2' (at byte 20)"),
     ];
     for (body, want) in json_cases {
         let mut b = body.as_bytes().to_vec();

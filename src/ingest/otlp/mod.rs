@@ -62,7 +62,7 @@ use std::fmt;
 use std::mem;
 
 use bumpalo::Bump;
-use simd_json::{Buffers, ErrorType, Node, Tape};
+use simd_json::{Buffers, Node, Tape};
 
 #[cfg(any(test, feature = "fuzzing"))]
 pub use fuzz::fuzz_decode;
@@ -72,6 +72,7 @@ pub use protowire::{ProtoError, ProtoErrorKind};
 pub use raw::MAX_VALUE_DEPTH;
 
 use crate::ingest::body::PaddedBody;
+use crate::ingest::json::{self as json_in_place, JsonError, Repairs};
 use crate::ingest::wire::Batch;
 
 /// A decoded export: the spans that were kept, and what became of the rest.
@@ -114,7 +115,7 @@ pub enum OtlpError {
     /// Not a protobuf `ExportTraceServiceRequest`.
     Protobuf(ProtoError),
     /// Not JSON: what is wrong, and where (byte offset) when known.
-    Json { what: &'static str, offset: usize },
+    Json(JsonError),
     /// JSON, but not an export: which field has the wrong type.
     Shape(&'static str),
     /// Attribute values nested deeper than [`MAX_VALUE_DEPTH`].
@@ -133,9 +134,7 @@ impl fmt::Display for OtlpError {
             OtlpError::Protobuf(e) => {
                 write!(f, "the body is not a valid OTLP protobuf export: {e}")
             }
-            OtlpError::Json { what, offset } => {
-                write!(f, "the body is not valid JSON: {what} (at byte {offset})")
-            }
+            OtlpError::Json(e) => write!(f, "the body is not valid JSON: {e}"),
             OtlpError::Shape(what) => write!(f, "the body is not an OTLP JSON export: {what}"),
             OtlpError::TooDeep => write!(
                 f,
@@ -184,7 +183,8 @@ impl OtlpDecoder {
     }
 
     /// Decodes an `application/json` body, parsing it where it lies, with no copy (strings
-    /// are unescaped in place, so `body` is changed; its padding is not). Strings borrow
+    /// are unescaped in place and a lone surrogate escape repaired, so `body` is changed;
+    /// its padding is not: `ingest::json`). Strings borrow
     /// `body`; the rest is in `arena`.
     pub fn decode_json<'a>(
         &mut self,
@@ -193,20 +193,26 @@ impl OtlpDecoder {
     ) -> Result<Decoded<'a>, OtlpError> {
         let mut tape: Tape<'a> = Tape(mem::take(&mut self.tape)).reset();
         let (buf, len) = body.into_parts();
-        let result = match simd_json::fill_tape_padded(buf, len, &mut self.buffers, &mut tape) {
-            Ok(()) => {
-                let mut mapper = map::Mapper::new(arena);
-                match json::walk(&tape.0, arena, &mut mapper) {
-                    Ok(()) => {
-                        let (batch, counts, message) = mapper.finish();
-                        Ok(Decoded::new(batch, counts, message))
+        // A lone surrogate (a JavaScript string cut inside an emoji) is stored as U+FFFD, as
+        // on `/ingest`; a number simd-json cannot hold stays a refusal (no OTLP field holds
+        // one).
+        let repairs = Repairs { numbers: None };
+        let result =
+            match json_in_place::parse_in_place(buf, len, 0, &mut self.buffers, &mut tape, repairs)
+            {
+                Ok(()) => {
+                    let mut mapper = map::Mapper::new(arena);
+                    match json::walk(&tape.0, arena, &mut mapper) {
+                        Ok(()) => {
+                            let (batch, counts, message) = mapper.finish();
+                            Ok(Decoded::new(batch, counts, message))
+                        }
+                        Err(ShapeError::Shape(what)) => Err(OtlpError::Shape(what)),
+                        Err(ShapeError::TooDeep) => Err(OtlpError::TooDeep),
                     }
-                    Err(ShapeError::Shape(what)) => Err(OtlpError::Shape(what)),
-                    Err(ShapeError::TooDeep) => Err(OtlpError::TooDeep),
                 }
-            }
-            Err(e) => Err(json_error(&e)),
-        };
+                Err(e) => Err(OtlpError::Json(e)),
+            };
         self.tape = tape.reset().0;
         result
     }
@@ -225,22 +231,4 @@ pub fn read_protobuf_spans(body: &[u8], arena: &Bump) -> Result<usize, OtlpError
     let mut count = Count(0);
     proto::walk(body, arena, &mut count).map_err(OtlpError::Protobuf)?;
     Ok(count.0)
-}
-
-#[cold]
-fn json_error(e: &simd_json::Error) -> OtlpError {
-    let what = match e.error() {
-        ErrorType::Eof => "the body is empty or ends early",
-        ErrorType::InvalidUtf8 => "not valid UTF-8",
-        ErrorType::InvalidEscape => "invalid escape sequence in a string",
-        ErrorType::InvalidUnicodeCodepoint => "invalid \\u escape in a string",
-        ErrorType::InvalidNumber => "invalid or out-of-range number",
-        ErrorType::DepthLimitExceeded => "nested too deep",
-        ErrorType::TrailingData => "unexpected data after the JSON value",
-        _ => "syntax error",
-    };
-    OtlpError::Json {
-        what,
-        offset: e.index(),
-    }
 }

@@ -2,33 +2,21 @@
 //! was read into (which has simd-json's padding after it: `PaddedBody`), into a reused tape;
 //! then the schema walk (`validate`) turns the tape into arena-allocated wire types.
 //!
-//! The parse unescapes strings in place and makes no copy of the body, so every `&str` of a
-//! decoded batch borrows the body's buffer. simd-json refuses two things the contract accepts: a
-//! lone UTF-16 surrogate in a `\u` escape, and a number literal it cannot hold (`1e400`,
-//! `18446744073709551616`). Only when a parse fails (for any reason) is more work done: the
-//! strings it had unescaped before failing are written back (`restore.rs`), so the body reads
-//! as the body as sent did; then, if the failure was one of those two, the body is repaired in
-//! place with same-length text (`\uD83D` -> `\uFFFD`; the literal -> a `"000"` placeholder
-//! string whose offset is remembered so the walk reports the number at its exact path) and
-//! parsed again. A body that parses costs no check and no copy for this.
-//! Nesting depth is bounded by simd-json's iterative parser (1024 levels, no recursion).
+//! The parse, with its rare repairs (lone surrogates, out-of-range numbers: for v1 both) and
+//! its error message, is `ingest::json`'s, shared with OTLP/JSON.
 
 use std::mem;
 
 use bumpalo::Bump;
-use simd_json::{Buffers, ErrorType, Node, Tape};
+use simd_json::{Buffers, Node, Tape};
 
-use super::restore::Restore;
-use super::validate::{self, Placeholder};
+use super::validate;
 use crate::ingest::body::PaddedBody;
+use crate::ingest::json::{self, JsonError, Placeholder, Repairs};
 use crate::ingest::wire::Batch;
 use crate::ingest::DecodeError;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
-
-/// Repairs attempted per body: a surrogate pass and a number pass each fix every case at once,
-/// so two suffice for any body; the rest is margin.
-const MAX_REPAIRS: usize = 4;
 
 /// Per-worker decoding state, reused by every request so a warm decode allocates nothing
 /// outside the request's arena.
@@ -70,337 +58,28 @@ impl Decoder {
             0
         };
         let (buf, len) = body.skip(bom).into_parts();
-        let padded_len = buf.len();
-        // Every attempt, and every write between attempts, goes through this pointer; `buf`
-        // itself is not used again.
-        let ptr = buf.as_mut_ptr();
+        // The walk finds the placeholders by their address.
+        let base = buf.as_ptr() as usize;
         self.placeholders.clear();
         let mut tape: Tape<'a> = Tape(mem::take(&mut self.tape)).reset();
-        let mut repairs = 0;
-        loop {
-            // A failed parse must give the buffer back for the repair and the next attempt,
-            // which the borrow checker cannot express for a loan that lives on as `'a` when
-            // the parse succeeds; so every attempt borrows it afresh from this pointer.
-            // SAFETY: `ptr..ptr + padded_len` is the buffer `body` lent us for `'a` (body then
-            // padding, initialised). No other reference into it is live: a failed attempt's
-            // references (the tape's strings) are dropped before the buffer is written again.
-            let input: &'a mut [u8] = unsafe { std::slice::from_raw_parts_mut(ptr, padded_len) };
-            let Err(e) = parse(input, len, &mut self.buffers, &mut tape) else {
-                break;
-            };
-            let failure = Failure {
-                error: &e,
-                structurals: self.buffers.structural_indexes(),
-                body: ptr,
-                len,
-                bom,
-                may_repair: repairs < MAX_REPAIRS,
-            };
-            if let Err(refusal) = failure.handle(&mut tape.0, &mut self.placeholders) {
-                self.tape = tape.reset().0;
-                return Err(refusal);
-            }
-            repairs += 1;
+        let repairs = Repairs {
+            numbers: Some(&mut self.placeholders),
+        };
+        if let Err(e) = json::parse_in_place(buf, len, bom, &mut self.buffers, &mut tape, repairs) {
+            self.tape = tape.reset().0;
+            return Err(invalid_json(e));
         }
         self.placeholders.sort_unstable_by_key(|p| p.offset);
-        let result = validate::batch(&tape.0, arena, &self.placeholders, ptr as usize);
+        let result = validate::batch(&tape.0, arena, &self.placeholders, base);
         self.tape = tape.reset().0;
         result.map_err(DecodeError::Schema)
     }
 }
 
-/// simd-json's parse of `input[..len]` in place, in a function of its own: inlined into
-/// `decode`, its stage 2 was compiled around the rest of `decode` and took 3% more
-/// instructions.
-#[inline(never)]
-fn parse<'a>(
-    input: &'a mut [u8],
-    len: usize,
-    buffers: &mut Buffers,
-    tape: &mut Tape<'a>,
-) -> simd_json::Result<()> {
-    simd_json::fill_tape_padded(input, len, buffers, tape)
-}
-
-/// A failed parse of the body at `body` (`len` bytes after a BOM of `bom` bytes).
-struct Failure<'f> {
-    error: &'f simd_json::Error,
-    /// Stage 1's structural indexes of the body (`Restore` needs them).
-    structurals: &'f [u32],
-    body: *mut u8,
-    len: usize,
-    bom: usize,
-    /// Whether another repair may be tried (`MAX_REPAIRS`).
-    may_repair: bool,
-}
-
-impl Failure<'_> {
-    /// Writes back what the parse unescaped (emptying `tape`, whose strings point into the
-    /// body), then repairs the body if the failure is one the contract accepts: `Ok` to parse
-    /// again, else the `invalid_json` refusal. Out of line, so that the parse's own loop stays
-    /// as tight as simd-json's.
-    #[cold]
-    #[inline(never)]
-    fn handle(
-        self,
-        tape: &mut Vec<Node<'_>>,
-        placeholders: &mut Vec<Placeholder>,
-    ) -> Result<(), DecodeError> {
-        let e = self.error;
-        let trailing = is_trailing_data(tape, e);
-        let restore = Restore::collect(tape, self.structurals, self.body, self.len);
-        tape.clear();
-        // SAFETY: `body..body + len` is the body `decode` was lent for its whole run, and no
-        // other reference into it is live: the tape, the only holder of any, is empty.
-        let body = unsafe { std::slice::from_raw_parts_mut(self.body, self.len) };
-        let repaired = match restore {
-            Some(restore) => {
-                restore.apply(body);
-                self.may_repair && repair(body, e, placeholders)
-            }
-            // Cannot happen (see `restore.rs`); if it did, the error stands.
-            None => false,
-        };
-        if repaired {
-            Ok(())
-        } else {
-            Err(DecodeError::InvalidJson(describe(
-                body, e, trailing, self.bom,
-            )))
-        }
-    }
-}
-
-/// Fixes, in the body as sent, what the contract accepts but simd-json refuses. Returns
-/// whether anything changed (if not, the error stands).
+/// The `invalid_json` refusal of a body that is not JSON.
 #[cold]
-fn repair(body: &mut [u8], e: &simd_json::Error, placeholders: &mut Vec<Placeholder>) -> bool {
-    match e.error() {
-        ErrorType::InvalidNumber => repair_numbers(body, placeholders),
-        // Stage 1 reports bad UTF-8 as `InvalidUtf8`; some string parsers report a lone low
-        // surrogate that way too.
-        ErrorType::InvalidUnicodeCodepoint | ErrorType::InvalidUtf8 => {
-            std::str::from_utf8(body).is_ok() && repair_surrogates(body)
-        }
-        _ => false,
-    }
-}
-
-/// The `invalid_json` message: what is wrong and, when simd-json knows, the byte offset in
-/// the body as sent (BOM included). `body` is the body after the BOM.
-#[cold]
-fn describe(body: &[u8], e: &simd_json::Error, trailing: bool, bom: usize) -> String {
-    let at = e.index() + bom;
-    let c = e.character().unwrap_or(' ');
-    let what = match e.error() {
-        ErrorType::Eof => "the body is empty".to_owned(),
-        ErrorType::InvalidUtf8 => match std::str::from_utf8(body) {
-            Err(u) => format!("not valid UTF-8 (at byte {})", u.valid_up_to() + bom),
-            Ok(_) => "invalid \\u escape in a string".to_owned(),
-        },
-        ErrorType::InvalidUnicodeCodepoint => "invalid \\u escape in a string".to_owned(),
-        ErrorType::InvalidEscape => "invalid escape sequence in a string".to_owned(),
-        ErrorType::DepthLimitExceeded => format!(
-            "nested deeper than {} levels (at byte {at})",
-            simd_json::DEFAULT_MAX_DEPTH
-        ),
-        ErrorType::InternalError if trailing => {
-            // `at` is the root's closing bracket; point at what follows it.
-            let rest = body.get(e.index() + 1..).unwrap_or_default();
-            let gap = rest
-                .iter()
-                .take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-                .count();
-            format!(
-                "unexpected data after the JSON value (at byte {})",
-                at + 1 + gap
-            )
-        }
-        ErrorType::TrailingData => "unexpected data after the JSON value".to_owned(),
-        ErrorType::InvalidNumber => format!("invalid number (at byte {at})"),
-        ErrorType::ExpectedTrue | ErrorType::ExpectedFalse | ErrorType::ExpectedNull => {
-            format!("invalid literal (at byte {at})")
-        }
-        ErrorType::ExpectedObjectColon => format!("expected ':' (at byte {at})"),
-        ErrorType::ExpectedObjectKey => format!("expected a string key (at byte {at})"),
-        ErrorType::ExpectedArrayContent => {
-            format!("expected ',' or ']', found '{c}' (at byte {at})")
-        }
-        ErrorType::ExpectedObjectContent => {
-            format!("expected ',', '}}' or a string key, found '{c}' (at byte {at})")
-        }
-        ErrorType::Syntax if e.character().is_none() => {
-            "unterminated string or control character in a string".to_owned()
-        }
-        ErrorType::Syntax => "unexpected end of the body".to_owned(),
-        _ if e.character().is_some() => format!("unexpected '{c}' (at byte {at})"),
-        other => format!("{other:?}"),
-    };
-    format!("the body is not valid JSON: {what}")
-}
-
-/// After a failed parse: whether the failure was data after a complete top-level object or
-/// array. simd-json reports that as an internal error at the root's closing bracket, with the
-/// root's header already finished on the tape.
-fn is_trailing_data(tape: &[Node<'_>], e: &simd_json::Error) -> bool {
-    if !matches!(e.error(), ErrorType::InternalError) {
-        return false;
-    }
-    match (tape.first(), e.character()) {
-        (Some(Node::Object { count, .. }), Some('}'))
-        | (Some(Node::Array { count, .. }), Some(']')) => count + 1 == tape.len(),
-        _ => false,
-    }
-}
-
-/// The code unit of the `\u` escape whose four hex digits start at `at`, if they are there.
-fn hex4(buf: &[u8], at: usize) -> Option<u32> {
-    crate::hex::escape_unit(buf.get(at..)?).ok()
-}
-
-/// Rewrites every `\u` escape of an unpaired UTF-16 surrogate to `\uFFFD` (same length).
-/// Tracks strings and escapes as simd-json's stage 1 does, so `\\uD83D` is left alone.
-fn repair_surrogates(buf: &mut [u8]) -> bool {
-    let high = 0xD800..0xDC00;
-    let low = 0xDC00..0xE000;
-    let mut changed = false;
-    let mut in_string = false;
-    let mut i = 0;
-    while i < buf.len() {
-        match (in_string, buf[i]) {
-            (false, b'"') => in_string = true,
-            (false, _) => {}
-            (true, b'"') => in_string = false,
-            (true, b'\\') if buf.get(i + 1) == Some(&b'u') => {
-                let lone = match hex4(buf, i + 2) {
-                    Some(cp) if high.contains(&cp) => {
-                        let paired = buf.get(i + 6..i + 8) == Some(b"\\u")
-                            && hex4(buf, i + 8).is_some_and(|lo| low.contains(&lo));
-                        if paired {
-                            i += 12;
-                            continue;
-                        }
-                        true
-                    }
-                    Some(cp) => low.contains(&cp),
-                    // Not four hex digits: left for the parser to refuse.
-                    None => false,
-                };
-                if lone {
-                    buf[i + 2..i + 6].copy_from_slice(b"FFFD");
-                    changed = true;
-                }
-                i += 6;
-                continue;
-            }
-            (true, b'\\') => {
-                i += 2;
-                continue;
-            }
-            (true, _) => {}
-        }
-        i += 1;
-    }
-    changed
-}
-
-/// Replaces every well-formed number literal that simd-json cannot hold with a same-length
-/// string (`"0…0"`), recording where it is and its value. Returns whether anything changed.
-fn repair_numbers(buf: &mut [u8], placeholders: &mut Vec<Placeholder>) -> bool {
-    let mut changed = false;
-    let mut in_string = false;
-    let mut i = 0;
-    while i < buf.len() {
-        let b = buf[i];
-        if in_string {
-            match b {
-                b'"' => in_string = false,
-                b'\\' => i += 1,
-                _ => {}
-            }
-            i += 1;
-            continue;
-        }
-        if b == b'"' {
-            in_string = true;
-            i += 1;
-            continue;
-        }
-        if b != b'-' && !b.is_ascii_digit() {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < buf.len() && matches!(buf[i], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') {
-            i += 1;
-        }
-        if let Some(value) = out_of_range(&buf[start..i]) {
-            buf[start] = b'"';
-            buf[start + 1..i - 1].fill(b'0');
-            buf[i - 1] = b'"';
-            placeholders.push(Placeholder {
-                offset: start + 1,
-                value,
-            });
-            changed = true;
-        }
-    }
-    changed
-}
-
-/// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`
-fn is_json_number(t: &[u8]) -> bool {
-    let digits = |t: &[u8], mut i: usize| {
-        let s = i;
-        while i < t.len() && t[i].is_ascii_digit() {
-            i += 1;
-        }
-        (i > s).then_some(i)
-    };
-    let mut i = usize::from(t.first() == Some(&b'-'));
-    match t.get(i) {
-        Some(b'0') => i += 1,
-        Some(b'1'..=b'9') => i = digits(t, i).unwrap_or(i),
-        _ => return false,
-    }
-    if t.get(i) == Some(&b'.') {
-        let Some(j) = digits(t, i + 1) else {
-            return false;
-        };
-        i = j;
-    }
-    if matches!(t.get(i), Some(b'e' | b'E')) {
-        i += 1;
-        if matches!(t.get(i), Some(b'+' | b'-')) {
-            i += 1;
-        }
-        let Some(j) = digits(t, i) else {
-            return false;
-        };
-        i = j;
-    }
-    i == t.len()
-}
-
-/// The value of a well-formed literal that simd-json refuses: an integer beyond `u64` (or
-/// below `i64::MIN`), or any number that overflows a double (then infinite).
-fn out_of_range(token: &[u8]) -> Option<f64> {
-    if !is_json_number(token) {
-        return None;
-    }
-    let text = std::str::from_utf8(token).ok()?;
-    let value: f64 = text.parse().ok()?;
-    if value.is_infinite() {
-        return Some(value);
-    }
-    if token.iter().any(|b| matches!(b, b'.' | b'e' | b'E')) {
-        return None;
-    }
-    let fits = match text.strip_prefix('-') {
-        Some(digits) => digits.len() < 19 || digits.parse::<u64>().is_ok_and(|m| m <= 1 << 63),
-        None => text.parse::<u64>().is_ok(),
-    };
-    (!fits).then_some(value)
+pub(super) fn invalid_json(e: JsonError) -> DecodeError {
+    DecodeError::InvalidJson(format!("the body is not valid JSON: {e}"))
 }
 
 #[cfg(test)]
@@ -666,29 +345,6 @@ pub(crate) mod tests {
             with_span(&format!(",\"chunkTokens\":[0{many}]")),
             &expected.join("\n"),
         );
-    }
-
-    #[test]
-    fn number_literal_grammar() {
-        for ok in ["0", "-0", "1", "-1.5e-3", "10E+2", "0.0", "123456789"] {
-            assert!(is_json_number(ok.as_bytes()), "{ok}");
-        }
-        for bad in [
-            "", "-", "01", "1.", ".5", "1e", "1e+", "+1", "1-", "--1", "1.2.3", "1e5e5",
-        ] {
-            assert!(!is_json_number(bad.as_bytes()), "{bad}");
-        }
-        assert_eq!(out_of_range(b"18446744073709551615"), None);
-        assert_eq!(
-            out_of_range(b"18446744073709551616"),
-            Some(18446744073709551616.0)
-        );
-        assert_eq!(out_of_range(b"-9223372036854775808"), None);
-        assert!(out_of_range(b"-9223372036854775809").is_some());
-        assert_eq!(out_of_range(b"1e308"), None);
-        assert_eq!(out_of_range(b"1e309"), Some(f64::INFINITY));
-        assert_eq!(out_of_range(b"-1e309"), Some(f64::NEG_INFINITY));
-        assert_eq!(out_of_range(b"1e-999"), None);
     }
 
     #[test]

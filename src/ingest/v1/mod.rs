@@ -2,8 +2,8 @@
 //! every issue reported by JSON path.
 //!
 //! - `decode.rs`: the body parsed by simd-json where it lies (its buffer has simd-json's
-//!   padding), with the rare repair of lone surrogates and out-of-range numbers;
-//!   `restore.rs`: what a failed parse unescaped, written back before a repair.
+//!   padding), with the rare repair of lone surrogates and out-of-range numbers
+//!   (`ingest::json`, shared with OTLP/JSON).
 //! - `validate/`: the schema walk over simd-json's tape into arena-allocated `wire` types.
 //! - `issue.rs`: `Issue { path, code, message }` and the cheap path stack of the walk.
 //! - `fuzz.rs` (tests and fuzzing only): the decoder against an independent oracle
@@ -13,7 +13,6 @@ mod decode;
 #[cfg(any(test, feature = "fuzzing"))]
 mod fuzz;
 mod issue;
-mod restore;
 pub mod validate;
 
 pub use decode::Decoder;

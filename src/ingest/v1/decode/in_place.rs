@@ -8,8 +8,9 @@
 use bumpalo::Bump;
 use simd_json::{Buffers, Tape, INPUT_PADDING};
 
-use super::{describe, is_trailing_data, repair, Decoder, BOM, MAX_REPAIRS};
+use super::{invalid_json, Decoder, BOM};
 use crate::ingest::body::PaddedBody;
+use crate::ingest::json::{describe, is_trailing_data, repair, Placeholder, MAX_REPAIRS};
 use crate::ingest::v1::validate;
 use crate::ingest::wire::Batch;
 use crate::ingest::DecodeError;
@@ -38,7 +39,7 @@ fn decode_by_copy(input: &[u8]) -> String {
         let mut tape = Tape::null();
         let e = match simd_json::fill_tape_padded(&mut copy, len, &mut buffers, &mut tape) {
             Ok(()) => {
-                placeholders.sort_unstable_by_key(|p: &validate::Placeholder| p.offset);
+                placeholders.sort_unstable_by_key(|p: &Placeholder| p.offset);
                 let arena = Bump::new();
                 let r = validate::batch(&tape.0, &arena, &placeholders, base);
                 return render(r.map_err(DecodeError::Schema));
@@ -47,9 +48,8 @@ fn decode_by_copy(input: &[u8]) -> String {
         };
         let trailing = is_trailing_data(&tape.0, &e);
         drop(tape);
-        if repairs == MAX_REPAIRS || !repair(&mut body, &e, &mut placeholders) {
-            let message = describe(&body, &e, trailing, bom);
-            return render(Err(DecodeError::InvalidJson(message)));
+        if repairs == MAX_REPAIRS || !repair(&mut body, &e, Some(&mut placeholders)) {
+            return render(Err(invalid_json(describe(&body, &e, trailing, bom))));
         }
         repairs += 1;
     }

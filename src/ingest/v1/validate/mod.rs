@@ -15,6 +15,7 @@ use simd_json::{Node, StaticNode};
 
 pub use super::issue::{Issue, PathSeg, MAX_ISSUES};
 use super::issue::{Issues, Path};
+use crate::ingest::json::Placeholder;
 
 mod report;
 mod scalars;
@@ -28,16 +29,6 @@ use crate::ingest::wire::{
 
 /// 2^53 - 1: the largest integer every JSON reader (JavaScript included) holds exactly.
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
-
-/// A number literal simd-json cannot hold (an integer beyond `u64`/`i64`, or a value that
-/// overflows a double), which `decode` replaced by a same-length string before re-parsing.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Placeholder {
-    /// Byte offset of the placeholder string's content in the parsed body.
-    pub offset: usize,
-    /// The literal's value as a double: finite for a huge integer, infinite when it overflows.
-    pub value: f64,
-}
 
 /// Walks a parsed tape into a `Batch`, or returns up to `MAX_ISSUES` issues.
 ///
