@@ -8,7 +8,7 @@ use bumpalo::Bump;
 
 use super::body::PaddedBody;
 use super::compress::{Decompressor, Encoding};
-use super::otlp::OtlpDecoder;
+use super::otlp::{OtlpDecoder, Refused};
 use super::rows::{self, BuildError};
 use super::unpriced::UnpricedModels;
 use super::v1::Decoder;
@@ -154,11 +154,28 @@ impl Pipeline {
         w.pricer.unpriced().clear();
         let body = decoded(&mut self.decompressor, body, encoding, cap)?;
         let body_len = body.len();
-        let decoded = match format {
+        let mut decoded = match format {
             OtlpFormat::Protobuf => w.otlp.decode_protobuf(body.into_bytes(), &w.arena),
             OtlpFormat::Json => w.otlp.decode_json(body, &w.arena),
         }
         .map_err(DecodeError::Otlp)?;
+        // One table for both builds, so that the second cannot refuse another span.
+        let table = self.parts.prices.current();
+        let limit = self.parts.batch_limit;
+        let arena = &w.arena;
+        let build = |pricer: &mut Pricer, batch: &Batch<'_>| {
+            rows::build(batch, principal, &table, pricer, now_ms, limit, arena)
+        };
+        let mut built =
+            (decoded.batch.span_count > 0).then(|| build(&mut w.pricer, &decoded.batch));
+        if let Some(Err(BuildError::CostTooLarge(spans))) = &built {
+            // A span whose cost cannot be stored (token counts no model call reaches) is
+            // refused on its own, as one with bad ids is (docs/otlp.md), and the rest built
+            // again (rare: the first build's work is lost, and its tally of unpriced spans).
+            decoded.reject_spans(spans, Refused::CostTooLarge, arena);
+            w.pricer.unpriced().clear();
+            built = (decoded.batch.span_count > 0).then(|| build(&mut w.pricer, &decoded.batch));
+        }
         let exported = Exported {
             spans: decoded.batch.span_count,
             rejected: decoded.rejected_spans,
@@ -167,18 +184,10 @@ impl Pipeline {
             truncated_strings: decoded.truncated_strings,
             dropped_attributes: decoded.dropped_attributes,
         };
-        if decoded.batch.span_count == 0 {
+        let Some(rows) = built else {
             return Ok((None, exported));
-        }
-        let rows = build(
-            &self.parts,
-            &mut w.pricer,
-            &decoded.batch,
-            principal,
-            now_ms,
-            body_len,
-            &w.arena,
-        )?;
+        };
+        let rows = rows.map_err(|e| refusal(e, body_len))?;
         let handed = self.hand_over(principal, rows, now_ms, limits)?;
         self.parts.unpriced.publish(self.work.pricer.unpriced());
         Ok((Some(handed), exported))
@@ -263,12 +272,18 @@ fn build(
         parts.batch_limit,
         arena,
     )
-    .map_err(|e| match e {
-        BuildError::Issues(issues) => DecodeError::Schema(issues),
+    .map_err(|e| refusal(e, body_len))
+}
+
+/// Why a batch got no rows, as the refusal of the whole body (a v1 batch's spans whose cost
+/// cannot be stored are schema issues at their `usage`).
+fn refusal(e: BuildError, body_len: usize) -> DecodeError {
+    match e {
+        BuildError::CostTooLarge(spans) => DecodeError::Schema(rows::cost_issues(&spans)),
         BuildError::TooLarge(t) => DecodeError::TooLarge {
             bytes: t.bytes,
             limit: t.limit,
             body_len,
         },
-    })
+    }
 }

@@ -1,8 +1,9 @@
 //! Decoded, validated spans -> one priced storage row each, written into a `RowBatch` in the
 //! `spans` columns' native layout (see `row/`).
 //!
-//! Two passes over the spans. The first prices each span (a usage too large to price is a
-//! schema issue of that span), merges its metadata with its trace's, and measures its row; the
+//! Two passes over the spans. The first prices each span (a span whose cost does not fit the
+//! cost columns refuses the batch, naming every such span: each front end decides what that
+//! means, `BuildError::CostTooLarge`), merges its metadata with its trace's, and measures its row; the
 //! second, `RowBatch::write`, writes the rows into a buffer allocated once at the measured
 //! size. No row is kept in between, only the prices and merged metadata (in the request's
 //! arena): the first pass makes each span's `RowRef` to measure it, and the second never makes
@@ -23,7 +24,7 @@ use bumpalo::collections::Vec as BVec;
 use bumpalo::Bump;
 
 use crate::auth::Principal;
-use crate::ingest::v1::{Issue, PathSeg};
+use crate::ingest::v1::{Issue, PathSeg, MAX_ISSUES};
 use crate::ingest::wire::{Batch, Metadata, Span, Trace};
 use crate::pricing::{PriceError, PriceTable, Priced, Pricer};
 use crate::row::{
@@ -33,8 +34,10 @@ use crate::row::{
 /// Why a validated batch got no rows.
 #[derive(Debug)]
 pub enum BuildError {
-    /// Spans whose cost cannot be stored (`too_big` at their `usage`).
-    Issues(Vec<Issue>),
+    /// Spans whose cost does not fit `Decimal(18, 10)`, as (index in `batch.traces`, index
+    /// in its `spans`), all of them, sorted. v1 refuses the batch with an issue per span
+    /// (`cost_issues`); OTLP refuses those spans alone and builds the rest again.
+    CostTooLarge(Vec<(usize, usize)>),
     /// The rows would take more of the write buffer than one batch may.
     TooLarge(TooLarge),
 }
@@ -100,11 +103,7 @@ pub fn build(
     }
     if !overflows.is_empty() {
         overflows.sort_unstable();
-        let issues = overflows
-            .iter()
-            .take(100)
-            .map(|&(t, s)| overflow_issue(t, s));
-        return Err(BuildError::Issues(issues.collect()));
+        return Err(BuildError::CostTooLarge(overflows));
     }
     let mut spans = Spans {
         batch,
@@ -419,6 +418,16 @@ fn same_key(a: &str, b: &str) -> bool {
 }
 
 #[cold]
+/// The v1 refusal of spans whose cost cannot be stored (`BuildError::CostTooLarge`): a
+/// `too_big` issue at each one's `usage`, at most `MAX_ISSUES`.
+pub fn cost_issues(spans: &[(usize, usize)]) -> Vec<Issue> {
+    spans
+        .iter()
+        .take(MAX_ISSUES)
+        .map(|&(t, s)| overflow_issue(t, s))
+        .collect()
+}
+
 fn overflow_issue(trace: usize, span: usize) -> Issue {
     Issue {
         path: vec![

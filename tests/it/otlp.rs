@@ -485,6 +485,43 @@ fn partial_success_rejects_only_the_invalid_spans() {
     );
 }
 
+/// A span whose token counts give a cost the cost columns cannot hold (OTLP counts may be any
+/// u64) is refused on its own, as one with a bad id is; the rest of the export is stored.
+#[test]
+fn a_span_whose_cost_cannot_be_stored_is_refused_alone() {
+    let server = Server::start();
+    let key = server.ready_key("org-huge-usage");
+    let chat = |tokens: Value| {
+        vec![
+            ("gen_ai.operation.name", str("chat")),
+            ("gen_ai.provider.name", str("openai")),
+            ("gen_ai.request.model", str("gpt-4o")),
+            ("gen_ai.usage.input_tokens", tokens),
+        ]
+    };
+    let body = export_of(
+        "lib",
+        &[
+            ("0000000000000d01", chat(int(1000))),
+            ("0000000000000d02", chat(str("18446744073709551615"))),
+        ],
+    );
+    let r = post(&server, &key, JSON, &[], &body);
+    assert_eq!(r.status, 200, "{:?}", String::from_utf8_lossy(&r.body));
+    let answer = r.json();
+    assert_eq!(answer["partialSuccess"]["rejectedSpans"], "1", "{answer}");
+    let message = answer["partialSuccess"]["errorMessage"].as_str().unwrap();
+    assert!(
+        message.contains("0000000000000d02") && message.contains("cannot be stored"),
+        "{answer}"
+    );
+    server.wait_rows(1);
+    assert_eq!(
+        server.rows("span_id, toString(total_cost) AS t", "ORDER BY span_id"),
+        vec![json!({"span_id": "0000000000000d01", "t": "0.0025000000"})]
+    );
+}
+
 /// The OTLP/HTTP specification makes 429, 502, 503 and 504 retryable; this server sends 429
 /// (the key's rate limit) and 503 (memory and spool full here; draining and a failing
 /// write-ahead log in the tests below), each with `Retry-After`. It never sends 502 or 504 (it

@@ -395,6 +395,78 @@ fn json_lone_surrogates_are_replacement_characters() {
     }
 }
 
+/// A span whose cost does not fit the cost columns (a count no model call reaches; OTLP's
+/// counts may be any u64, where v1's schema stops at 2^53 - 1) is refused on its own, named in
+/// `partial_success`, and the rest is built; a span refused while decoding stays the one
+/// described.
+#[test]
+fn a_span_whose_cost_cannot_be_stored_is_refused_alone() {
+    let huge = |n: u8, tokens: AnyValue| {
+        span(
+            n,
+            1,
+            "chat",
+            &[
+                ("gen_ai.operation.name", s("chat")),
+                ("gen_ai.provider.name", s("openai")),
+                ("gen_ai.request.model", s("gpt-4o")),
+                ("gen_ai.usage.input_tokens", tokens),
+            ],
+        )
+    };
+    let mut bad_id = span(4, 1, "bad id", &[]);
+    bad_id.trace_id = vec![0; 16];
+    let cases = [
+        (
+            vec![span(1, 0, "root", &[]), huge(2, s("18446744073709551615"))],
+            "other root\nrejected=1 truncated=0 dropped=0\n1 span rejected; the first, span \
+             0000000000000002 (\"chat\"), because its token counts give a cost above \
+             99999999.9999999999 USD, which cannot be stored",
+        ),
+        (
+            vec![
+                span(1, 0, "root", &[]),
+                bad_id,
+                huge(2, i(100_000_000_000_000)),
+                huge(3, i(1000)),
+            ],
+            "other root\nllm chat provider=openai model=gpt-4o usage=1000/-/-/-/-/-\n\
+             rejected=2 truncated=0 dropped=0\n2 spans rejected; the first, span \
+             0000000000000004 (\"bad id\"), because its trace id is not 16 bytes, or is all zero",
+        ),
+        (
+            vec![huge(2, i(100_000_000_000_000))],
+            "rejected=1 truncated=0 dropped=0\n1 span rejected; the first, span \
+             0000000000000002 (\"chat\"), because its token counts give a cost above \
+             99999999.9999999999 USD, which cannot be stored",
+        ),
+    ];
+    for (spans, want) in cases {
+        let proto = export(spans).encode_to_vec();
+        let arena = Bump::new();
+        let mut d = OtlpDecoder::new().decode_protobuf(&proto, &arena).unwrap();
+        let build = |d: &Decoded<'_>| {
+            crate::ingest::rows::build(
+                &d.batch,
+                &crate::auth::Principal::unlimited("o", "p"),
+                &crate::pricing::PriceTable::builtin(),
+                &mut crate::pricing::Pricer::new(),
+                1_760_000_000_000,
+                u64::MAX,
+                &arena,
+            )
+        };
+        let Err(crate::ingest::rows::BuildError::CostTooLarge(spans)) = build(&d) else {
+            panic!("built: {want}");
+        };
+        d.reject_spans(&spans, Refused::CostTooLarge, &arena);
+        assert_eq!(render(&d), want);
+        let rows = build(&d).expect("the rest builds");
+        assert_eq!(rows.len(), d.batch.span_count);
+        assert_eq!(d.partial_success().map(|p| p.0), Some(d.rejected_spans));
+    }
+}
+
 #[test]
 fn undecodable_bodies() {
     let json_cases: &[(&str, &str)] = &[

@@ -43,7 +43,7 @@ type Pairs<'a> = &'a [(&'a str, &'a str)];
 /// What became of the spans and attributes of one request, for its answer and `/metrics`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
-    /// Spans refused on their own (bad ids, end before start).
+    /// Spans refused on their own (bad ids, end before start, a cost too large to store).
     pub rejected_spans: u64,
     /// Strings cut to a v1 limit.
     pub truncated_strings: u64,
@@ -58,6 +58,8 @@ pub enum Refused {
     SpanId,
     ParentSpanId,
     EndBeforeStart,
+    /// Its cost does not fit the cost columns (found when its row is built: `rows::build`).
+    CostTooLarge,
 }
 
 impl Refused {
@@ -67,6 +69,9 @@ impl Refused {
             Refused::SpanId => "its span id is not 8 bytes, or is all zero",
             Refused::ParentSpanId => "its parent span id is neither empty nor 8 bytes",
             Refused::EndBeforeStart => "it ends before it starts",
+            Refused::CostTooLarge => {
+                "its token counts give a cost above 99999999.9999999999 USD, which cannot be stored"
+            }
         }
     }
 }
@@ -81,12 +86,27 @@ struct Ident<'a> {
     agent: Option<&'a str>,
 }
 
-/// The first refused span, described once the count is known.
-#[derive(Clone, Copy)]
-struct FirstRefusal<'a> {
-    why: Refused,
-    span_id: &'a [u8],
-    name: &'a str,
+/// The first refused span, described once the count is known (`describe_refusals`).
+#[derive(Debug, Clone, Copy)]
+pub struct FirstRefusal<'a> {
+    pub why: Refused,
+    /// Hex, or `(none)`.
+    pub span_id: &'a str,
+    pub name: &'a str,
+}
+
+/// The answer's `partial_success.error_message`: how many spans were refused, and which was
+/// the first and why.
+pub fn describe_refusals<'a>(rejected: u64, first: &FirstRefusal<'_>, arena: &'a Bump) -> &'a str {
+    let name = cut_utf16(first.name, 128);
+    bumpalo::format!(
+        in arena,
+        "{rejected} span{} rejected; the first, span {} ({name:?}), because {}",
+        if rejected == 1 { "" } else { "s" },
+        first.span_id,
+        first.why.as_str()
+    )
+    .into_bump_str()
 }
 
 /// Turns OTLP spans into the shared model; one per request, all of it in the request's arena.
@@ -173,7 +193,10 @@ impl<'a> SpanSink<'a> for Mapper<'a> {
             if self.first_refusal.is_none() {
                 self.first_refusal = Some(FirstRefusal {
                     why,
-                    span_id: s.span_id,
+                    span_id: match s.span_id {
+                        [] => "(none)",
+                        id => raw::hex(id, self.arena),
+                    },
                     name: s.name,
                 });
             }
@@ -600,7 +623,7 @@ impl<'a> Mapper<'a> {
     /// its root, wherever that arrived), which the row builder writes as one trace
     /// (`rows::build` orders rows by trace id whatever the entries). Copying the spans into
     /// one slice per trace instead cost 736 bytes of copy per span.
-    pub fn finish(self) -> (Batch<'a>, Counts, Option<&'a str>) {
+    pub fn finish(self) -> (Batch<'a>, Counts, Option<FirstRefusal<'a>>) {
         let arena = self.arena;
         let mut counts = self.counts;
         let (spans, idents) = (self.spans.into_bump_slice(), self.idents);
@@ -658,27 +681,11 @@ impl<'a> Mapper<'a> {
                 });
             }
         }
-        let message = self.first_refusal.map(|r| {
-            let rejected = counts.rejected_spans;
-            let id = if r.span_id.is_empty() {
-                "(none)"
-            } else {
-                raw::hex(r.span_id, arena)
-            };
-            let name = cut_utf16(r.name, 128);
-            bumpalo::format!(
-                in arena,
-                "{rejected} span{} rejected; the first, span {id} ({name:?}), because {}",
-                if rejected == 1 { "" } else { "s" },
-                r.why.as_str()
-            )
-            .into_bump_str()
-        });
         let batch = Batch {
             traces: traces.into_bump_slice(),
             span_count: n,
         };
-        (batch, counts, message)
+        (batch, counts, self.first_refusal)
     }
 }
 

@@ -22,7 +22,8 @@
 //! A body that is not an export at all is an [`OtlpError`] (answer `400` with
 //! `http::otlp::status`). Spans with bad ids or an end before their start are left out one by
 //! one and counted in [`Decoded::rejected_spans`] with a message for
-//! `partial_success.error_message`; the other spans are in the batch. Strings past a v1 limit
+//! `partial_success.error_message`; the other spans are in the batch. So are spans whose cost
+//! does not fit the cost columns, once the rows find them (`Decoded::reject_spans`). Strings past a v1 limit
 //! are cut, attributes past the metadata limits dropped, both counted for `/metrics`.
 //!
 //! # Layout
@@ -61,26 +62,29 @@ mod usage;
 use std::fmt;
 use std::mem;
 
+use bumpalo::collections::Vec as BVec;
 use bumpalo::Bump;
 use simd_json::{Buffers, Node, Tape};
 
 #[cfg(any(test, feature = "fuzzing"))]
 pub use fuzz::fuzz_decode;
 pub use json::ShapeError;
-pub use map::{cut_utf16, limit, Counts};
+pub use map::{cut_utf16, limit, Counts, Refused};
 pub use protowire::{ProtoError, ProtoErrorKind};
 pub use raw::MAX_VALUE_DEPTH;
 
 use crate::ingest::body::PaddedBody;
 use crate::ingest::json::{self as json_in_place, JsonError, Repairs};
-use crate::ingest::wire::Batch;
+use crate::ingest::wire::{Batch, Trace};
+use map::FirstRefusal;
 
 /// A decoded export: the spans that were kept, and what became of the rest.
 #[derive(Debug, Clone, Copy)]
 pub struct Decoded<'a> {
     /// The spans kept, grouped by trace; may be empty.
     pub batch: Batch<'a>,
-    /// Spans refused one by one (bad or missing ids, end before start).
+    /// Spans refused one by one (bad or missing ids, end before start; a cost too large to
+    /// store: `reject_spans`).
     pub rejected_spans: u64,
     /// Why, for `partial_success.error_message`; `Some` exactly when spans were rejected.
     pub error_message: Option<&'a str>,
@@ -88,6 +92,8 @@ pub struct Decoded<'a> {
     pub truncated_strings: u64,
     /// Attributes left out of metadata: past 64 keys, or a key over 128 units (`/metrics`).
     pub dropped_attributes: u64,
+    /// The first span refused, which `error_message` describes.
+    first_refusal: Option<FirstRefusal<'a>>,
 }
 
 impl<'a> Decoded<'a> {
@@ -97,14 +103,66 @@ impl<'a> Decoded<'a> {
         self.error_message.map(|m| (self.rejected_spans, m))
     }
 
-    fn new(batch: Batch<'a>, counts: Counts, error_message: Option<&'a str>) -> Decoded<'a> {
+    fn new(
+        batch: Batch<'a>,
+        counts: Counts,
+        first_refusal: Option<FirstRefusal<'a>>,
+        arena: &'a Bump,
+    ) -> Decoded<'a> {
         Decoded {
             batch,
             rejected_spans: counts.rejected_spans,
-            error_message,
+            error_message: first_refusal
+                .map(|r| map::describe_refusals(counts.rejected_spans, &r, arena)),
             truncated_strings: counts.truncated_strings,
             dropped_attributes: counts.dropped_attributes,
+            first_refusal,
         }
+    }
+
+    /// Refuses these spans of the batch, found after decoding (`spans`: (index in
+    /// `batch.traces`, index in its `spans`), sorted, as `rows::build` names them), for `why`:
+    /// the batch keeps the others, and they are counted and described as the decoder's own
+    /// refusals are (the first refused while decoding stays the one described). Rare, so it
+    /// copies the traces and the spans of every trace that loses some.
+    #[cold]
+    pub fn reject_spans(&mut self, spans: &[(usize, usize)], why: Refused, arena: &'a Bump) {
+        let Some(&(t0, s0)) = spans.first() else {
+            return;
+        };
+        let first = self.first_refusal.get_or_insert_with(|| {
+            let span = &self.batch.traces[t0].spans[s0];
+            FirstRefusal {
+                why,
+                span_id: span.span_id,
+                name: span.name,
+            }
+        });
+        let mut traces = BVec::with_capacity_in(self.batch.traces.len(), arena);
+        let mut refused = spans.iter().peekable();
+        let mut span_count = 0;
+        for (ti, trace) in self.batch.traces.iter().enumerate() {
+            let mut kept = BVec::new_in(arena);
+            for (si, span) in trace.spans.iter().enumerate() {
+                if refused.next_if(|&&at| at == (ti, si)).is_none() {
+                    kept.push(*span);
+                }
+            }
+            if kept.is_empty() {
+                continue;
+            }
+            span_count += kept.len();
+            traces.push(Trace {
+                spans: kept.into_bump_slice(),
+                ..*trace
+            });
+        }
+        self.rejected_spans += (self.batch.span_count - span_count) as u64;
+        self.batch = Batch {
+            traces: traces.into_bump_slice(),
+            span_count,
+        };
+        self.error_message = Some(map::describe_refusals(self.rejected_spans, first, arena));
     }
 }
 
@@ -178,8 +236,8 @@ impl OtlpDecoder {
     ) -> Result<Decoded<'a>, OtlpError> {
         let mut mapper = map::Mapper::new(arena);
         proto::walk(body, arena, &mut mapper).map_err(OtlpError::Protobuf)?;
-        let (batch, counts, message) = mapper.finish();
-        Ok(Decoded::new(batch, counts, message))
+        let (batch, counts, first) = mapper.finish();
+        Ok(Decoded::new(batch, counts, first, arena))
     }
 
     /// Decodes an `application/json` body, parsing it where it lies, with no copy (strings
@@ -204,8 +262,8 @@ impl OtlpDecoder {
                     let mut mapper = map::Mapper::new(arena);
                     match json::walk(&tape.0, arena, &mut mapper) {
                         Ok(()) => {
-                            let (batch, counts, message) = mapper.finish();
-                            Ok(Decoded::new(batch, counts, message))
+                            let (batch, counts, first) = mapper.finish();
+                            Ok(Decoded::new(batch, counts, first, arena))
                         }
                         Err(ShapeError::Shape(what)) => Err(OtlpError::Shape(what)),
                         Err(ShapeError::TooDeep) => Err(OtlpError::TooDeep),

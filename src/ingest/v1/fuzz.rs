@@ -124,15 +124,15 @@ fn build_rows(batch: &Batch<'_>) {
             assert_eq!(back, rows);
         }
         Err(rows::BuildError::TooLarge(t)) => panic!("no limit, yet too large: {t:?}"),
-        Err(rows::BuildError::Issues(issues)) => {
-            for i in &issues {
-                let last = i.path.last();
+        Err(rows::BuildError::CostTooLarge(spans)) => {
+            // The only other refusal: spans whose cost cannot be stored, which must be there.
+            for &(t, s) in &spans {
                 assert!(
-                    i.code == "too_big"
-                        && matches!(last, Some(super::issue::PathSeg::Key(k)) if k == "usage"),
-                    "rows refused for something other than an unstorable cost: {i:?}"
+                    t < batch.traces.len() && s < batch.traces[t].spans.len(),
+                    "rows refused a span that is not in the batch: {t}.{s}"
                 );
             }
+            assert!(!spans.is_empty());
         }
     }
 }
