@@ -309,6 +309,30 @@ fn limits_cut_and_drop_and_count() {
     assert!(d.error_message.is_none());
 }
 
+/// A resource attribute whose key is over 128 UTF-16 units is left out of every span's
+/// metadata and counted for each, as a span attribute's is.
+#[test]
+fn a_resource_key_over_the_limit_is_dropped_and_counted() {
+    let long = "é".repeat(129);
+    let mut req = export(vec![span(1, 0, "a", &[]), span(2, 1, "b", &[])]);
+    req.resource_spans[0]
+        .resource
+        .as_mut()
+        .unwrap()
+        .attributes
+        .extend(kvs(&[
+            (long.as_str(), s("x")),
+            (&"k".repeat(128), s("kept")),
+        ]));
+    let k128 = "k".repeat(128);
+    assert_eq!(
+        decode_both(&req),
+        format!(
+            "other a meta[{k128}=kept]\nother b meta[{k128}=kept]\nrejected=0 truncated=0 dropped=2"
+        )
+    );
+}
+
 #[test]
 fn json_spellings() {
     let body = r#"{"resource_spans":[{"scope_spans":[{"spans":[

@@ -40,6 +40,17 @@ pub mod limit {
 /// Metadata pairs in the arena.
 type Pairs<'a> = &'a [(&'a str, &'a str)];
 
+/// A resource's and scope's metadata pairs, as every span under them gets them.
+#[derive(Clone, Copy)]
+struct Context<'a> {
+    pairs: Pairs<'a>,
+    /// Their keys' bits (`key_bit`).
+    bits: u64,
+    /// Resource attributes left out for a key over 128 units: dropped from every span's
+    /// metadata, so counted per span, as a span attribute's are.
+    dropped: u64,
+}
+
 /// What became of the spans and attributes of one request, for its answer and `/metrics`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -121,8 +132,9 @@ pub struct Mapper<'a> {
     keys: BVec<'a, (Key, Use)>,
     /// Flattened message parts of the span being mapped: (output?, index, role?, text).
     parts: BVec<'a, (bool, u32, bool, &'a str)>,
-    /// The metadata pairs of the resource and scope last seen (computed once per pair).
-    context: Option<([usize; 4], Pairs<'a>, u64)>,
+    /// The metadata pairs of the resource and scope last seen (computed once per pair), their
+    /// keys' bits, and how many resource attributes their keys' length left out.
+    context: Option<([usize; 4], Context<'a>)>,
     /// The last finite double rendered as text, by its bits.
     last_double: Option<(u64, &'a str)>,
 }
@@ -498,7 +510,12 @@ impl<'a> Mapper<'a> {
         scope: &Scope<'a>,
         resource: &Resource<'a>,
     ) -> (Pairs<'a>, Pairs<'a>) {
-        let (context, context_bits) = self.context(scope, resource);
+        let Context {
+            pairs: context,
+            bits: context_bits,
+            dropped,
+        } = self.context(scope, resource);
+        self.counts.dropped_attributes += dropped;
         let keys = std::mem::replace(&mut self.keys, BVec::new_in(self.arena));
         let mut out = BVec::with_capacity_in(
             (attrs.len() + context.len()).min(limit::METADATA_KEYS),
@@ -577,9 +594,9 @@ impl<'a> Mapper<'a> {
     }
 
     /// The resource's attributes and the scope's name as metadata pairs (a key once: its
-    /// first value), with their keys' bits (`key_bit`), computed once for all the spans under
-    /// the same resource and scope.
-    fn context(&mut self, scope: &Scope<'a>, resource: &Resource<'a>) -> (Pairs<'a>, u64) {
+    /// first value; a key over 128 units left out and counted), with their keys' bits
+    /// (`key_bit`), computed once for all the spans under the same resource and scope.
+    fn context(&mut self, scope: &Scope<'a>, resource: &Resource<'a>) -> Context<'a> {
         // Arena slices and body strings never share an address while the request lives, so
         // equal addresses and lengths are equal contents.
         let id = [
@@ -588,17 +605,19 @@ impl<'a> Mapper<'a> {
             scope.name.as_ptr() as usize,
             scope.name.len(),
         ];
-        if let Some((seen, pairs, bits)) = self.context {
+        if let Some((seen, context)) = self.context {
             if seen == id {
-                return (pairs, bits);
+                return context;
             }
         }
         let mut pairs = BVec::with_capacity_in(resource.attributes.len() + 1, self.arena);
         let mut bits = 0u64;
+        let mut dropped = 0;
         let scope_name = (!scope.name.is_empty()).then_some(Value::Str(scope.name));
         let attrs = resource.attributes.iter().map(|a| (a.key, a.value));
         for (k, v) in attrs.chain(scope_name.map(|v| ("otel.scope.name", v))) {
             if utf16_len(k) > limit::METADATA_KEY {
+                dropped += 1;
                 continue;
             }
             let bit = key_bit(k);
@@ -609,9 +628,13 @@ impl<'a> Mapper<'a> {
             let v = self.text(v);
             pairs.push((k, cut_utf16(v, limit::METADATA_VALUE)));
         }
-        let pairs = pairs.into_bump_slice();
-        self.context = Some((id, pairs, bits));
-        (pairs, bits)
+        let context = Context {
+            pairs: pairs.into_bump_slice(),
+            bits,
+            dropped,
+        };
+        self.context = Some((id, context));
+        context
     }
 
     /// The spans mapped so far, grouped by trace, and what became of the rest.
