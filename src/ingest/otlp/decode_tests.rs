@@ -309,6 +309,102 @@ fn limits_cut_and_drop_and_count() {
     assert!(d.error_message.is_none());
 }
 
+/// A trace takes one agent name, session and user (its root's, else its first span's); a
+/// span's own value that differs (a sub-agent, a span of another session) stays in that
+/// span's metadata under its attribute's name, where a resource attribute of that name gives
+/// way to it.
+#[test]
+fn span_values_the_trace_did_not_take_stay_in_metadata() {
+    let agent = |name: &str| ("gen_ai.agent.name", s(name));
+    let mut req = export(vec![
+        span(
+            1,
+            0,
+            "root",
+            &[
+                agent("triage"),
+                ("session.id", s("s1")),
+                ("user.id", s("u1")),
+            ],
+        ),
+        span(
+            2,
+            1,
+            "same",
+            &[
+                agent("triage"),
+                ("session.id", s("s1")),
+                ("enduser.id", s("u1")),
+            ],
+        ),
+        span(
+            3,
+            1,
+            "sub",
+            &[
+                agent("billing"),
+                ("gen_ai.conversation.id", s("c2")),
+                ("enduser.id", s("u2")),
+            ],
+        ),
+        span(4, 1, "none", &[("k", s("v"))]),
+    ]);
+    req.resource_spans[0]
+        .resource
+        .as_mut()
+        .unwrap()
+        .attributes
+        .extend(kvs(&[("gen_ai.conversation.id", s("from the resource"))]));
+    assert_eq!(
+        decode_both(&req),
+        "other root session=s1 user=u1 agent=triage meta[gen_ai.conversation.id=from the resource]\n\
+         other same session=s1 user=u1 agent=triage meta[gen_ai.conversation.id=from the resource]\n\
+         other sub session=s1 user=u1 agent=triage meta[gen_ai.agent.name=billing,gen_ai.conversation.id=c2,enduser.id=u2]\n\
+         other none session=s1 user=u1 agent=triage meta[k=v,gen_ai.conversation.id=from the resource]\n\
+         rejected=0 truncated=0 dropped=0"
+    );
+    // With no root in the export, the first span's values are the trace's.
+    let req = export(vec![
+        span(2, 1, "a", &[agent("x")]),
+        span(3, 1, "b", &[agent("y")]),
+    ]);
+    assert_eq!(
+        decode_both(&req),
+        "other a agent=x\nother b agent=x meta[gen_ai.agent.name=y]\nrejected=0 truncated=0 dropped=0"
+    );
+    // Within the 64 keys: a span with 64 of its own drops the value, counted.
+    let many: Vec<(String, AnyValue)> = (0..64).map(|n| (format!("a{n:02}"), i(n))).collect();
+    let mut attrs: Vec<(&str, AnyValue)> =
+        many.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    attrs.push(agent("y"));
+    let req = export(vec![
+        span(1, 0, "a", &[agent("x")]),
+        span(2, 1, "b", &attrs),
+    ]);
+    let proto = req.encode_to_vec();
+    let arena = Bump::new();
+    let d = OtlpDecoder::new().decode_protobuf(&proto, &arena).unwrap();
+    let b = &d.batch.traces[0].spans[1];
+    assert_eq!(b.all_metadata().count(), 64);
+    assert!(b.all_metadata().all(|(k, _)| k != "gen_ai.agent.name"));
+    // The 64 keys left no room for the resource's 2 (service.name, otel.scope.name), nor for
+    // the agent name.
+    assert_eq!(d.dropped_attributes, 3);
+}
+
+/// The names `Mapper::finish` keeps a span's session and user under are those its rank came
+/// from.
+#[test]
+fn session_and_user_names_by_rank() {
+    use super::keys::{classify, Key};
+    for (r, name) in super::map::SESSION_KEYS.iter().enumerate() {
+        assert_eq!(classify(name), Key::Session(r as u8), "{name}");
+    }
+    for (r, name) in super::map::USER_KEYS.iter().enumerate() {
+        assert_eq!(classify(name), Key::User(r as u8), "{name}");
+    }
+}
+
 /// A resource attribute whose key is over 128 UTF-16 units is left out of every span's
 /// metadata and counted for each, as a span attribute's is.
 #[test]

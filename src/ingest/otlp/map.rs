@@ -95,7 +95,17 @@ struct Ident<'a> {
     session: Option<&'a str>,
     user: Option<&'a str>,
     agent: Option<&'a str>,
+    /// The ranks of the names `session` and `user` came under (`SESSION_KEYS`, `USER_KEYS`):
+    /// a value its trace did not take is kept in the span's metadata under its own name.
+    session_rank: u8,
+    user_rank: u8,
 }
+
+/// The attribute names of `Key::Session` and `Key::User`, by rank (`keys.rs`; a test checks
+/// they agree).
+pub(super) const SESSION_KEYS: [&str; 2] = ["session.id", "gen_ai.conversation.id"];
+pub(super) const USER_KEYS: [&str; 2] = ["user.id", "enduser.id"];
+const AGENT_KEY: &str = "gen_ai.agent.name";
 
 /// The first refused span, described once the count is known (`describe_refusals`).
 #[derive(Debug, Clone, Copy)]
@@ -336,6 +346,8 @@ impl<'a> Mapper<'a> {
             session: f.session.get().map(|t| self.cut(t, limit::SESSION_ID)),
             user: f.user.get().map(|t| self.cut(t, limit::CUSTOMER_ID)),
             agent: f.agent.map(|t| self.cut(t, limit::AGENT_NAME)),
+            session_rank: f.session.0.map_or(0, |(r, _)| r),
+            user_rank: f.user.0.map_or(0, |(r, _)| r),
         };
         self.idents.push(ident);
     }
@@ -649,7 +661,7 @@ impl<'a> Mapper<'a> {
     pub fn finish(self) -> (Batch<'a>, Counts, Option<FirstRefusal<'a>>) {
         let arena = self.arena;
         let mut counts = self.counts;
-        let (spans, idents) = (self.spans.into_bump_slice(), self.idents);
+        let (spans, idents) = (self.spans.into_bump_slice_mut(), self.idents);
         let n = spans.len();
         // Runs of spans of one trace, in arrival order: (trace, first, end).
         let mut runs = BVec::new_in(arena);
@@ -665,7 +677,8 @@ impl<'a> Mapper<'a> {
         }
         // By trace id, then arrival (the firsts are distinct).
         runs.sort_unstable();
-        let mut traces = BVec::with_capacity_in(runs.len(), arena);
+        // Each trace's own values, in the order of its runs' groups.
+        let mut values = BVec::with_capacity_in(runs.len(), arena);
         for group in runs.chunk_by(|a, b| a.0 == b.0) {
             let id = group[0].0;
             // The trace's spans, in arrival order.
@@ -697,6 +710,28 @@ impl<'a> Mapper<'a> {
                     image_url: None,
                 }),
             };
+            // A span's own value the trace did not take (a sub-agent under another agent, a
+            // span of another session) is not lost: it stays in the span's metadata.
+            let taken = [trace.agent_name, trace.session_id, user];
+            for &(_, from, end) in group {
+                for (span, it) in spans[from..end].iter_mut().zip(&idents[from..end]) {
+                    let own = [it.agent, it.session, it.user];
+                    // Mostly absent or the trace's own: a test of each length first, the
+                    // text only when they match.
+                    let differs = |i: usize| {
+                        own[i]
+                            .is_some_and(|o| taken[i].is_none_or(|t| o.len() != t.len() || o != t))
+                    };
+                    if differs(0) || differs(1) || differs(2) {
+                        keep_differing(span, it, taken, &mut counts, arena);
+                    }
+                }
+            }
+            values.push(trace);
+        }
+        let spans: &'a [Span<'a>] = spans;
+        let mut traces = BVec::with_capacity_in(runs.len(), arena);
+        for (group, trace) in runs.chunk_by(|a, b| a.0 == b.0).zip(values) {
             for &(_, from, end) in group {
                 traces.push(Trace {
                     spans: &spans[from..end],
@@ -710,6 +745,68 @@ impl<'a> Mapper<'a> {
         };
         (batch, counts, self.first_refusal)
     }
+}
+
+/// Keeps in a span's metadata each of its agent name, session and user (`it`) that differs
+/// from its trace's (`taken`, in that order), under the name the span sent.
+#[cold]
+fn keep_differing<'a>(
+    span: &mut Span<'a>,
+    it: &Ident<'a>,
+    taken: [Option<&'a str>; 3],
+    counts: &mut Counts,
+    arena: &'a Bump,
+) {
+    let own = [
+        (AGENT_KEY, it.agent),
+        (SESSION_KEYS[usize::from(it.session_rank)], it.session),
+        (USER_KEYS[usize::from(it.user_rank)], it.user),
+    ];
+    for ((key, v), taken) in own.into_iter().zip(taken) {
+        if let Some(v) = v.filter(|&v| Some(v) != taken) {
+            keep_pair(span, key, v, counts, arena);
+        }
+    }
+}
+
+/// Adds the pair `key`, `value` to a mapped span's metadata, after its own attributes and
+/// before its resource's (which it takes the place of when the resource has the key), within
+/// the 64 keys (past them, what does not fit is dropped and counted). Rare: only for values
+/// the span's trace did not take (`Mapper::finish`), so the lists are copied.
+#[cold]
+fn keep_pair<'a>(
+    span: &mut Span<'a>,
+    key: &'a str,
+    value: &'a str,
+    counts: &mut Counts,
+    arena: &'a Bump,
+) {
+    let own = span.metadata;
+    let shared = span.shared_metadata;
+    let mut out = BVec::with_capacity_in(limit::METADATA_KEYS, arena);
+    out.extend_from_slice(own);
+    // A mapped attribute's key is in the span's own list only with an empty value.
+    if let Some(slot) = out.iter_mut().find(|(k, _)| *k == key) {
+        slot.1 = value;
+        span.metadata = out.into_bump_slice();
+        return;
+    }
+    let in_shared = shared.iter().any(|&(k, _)| k == key);
+    if !in_shared && own.len() + 1 + shared.len() <= limit::METADATA_KEYS {
+        out.push((key, value));
+        span.metadata = out.into_bump_slice();
+        return;
+    }
+    let rest = shared.iter().copied().filter(|&(k, _)| k != key);
+    for pair in std::iter::once((key, value)).chain(rest) {
+        if out.len() == limit::METADATA_KEYS {
+            counts.dropped_attributes += 1;
+        } else {
+            out.push(pair);
+        }
+    }
+    span.metadata = out.into_bump_slice();
+    span.shared_metadata = &[];
 }
 
 /// A key's bit in the 64-bit filter `Mapper::put` tells keys apart with: its length, middle
