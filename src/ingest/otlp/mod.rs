@@ -14,8 +14,14 @@
 //!     Protobuf => otlp.decode_protobuf(body.into_bytes(), &arena),
 //!     Json => otlp.decode_json(body, &arena),                      // parses in place
 //! };
-//! let decoded = decoded?;                                          // Err: 400, google.rpc.Status
-//! let rows = ingest::rows::build(&decoded.batch, ...)?;            // the shared pipeline
+//! let mut decoded = decoded?;                                      // Err: 400, google.rpc.Status
+//! let rows = match ingest::rows::build(&decoded.batch, ...) {      // the shared pipeline
+//!     Err(BuildError::CostTooLarge(spans)) => {                    // rare: refuse those alone
+//!         decoded.reject_spans(&spans, ...);
+//!         ingest::rows::build(&decoded.batch, ...)?
+//!     }
+//!     rows => rows?,
+//! };
 //! http::otlp::export_response(format, decoded.partial_success(), &mut out);
 //! ```
 //!
