@@ -215,6 +215,19 @@ impl Nodes {
         )
     }
 
+    /// The node of the list that `system.clusters` names so (host name or address, and port).
+    fn position(&self, host_name: &str, host_address: &str, port: u16) -> Option<usize> {
+        self.list
+            .iter()
+            .position(|n| n.port == port && (n.host == host_name || n.host == host_address))
+    }
+
+    /// A connection to node `i` of the list, opened if need be (a failure takes it out of
+    /// rotation, as any operation's).
+    pub(super) async fn handle_at(&self, i: usize) -> Result<ClientHandle, ChError> {
+        self.list[i].handle().await
+    }
+
     /// `tcp://host:port` of every node, comma-separated.
     pub(super) fn addresses(&self) -> String {
         let a: Vec<&str> = self.list.iter().map(|n| n.address.as_str()).collect();
@@ -253,12 +266,7 @@ impl Topology {
             slots.extend(std::iter::repeat_n(i, weight as usize));
             let replicas: Vec<usize> = mine
                 .iter()
-                .filter_map(|r| {
-                    nodes
-                        .list
-                        .iter()
-                        .position(|n| n.port == r.4 && (n.host == r.2 || n.host == r.3))
-                })
+                .filter_map(|r| nodes.position(&r.2, &r.3, r.4))
                 .collect();
             if replicas.is_empty() {
                 let listed: Vec<String> = mine.iter().map(|r| format!("{}:{}", r.2, r.4)).collect();
@@ -387,6 +395,42 @@ pub(super) fn replicated(engine: &str, zk_path: &str) -> String {
     format!("ENGINE = Replicated{name}('{zk_path}', '{{replica}}'{sep}{args}")
 }
 
+/// Where a sharded table's replicas keep their part of it in ZooKeeper: one replica set per
+/// shard. The other replicated tables have one replica set spanning every node.
+const PER_SHARD_PATH: &str = "/clickhouse/tables/{shard}/";
+
+/// How a table of `cluster_tables` is spread over the nodes, from its engine: which nodes hold
+/// one copy between them, so that an `ALTER` on one of them reaches the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Spread {
+    /// `Distributed`: a table of its own on every node, which nothing replicates.
+    EachNode,
+    /// Replicated within each shard (`spans_local`).
+    PerShard,
+    /// One replica set spanning every node (`api_keys`, `orgs`).
+    Everywhere,
+}
+
+pub(super) fn spread(engine: &str) -> Spread {
+    if engine.starts_with("ENGINE = Distributed") {
+        Spread::EachNode
+    } else if engine.contains(PER_SHARD_PATH) {
+        Spread::PerShard
+    } else {
+        Spread::Everywhere
+    }
+}
+
+/// One node of the cluster as `system.clusters` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct ClusterNode {
+    pub shard: u32,
+    /// `host:port` as the cluster names it, for messages.
+    pub name: String,
+    /// Its place in `INGEST_CLICKHOUSE_URL`; `None`: not there, so not reachable by the service.
+    pub at: Option<usize>,
+}
+
 /// The tables as a cluster lays them out: (name, columns, engine), in the order to create
 /// them (a `Distributed` table after the local table it reads).
 pub(super) fn cluster_tables(
@@ -398,7 +442,7 @@ pub(super) fn cluster_tables(
     for &(name, columns, engine) in tables {
         if SHARDED.contains(&name) {
             let local = local_name(name);
-            let path = format!("/clickhouse/tables/{{shard}}/{database}/{local}");
+            let path = format!("{PER_SHARD_PATH}{database}/{local}");
             out.push((
                 local,
                 columns,
@@ -464,6 +508,43 @@ impl Store {
         Err(last
             .map(StoreError::from)
             .unwrap_or_else(|| StoreError::new("no ClickHouse node configured")))
+    }
+
+    /// Every node of the cluster, as `system.clusters` lists them (every replica of every
+    /// shard, in shard order), each with its place in `INGEST_CLICKHOUSE_URL` when it is there.
+    /// Read afresh (not the kept `Topology`): a migration wants the cluster as it is now.
+    pub(super) async fn cluster_nodes(
+        &self,
+        cluster: &str,
+    ) -> Result<Vec<ClusterNode>, StoreError> {
+        let block = self
+            .fetch(format!(
+                "SELECT shard_num, host_name, host_address, port FROM system.clusters \
+                 WHERE cluster = {} ORDER BY shard_num, replica_num",
+                super::sql_string(cluster)
+            ))
+            .await?;
+        let mut out = Vec::with_capacity(block.row_count());
+        for r in block.rows() {
+            let (shard, name, address, port): (u32, String, String, u16) = (
+                r.get("shard_num")?,
+                r.get("host_name")?,
+                r.get("host_address")?,
+                r.get("port")?,
+            );
+            out.push(ClusterNode {
+                shard,
+                at: self.nodes.position(&name, &address, port),
+                name: format!("{name}:{port}"),
+            });
+        }
+        if out.is_empty() {
+            return Err(StoreError::new(format!(
+                "ClickHouse knows no cluster {cluster:?} (INGEST_CLICKHOUSE_CLUSTER); \
+                 see remote_servers in its configuration"
+            )));
+        }
+        Ok(out)
     }
 
     /// The cluster's shards, read from `system.clusters` once and kept.
@@ -759,6 +840,23 @@ mod tests {
                 ("spans_local", "ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/db/spans_local', '{replica}', v) ORDER BY trace_id SETTINGS replicated_deduplication_window = 1040".to_string()),
                 ("spans", "ENGINE = Distributed('c', 'db', 'spans_local', sipHash64(trace_id))".to_string()),
                 ("orgs", "ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/all/db/orgs', '{replica}', v) ORDER BY trace_id".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn each_cluster_table_is_altered_where_its_replicas_are() {
+        let spreads: Vec<(&str, Spread)> = cluster_tables(&super::super::schema::TABLES, "db", "c")
+            .into_iter()
+            .map(|(n, _, e)| (n, spread(&e)))
+            .collect();
+        assert_eq!(
+            spreads,
+            vec![
+                ("spans_local", Spread::PerShard),
+                ("spans", Spread::EachNode),
+                ("api_keys", Spread::Everywhere),
+                ("orgs", Spread::Everywhere),
             ]
         );
     }

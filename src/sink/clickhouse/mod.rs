@@ -8,7 +8,8 @@
 //! - `admin.rs`: keys, organisations and the monthly span counts.
 //! - `reprice.rs`: reading stored spans' prices and writing corrected copies.
 //! - `cluster.rs`: many endpoints and cluster mode (the shards, the tables as a cluster lays
-//!   them out, the insert routed by shard); `health.rs`: a node's back-off and probe;
+//!   them out, the insert routed by shard); `cluster_columns.rs`: a column a release adds,
+//!   given to a cluster's tables node by node; `health.rs`: a node's back-off and probe;
 //!   `dedup.rs`: what makes a retried block a duplicate (window, token); `version.rs`: a
 //!   server's release and what it supports.
 //!
@@ -37,6 +38,7 @@ mod admin;
 mod admin_tests;
 mod block;
 mod cluster;
+mod cluster_columns;
 mod dedup;
 mod errors;
 mod health;
@@ -75,7 +77,8 @@ pub struct Store {
     nodes: Nodes,
     /// `INGEST_CLICKHOUSE_CLUSTER`: cluster mode (`cluster.rs`) when set.
     cluster: Option<String>,
-    /// `` ON CLUSTER `name` `` for DDL in cluster mode, else empty.
+    /// `` ON CLUSTER `name` `` for `CREATE` and `DROP` in cluster mode, else empty (never for
+    /// `ALTER`: `cluster_columns.rs` says why).
     on_cluster: String,
     /// The cluster's shards, read once (cluster mode).
     topology: Mutex<Option<Arc<Topology>>>,

@@ -1,10 +1,11 @@
 //! The schema: the `spans`, `api_keys` and `orgs` tables, created when missing and given the
-//! columns a table made by an older release lacks (`Store::migrate`). A `spans` table whose
-//! engine or keys an older release chose differently is rebuilt: a new table of the right
-//! shape takes its place at once (one `RENAME`, so no insert is lost), then the old rows are
-//! copied into it partition by partition, and the old table is dropped. An interrupted
-//! rebuild is resumed by the next `migrate`. `Store::pending_migration` finds what `migrate`
-//! would do, reading only (what a dry run may do before it reads spans).
+//! columns a table made by an older release lacks (`Store::migrate`; in cluster mode node by
+//! node, `cluster_columns.rs`). A `spans` table whose engine or keys an older release chose
+//! differently is rebuilt: a new table of the right shape takes its place at once (one
+//! `RENAME`, so no insert is lost), then the old rows are copied into it partition by
+//! partition, and the old table is dropped. An interrupted rebuild is resumed by the next
+//! `migrate`. `Store::pending_migration` finds what `migrate` would do, reading only (what a
+//! dry run may do before it reads spans).
 //!
 //! The `spans` columns come from `row::SPANS_COLUMNS`, the single source of truth shared with
 //! the insert block, so the DDL and the inserts cannot disagree. Only types ClickHouse 18.16
@@ -158,12 +159,20 @@ pub struct Migrated {
     /// `spans` was rebuilt into its current shape, with this many rows copied (pending: the
     /// rows there are to copy).
     pub rebuilt_spans: Option<u64>,
-    /// (table, column) added to a table an older release made.
+    /// (table, column) added to a table an older release made (in cluster mode, on at least
+    /// one node).
     pub added_columns: Vec<(&'static str, &'static str)>,
+    /// Cluster mode: nodes not looked at (`host:port`, why): down, or not in
+    /// `INGEST_CLICKHOUSE_URL`. A later `migrate` (or start-up) that reaches one adds what its
+    /// tables lack.
+    pub unchecked_nodes: Vec<(String, String)>,
+    /// Cluster mode: (`host:port`, table, column) a replica still lacked when `migrate` stopped
+    /// waiting for replication to bring it from the replica that was altered.
+    pub not_yet_replicated: Vec<(String, &'static str, &'static str)>,
 }
 
 impl Migrated {
-    /// Nothing needed doing.
+    /// Nothing needed doing (on the nodes that were checked).
     pub fn is_noop(&self) -> bool {
         !self.created_database
             && self.created_tables.is_empty()
@@ -175,7 +184,8 @@ impl Migrated {
 impl fmt::Display for Migrated {
     /// One line per change, or that the schema was up to date.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.is_noop() {
+        let everywhere = self.unchecked_nodes.is_empty() && self.not_yet_replicated.is_empty();
+        if self.is_noop() && everywhere {
             return write!(
                 f,
                 "database {}: schema up to date (tables {}), nothing changed",
@@ -205,13 +215,28 @@ impl fmt::Display for Migrated {
                 SPANS_SHAPE.ddl()
             )?;
         }
+        for (node, why) in &self.unchecked_nodes {
+            writeln!(
+                f,
+                "not checked: node {node} ({why}); a later migrate or start-up that reaches it \
+                 adds what its tables lack"
+            )?;
+        }
+        for (node, t, c) in &self.not_yet_replicated {
+            writeln!(
+                f,
+                "not yet on {node}: column {}.{t}.{c} (replication brings it from another \
+                 replica; migrate again to check)",
+                self.database
+            )?;
+        }
         Ok(())
     }
 }
 
 /// Whether the schema is changed or only inspected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
+pub(super) enum Mode {
     Apply,
     /// Read only: find what `Apply` would do.
     Inspect,
@@ -263,6 +288,9 @@ impl Store {
         if !done.created_database {
             self.refuse_other_modes_tables(&mut c, &tables).await?;
         }
+        // Cluster mode: a connection to every node, opened when the first table that exists
+        // is checked for missing columns (a start-up that creates everything needs none).
+        let mut fleet = None;
         if mode == Mode::Apply && (done.created_database || on.is_empty()) {
             c.execute(create_database_sql(db, on)).await?;
         }
@@ -283,10 +311,23 @@ impl Store {
                 done.created_tables.push(table);
                 continue;
             }
-            for column in self
-                .add_missing_columns(&mut c, table, columns, &existing, mode)
-                .await?
-            {
+            let added = match &self.cluster {
+                None => {
+                    self.add_missing_columns(&mut c, table, columns, &existing, mode)
+                        .await?
+                }
+                Some(cluster) => {
+                    if fleet.is_none() {
+                        fleet = Some(self.connect_fleet(cluster, &mut done).await?);
+                    }
+                    let fleet = fleet.as_mut().expect("connected above");
+                    self.add_missing_columns_in_cluster(
+                        fleet, table, columns, &engine, mode, &mut done,
+                    )
+                    .await?
+                }
+            };
+            for column in added {
                 done.added_columns.push((table, column));
             }
         }
@@ -420,7 +461,7 @@ impl Store {
     }
 
     /// A table's (column, type) as `system.columns` has them; empty when it does not exist.
-    async fn columns(
+    pub(super) async fn columns(
         &self,
         c: &mut ClientHandle,
         table: &str,
@@ -442,8 +483,8 @@ impl Store {
     /// Tables of the other mode stop the migration before any DDL: without a cluster, one a
     /// cluster's `migrate` made (a `Distributed` or `Replicated*` engine), which a single
     /// server's `ALTER` or rebuild would change on one node only; in cluster mode, one whose
-    /// engine is not the cluster's (a single server's `spans`), which `ON CLUSTER` DDL would
-    /// alter on every node or refuse halfway.
+    /// engine is not the cluster's (a single server's `spans`), which the cluster's DDL would
+    /// alter node by node as if it were replicated, or refuse halfway.
     async fn refuse_other_modes_tables(
         &self,
         c: &mut ClientHandle,
@@ -500,12 +541,29 @@ impl Store {
         &self,
         c: &mut ClientHandle,
         table: &str,
-        expected: &[(&'static str, &str)],
+        expected: &'static [(&'static str, &'static str)],
         existing: &[(String, String)],
         mode: Mode,
     ) -> Result<Vec<&'static str>, StoreError> {
-        let mut added = Vec::new();
-        let mut previous: Option<&str> = None;
+        let missing = self.missing_columns(table, expected, existing)?;
+        if mode == Mode::Apply {
+            for m in &missing {
+                self.add_column(c, table, m).await?;
+            }
+        }
+        Ok(missing.iter().map(|m| m.name).collect())
+    }
+
+    /// The columns of `expected` that `existing` lacks, each with its predecessor. Fails if a
+    /// column it has is of another type.
+    pub(super) fn missing_columns(
+        &self,
+        table: &str,
+        expected: &'static [(&'static str, &'static str)],
+        existing: &[(String, String)],
+    ) -> Result<Vec<Missing>, StoreError> {
+        let mut missing = Vec::new();
+        let mut previous: Option<&'static str> = None;
         for &(name, ty) in expected {
             match existing.iter().find(|(n, _)| n == name) {
                 Some((_, found)) if same_type(found, ty) => {}
@@ -516,29 +574,47 @@ impl Store {
                         self.database
                     )))
                 }
-                None if mode == Mode::Inspect => added.push(name),
-                None => {
-                    let after = previous
-                        .map(|p| format!(" AFTER `{p}`"))
-                        .unwrap_or_default();
-                    c.execute(format!(
-                        "ALTER TABLE `{}`.`{table}`{} ADD COLUMN `{name}` {ty}{after}",
-                        self.database, self.on_cluster
-                    ))
-                    .await?;
-                    tracing::info!(
-                        database = %self.database,
-                        table,
-                        column = name,
-                        "added missing column"
-                    );
-                    added.push(name);
-                }
+                None => missing.push(Missing {
+                    name,
+                    ty,
+                    after: previous,
+                }),
             }
             previous = Some(name);
         }
-        Ok(added)
+        Ok(missing)
     }
+
+    /// `ALTER TABLE ... ADD COLUMN` on the server of `c` alone (never `ON CLUSTER`:
+    /// `cluster_columns.rs` says why).
+    pub(super) async fn add_column(
+        &self,
+        c: &mut ClientHandle,
+        table: &str,
+        m: &Missing,
+    ) -> Result<(), StoreError> {
+        let after = m.after.map(|p| format!(" AFTER `{p}`")).unwrap_or_default();
+        c.execute(format!(
+            "ALTER TABLE `{}`.`{table}` ADD COLUMN `{}` {}{after}",
+            self.database, m.name, m.ty
+        ))
+        .await?;
+        tracing::info!(
+            database = %self.database,
+            table,
+            column = m.name,
+            "added missing column"
+        );
+        Ok(())
+    }
+}
+
+/// A column a table lacks, and the one it goes after (`None`: first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Missing {
+    pub name: &'static str,
+    pub ty: &'static str,
+    pub after: Option<&'static str>,
 }
 
 /// A table's engine DDL is a `Distributed` table's (cluster mode's `spans`).

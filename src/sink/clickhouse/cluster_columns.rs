@@ -1,0 +1,247 @@
+//! Cluster mode's missing columns: a column a release adds, given to each table where its
+//! replicas are, with no `ALTER ... ON CLUSTER` at all.
+//!
+//! Why not `ON CLUSTER` (18.16, which the fleet runs): with `internal_replication` it refuses
+//! the `Distributed` `spans` (code 371, "Table spans isn't replicated, but shard #1 is
+//! replicated according to its cluster definition"), so `spans` never got the column and every
+//! later migration, `serve`'s start-up included, failed. For a replicated table it goes through
+//! the DDL worker's "execute on the leader replica" path, which 18.16 gets wrong at times
+//! (ClickHouse#5401, #7613): on the local cluster it wedged a node's DDL worker for good (code
+//! 44 "column already exists", then ZooKeeper "Node exists .../shards/<replicas>/executed", and
+//! every later `ON CLUSTER` statement timed out until the node restarted).
+//!
+//! An `ALTER` of a `Replicated*` table on one replica is itself replicated, through ZooKeeper,
+//! to the other replicas of its set; a `Distributed` table is nobody's replica. So `spans_local`
+//! is altered on one reachable replica of each shard, `api_keys` and `orgs` on one reachable
+//! node (their replica set spans the cluster), each followed by a bounded wait until every
+//! reachable replica of the set has the columns; `spans` on every node by itself (after
+//! `spans_local`, which `cluster_tables` puts first). 18.16 has no `ADD COLUMN IF NOT EXISTS`:
+//! each node's `system.columns` says what it lacks. A node that does not answer is skipped and
+//! reported (`Migrated::unchecked_nodes`), so a node being down does not keep servers from
+//! starting; a later run that reaches it adds what it lacks.
+
+use std::time::{Duration, Instant};
+
+use clickhouse_rs::ClientHandle;
+
+use super::cluster::{spread, ClusterNode, Spread};
+use super::errors::StoreError;
+use super::schema::{Migrated, Missing, Mode};
+use super::Store;
+
+/// How long a migration waits for replication to bring added columns to the other replicas of
+/// a set (18.16's `ALTER` already waits for the active ones; this covers one that lags). Past
+/// it the replica is reported, not waited for: it catches up by itself.
+const REPLICATION_WAIT: Duration = Duration::from_secs(30);
+
+/// The cluster's nodes, each with a connection if it answered; opened once per migration.
+pub(super) struct Fleet {
+    nodes: Vec<(ClusterNode, Option<ClientHandle>)>,
+}
+
+impl Store {
+    /// Connects to every node of the cluster; the ones it cannot reach (down, or not in
+    /// `INGEST_CLICKHOUSE_URL`) go to `done.unchecked_nodes`.
+    pub(super) async fn connect_fleet(
+        &self,
+        cluster: &str,
+        done: &mut Migrated,
+    ) -> Result<Fleet, StoreError> {
+        let mut nodes = Vec::new();
+        for node in self.cluster_nodes(cluster).await? {
+            let handle = match node.at {
+                None => {
+                    tracing::warn!(
+                        node = %node.name,
+                        "a node of the cluster is not in INGEST_CLICKHOUSE_URL; its tables are \
+                         not checked for missing columns"
+                    );
+                    done.unchecked_nodes
+                        .push((node.name.clone(), "not in INGEST_CLICKHOUSE_URL".into()));
+                    None
+                }
+                Some(i) => match self.nodes.handle_at(i).await {
+                    Ok(c) => Some(c),
+                    Err(e) => {
+                        tracing::warn!(
+                            node = %node.name,
+                            error = %e,
+                            "cannot check a node's tables for missing columns; a later migrate \
+                             or start-up does it"
+                        );
+                        done.unchecked_nodes
+                            .push((node.name.clone(), "unreachable".into()));
+                        None
+                    }
+                },
+            };
+            nodes.push((node, handle));
+        }
+        Ok(Fleet { nodes })
+    }
+
+    /// Adds the columns of `expected` that `table` lacks where its replicas are (its engine
+    /// says: `cluster::spread`); returns the columns added on at least one node (`Inspect`:
+    /// that would be, nothing added).
+    pub(super) async fn add_missing_columns_in_cluster(
+        &self,
+        fleet: &mut Fleet,
+        table: &'static str,
+        expected: &'static [(&'static str, &'static str)],
+        engine: &str,
+        mode: Mode,
+        done: &mut Migrated,
+    ) -> Result<Vec<&'static str>, StoreError> {
+        let all: Vec<usize> = (0..fleet.nodes.len()).collect();
+        let sets: Vec<Vec<usize>> = match spread(engine) {
+            Spread::EachNode => all.iter().map(|&i| vec![i]).collect(),
+            Spread::Everywhere => vec![all],
+            Spread::PerShard => {
+                let mut shards: Vec<u32> = fleet.nodes.iter().map(|(n, _)| n.shard).collect();
+                shards.dedup();
+                shards
+                    .iter()
+                    .map(|&s| {
+                        all.iter()
+                            .copied()
+                            .filter(|&i| fleet.nodes[i].0.shard == s)
+                            .collect()
+                    })
+                    .collect()
+            }
+        };
+        let mut added: Vec<&'static str> = Vec::new();
+        for set in sets {
+            for column in self
+                .add_to_replica_set(fleet, &set, table, expected, mode, done)
+                .await?
+            {
+                if !added.contains(&column) {
+                    added.push(column);
+                }
+            }
+        }
+        Ok(added)
+    }
+
+    /// One replica set (`set`: indexes into the fleet; one node for a `Distributed` table):
+    /// the columns its first reachable replica lacks are added there, then every reachable
+    /// replica is waited for. A replica without the table is passed over: the `CREATE ... ON
+    /// CLUSTER` still on its way to it makes every column.
+    async fn add_to_replica_set(
+        &self,
+        fleet: &mut Fleet,
+        set: &[usize],
+        table: &'static str,
+        expected: &'static [(&'static str, &'static str)],
+        mode: Mode,
+        done: &mut Migrated,
+    ) -> Result<Vec<&'static str>, StoreError> {
+        let mut with_table: Vec<usize> = Vec::with_capacity(set.len());
+        let mut altered: Option<(usize, Vec<Missing>)> = None;
+        for &i in set {
+            let Some(c) = fleet.nodes[i].1.as_mut() else {
+                continue;
+            };
+            let existing = self.columns(c, table).await?;
+            if existing.is_empty() {
+                continue;
+            }
+            // Checked on every replica, so a column of another type stops the migration
+            // wherever it is.
+            let missing = self.missing_columns(table, expected, &existing)?;
+            with_table.push(i);
+            if altered.is_none() {
+                altered = Some((i, missing));
+            }
+        }
+        let Some((first, missing)) = altered else {
+            return Ok(Vec::new());
+        };
+        let names: Vec<&'static str> = missing.iter().map(|m| m.name).collect();
+        if mode == Mode::Inspect {
+            return Ok(names);
+        }
+        let mut added = Vec::with_capacity(missing.len());
+        let node = fleet.nodes[first].0.name.clone();
+        let c = fleet.nodes[first].1.as_mut().expect("a reachable replica");
+        for m in &missing {
+            if self.add_column_unless_there(c, table, m, &node).await? {
+                added.push(m.name);
+            }
+        }
+        if with_table.len() > 1 {
+            self.wait_for_replicas(fleet, &with_table, table, expected, done)
+                .await?;
+        }
+        Ok(added)
+    }
+
+    /// `add_column`; a failure with the column there after all (another server's migration
+    /// got there first: servers of a fleet start together; 18.16 says code 44 "already
+    /// exists", or fails the update of the table's columns in ZooKeeper) is not an error:
+    /// returns whether this call added it.
+    async fn add_column_unless_there(
+        &self,
+        c: &mut ClientHandle,
+        table: &'static str,
+        m: &Missing,
+        node: &str,
+    ) -> Result<bool, StoreError> {
+        let Err(e) = self.add_column(c, table, m).await else {
+            tracing::info!(node, table, column = m.name, "column added on this node");
+            return Ok(true);
+        };
+        match self.columns(c, table).await {
+            Ok(now) if now.iter().any(|(n, _)| n == m.name) => Ok(false),
+            _ => Err(StoreError::new(format!("{node}: {e}"))),
+        }
+    }
+
+    /// Waits, up to `REPLICATION_WAIT`, until every replica of `set` has every column of
+    /// `expected`; what one still lacks then goes to `done.not_yet_replicated`.
+    async fn wait_for_replicas(
+        &self,
+        fleet: &mut Fleet,
+        set: &[usize],
+        table: &'static str,
+        expected: &'static [(&'static str, &'static str)],
+        done: &mut Migrated,
+    ) -> Result<(), StoreError> {
+        let deadline = Instant::now() + REPLICATION_WAIT;
+        let mut lacking: Vec<(usize, Vec<&'static str>)> = Vec::new();
+        loop {
+            lacking.clear();
+            for &i in set {
+                let c = fleet.nodes[i].1.as_mut().expect("a reachable replica");
+                let existing = self.columns(c, table).await?;
+                let missing: Vec<&'static str> = expected
+                    .iter()
+                    .map(|&(name, _)| name)
+                    .filter(|name| !existing.iter().any(|(n, _)| n == name))
+                    .collect();
+                if !missing.is_empty() {
+                    lacking.push((i, missing));
+                }
+            }
+            if lacking.is_empty() || Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        for (i, columns) in lacking {
+            let node = &fleet.nodes[i].0.name;
+            tracing::warn!(
+                node = %node,
+                table,
+                columns = ?columns,
+                "a replica still lacks columns added on another replica of its set; \
+                 replication brings them"
+            );
+            for column in columns {
+                done.not_yet_replicated.push((node.clone(), table, column));
+            }
+        }
+        Ok(())
+    }
+}
