@@ -113,7 +113,8 @@ pub async fn run(cmd: &KeysCommand, store_args: &StoreArgs) -> anyhow::Result<()
             Revoked::Keys(0) if prefix.len() > DISPLAY_PREFIX_LEN => {
                 anyhow::bail!(
                     "no active key is {}...",
-                    &prefix[..DISPLAY_PREFIX_LEN.min(prefix.len())]
+                    // Not a byte slice: the argument is whatever was typed.
+                    prefix.chars().take(DISPLAY_PREFIX_LEN).collect::<String>()
                 );
             }
             Revoked::Keys(0) => anyhow::bail!("no active key has the display prefix {prefix:?}"),

@@ -87,18 +87,31 @@ pub(crate) mod faults {
     thread_local! {
         /// Faults left to raise, by `Site`.
         static ARMED: Cell<[u32; SITES]> = const { Cell::new([0; SITES]) };
+        /// The error to raise there instead of the site's own (0: the site's own).
+        static ERRNO: Cell<[i32; SITES]> = const { Cell::new([0; SITES]) };
     }
 
-    /// The next `n` operations at `site` on this thread fail.
+    /// The next `n` operations at `site` on this thread fail, with the site's own error.
     pub fn arm(site: Site, n: u32) {
+        arm_errno(site, n, 0);
+    }
+
+    /// The next `n` operations at `site` on this thread fail with `errno` (0: the site's own).
+    pub fn arm_errno(site: Site, n: u32, errno: i32) {
         ARMED.with(|a| {
             let mut armed = a.get();
             armed[site as usize] = n;
             a.set(armed);
         });
+        ERRNO.with(|e| {
+            let mut errnos = e.get();
+            errnos[site as usize] = errno;
+            e.set(errnos);
+        });
     }
 
-    /// Called at `site`: the error `errno` if a fault is armed there (one fewer is left).
+    /// Called at `site`: the error `errno` (or the one armed) if a fault is armed there (one
+    /// fewer is left).
     pub fn check(site: Site, errno: i32) -> io::Result<()> {
         ARMED.with(|a| {
             let mut armed = a.get();
@@ -107,6 +120,8 @@ pub(crate) mod faults {
                 n => {
                     armed[site as usize] = n - 1;
                     a.set(armed);
+                    let armed_errno = ERRNO.with(|e| e.get()[site as usize]);
+                    let errno = if armed_errno != 0 { armed_errno } else { errno };
                     Err(io::Error::from_raw_os_error(errno))
                 }
             }

@@ -46,6 +46,20 @@ use crate::row::RowBatch;
 /// in a row, up to `READ_RETRY_MAX`.
 const READ_RETRY_MIN: Duration = Duration::from_millis(100);
 const READ_RETRY_MAX: Duration = Duration::from_secs(5);
+/// How long a read of the backlog that fails with an error other than a shortage of resources
+/// (an EIO: a bad sector, a failing disk) is tried again before the rest of its segment is
+/// given up. Retried for ever, one unreadable record would hold back every batch queued behind
+/// the backlog until the spool filled and every request was refused.
+const READ_GIVE_UP: Duration = Duration::from_secs(60);
+
+/// Errors that say the process is short of something for a moment (descriptors, memory), not
+/// that the data is unreadable: reading is tried again for as long as they last.
+fn is_shortage(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOMEM | libc::ENOBUFS | libc::EAGAIN)
+    ) || e.kind() == io::ErrorKind::Interrupted
+}
 
 /// Where the spool lives and how large it may grow.
 #[derive(Debug, Clone)]
@@ -148,6 +162,8 @@ struct ReadRetry {
     wait: Duration,
     /// Failures in a row, for the log line once reads work again.
     failures: u32,
+    /// When the first of them happened.
+    since: Instant,
 }
 
 /// A record read back: its batch and where it is, to confirm it later.
@@ -434,7 +450,11 @@ impl Spool {
                 match self.read_payload(i, cur) {
                     Ok(Some(len)) => self.cursor = Some(step(cur, len)),
                     Ok(None) => self.lose_rest(i, cur),
-                    Err(e) => return self.read_failed(i, cur, e),
+                    Err(e) => {
+                        if self.read_failed(i, cur, e) {
+                            return None;
+                        }
+                    }
                 }
                 continue;
             }
@@ -471,7 +491,11 @@ impl Spool {
                     }
                 }
                 Ok(None) => self.lose_rest(i, cur),
-                Err(e) => return self.read_failed(i, cur, e),
+                Err(e) => {
+                    if self.read_failed(i, cur, e) {
+                        return None;
+                    }
+                }
             }
         }
     }
@@ -523,11 +547,14 @@ impl Spool {
 
     /// Reading segment `i` at `cur` failed with `e`, which may pass: the records stay where
     /// they are, the segment's reader is dropped (it is opened again: the handle may be what
-    /// went bad), and the next try waits, twice as long after each failure in a row. Logged
-    /// once, when the failures begin.
-    fn read_failed(&mut self, i: usize, cur: Cursor, e: io::Error) -> Option<Replayed> {
+    /// went bad), and the next try waits, twice as long after each failure in a row (`true`).
+    /// Logged once, when the failures begin. A failure that is not a shortage of resources
+    /// and has lasted `READ_GIVE_UP` gives up the rest of the segment instead (`false`: read
+    /// on).
+    fn read_failed(&mut self, i: usize, cur: Cursor, e: io::Error) -> bool {
         self.segments[i].reader = None;
-        let (wait, failures) = match self.read_retry {
+        let now = Instant::now();
+        let (wait, failures, since) = match self.read_retry {
             None => {
                 tracing::error!(
                     segment = cur.segment,
@@ -535,16 +562,30 @@ impl Spool {
                     error = %e,
                     "cannot read the spool back; its records stay there and reading is tried again"
                 );
-                (READ_RETRY_MIN, 1)
+                (READ_RETRY_MIN, 1, now)
             }
-            Some(r) => ((r.wait * 2).min(READ_RETRY_MAX), r.failures + 1),
+            Some(r) => ((r.wait * 2).min(READ_RETRY_MAX), r.failures + 1, r.since),
         };
+        if !is_shortage(&e) && now.duration_since(since) >= READ_GIVE_UP {
+            tracing::error!(
+                segment = cur.segment,
+                record = cur.index,
+                failures,
+                error = %e,
+                "the spool has been unreadable here for a minute; giving up the rest of this \
+                 segment so that the batches behind it are not held back"
+            );
+            self.read_retry = None;
+            self.lose_rest(i, cur);
+            return false;
+        }
         self.read_retry = Some(ReadRetry {
-            at: Instant::now() + wait,
+            at: now + wait,
             wait,
             failures,
+            since,
         });
-        None
+        true
     }
 
     /// A record of segment `i` cannot be read (the disk changed under us): the rest of what
@@ -947,6 +988,57 @@ mod tests {
             spool.confirm(r.pos);
         }
         assert_eq!(files(&dir, ".seg"), 0);
+    }
+
+    /// A read that keeps failing with EIO (a bad sector) is retried for `READ_GIVE_UP`, then
+    /// the rest of its segment is given up, loudly, and the records behind it are read: one
+    /// unreadable record must not hold back everything queued behind the backlog. A shortage
+    /// of descriptors is retried however long it lasts.
+    #[test]
+    fn a_lasting_eio_gives_up_its_segment_a_shortage_does_not() {
+        let dir = TestDir::new("spool-read-eio");
+        let (mut spool, stats) = open(&dir, 64 << 10);
+        for i in 0..8 {
+            spool
+                .append(&batch("o", &format!("t{i}"), 3, 0), false)
+                .unwrap();
+        }
+        let first_segment_records = spool.segments[0].records;
+        assert!(spool.segments.len() >= 2 && first_segment_records < 8);
+        let backdate = |spool: &mut Spool| {
+            let retry = spool.read_retry.as_mut().expect("a failed read");
+            retry.since -= READ_GIVE_UP;
+            retry.at = Instant::now();
+        };
+
+        // Out of descriptors for longer than a minute: still waiting, nothing given up.
+        faults::arm_errno(Site::SpoolRead, 2, libc::EMFILE);
+        assert!(spool.read_next().is_none());
+        backdate(&mut spool);
+        assert!(spool.read_next().is_none());
+        assert!(spool.read_retry_at().is_some());
+        assert_eq!(stats.spool_bad_records.load(Ordering::Relaxed), 0);
+        skip_wait(&mut spool);
+        assert_eq!(trace(&spool.read_next().unwrap()), "t0");
+
+        // EIO: retried while it is young, then the first segment's rest is given up and the
+        // next segment's records come back.
+        faults::arm_errno(Site::SpoolRead, 2, libc::EIO);
+        assert!(spool.read_next().is_none());
+        skip_wait(&mut spool);
+        assert!(spool.read_next().is_none(), "a young EIO is retried");
+        backdate(&mut spool);
+        faults::arm_errno(Site::SpoolRead, 1, libc::EIO);
+        let next = spool
+            .read_next()
+            .expect("read on past the given-up records");
+        assert_eq!(trace(&next), format!("t{first_segment_records}"));
+        assert_eq!(spool.read_retry_at(), None);
+        assert_eq!(
+            stats.spool_bad_records.load(Ordering::Relaxed),
+            u64::from(first_segment_records - 1),
+            "the first segment's records after t0"
+        );
     }
 
     /// `buffer` mode: the fsync that seals a full segment fails. The append that needed the

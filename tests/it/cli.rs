@@ -141,6 +141,11 @@ fn revoking_a_shared_display_prefix_takes_the_whole_key_or_all() {
     assert_eq!(active(&server), 0);
     drop((a, c));
 
+    // A whole "key" that is not one, with a character across byte 12: an error, not a panic.
+    let (code, _, stderr) = run(&server, &["keys", "revoke", "aéééééé"]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("no active key is aéééééé"), "{stderr}");
+
     let (code, _, stderr) = run(
         &server,
         &["keys", "create", "--org", "o", "--prefix", "ключ_"],

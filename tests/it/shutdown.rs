@@ -95,3 +95,52 @@ fn sigterm_with_clickhouse_hung_and_a_client_lingering_still_spools() {
     server.wait_rows(5);
     assert_eq!(server.count(), 5, "both batches stored, once each");
 }
+
+/// The same with a client that pipelines requests and never reads the answers (found by a
+/// review): its connection waits in a write, which the drain's cut-off must end as it ends a
+/// read, or the worker's sender outlives the shutdown's third and the watchdog ends the
+/// process before the spooling.
+#[test]
+fn sigterm_with_clickhouse_hung_and_a_client_not_reading_still_spools() {
+    let proxy = Proxy::start();
+    let mut server = Server::start_with(&[
+        ("INGEST_CLICKHOUSE_URL", &proxy.url()),
+        ("INGEST_SHUTDOWN_TIMEOUT_MS", "3000"),
+        ("INGEST_WORKERS", "1"),
+    ]);
+    let key = server.ready_key("org-term-noread");
+    assert_eq!(
+        server.post_ingest(&key, &batch("noread-a", 1, 2)).status,
+        202
+    );
+    server.wait_rows(2);
+    proxy.stall();
+    assert_eq!(
+        server.post_ingest(&key, &batch("noread-b", 1, 3)).status,
+        202
+    );
+    let addr = server.addr;
+    let pipeliner = std::thread::spawn(move || {
+        use std::io::Write;
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        let one = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+        let chunk: Vec<u8> = one.iter().copied().cycle().take(one.len() * 1000).collect();
+        let t = std::time::Instant::now();
+        while t.elapsed() < Duration::from_secs(20) {
+            if s.write_all(&chunk).is_err() {
+                break;
+            }
+        }
+        s
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    server.signal(SIGTERM);
+    let code = server.wait_exit(Duration::from_secs(15));
+    drop(pipeliner);
+    assert_eq!(code, 0, "exited by itself, not by the watchdog");
+
+    server.set_env("INGEST_CLICKHOUSE_URL", "tcp://127.0.0.1:9000");
+    server.spawn();
+    server.wait_rows(5);
+    assert_eq!(server.count(), 5, "both batches stored, once each");
+}

@@ -499,6 +499,9 @@ impl Conn {
     /// Writes every pending answer. A client that does not take them within the write timeout
     /// is dropped, so a reader that never reads cannot hold the connection forever.
     async fn flush(&mut self) -> Result<(), Stop> {
+        if self.worker.drain.is_cut_off() {
+            return Err(Stop::Close);
+        }
         // Most answers fit in the socket's send buffer: one plain non-blocking `send(2)` takes
         // them at once, without an io_uring operation, its deadline timer and a wake-up of this
         // task. Whatever the socket cannot take now goes the normal way, with the deadline.
@@ -518,8 +521,11 @@ impl Conn {
         }
         let out = std::mem::take(&mut self.out);
         let timeout = self.write_timeout;
+        let worker = self.worker.clone();
         // A cancelled write ends (with its buffer) before the connection is closed, so no
-        // operation outlives the socket.
+        // operation outlives the socket. The drain's cut-off ends it too: a client that does
+        // not read must not keep the worker, and its sender to the flush thread, past the
+        // shutdown's third (the watchdog would end the process before the spooling).
         let mut write = std::pin::pin!(CancelableAsyncWriteRentExt::write_all(
             &mut self.stream,
             out,
@@ -531,7 +537,14 @@ impl Conn {
                 self.canceller = std::mem::take(&mut self.canceller).cancel();
                 write.await
             }
+            _ = worker.drain.wait(false) => {
+                self.canceller = std::mem::take(&mut self.canceller).cancel();
+                write.await
+            }
         };
+        if worker.drain.is_cut_off() {
+            return Err(Stop::Close);
+        }
         out.clear();
         self.out = out;
         res.map(|_| ()).map_err(|_| Stop::Close)
