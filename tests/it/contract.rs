@@ -75,6 +75,25 @@ fn statuses_follow_the_order_of_checks() {
     assert_eq!(r.status, 200);
     assert_eq!(r.json()["status"], "ok");
     assert!(r.json()["buffered"].is_u64());
+    // Any method on an unknown path is 404 (it was 405 "use GET" for POST, found by an audit);
+    // a wrong method on a known one is 405.
+    for request in [
+        &b"POST /nope HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\n{}"[..],
+        b"POST /ingest/ HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\n{}",
+        b"DELETE /nope HTTP/1.1\r\nHost: t\r\n\r\n",
+    ] {
+        c.send(request);
+        let r = c.read_response();
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (404, "not_found"),
+            "{}",
+            String::from_utf8_lossy(request)
+        );
+    }
+    c.send(b"POST /health HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n");
+    let r = c.read_response();
+    assert_eq!((r.status, r.code().as_str()), (405, "method_not_allowed"));
 }
 
 #[test]

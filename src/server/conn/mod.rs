@@ -221,7 +221,8 @@ impl Conn {
                     // Only on the admin listener (`admin.rs`): it names organisations and
                     // shows traffic figures, which the internet-facing port must not.
                     (Route::Metrics, _) => Outcome::Refused(refusal(ConnError::NotFound)),
-                    (_, Method::Post | Method::Other) => {
+                    // A wrong method on a known path; any method on an unknown one is 404.
+                    (Route::Health | Route::Ready, Method::Post | Method::Other) => {
                         Outcome::Refused(refusal(ConnError::MethodNotAllowed {
                             allow: "GET, HEAD",
                             path: "this path",
@@ -371,11 +372,13 @@ impl Conn {
                 });
                 // In write-ahead mode this waits (without blocking the worker) for the fsync.
                 match result {
-                    Ok(handed) => handed
-                        .settle()
-                        .await
-                        .map(|spans| Outcome::Accepted { spans })
-                        .map_err(|e| refuse(Refused::Ingest(IngestError::from(e)))),
+                    Ok(handed) => match handed.settle().await {
+                        Ok(spans) => Ok(Outcome::Accepted { spans }),
+                        Err(e) => {
+                            extra.limits = refunded_limits(shared, &principal);
+                            Err(refuse(Refused::Ingest(IngestError::from(e))))
+                        }
+                    },
                     Err(e) => Err(refuse(Refused::Ingest(e))),
                 }
             }
@@ -408,7 +411,10 @@ impl Conn {
                                     partial: exported.message.map(|m| (exported.rejected, m)),
                                 })
                             }
-                            Err(e) => Err(refuse(Refused::Ingest(IngestError::from(e)))),
+                            Err(e) => {
+                                extra.limits = refunded_limits(shared, &principal);
+                                Err(refuse(Refused::Ingest(IngestError::from(e))))
+                            }
                         }
                     }
                     Err(e) => Err(refuse(Refused::Ingest(e))),
@@ -549,6 +555,13 @@ impl Conn {
         self.out = out;
         res.map(|_| ()).map_err(|_| Stop::Close)
     }
+}
+
+/// The key's limits after a refusal in the write-ahead log gave back what the admission took
+/// (the rate-limit credit here, the quota in the write-ahead thread before it answered): the
+/// answer reports those, not the state the refused batch left for a moment.
+fn refunded_limits(shared: &Shared, principal: &Principal) -> LimitHeaders {
+    admission::peek(principal, shared.clock.mono_ns(), shared.clock.now_ms())
 }
 
 /// One non-blocking `send(2)` of `bytes` (retried only if a signal interrupts it): how many

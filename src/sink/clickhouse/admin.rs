@@ -288,7 +288,11 @@ impl Store {
     ///
     /// Counts rows as stored, without `FINAL`: a client's retry that the table has not merged
     /// away yet counts twice (it was accepted twice), and stops counting once merged. `FINAL`
-    /// over a month of spans every few seconds would cost far more than that is worth.
+    /// over a month of spans every few seconds would cost far more than that is worth. A
+    /// corrected copy `reprice` wrote is not an ingest and is not counted: an ingested row's
+    /// `version` is its ingest time in ms (`ingested_at` in seconds), a correction's the later
+    /// time of the reprice. (Counted, every repriced span took its organisation's quota twice
+    /// until the parts merged.)
     pub async fn count_spans_by_org(
         &self,
         org_ids: &[&str],
@@ -307,6 +311,7 @@ impl Store {
                     "SELECT org_id, count() AS n FROM {} \
                      WHERE org_id IN ({list}) \
                      AND ingested_at >= toDateTime({from_s}) AND ingested_at < toDateTime({to_s}) \
+                     AND intDiv(version, 1000) = toUInt64(toUnixTimestamp(ingested_at)) \
                      GROUP BY org_id",
                     self.spans_table
                 ))

@@ -97,10 +97,18 @@ fn orgs_put_get_list_and_monthly_counts() {
         .iter()
         .map(|id| RowRef {
             ingested_at: 1_701_388_800, // 2023-12-01 00:00:00
+            version: 1_701_388_800_250,
             ..row("org-a", "t3", id, 0, true)
         })
         .collect();
     batches.push(RowBatch::from_rows(&december));
+    // A corrected copy `reprice` wrote of one of November's spans: the same ingest time, a
+    // later version. Not an ingest: not counted against the quota.
+    let corrected = [RowRef {
+        version: 1_702_000_000_000,
+        ..row("org-a", "t3", "s0", 0, true)
+    }];
+    batches.push(RowBatch::from_rows(&corrected));
     rt.block_on(store.insert_spans(&batches)).unwrap();
     let november = (1_698_796_800, 1_701_388_800);
     let mut counts = rt
