@@ -652,9 +652,9 @@ impl Store {
     }
 
     /// One shard's block, to its replicas in turn from the next in its rotation until one
-    /// writes it: its size, the last replica's error when none did (retryable), or the first
-    /// error that is the rows' or the schema's fault (not retryable: another replica would say
-    /// the same).
+    /// writes it: its size, the last replica's error when none did (retryable, or `Unknown`
+    /// if that is what the last one said), or the first error that is the rows' or the
+    /// schema's fault (not retryable: another replica would say the same).
     async fn insert_shard(
         &self,
         topology: &Topology,
@@ -674,6 +674,9 @@ impl Store {
                     node.failed(&e.message);
                     last = Some(e);
                 }
+                // Maybe the node's trouble, maybe the rows': the next replica is tried (it says
+                // the same if it is the rows), but the node is not taken out of rotation.
+                Err(e) if e.retry == Retry::Unknown => last = Some(e),
                 Err(e) => return Err(e),
             }
         }

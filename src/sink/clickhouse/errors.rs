@@ -196,6 +196,22 @@ fn classify(err: &ChError) -> (Retry, Option<u32>) {
         | codes::QUERY_WAS_CANCELLED
         | codes::ALL_REPLICAS_LOST
         | codes::KEEPER_EXCEPTION
+        // Replicated tables without their ZooKeeper session (18.x: "ZooKeeper session has been
+        // expired", "No ZooKeeper session"), too few replicas alive, an insert whose outcome
+        // the server does not know ("client must retry"), a ClickHouse user quota (it ends
+        // with its interval), a full or failing disk on the server (18.16 says
+        // CANNOT_WRITE_TO_FILE_DESCRIPTOR for ENOSPC), a pool with no thread to spare: each
+        // was `Unknown`, so after 8 tries the insert was split down to single rows and every
+        // one of them dead-lettered although none was at fault (found by an audit).
+        | codes::NO_ZOOKEEPER
+        | codes::TOO_FEW_LIVE_REPLICAS
+        | codes::UNKNOWN_STATUS_OF_INSERT
+        | codes::QUOTA_EXPIRED
+        | codes::CANNOT_WRITE_TO_FILE_DESCRIPTOR
+        | codes::CANNOT_OPEN_FILE
+        | codes::CANNOT_FSYNC
+        | codes::DEADLOCK_AVOIDED
+        | codes::CANNOT_SCHEDULE_TASK
         | AUTHENTICATION_FAILED => Retry::Later,
         // Anything else: maybe transient, maybe the data; retried a few times, then split.
         _ => Retry::Unknown,
@@ -244,6 +260,29 @@ mod tests {
             (server(100_000, "unknown"), Retry::Unknown),
             (server(210, "Network error"), Retry::Later),
             (server(516, "Authentication failed"), Retry::Later),
+            (
+                server(225, "ZooKeeper session has been expired."),
+                Retry::Later,
+            ),
+            (
+                server(319, "Unknown status, client must retry"),
+                Retry::Later,
+            ),
+            (server(201, "Quota for user default expired"), Retry::Later),
+            (
+                server(
+                    75,
+                    "Cannot write to file, errno: 28, strerror: No space left on device",
+                ),
+                Retry::Later,
+            ),
+            (
+                server(
+                    285,
+                    "Number of alive replicas (1) is less than requested quorum (2)",
+                ),
+                Retry::Later,
+            ),
             (ChError::Other("x".into()), Retry::Never),
         ];
         for (err, expected) in cases {

@@ -814,3 +814,53 @@ fn unfinished_inserts_of_earlier_runs_are_replayed_one_by_one_after_the_frozen_o
     st.spool_everything();
     assert_eq!(on_disk(), line(b));
 }
+
+/// Errors that are nobody's rows' fault (found by an audit: ZooKeeper lost by a replicated
+/// table, a ClickHouse quota, a full disk, an insert of unknown outcome) keep the rows however
+/// often they come back: before, they were `Unknown`, so after 8 tries the insert was split
+/// down to single rows and every good row dead-lettered.
+#[test]
+fn transient_server_errors_never_dead_letter_good_rows() {
+    use clickhouse_rs::errors::{Error as ChError, ServerError};
+    let dir = TestDir::new("flush-transient");
+    let cfg = FlushConfig {
+        dead_letter_dir: dir.path().join("deadletter"),
+        ..config("unused", NATIVE_URL)
+    };
+    let mut f = offline_flusher(cfg, &dir);
+    let st = &mut f.st;
+    for (trace, n) in [("a", 3), ("b", 4)] {
+        let b = batch("o", trace, n, 1_700_000_000_000);
+        st.cfg.budget.take(b.len() as u64, b.heap_bytes() as u64);
+        st.push(Entry::new(b, None), Instant::now());
+    }
+    let err = |code: u32, message: &str| {
+        InsertError::from(ChError::Server(ServerError {
+            code,
+            name: "DB::Exception".into(),
+            message: message.into(),
+            stack_trace: String::new(),
+        }))
+    };
+    for (code, message) in [
+        (225, "ZooKeeper session has been expired."),
+        (319, "Unknown status, client must retry"),
+        (201, "Quota for user default expired"),
+        (
+            75,
+            "Cannot write to file, errno: 28, strerror: No space left on device",
+        ),
+    ] {
+        let e = err(code, message);
+        for _ in 0..20 {
+            let (pieces, rows) = st.next_insert();
+            assert!(!st.failed(pieces, rows, &e), "backs off, no split");
+        }
+        assert_eq!(st.report.rows_rejected, 0, "code {code}");
+        assert_eq!(st.queued_rows, 7, "code {code}: every row kept");
+        assert!(
+            st.queue.iter().all(|p| p.cap == usize::MAX),
+            "code {code}: not split"
+        );
+    }
+}
