@@ -1,0 +1,256 @@
+//! Without ClickHouse (`offline_flusher`): bisection, insert intents, retries and waits after
+//! failures, driven through the state by hand.
+
+use super::*;
+
+#[test]
+fn bisect_splits_across_pieces() {
+    let dir = TestDir::new("flush-bisect");
+    let cfg = config("unused", NATIVE_URL);
+    let mut f = offline_flusher(cfg, &dir);
+    for (trace, n) in [("a", 3), ("b", 4), ("c", 2)] {
+        let b = batch("o", trace, n, 0);
+        f.st.push(Entry::new(b, None), Instant::now());
+    }
+    let st = &mut f.st;
+    assert_eq!(st.next_insert(), (3, 9));
+    st.bisect(3, 9);
+    let shape: Vec<(usize, usize, usize)> =
+        st.queue.iter().map(|p| (p.start, p.end, p.cap)).collect();
+    assert_eq!(shape, vec![(0, 3, 4), (0, 1, 4), (1, 4, 5), (0, 2, 5)]);
+    assert_eq!(st.next_insert(), (2, 4));
+    st.queue.drain(..2);
+    assert_eq!(st.next_insert(), (2, 5));
+    st.bisect(2, 5);
+    let shape: Vec<(usize, usize, usize)> =
+        st.queue.iter().map(|p| (p.start, p.end, p.cap)).collect();
+    assert_eq!(shape, vec![(1, 3, 2), (3, 4, 3), (0, 2, 3)]);
+    assert_eq!(st.next_insert(), (1, 2));
+}
+
+/// Cluster mode's intent (`intent.rs`): a batch of more rows than `max_rows` is never cut
+/// (an insert takes at least one whole piece), so its insert has an intent like any other and
+/// a replay sends it as the same block. Only a refusal's bisection makes partial pieces; their
+/// insert has no intent (the halves are new blocks anyway, also for the shards that took the
+/// whole), which docs/fleet.md lists among the cases only `FINAL` collapses.
+#[test]
+fn a_batch_over_max_rows_is_one_insert_with_its_intent_and_bisected_halves_have_none() {
+    let dir = TestDir::new("flush-intent");
+    let cfg = FlushConfig {
+        max_rows: 4,
+        ..config("unused", NATIVE_URL)
+    };
+    let mut f = offline_flusher(cfg, &dir);
+    let st = &mut f.st;
+    let mut positions = Vec::new();
+    for trace in ["a", "b"] {
+        let b = batch("o", trace, 10, 0);
+        let pos = st.spool.append(&b, false).unwrap();
+        positions.push(format!("{} {}\n", pos.segment, pos.index));
+        st.push(Entry::new(b, Some(pos)), Instant::now());
+    }
+    let intent = dir.path().join("spool").join("insert.intent");
+    let written = || std::fs::read_to_string(&intent).ok();
+    // 10 rows > max_rows 4: one whole batch per insert, with its intent.
+    assert_eq!(st.next_insert(), (1, 10));
+    st.note_intent(1);
+    assert_eq!(written().as_deref(), Some(positions[0].as_str()));
+    // Refused and bisected: halves of 5, which have no intent.
+    st.bisect(1, 10);
+    assert_eq!(written(), None, "a bisection drops the intent");
+    assert_eq!(st.next_insert(), (1, 5));
+    st.note_intent(1);
+    assert_eq!(written(), None);
+    // The bisected batch written, the next one is whole again.
+    st.queue.drain(..2);
+    assert_eq!(st.next_insert(), (1, 10));
+    st.note_intent(1);
+    assert_eq!(written().as_deref(), Some(positions[1].as_str()));
+}
+
+/// While the spool cannot be read back (an I/O error that may pass), the next insert is due
+/// when the spool will be tried again, not at once: the thread waits for it instead of
+/// spinning through `flush` and `refill`.
+#[test]
+fn a_failing_spool_read_is_waited_for_not_spun_on() {
+    use crate::sink::faults::{self, Site};
+    let dir = TestDir::new("flush-read-fails");
+    let mut f = offline_flusher(config("unused", NATIVE_URL), &dir);
+    let st = &mut f.st;
+    for trace in ["a", "b"] {
+        st.spool.append(&batch("o", trace, 3, 0), false).unwrap();
+    }
+    assert!(st.spool.backlog());
+    faults::arm(Site::SpoolRead, 1);
+    st.refill();
+    assert!(st.queue.is_empty(), "nothing read");
+    assert!(st.spool.backlog(), "nothing lost");
+    let due = st.due().expect("the backlog is due");
+    assert!(due > Instant::now(), "due when the read is tried again");
+    assert_eq!(Some(due), st.spool.read_retry_at());
+}
+
+/// Cluster mode's intent after a stop that followed an outage: the previous run's frozen
+/// insert was spooled last, behind batches spilled earlier, so it is read back only after
+/// other inserts. Its intent must outlive those inserts' own intents and this run's stop,
+/// or the next start would replay its records as ordinary batches, in other blocks.
+#[test]
+fn a_previous_runs_intent_survives_a_new_insert_and_a_stop() {
+    let dir = TestDir::new("audit-intent");
+    let cfg = FlushConfig {
+        max_rows: 4,
+        ..config("unused", NATIVE_URL)
+    };
+    let intent = dir.path().join("spool").join("insert.intent");
+    let frozen = {
+        let mut f = offline_flusher(cfg.clone(), &dir);
+        for trace in ["s1", "s2", "s3"] {
+            f.st.spool.append(&batch("o", trace, 3, 0), false).unwrap();
+        }
+        let frozen =
+            f.st.spool
+                .append(&batch("o", "frozen", 3, 0), false)
+                .unwrap();
+        f.st.spool.sync().unwrap();
+        f.st.note_stopped_intent(&[frozen]);
+        frozen
+    };
+    let want = format!("{} {}\n", frozen.segment, frozen.index);
+    let mut f = offline_flusher(cfg, &dir);
+    f.st.load_intent();
+    f.st.refill();
+    assert!(!f.st.intents.is_empty());
+    let (pieces, _) = f.st.next_insert();
+    f.st.note_intent(pieces);
+    f.st.frozen = Some((pieces, ShardsDone::default()));
+    f.st.spool_everything();
+    let after_stop = std::fs::read_to_string(&intent).ok();
+    assert!(
+        after_stop
+            .as_deref()
+            .is_some_and(|t| t.contains(want.as_str())),
+        "{after_stop:?} want {want:?}"
+    );
+}
+
+/// Each unfinished insert an intent file names is replayed alone, as the same pieces, after
+/// whatever insert is frozen already (never in its place); an insert written in between keeps
+/// the others in the file; a stop during the replay keeps them all.
+#[test]
+fn unfinished_inserts_of_earlier_runs_are_replayed_one_by_one_after_the_frozen_one() {
+    use crate::sink::clickhouse::Inserted;
+    let dir = TestDir::new("flush-intents");
+    let cfg = FlushConfig {
+        max_rows: 4,
+        ..config("unused", NATIVE_URL)
+    };
+    let intent = dir.path().join("spool").join("insert.intent");
+    let on_disk = || std::fs::read_to_string(&intent).unwrap_or_default();
+    use crate::sink::segment::RecordPos;
+    let line = |p: RecordPos| format!("{} {}\n", p.segment, p.index);
+    let [a, b, c, d] = {
+        let mut f = offline_flusher(cfg.clone(), &dir);
+        let st = &mut f.st;
+        let at =
+            ["a", "b", "c", "d"].map(|t| st.spool.append(&batch("o", t, 3, 0), false).unwrap());
+        st.spool.sync().unwrap();
+        // Two unfinished inserts, as two stops in a row leave them: `d` (the older) and `b`.
+        st.note_stopped_intent(&[at[3]]);
+        st.intents = vec![vec![(at[3].segment, at[3].index)]];
+        st.note_stopped_intent(&[at[1]]);
+        at
+    };
+    assert_eq!(on_disk(), format!("{}\n{}", line(d), line(b)));
+    let mut f = offline_flusher(cfg.clone(), &dir);
+    let st = &mut f.st;
+    st.load_intent();
+    assert_eq!(st.intents.len(), 2);
+    // `a` is read back and frozen after a failed insert; then the rest is read.
+    st.cfg.max_rows = 1;
+    st.refill();
+    st.cfg.max_rows = 100;
+    let ids = |st: &State| -> Vec<(u64, u32)> {
+        st.queue
+            .iter()
+            .map(|p| p.entry.pos.map(|p| (p.segment, p.index)).unwrap())
+            .collect()
+    };
+    let done = ShardsDone::default();
+    st.frozen = Some((1, done));
+    st.refill();
+    // Everything is read; `b` and `d` are complete, but `a` stays the frozen insert.
+    assert!(!st.spool.backlog());
+    assert_eq!(st.frozen, Some((1, done)));
+    assert_eq!(ids(st)[0], (a.segment, a.index));
+    // `a` written: the next insert is `d`, alone, then `b`, alone; `c` after them.
+    let write = |st: &mut State| {
+        let (pieces, rows) = st.next_insert();
+        st.frozen = None;
+        st.clear_intent();
+        st.written(pieces, Inserted { rows, bytes: 0 }, Duration::ZERO);
+    };
+    write(st);
+    st.refill();
+    assert_eq!(ids(st), vec![(d.segment, d.index), (c.segment, c.index)]);
+    assert_eq!(st.next_insert(), (1, 3));
+    assert!(st.frozen.is_some());
+    assert_eq!(on_disk(), format!("{}\n{}", line(b), line(d)));
+    write(st);
+    assert_eq!(on_disk(), line(b), "d is written, b is still to replay");
+    st.refill();
+    assert_eq!(ids(st), vec![(b.segment, b.index), (c.segment, c.index)]);
+    assert_eq!(st.next_insert(), (1, 3));
+    // A stop (or a kill) during the replay of `b`: the next start replays it again.
+    st.spool_everything();
+    assert_eq!(on_disk(), line(b));
+}
+
+/// Errors that are nobody's rows' fault (found by an audit: ZooKeeper lost by a replicated
+/// table, a ClickHouse quota, a full disk, an insert of unknown outcome) keep the rows however
+/// often they come back: before, they were `Unknown`, so after 8 tries the insert was split
+/// down to single rows and every good row dead-lettered.
+#[test]
+fn transient_server_errors_never_dead_letter_good_rows() {
+    use clickhouse_rs::errors::{Error as ChError, ServerError};
+    let dir = TestDir::new("flush-transient");
+    let cfg = FlushConfig {
+        dead_letter_dir: dir.path().join("deadletter"),
+        ..config("unused", NATIVE_URL)
+    };
+    let mut f = offline_flusher(cfg, &dir);
+    let st = &mut f.st;
+    for (trace, n) in [("a", 3), ("b", 4)] {
+        let b = batch("o", trace, n, 1_700_000_000_000);
+        st.cfg.budget.take(b.len() as u64, b.heap_bytes() as u64);
+        st.push(Entry::new(b, None), Instant::now());
+    }
+    let err = |code: u32, message: &str| {
+        InsertError::from(ChError::Server(ServerError {
+            code,
+            name: "DB::Exception".into(),
+            message: message.into(),
+            stack_trace: String::new(),
+        }))
+    };
+    for (code, message) in [
+        (225, "ZooKeeper session has been expired."),
+        (319, "Unknown status, client must retry"),
+        (201, "Quota for user default expired"),
+        (
+            75,
+            "Cannot write to file, errno: 28, strerror: No space left on device",
+        ),
+    ] {
+        let e = err(code, message);
+        for _ in 0..20 {
+            let (pieces, rows) = st.next_insert();
+            assert!(!st.failed(pieces, rows, &e), "backs off, no split");
+        }
+        assert_eq!(st.report.rows_rejected, 0, "code {code}");
+        assert_eq!(st.queued_rows, 7, "code {code}: every row kept");
+        assert!(
+            st.queue.iter().all(|p| p.cap == usize::MAX),
+            "code {code}: not split"
+        );
+    }
+}
