@@ -491,8 +491,14 @@ impl ChunkedDecoder {
                     self.state = ChunkState::Size;
                 }
                 ChunkState::Trailers => {
-                    let limit = MAX_TRAILERS - (self.read - self.trailers_from).min(MAX_TRAILERS);
-                    let Some(line_end) = find_crlf(&region[self.read..], limit)? else {
+                    // Each line may take what the lines before it left of `MAX_TRAILERS`, so
+                    // the section as a whole is bounded, not each line.
+                    let left = MAX_TRAILERS - (self.read - self.trailers_from).min(MAX_TRAILERS);
+                    let found = find_crlf(&region[self.read..], left).map_err(|e| match e {
+                        TOO_LONG => HttpError::BadRequest("trailer section over 16 KiB"),
+                        e => e,
+                    });
+                    let Some(line_end) = found? else {
                         return Ok(Parsed::Partial);
                     };
                     let line = &region[self.read..self.read + line_end];
@@ -500,9 +506,6 @@ impl ChunkedDecoder {
                         return Err(HttpError::BadRequest("malformed trailer field"));
                     }
                     self.read += line_end + 2;
-                    if self.read - self.trailers_from > MAX_TRAILERS + 2 {
-                        return Err(HttpError::BadRequest("trailer section over 16 KiB"));
-                    }
                     self.check_framing()?;
                     if line.is_empty() {
                         return Ok(Parsed::Complete(ChunkedBody {
@@ -532,6 +535,9 @@ impl ChunkedDecoder {
     }
 }
 
+/// `find_crlf`'s answer to a line past its bound.
+const TOO_LONG: HttpError = HttpError::BadRequest("chunk line too long");
+
 /// Position of the first CRLF, `None` if not there yet; a bare LF or an overlong line is an
 /// error.
 fn find_crlf(bytes: &[u8], max_line: usize) -> Result<Option<usize>, HttpError> {
@@ -546,7 +552,7 @@ fn find_crlf(bytes: &[u8], max_line: usize) -> Result<Option<usize>, HttpError> 
             }
         }
         Some(_) => Err(HttpError::BadRequest("bare LF in chunked body")),
-        None if bytes.len() > max_line + 1 => Err(HttpError::BadRequest("chunk line too long")),
+        None if bytes.len() > max_line + 1 => Err(TOO_LONG),
         None => Ok(None),
     }
 }

@@ -61,6 +61,40 @@ fn sigterm_under_load_loses_nothing_accepted() {
     );
 }
 
+/// A server whose ClickHouse hangs (its connections go through a proxy that stalls them),
+/// with a first batch of 2 spans stored before the hang and a second of 3 accepted into memory
+/// after it.
+fn hung_clickhouse_with_a_batch_in_memory(org: &str, env: &[(&str, &str)]) -> (Proxy, Server) {
+    let proxy = Proxy::start();
+    let url = proxy.url();
+    let mut settings = vec![
+        ("INGEST_CLICKHOUSE_URL", url.as_str()),
+        ("INGEST_SHUTDOWN_TIMEOUT_MS", "3000"),
+    ];
+    settings.extend_from_slice(env);
+    let server = Server::start_with(&settings);
+    let key = server.ready_key(org);
+    let r = server.post_ingest(&key, &batch(&format!("{org}-a"), 1, 2));
+    assert_eq!(r.status, 202);
+    server.wait_rows(2);
+    proxy.stall();
+    let r = server.post_ingest(&key, &batch(&format!("{org}-b"), 1, 3));
+    assert_eq!(r.status, 202, "accepted into memory while ClickHouse hangs");
+    (proxy, server)
+}
+
+/// SIGTERM: the process exits 0 by itself (not by the watchdog), and the next start, talking
+/// to ClickHouse directly, inserts what was spooled: both batches, once each.
+fn sigterm_exits_0_and_the_next_start_stores_both(server: &mut Server) {
+    server.signal(SIGTERM);
+    let code = server.wait_exit(Duration::from_secs(15));
+    assert_eq!(code, 0, "exited by itself, not by the watchdog");
+    server.set_env("INGEST_CLICKHOUSE_URL", "tcp://127.0.0.1:9000");
+    server.spawn();
+    server.wait_rows(5);
+    assert_eq!(server.count(), 5, "both batches stored, once each");
+}
+
 /// SIGTERM while ClickHouse hangs and a client holds a half-sent head (found by an audit): the
 /// client is cut off after a third of the shutdown timeout, the rows in memory go to the spool
 /// before the watchdog's deadline, and the process exits 0; the next start inserts them. Before,
@@ -69,31 +103,11 @@ fn sigterm_under_load_loses_nothing_accepted() {
 /// spooled: the accepted rows were lost.
 #[test]
 fn sigterm_with_clickhouse_hung_and_a_client_lingering_still_spools() {
-    let proxy = Proxy::start();
-    let mut server = Server::start_with(&[
-        ("INGEST_CLICKHOUSE_URL", &proxy.url()),
-        ("INGEST_SHUTDOWN_TIMEOUT_MS", "3000"),
-    ]);
-    let key = server.ready_key("org-term-hung");
-    let r = server.post_ingest(&key, &batch("hung-a", 1, 2));
-    assert_eq!(r.status, 202);
-    server.wait_rows(2);
-
-    proxy.stall();
-    let r = server.post_ingest(&key, &batch("hung-b", 1, 3));
-    assert_eq!(r.status, 202, "accepted into memory while ClickHouse hangs");
+    let (_proxy, mut server) = hung_clickhouse_with_a_batch_in_memory("org-term-hung", &[]);
     let mut lingering = server.connect();
     lingering.send(b"POST /ingest HTTP/1.1\r\nHo");
-    server.signal(SIGTERM);
-    let code = server.wait_exit(Duration::from_secs(15));
-    assert_eq!(code, 0, "exited by itself, not by the watchdog");
+    sigterm_exits_0_and_the_next_start_stores_both(&mut server);
     drop(lingering);
-
-    // The next start talks to ClickHouse directly and inserts what was spooled.
-    server.set_env("INGEST_CLICKHOUSE_URL", "tcp://127.0.0.1:9000");
-    server.spawn();
-    server.wait_rows(5);
-    assert_eq!(server.count(), 5, "both batches stored, once each");
 }
 
 /// The same with a client that pipelines requests and never reads the answers (found by a
@@ -102,23 +116,8 @@ fn sigterm_with_clickhouse_hung_and_a_client_lingering_still_spools() {
 /// process before the spooling.
 #[test]
 fn sigterm_with_clickhouse_hung_and_a_client_not_reading_still_spools() {
-    let proxy = Proxy::start();
-    let mut server = Server::start_with(&[
-        ("INGEST_CLICKHOUSE_URL", &proxy.url()),
-        ("INGEST_SHUTDOWN_TIMEOUT_MS", "3000"),
-        ("INGEST_WORKERS", "1"),
-    ]);
-    let key = server.ready_key("org-term-noread");
-    assert_eq!(
-        server.post_ingest(&key, &batch("noread-a", 1, 2)).status,
-        202
-    );
-    server.wait_rows(2);
-    proxy.stall();
-    assert_eq!(
-        server.post_ingest(&key, &batch("noread-b", 1, 3)).status,
-        202
-    );
+    let (_proxy, mut server) =
+        hung_clickhouse_with_a_batch_in_memory("org-term-noread", &[("INGEST_WORKERS", "1")]);
     let addr = server.addr;
     let pipeliner = std::thread::spawn(move || {
         use std::io::Write;
@@ -134,13 +133,6 @@ fn sigterm_with_clickhouse_hung_and_a_client_not_reading_still_spools() {
         s
     });
     std::thread::sleep(Duration::from_secs(3));
-    server.signal(SIGTERM);
-    let code = server.wait_exit(Duration::from_secs(15));
+    sigterm_exits_0_and_the_next_start_stores_both(&mut server);
     drop(pipeliner);
-    assert_eq!(code, 0, "exited by itself, not by the watchdog");
-
-    server.set_env("INGEST_CLICKHOUSE_URL", "tcp://127.0.0.1:9000");
-    server.spawn();
-    server.wait_rows(5);
-    assert_eq!(server.count(), 5, "both batches stored, once each");
 }
