@@ -263,6 +263,14 @@ struct State {
     /// record is confirmed (see `admission::quota`).
     tickets: HashMap<(u64, u32), UsageTicket>,
     dead: DeadLetters,
+    /// Refused rows only in memory that the dead-letter file could not take, with their error:
+    /// held (still counted in the memory budget) until it can, spooled at shutdown.
+    undelivered: Vec<(Vec<Piece>, InsertError)>,
+    /// Since when rows are held, and when to try the dead-letter file again.
+    undelivered_at: Option<Instant>,
+    undelivered_retry_at: Option<Instant>,
+    /// Failed tries since rows are held, for the back-off.
+    undelivered_tries: u32,
     /// Consecutive transient failures, for the backoff.
     attempt: u32,
     /// No insert before this instant (backing off after a transient failure).
@@ -274,11 +282,22 @@ struct State {
     /// Consecutive failures of the head insert with a capped class (unknown code, missing
     /// table after migrating).
     capped_failures: u32,
+    /// While bisecting: some rows of the refused insert went in, or one was refused alone, so
+    /// the refusal is the rows' and an unknown error splits at once (`retry.rs`).
+    rows_at_fault: bool,
     /// Jitter source (splitmix64 state).
     rng: u64,
     report: FlushReport,
     /// The last poll stopped at `INTAKE_BOUND` with more waiting: take it in without sleeping.
     backlogged: bool,
+}
+
+/// The earlier of two optional instants.
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 fn drive<T>(
@@ -337,6 +356,10 @@ impl Flusher {
             rt,
             st: State {
                 dead: DeadLetters::new(&cfg.dead_letter_dir),
+                undelivered: Vec::new(),
+                undelivered_at: None,
+                undelivered_retry_at: None,
+                undelivered_tries: 0,
                 cfg,
                 input,
                 closed: false,
@@ -357,6 +380,7 @@ impl Flusher {
                 needs_migrate: false,
                 unreachable: false,
                 capped_failures: 0,
+                rows_at_fault: false,
                 rng: seed,
                 report: FlushReport::default(),
                 backlogged: false,
@@ -373,9 +397,11 @@ impl Flusher {
         while !self.st.closed {
             // On every wake-up: memory past its room is one reason a sender rang.
             self.st.relieve();
+            let dead_letters = self.st.retry_dead_letters(Some(Instant::now()));
             match self.st.due() {
+                // (`due` may say "now" by reading the clock itself: read it after.)
                 Some(at) if at <= Instant::now() => self.flush(None),
-                at => self.st.receive(at),
+                at => self.st.receive(earliest(at, dead_letters)),
             }
         }
         self.shutdown()

@@ -173,6 +173,8 @@ impl State {
 
     pub(super) fn written(&mut self, pieces: usize, inserted: Inserted, took: Duration) {
         for p in self.queue.drain(..pieces).collect::<Vec<_>>() {
+            // Part of a refused insert went in: the refusal was some rows' (`failed`).
+            self.rows_at_fault |= p.cap != usize::MAX;
             self.settle(&p.entry, p.len());
         }
         self.queued_rows -= inserted.rows;

@@ -3,7 +3,6 @@
 
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::queue::Piece;
@@ -14,6 +13,10 @@ use crate::sink::clickhouse::{InsertError, Retry, RowRun};
 /// Migrate-then-retry cycles on the same rows before they are treated as refused.
 const MAX_MIGRATE_ATTEMPTS: u32 = 3;
 
+/// Back-off between tries to write held refused rows to the dead-letter file.
+const DEAD_LETTER_RETRY_MIN: Duration = Duration::from_secs(1);
+const DEAD_LETTER_RETRY_MAX: Duration = Duration::from_secs(60);
+
 impl State {
     /// Handles a failed insert of the first `pieces` pieces (`rows` rows). Returns whether to
     /// go on with the next insert at once (after a split or a rejection) rather than wait.
@@ -21,8 +24,12 @@ impl State {
         self.cfg.stats.flush_errors.fetch_add(1, Ordering::Relaxed);
         let bisecting = self.queue.front().is_some_and(|p| p.cap != usize::MAX);
         let class = match e.retry {
-            // Once rows are being isolated, an unknown refusal is taken as theirs.
-            Retry::Unknown if bisecting => Retry::Split,
+            // While bisecting, an unknown refusal is taken as the rows' once the bisection has
+            // shown the rows matter: some of them went in, or one was refused alone. Until
+            // then it is retried up to the cap before each split, so that an unlisted error
+            // that is nobody's rows' fault (the server's, lasting longer than the first tries)
+            // does not split the insert down to single rows and dead-letter every good one.
+            Retry::Unknown if bisecting && self.rows_at_fault => Retry::Split,
             Retry::Unknown if self.capped_failures + 1 >= self.cfg.max_unknown_attempts => {
                 Retry::Split
             }
@@ -48,11 +55,15 @@ impl State {
                     "insert refused; splitting it to isolate the rows at fault"
                 );
                 self.capped_failures = 0;
+                if !bisecting {
+                    self.rows_at_fault = false;
+                }
                 self.bisect(pieces, rows);
                 true
             }
             Retry::Split | Retry::Never => {
                 self.capped_failures = 0;
+                self.rows_at_fault |= bisecting;
                 self.reject(pieces, rows, e);
                 true
             }
@@ -131,6 +142,9 @@ impl State {
     }
 
     /// Gives up rows ClickHouse will never take: into the dead-letter file with the error.
+    /// When that file cannot be written, rows only in memory are held (`undelivered`) and
+    /// written there once it can be, or spooled at shutdown; rows also in the spool keep
+    /// their record for the next start.
     fn reject(&mut self, pieces: usize, rows: usize, e: &InsertError) {
         self.frozen = None;
         self.clear_intent();
@@ -138,6 +152,38 @@ impl State {
         self.attempt = 0;
         self.retry_at = None;
         let refused: Vec<Piece> = self.queue.drain(..pieces).collect();
+        self.queued_rows -= rows;
+        match self.dead_letter(&refused, e, true) {
+            Ok(()) => self.settle_refused(&refused, true),
+            Err(io) => {
+                let (spooled, held): (Vec<Piece>, Vec<Piece>) =
+                    refused.into_iter().partition(|p| p.entry.pos.is_some());
+                let held_rows: usize = held.iter().map(Piece::len).sum();
+                tracing::error!(
+                    rows,
+                    held = held_rows,
+                    error = %io,
+                    path = %self.dead.path().display(),
+                    "cannot write the dead-letter file; rows in the spool stay there for the next start, the others are held in memory and written there once it can be (or spooled at shutdown)"
+                );
+                for p in &spooled {
+                    p.entry.keep_record.set(true);
+                }
+                self.settle_refused(&spooled, false);
+                if !held.is_empty() {
+                    self.undelivered.push((held, e.clone()));
+                    let now = Instant::now();
+                    self.undelivered_at.get_or_insert(now);
+                    self.undelivered_retry_at
+                        .get_or_insert(now + DEAD_LETTER_RETRY_MIN);
+                }
+            }
+        }
+    }
+
+    /// Writes `refused` to the dead-letter file with `e`, logging each row once: when written,
+    /// or on the `first` try whatever happens.
+    fn dead_letter(&self, refused: &[Piece], e: &InsertError, first: bool) -> std::io::Result<()> {
         let runs: Vec<RowRun<'_>> = refused
             .iter()
             .map(|p| RowRun {
@@ -146,7 +192,10 @@ impl State {
             })
             .collect();
         let written = self.dead.write(&runs, e);
-        for p in &refused {
+        if !first && written.is_err() {
+            return written.map(drop);
+        }
+        for p in refused {
             let mut reader = p.entry.batch.reader(p.start..p.end);
             while let Some(values) = reader.next_row() {
                 let id = |c: usize| match &values[c] {
@@ -165,35 +214,85 @@ impl State {
                 );
             }
         }
-        let stats = Arc::clone(&self.cfg.stats);
-        match written {
-            Ok(_) => {
-                self.report.rows_rejected += rows as u64;
-                stats
-                    .rows_rejected
-                    .fetch_add(rows as u64, Ordering::Relaxed);
-            }
-            Err(io) => {
-                tracing::error!(
-                    rows,
-                    error = %io,
-                    path = %self.dead.path().display(),
-                    "cannot write the dead-letter file; spooled rows are kept for the next start, the others are lost"
-                );
-                for p in &refused {
-                    if p.entry.pos.is_some() {
-                        p.entry.keep_record.set(true);
-                    } else {
-                        self.report.rows_lost += p.len() as u64;
-                        stats.rows_lost.fetch_add(p.len() as u64, Ordering::Relaxed);
-                    }
-                }
-            }
+        written.map(drop)
+    }
+
+    /// Refused rows are done with: in the dead-letter file (`dead_lettered`, and counted so),
+    /// or spooled rows that could not go there, their records kept for the next start. Their
+    /// memory is given back.
+    fn settle_refused(&mut self, refused: &[Piece], dead_lettered: bool) {
+        let rows: usize = refused.iter().map(Piece::len).sum();
+        if dead_lettered {
+            self.report.rows_rejected += rows as u64;
+            self.cfg
+                .stats
+                .rows_rejected
+                .fetch_add(rows as u64, Ordering::Relaxed);
         }
-        for p in &refused {
+        for p in refused {
             self.settle(&p.entry, p.len());
         }
-        self.queued_rows -= rows;
         self.cfg.budget.release(rows as u64, 0);
+    }
+
+    /// Tries again to write held refused rows to the dead-letter file once their back-off has
+    /// passed (at once with `now` = `None`). Returns when to try next, if rows are still held.
+    pub(super) fn retry_dead_letters(&mut self, now: Option<Instant>) -> Option<Instant> {
+        let since = self.undelivered_at?;
+        if let Some(now) = now {
+            if self.undelivered_retry_at.is_some_and(|at| at > now) {
+                return self.undelivered_retry_at;
+            }
+        }
+        while let Some((pieces, e)) = self.undelivered.first() {
+            if let Err(io) = self.dead_letter(pieces, e, false) {
+                let wait = DEAD_LETTER_RETRY_MIN
+                    .saturating_mul(1 << self.undelivered_tries.min(6))
+                    .min(DEAD_LETTER_RETRY_MAX);
+                self.undelivered_tries += 1;
+                let held: usize = self
+                    .undelivered
+                    .iter()
+                    .flat_map(|(p, _)| p)
+                    .map(Piece::len)
+                    .sum();
+                tracing::error!(
+                    held,
+                    error = %io,
+                    path = %self.dead.path().display(),
+                    held_for_s = since.elapsed().as_secs(),
+                    retry_in_ms = wait.as_millis() as u64,
+                    "still cannot write the dead-letter file; refused rows stay held in memory"
+                );
+                self.undelivered_retry_at = Some(Instant::now() + wait);
+                return self.undelivered_retry_at;
+            }
+            let (pieces, _) = self.undelivered.remove(0);
+            self.settle_refused(&pieces, true);
+        }
+        tracing::info!(
+            path = %self.dead.path().display(),
+            "the dead-letter file is writable again; held refused rows are in it"
+        );
+        self.undelivered_at = None;
+        self.undelivered_retry_at = None;
+        self.undelivered_tries = 0;
+        None
+    }
+
+    /// Shutdown: held refused rows that still cannot be dead-lettered go back in the queue,
+    /// to be spooled with the rest; the next start tries them again.
+    pub(super) fn requeue_undelivered(&mut self) {
+        if self.retry_dead_letters(None).is_none() {
+            return;
+        }
+        for (pieces, _) in std::mem::take(&mut self.undelivered) {
+            for p in pieces {
+                self.queued_rows += p.len();
+                self.queue.push_back(p);
+            }
+        }
+        self.undelivered_at = None;
+        self.undelivered_retry_at = None;
     }
 }

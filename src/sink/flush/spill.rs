@@ -138,6 +138,7 @@ impl State {
     /// Shutdown: moves everything still in memory to the spool (past its bound if it must) and
     /// fsyncs, so that the next start inserts it.
     pub(super) fn spool_everything(&mut self) {
+        self.requeue_undelivered();
         let mut done: Vec<*const Entry> = Vec::new();
         // A frozen insert's batches, spooled first: where they went, for the next start.
         let mut frozen = self.frozen.take().map(|(pieces, _)| (pieces, Vec::new()));

@@ -231,6 +231,50 @@ fn refused_rows_go_to_the_dead_letter_file_and_the_rest_is_written() {
     assert_eq!(lines[0]["row"]["trace_id"], "t1");
 }
 
+/// The dead-letter file cannot be written at first (a file where its directory should be):
+/// the refused row waits in memory, and the running thread writes it there once it can.
+#[test]
+fn a_refused_row_waits_for_the_dead_letter_file_to_be_writable() {
+    if skip() {
+        return;
+    }
+    let db = TestDb::new("poison_wait");
+    migrated(&db);
+    http_query(&format!(
+        "ALTER TABLE `{}`.spans ADD COLUMN poison UInt8 MATERIALIZED throwIf(span_id = 'poison')",
+        db.0
+    ));
+    let dir = TestDir::new("flush-poison-wait");
+    let blocked = dir.path().join("deadletter");
+    std::fs::write(&blocked, b"").unwrap();
+    let cfg = FlushConfig {
+        interval: Duration::from_millis(50),
+        shutdown_timeout: Duration::from_secs(60),
+        ..config(&db.0, NATIVE_URL)
+    };
+    let h = Harness::start(cfg, dir);
+    h.send(batch_then("o", "t1", 3, 1_700_000_000_000, "poison"));
+    let stats = Arc::clone(&h.stats);
+    let budget = Arc::clone(&h.budget);
+    wait_for("the good rows", Duration::from_secs(30), || {
+        stats.rows_flushed.load(Ordering::Relaxed) == 3
+    });
+    wait_for("the refused row held", Duration::from_secs(30), || {
+        budget.rows() == 1
+    });
+    assert_eq!(stats.rows_rejected.load(Ordering::Relaxed), 0);
+    assert_eq!(stats.rows_lost.load(Ordering::Relaxed), 0);
+    std::fs::remove_file(&blocked).unwrap();
+    wait_for("the dead-letter file", Duration::from_secs(30), || {
+        stats.rows_rejected.load(Ordering::Relaxed) == 1
+    });
+    let (report, dir) = h.finish();
+    assert_eq!((report.rows_rejected, report.rows_lost), (1, 0));
+    let dead = std::fs::read_to_string(dir.path().join("deadletter/spans.jsonl")).unwrap();
+    assert_eq!(dead.lines().count(), 1, "{dead}");
+    assert!(dead.contains(r#""span_id":"poison""#), "{dead}");
+}
+
 #[test]
 fn keeps_rows_and_accepts_more_while_clickhouse_is_down() {
     if skip() {

@@ -254,3 +254,152 @@ fn transient_server_errors_never_dead_letter_good_rows() {
         );
     }
 }
+
+/// An error code this build does not know, as ClickHouse would send it.
+fn unknown_error() -> InsertError {
+    InsertError {
+        retry: Retry::Unknown,
+        code: Some(9999),
+        message: "Code: 9999, e.displayText() = DB::Exception: a code added after this build"
+            .into(),
+    }
+}
+
+/// One batch of `rows` rows at the front of an offline flusher, counted in its memory budget;
+/// the dead-letter file in `dir` unless `cfg` names another place.
+fn queued(dir: &TestDir, mut cfg: FlushConfig, rows: usize) -> Flusher {
+    if cfg.dead_letter_dir.is_relative() {
+        cfg.dead_letter_dir = dir.path().join("deadletter");
+    }
+    let mut f = offline_flusher(cfg, dir);
+    let b = batch("o", "t", rows, 1_700_000_000_000);
+    f.st.cfg.budget.take(b.len() as u64, b.heap_bytes() as u64);
+    f.st.push(Entry::new(b, None), Instant::now());
+    f
+}
+
+/// Drives inserts until the queue is empty: an insert that takes any row `bad` accepts is
+/// refused with `err`, the others are written. Returns the failures seen.
+fn drive_inserts(st: &mut State, err: &InsertError, bad: impl Fn(usize) -> bool) -> usize {
+    use crate::sink::clickhouse::Inserted;
+    let mut failures = 0;
+    while !st.queue.is_empty() {
+        let (pieces, rows) = st.next_insert();
+        if st
+            .queue
+            .iter()
+            .take(pieces)
+            .any(|p| (p.start..p.end).any(&bad))
+        {
+            failures += 1;
+            st.failed(pieces, rows, err);
+        } else {
+            st.written(pieces, Inserted { rows, bytes: 0 }, Duration::ZERO);
+        }
+        assert!(failures < 1000, "no end to the failures");
+    }
+    failures
+}
+
+/// Found by an audit: an error code no list names (`Unknown`) that lasted past its 8 tries
+/// split the insert, and from then on every failure split again at once, so within 3 more
+/// tries single good rows were dead-lettered. Now each split waits for the cap again until the
+/// bisection shows the rows matter.
+#[test]
+fn an_unknown_error_lasting_past_its_tries_dead_letters_no_good_row() {
+    let dir = TestDir::new("flush-unknown-long");
+    let mut f = queued(&dir, config("unused", NATIVE_URL), 8);
+    let st = &mut f.st;
+    let e = unknown_error();
+    // The server fails every insert for 20 tries (the old code had dead-lettered rows by the
+    // 11th).
+    for _ in 0..20 {
+        let (pieces, rows) = st.next_insert();
+        st.failed(pieces, rows, &e);
+    }
+    assert_eq!(st.report.rows_rejected, 0, "no row dead-lettered");
+    assert_eq!(st.queued_rows, 8, "every row kept");
+    // Then it recovers: everything goes in.
+    assert_eq!(drive_inserts(st, &e, |_| false), 0);
+    assert_eq!(st.report.rows_flushed, 8);
+    assert_eq!(st.report.rows_rejected, 0);
+    assert_eq!(st.cfg.budget.rows(), 0);
+}
+
+/// The other side: once a half of a refused insert goes in, an unknown refusal is the rows'
+/// and the bad row is isolated without waiting out the tries at every level.
+#[test]
+fn an_unknown_refusal_is_isolated_at_once_when_the_rows_matter() {
+    let dir = TestDir::new("flush-unknown-row");
+    let mut f = queued(&dir, config("unused", NATIVE_URL), 8);
+    let st = &mut f.st;
+    let cap = st.cfg.max_unknown_attempts as usize;
+    let failures = drive_inserts(st, &unknown_error(), |row| row == 7);
+    // `cap` tries of all 8 rows, then one each for 4..8, 6..8 and 7 alone: rows 0..4, 4..6
+    // and 6 went in first, each showing the refusal is a row's.
+    assert_eq!(failures, cap + 3);
+    assert_eq!(st.report.rows_rejected, 1);
+    assert_eq!(st.report.rows_flushed, 7);
+    let dead = std::fs::read_to_string(dir.path().join("deadletter/spans.jsonl")).unwrap();
+    assert_eq!(dead.lines().count(), 1, "{dead}");
+    assert_eq!(st.cfg.budget.rows(), 0);
+}
+
+/// Found by an audit: in `buffer` mode, refused rows the dead-letter file could not take
+/// (its directory unwritable, the disk full) were counted lost when only in memory. They are
+/// held until the file can take them, and spooled if the service stops first.
+#[test]
+fn refused_rows_the_dead_letter_file_cannot_take_are_held_then_written_or_spooled() {
+    let dir = TestDir::new("flush-dead-blocked");
+    // A file where the dead-letter directory's parent should be: no directory can be made
+    // there, whoever runs the test.
+    let blocked = dir.path().join("blocked");
+    std::fs::write(&blocked, b"").unwrap();
+    let cfg = FlushConfig {
+        dead_letter_dir: blocked.join("deadletter"),
+        ..config("unused", NATIVE_URL)
+    };
+    let mut f = queued(&dir, cfg, 3);
+    let st = &mut f.st;
+    let never = InsertError {
+        retry: Retry::Never,
+        code: Some(53),
+        message: "Type mismatch".into(),
+    };
+    let (pieces, rows) = st.next_insert();
+    assert!(st.failed(pieces, rows, &never));
+    assert_eq!(st.report.rows_lost, 0, "nothing lost");
+    assert_eq!(
+        st.report.rows_rejected, 0,
+        "nothing in the dead-letter file yet"
+    );
+    assert!(st.queue.is_empty());
+    assert_eq!(st.cfg.budget.rows(), 3, "held in memory");
+    let next = st.retry_dead_letters(Some(Instant::now()));
+    assert!(
+        next.is_some_and(|at| at > Instant::now()),
+        "a retry is due later"
+    );
+    assert!(st.retry_dead_letters(None).is_some(), "still blocked");
+    // The operator makes room: the next try writes them.
+    std::fs::remove_file(&blocked).unwrap();
+    assert_eq!(st.retry_dead_letters(None), None);
+    let dead = std::fs::read_to_string(blocked.join("deadletter/spans.jsonl")).unwrap();
+    assert_eq!(dead.lines().count(), 3, "{dead}");
+    assert_eq!(st.report.rows_rejected, 3);
+    assert_eq!((st.cfg.budget.rows(), st.cfg.budget.bytes()), (0, 0));
+
+    // Blocked again, and the service stops before it clears: the rows go to the spool.
+    std::fs::remove_dir_all(&blocked).unwrap();
+    std::fs::write(&blocked, b"").unwrap();
+    let b = batch("o", "u", 2, 1_700_000_000_000);
+    st.cfg.budget.take(b.len() as u64, b.heap_bytes() as u64);
+    st.push(Entry::new(b, None), Instant::now());
+    let (pieces, rows) = st.next_insert();
+    st.failed(pieces, rows, &never);
+    assert_eq!(st.cfg.budget.rows(), 2, "held in memory");
+    st.spool_everything();
+    assert_eq!(st.report.rows_lost, 0, "nothing lost");
+    assert_eq!(st.report.rows_spooled, 2, "spooled for the next start");
+    assert_eq!((st.cfg.budget.rows(), st.cfg.budget.bytes()), (0, 0));
+}
