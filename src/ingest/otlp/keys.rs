@@ -308,6 +308,22 @@ mod tests {
         assert_eq!(classify("user.i"), Key::Other);
     }
 
+    /// Every name of a session or a user is the mapper's name for its rank (it keeps a value
+    /// per rank, and a worse-ranked one that differs under that name), so no rank is past
+    /// them.
+    #[test]
+    fn session_and_user_ranks_are_the_mappers_names() {
+        use super::super::map::{SESSION_KEYS, USER_KEYS};
+        for &(name, meaning) in TABLE {
+            let (names, rank) = match meaning {
+                Key::Session(rank) => (&SESSION_KEYS, rank),
+                Key::User(rank) => (&USER_KEYS, rank),
+                _ => continue,
+            };
+            assert_eq!(names.get(usize::from(rank)), Some(&name), "{name}");
+        }
+    }
+
     /// The hash spreads the names: every name sits within a few slots of its hash, so a lookup
     /// compares a key with one name, rarely two.
     #[test]
