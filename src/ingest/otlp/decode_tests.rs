@@ -392,6 +392,99 @@ fn span_values_the_trace_did_not_take_stay_in_metadata() {
     assert_eq!(d.dropped_attributes, 3);
 }
 
+/// A span that sends its session or its user under two names with different values: the
+/// better-ranked name's value (`session.id`, `user.id`) is the one its trace may take, and the
+/// other is not lost but stays in the span's metadata under its own name, cut as the column is,
+/// unless the row shows that value already (the same under both names, or the trace's own).
+/// A resource attribute of that name gives way to it. Spans of interleaved traces find their
+/// own values.
+#[test]
+fn an_outranked_session_or_user_that_differs_stays_in_metadata() {
+    let in_trace = |t: u8, mut sp: Span| {
+        sp.trace_id[15] = t;
+        sp
+    };
+    let long = "x".repeat(200);
+    let mut req = export(vec![
+        span(
+            1,
+            0,
+            "root",
+            &[
+                ("gen_ai.conversation.id", s("c1")),
+                ("session.id", s("s1")),
+                ("enduser.id", s("e1")),
+                ("user.id", s("u1")),
+            ],
+        ),
+        // Another trace between the first's spans.
+        in_trace(
+            0xff,
+            span(
+                1,
+                0,
+                "elsewhere",
+                &[("session.id", s("s9")), ("gen_ai.conversation.id", s("c9"))],
+            ),
+        ),
+        // The same value under both names: nothing to keep.
+        span(
+            2,
+            1,
+            "equal",
+            &[
+                ("session.id", s("s1")),
+                ("gen_ai.conversation.id", s("s1")),
+                ("user.id", s("u1")),
+                ("enduser.id", s("u1")),
+            ],
+        ),
+        // Another session and user than the trace's: both names' values are kept, but not a
+        // value the trace has (`enduser.id` = u1).
+        span(
+            3,
+            1,
+            "other",
+            &[
+                ("session.id", s("s3")),
+                ("gen_ai.conversation.id", s("c3")),
+                ("user.id", s("u3")),
+                ("enduser.id", s("u1")),
+            ],
+        ),
+        // Cut to 128 as the column is (counted when kept); equal to the other name's once cut.
+        span(
+            4,
+            1,
+            "long",
+            &[
+                ("session.id", s("s1")),
+                ("gen_ai.conversation.id", s(&long)),
+                ("user.id", s(&long[..150])),
+                ("enduser.id", s(&long)),
+            ],
+        ),
+    ]);
+    req.resource_spans[0]
+        .resource
+        .as_mut()
+        .unwrap()
+        .attributes
+        .extend(kvs(&[("enduser.id", s("from the resource"))]));
+    let x128 = &long[..128];
+    assert_eq!(
+        decode_both(&req),
+        format!(
+            "other root session=s1 user=u1 meta[gen_ai.conversation.id=c1,enduser.id=e1]\n\
+             other equal session=s1 user=u1 meta[enduser.id=from the resource]\n\
+             other other session=s1 user=u1 meta[session.id=s3,gen_ai.conversation.id=c3,user.id=u3,enduser.id=from the resource]\n\
+             other long session=s1 user=u1 meta[gen_ai.conversation.id={x128},user.id={x128},enduser.id=from the resource]\n\
+             other elsewhere session=s9 meta[gen_ai.conversation.id=c9,enduser.id=from the resource]\n\
+             rejected=0 truncated=2 dropped=0"
+        )
+    );
+}
+
 /// The names `Mapper::finish` keeps a span's session and user under are those its rank came
 /// from.
 #[test]

@@ -189,7 +189,8 @@ fn genai_older_names_and_inconsistent_counts() {
             "llm s usage=100/40/-/-/25/- input=What is 2+2? output=4 fp=fp_old user=end-user-3",
         ),
         (
-            // `user.id` wins over `enduser.id`, the current fingerprint name over the older.
+            // `user.id` wins over `enduser.id` (whose other value stays in metadata), the
+            // current fingerprint name over the older.
             vec![
                 chat.clone(),
                 ("enduser.id", s("end-user-3")),
@@ -197,7 +198,7 @@ fn genai_older_names_and_inconsistent_counts() {
                 ("openai.response.system_fingerprint", s("fp_old")),
                 ("gen_ai.openai.response.system_fingerprint", s("fp_new")),
             ],
-            "llm s fp=fp_new user=u-1",
+            "llm s fp=fp_new user=u-1 meta[enduser.id=end-user-3]",
         ),
         (
             // A count that is not one stays in metadata.

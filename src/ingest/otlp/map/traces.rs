@@ -1,13 +1,15 @@
 //! `Mapper::finish`: the mapped spans grouped into traces where they arrived, each trace's own
 //! values (name, agent, session, user) taken from its root or its first span that has them,
-//! and a span's own value the trace did not take kept in that span's metadata.
+//! and a span's own value the trace did not take (its best-ranked, or one it sent under a
+//! worse-ranked name) kept in that span's metadata.
 
 use bumpalo::collections::Vec as BVec;
 use bumpalo::Bump;
 
 use super::super::raw;
 use super::{
-    cut_utf16, limit, Counts, FirstRefusal, Ident, Mapper, AGENT_KEY, SESSION_KEYS, USER_KEYS,
+    cut_utf16, limit, Counts, FirstRefusal, Ident, Identity, Mapper, Outranked, AGENT_KEY,
+    SESSION_KEYS, USER_KEYS,
 };
 use crate::ingest::wire::{Batch, Customer, Span, Trace};
 
@@ -25,6 +27,7 @@ impl<'a> Mapper<'a> {
         let arena = self.arena;
         let mut counts = self.counts;
         let (spans, idents) = (self.spans.into_bump_slice_mut(), self.idents);
+        let outranked = self.outranked;
         let n = spans.len();
         // Runs of spans of one trace, in arrival order: (trace, first, end).
         let mut runs = BVec::new_in(arena);
@@ -74,10 +77,12 @@ impl<'a> Mapper<'a> {
                 }),
             };
             // A span's own value the trace did not take (a sub-agent under another agent, a
-            // span of another session) is not lost: it stays in the span's metadata.
+            // span of another session, a conversation id beside a session id) is not lost: it
+            // stays in the span's metadata.
             let taken = [trace.agent_name, trace.session_id, user];
             for &(_, from, end) in group {
-                for (span, it) in spans[from..end].iter_mut().zip(&idents[from..end]) {
+                let spans = spans[from..end].iter_mut().zip(&idents[from..end]);
+                for (k, (span, it)) in (from..).zip(spans) {
                     let own = [it.agent, it.session, it.user];
                     // Mostly absent or the trace's own: a test of each length first, the
                     // text only when they match.
@@ -85,8 +90,12 @@ impl<'a> Mapper<'a> {
                         own[i]
                             .is_some_and(|o| taken[i].is_none_or(|t| o.len() != t.len() || o != t))
                     };
-                    if differs(0) || differs(1) || differs(2) {
-                        keep_differing(span, it, taken, &mut counts, arena);
+                    if differs(0) || differs(1) || differs(2) || it.outranked {
+                        // The span's entries (`outranked` is in arrival order).
+                        let first = outranked.partition_point(|o| o.span < k);
+                        let end = outranked.partition_point(|o| o.span <= k);
+                        let also = &outranked[first..end];
+                        keep_differing(span, it, also, taken, &mut counts, arena);
                     }
                 }
             }
@@ -111,23 +120,42 @@ impl<'a> Mapper<'a> {
 }
 
 /// Keeps in a span's metadata each of its agent name, session and user (`it`) that differs
-/// from its trace's (`taken`, in that order), under the name the span sent.
+/// from its trace's (`taken`, in that order), under the name the span sent; after its session
+/// and after its user, the values it sent under their worse-ranked names (`also`, already
+/// unlike its own best-ranked ones) that differ from its trace's too, cut as the column is.
 #[cold]
 fn keep_differing<'a>(
     span: &mut Span<'a>,
     it: &Ident<'a>,
+    also: &[Outranked<'a>],
     taken: [Option<&'a str>; 3],
     counts: &mut Counts,
     arena: &'a Bump,
 ) {
     let own = [
-        (AGENT_KEY, it.agent),
-        (SESSION_KEYS[usize::from(it.session_rank)], it.session),
-        (USER_KEYS[usize::from(it.user_rank)], it.user),
+        (AGENT_KEY, it.agent, None),
+        (
+            SESSION_KEYS[usize::from(it.session_rank)],
+            it.session,
+            Some((Identity::Session, limit::SESSION_ID)),
+        ),
+        (
+            USER_KEYS[usize::from(it.user_rank)],
+            it.user,
+            Some((Identity::User, limit::CUSTOMER_ID)),
+        ),
     ];
-    for ((key, v), taken) in own.into_iter().zip(taken) {
+    for ((key, v, names), taken) in own.into_iter().zip(taken) {
         if let Some(v) = v.filter(|&v| Some(v) != taken) {
             keep_pair(span, key, v, counts, arena);
+        }
+        let Some((of, max)) = names else { continue };
+        for o in also.iter().filter(|o| o.of == of) {
+            let v = cut_utf16(o.value, max);
+            if Some(v) != taken {
+                counts.truncated_strings += u64::from(v.len() < o.value.len());
+                keep_pair(span, o.key, v, counts, arena);
+            }
         }
     }
 }
