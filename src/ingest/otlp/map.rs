@@ -20,7 +20,11 @@ use crate::ingest::wire::utf16_len;
 use crate::ingest::wire::{Span, SpanType, Status};
 use crate::row::Money;
 
+mod identity;
 mod traces;
+
+use identity::{Ident, Identity, Names, Outranked, AGENT_KEY};
+pub(super) use identity::{SESSION_KEYS, USER_KEYS};
 
 /// The v1 contract's limits, in UTF-16 code units; longer strings are cut (and counted).
 pub mod limit {
@@ -88,56 +92,6 @@ impl Refused {
         }
     }
 }
-
-/// A mapped span's trace and what its trace may take from it (kept beside the span, which is
-/// large: spans are copied only when a trace's spans do not arrive together).
-#[derive(Clone, Copy)]
-struct Ident<'a> {
-    trace: u128,
-    session: Option<&'a str>,
-    user: Option<&'a str>,
-    agent: Option<&'a str>,
-    /// The ranks of the names `session` and `user` came under (`SESSION_KEYS`, `USER_KEYS`):
-    /// a value its trace did not take is kept in the span's metadata under its own name.
-    session_rank: u8,
-    user_rank: u8,
-    /// Whether the span sent a session or user under a worse-ranked name too, with another
-    /// value (in `Mapper::outranked`). A byte of what was padding (`Ident` stays 80 bytes on
-    /// 64-bit targets): the hot path only tests it.
-    outranked: bool,
-}
-
-/// A span's session or user sent under a worse-ranked name with another value than the
-/// best-ranked name's (`session.id` = s1 and `gen_ai.conversation.id` = c1 on one span): not the
-/// column's, but kept in the span's metadata unless its trace's column holds it (`Mapper::
-/// finish`). Rare, so kept apart from `Ident` instead of widening every span's.
-#[derive(Clone, Copy)]
-struct Outranked<'a> {
-    /// The span's index in `Mapper::spans`.
-    span: usize,
-    /// Which identity: `Identity::Session` or `Identity::User`.
-    of: Identity,
-    /// The name it came under (`SESSION_KEYS`, `USER_KEYS`).
-    key: &'static str,
-    /// As sent (cut when kept).
-    value: &'a str,
-}
-
-/// The identities a span may send under several ranked names.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Identity {
-    Session,
-    User,
-}
-
-/// How many names an identity has (`SESSION_KEYS`, `USER_KEYS`, `Names`).
-const NAMES: usize = 2;
-
-/// The attribute names of `Key::Session` and `Key::User`, by rank (`keys.rs`; a test checks
-/// they agree).
-pub(super) const SESSION_KEYS: [&str; NAMES] = ["session.id", "gen_ai.conversation.id"];
-pub(super) const USER_KEYS: [&str; NAMES] = ["user.id", "enduser.id"];
-const AGENT_KEY: &str = "gen_ai.agent.name";
 
 /// The first refused span, described once the count is known (`describe_refusals`).
 #[derive(Debug, Clone, Copy)]
@@ -240,34 +194,6 @@ impl<T: Copy> Ranked<T> {
     #[inline]
     fn get(&self) -> Option<T> {
         self.0.map(|(_, v)| v)
-    }
-}
-
-/// An identity's value under each of its names (`SESSION_KEYS`, `USER_KEYS`), by rank: the
-/// best-ranked present is the one the trace may take; the others are not lost when they differ
-/// from it (`Mapper::keep_outranked`).
-#[derive(Clone, Copy, Default)]
-struct Names<'a>([Option<&'a str>; NAMES]);
-
-impl<'a> Names<'a> {
-    #[inline]
-    fn offer(&mut self, rank: u8, s: &'a str) -> bool {
-        // Every rank of `Key::Session`/`Key::User` is below `NAMES` (tested in `keys.rs`).
-        if let Some(slot) = self.0.get_mut(usize::from(rank)) {
-            *slot = Some(s);
-        }
-        true
-    }
-    /// The best-ranked value, and its rank.
-    #[inline]
-    fn best(&self) -> Option<(u8, &'a str)> {
-        let rank = self.0.iter().position(Option::is_some)?;
-        Some((rank as u8, self.0[rank]?))
-    }
-    /// Whether more than one name has a value.
-    #[inline]
-    fn several(&self) -> bool {
-        self.0.iter().filter(|v| v.is_some()).count() > 1
     }
 }
 
@@ -419,49 +345,6 @@ impl<'a> Mapper<'a> {
             ident.outranked = self.keep_outranked(&f, &ident);
         }
         self.idents.push(ident);
-    }
-
-    /// Records the sessions and users the span being mapped (the last pushed) sent under a
-    /// worse-ranked name with a value the best-ranked name's does not have, compared as their
-    /// columns would hold them (cut), a value once; whether there was one.
-    #[cold]
-    fn keep_outranked(&mut self, f: &Found<'a>, ident: &Ident<'a>) -> bool {
-        let span = self.spans.len() - 1;
-        let before = self.outranked.len();
-        let each = [
-            (
-                Identity::Session,
-                f.session,
-                SESSION_KEYS,
-                ident.session,
-                limit::SESSION_ID,
-            ),
-            (
-                Identity::User,
-                f.user,
-                USER_KEYS,
-                ident.user,
-                limit::CUSTOMER_ID,
-            ),
-        ];
-        for (of, names, keys, best, max) in each {
-            let mut seen = [best; NAMES];
-            for (rank, value) in names.0.into_iter().enumerate() {
-                let Some(value) = value else { continue };
-                let cut = Some(cut_utf16(value, max));
-                if seen.contains(&cut) {
-                    continue;
-                }
-                seen[rank] = cut;
-                self.outranked.push(Outranked {
-                    span,
-                    of,
-                    key: keys[rank],
-                    value,
-                });
-            }
-        }
-        self.outranked.len() > before
     }
 
     /// Records what attribute `a` (of meaning `key`) says, and whether it was used.
