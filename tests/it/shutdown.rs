@@ -136,3 +136,100 @@ fn sigterm_with_clickhouse_hung_and_a_client_not_reading_still_spools() {
     sigterm_exits_0_and_the_next_start_stores_both(&mut server);
     drop(pipeliner);
 }
+
+/// What a client that connects while the server drains gets.
+#[derive(Debug, PartialEq)]
+enum DuringDrain {
+    /// The connection was refused: no listener took it.
+    Refused,
+    /// Accepted, then closed or reset without an answer.
+    Closed,
+    /// An HTTP answer (its first bytes).
+    Answered(String),
+    /// Accepted and left open without an answer: the defect.
+    Hung,
+}
+
+/// Connects while the server drains, sends `GET /health` and waits 2 s at most for anything.
+fn connect_during_drain(addr: std::net::SocketAddr) -> DuringDrain {
+    use std::io::{Read, Write};
+    let mut s = match std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
+        Ok(s) => s,
+        Err(_) => return DuringDrain::Refused,
+    };
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    if s.write_all(b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n")
+        .is_err()
+    {
+        return DuringDrain::Closed;
+    }
+    let mut buf = [0u8; 256];
+    match s.read(&mut buf) {
+        Ok(0) => DuringDrain::Closed,
+        Ok(n) => DuringDrain::Answered(String::from_utf8_lossy(&buf[..n]).into_owned()),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            DuringDrain::Hung
+        }
+        Err(_) => DuringDrain::Closed,
+    }
+}
+
+/// A client that connects during the drain is refused, closed or answered at once, never
+/// taken and left waiting (found by an audit). A client in the middle of a request keeps the
+/// one worker in its drain for a third of the shutdown timeout (5 s); the new client connects
+/// in that time. Before, with io_uring, the accept the worker had in flight when the drain
+/// began was abandoned, not cancelled: it kept the listening socket open (its file, and
+/// monoio's handle on it, outlived the `TcpListener`), took the next connection and lost its
+/// descriptor, so that client waited, unanswered, until the process exited.
+fn a_client_connecting_during_the_drain_is_not_left_hanging(driver: &[(&str, &str)]) {
+    let mut settings = vec![
+        ("INGEST_WORKERS", "1"),
+        ("INGEST_SHUTDOWN_TIMEOUT_MS", "15000"),
+    ];
+    settings.extend_from_slice(driver);
+    let mut server = Server::start_with(&settings);
+    let mut lingering = server.connect();
+    lingering.send(b"POST /ingest HTTP/1.1\r\nHo");
+    // Answered after the lingering client was taken: the worker waits in its next accept.
+    assert_eq!(server.get("/health").status, 200);
+    server.signal(SIGTERM);
+    wait_until("the drain to begin", Duration::from_secs(5), || {
+        server.get_admin("/ready").status == 503
+    });
+    // The worker has left its accept loop; the lingering client still holds it in the drain.
+    std::thread::sleep(Duration::from_millis(200));
+    for attempt in 0..3 {
+        let started = std::time::Instant::now();
+        let got = connect_during_drain(server.addr);
+        assert_ne!(
+            got,
+            DuringDrain::Hung,
+            "attempt {attempt}: no answer in 2 s"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "attempt {attempt}: {got:?} took {:?}",
+            started.elapsed()
+        );
+    }
+    assert_eq!(server.wait_exit(Duration::from_secs(15)), 0);
+    drop(lingering);
+}
+
+#[test]
+fn a_client_connecting_during_the_drain_is_not_left_hanging_io_uring() {
+    a_client_connecting_during_the_drain_is_not_left_hanging(&[]);
+}
+
+#[test]
+fn a_client_connecting_during_the_drain_is_not_left_hanging_legacy_driver() {
+    a_client_connecting_during_the_drain_is_not_left_hanging(&[(
+        "INGEST_FORCE_LEGACY_DRIVER",
+        "true",
+    )]);
+}
