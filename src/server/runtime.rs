@@ -3,8 +3,10 @@
 //! The kernel spreads new connections over the listeners; a connection stays on the worker that
 //! accepted it. io_uring is used where the kernel allows it, else the legacy epoll driver, and
 //! the log says which. On drain (`Workers::drain`, a oneshot per worker, so an idle worker has
-//! no timer to poll a flag with) a worker stops accepting, lets its connections finish (they see
-//! the drain flag), and drops its sender, which is how the flush thread learns intake is over.
+//! no timer to poll a flag with) a worker shuts its listener (`shutdown(2)`: its accept in flight
+//! ends, connections queued on it are reset, new ones go to the workers still listening or are
+//! refused), lets its connections finish (they see the drain flag), and drops its sender, which
+//! is how the flush thread learns intake is over.
 //!
 //! Worker N is pinned to core N unless `INGEST_PIN_WORKERS=false`. A pinned worker cannot
 //! follow the thread that wakes it, but keeps its caches; on the 2-vCPU VM of
@@ -15,6 +17,7 @@ use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::io;
 use std::net::{SocketAddr, TcpListener as StdListener};
+use std::os::fd::AsRawFd;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -149,6 +152,24 @@ pub fn spawn_workers(
     Ok(workers)
 }
 
+/// How long a worker waits, once it has shut its listener, for the accept it has in flight to
+/// end. It ends at once (the shutdown wakes it); this bounds the drain should a kernel not.
+const ACCEPT_END_WAIT: Duration = Duration::from_millis(500);
+
+/// `shutdown(2)` of a listening socket, both ways: Linux then fails its pending and later
+/// accepts (`EINVAL`), resets the connections in its queue and takes it out of its
+/// `SO_REUSEPORT` group, though the descriptor stays open. On both drivers this reaches an
+/// accept in flight, which dropping its future or closing the descriptor does not with io_uring.
+fn shut_listener(listener: &TcpListener) -> io::Result<()> {
+    // SAFETY: shutdown(2) on the listener's own descriptor, open while `listener` is borrowed;
+    // it touches no memory.
+    if unsafe { libc::shutdown(listener.as_raw_fd(), libc::SHUT_RDWR) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 async fn worker_main(
     listener: StdListener,
     shared: Arc<Shared>,
@@ -169,16 +190,47 @@ async fn worker_main(
         drain: DrainSignal::default(),
         shared,
     });
-    // An accept is never cancelled while serving (with io_uring a cancelled accept can lose a
-    // connection the kernel already took); only the drain ends the loop: `Workers::drain`, or
-    // its sender gone (the main thread is ending).
+    // An accept in flight is never dropped: with io_uring, monoio (built without its
+    // `async-cancel` feature) cancels nothing when an operation's future is dropped; the
+    // accept stays in the kernel and monoio keeps the listener's descriptor open for it, so
+    // the socket goes on listening, and when the accept takes a connection its descriptor is
+    // thrown away unclosed and that client waits unanswered until the process exits (with
+    // `async-cancel` the cancel would race the accept, and a result for a dropped operation is
+    // thrown away all the same). So the drain (`Workers::drain`, or its sender gone: the main
+    // thread is ending) shuts the listening socket instead, which ends the accept in flight
+    // with an error (or with a connection it took just before, served like any other), resets
+    // the connections queued on it and takes it out of the `SO_REUSEPORT` group, so new
+    // connections go to the workers still listening, or are refused once none is.
     let mut drain = std::pin::pin!(drain);
+    // Set when the listener is shut: how long the accept in flight may still take to end.
+    let mut shut: Option<Pin<Box<monoio::time::Sleep>>> = None;
     loop {
-        let accepted = monoio::select! {
-            r = listener.accept() => r,
-            _ = &mut drain => break,
-        };
+        let mut accept = std::pin::pin!(listener.accept());
+        let accepted = std::future::poll_fn(|cx| {
+            if shut.is_none() && drain.as_mut().poll(cx).is_ready() {
+                if let Err(e) = shut_listener(&listener) {
+                    tracing::warn!(error = %e, "cannot shut the listener; leaving its accept");
+                    return Poll::Ready(None);
+                }
+                shut = Some(Box::pin(monoio::time::sleep(ACCEPT_END_WAIT)));
+            }
+            if let Poll::Ready(r) = accept.as_mut().poll(cx) {
+                return Poll::Ready(Some(r));
+            }
+            let gave_up = shut
+                .as_mut()
+                .is_some_and(|limit| limit.as_mut().poll(cx).is_ready());
+            if gave_up {
+                tracing::warn!("the accept did not end when its listener was shut; leaving it");
+                return Poll::Ready(None);
+            }
+            Poll::Pending
+        })
+        .await;
+        let Some(accepted) = accepted else { break };
         match accepted {
+            // Also one the accept took as the drain began: still idle, it sees the drain and
+            // closes at once.
             Ok((stream, _peer)) => match conn::ActiveGuard::admit(&worker) {
                 Some(slot) => {
                     monoio::spawn(Contained(conn::serve(stream, slot)));
@@ -186,6 +238,8 @@ async fn worker_main(
                 // Over the cap: close at once rather than queue unbounded work.
                 None => drop(stream),
             },
+            // The listener is shut: the accept ends with `EINVAL`.
+            Err(_) if shut.is_some() => break,
             Err(e) => {
                 tracing::warn!(error = %e, "accept failed");
                 // Out of descriptors and similar: back off instead of spinning.
@@ -251,6 +305,39 @@ impl<F: Future<Output = ()>> Future for Contained<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the drain relies on, on both drivers: shutting a listener ends the accept it has in
+    /// flight at once, with an error, and new connections are refused.
+    #[test]
+    fn shutting_a_listener_ends_its_accept_in_flight() {
+        async fn check() {
+            let (mut listeners, addr) = bind("127.0.0.1:0".parse().unwrap(), 1).unwrap();
+            let listener = TcpListener::from_std(listeners.pop().unwrap()).unwrap();
+            let mut accept = std::pin::pin!(listener.accept());
+            monoio::select! {
+                _ = &mut accept => panic!("nothing connected"),
+                // The runtime has parked: the accept is in the kernel (io_uring) or waits for
+                // readiness (legacy).
+                _ = monoio::time::sleep(Duration::from_millis(20)) => {}
+            }
+            shut_listener(&listener).unwrap();
+            let ended = monoio::time::timeout(Duration::from_secs(1), accept).await;
+            assert!(matches!(ended, Ok(Err(_))), "{ended:?}");
+            assert!(std::net::TcpStream::connect(addr).is_err(), "refused");
+        }
+        if monoio::utils::detect_uring() {
+            monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
+                .enable_timer()
+                .build()
+                .unwrap()
+                .block_on(check());
+        }
+        monoio::RuntimeBuilder::<monoio::LegacyDriver>::new()
+            .enable_timer()
+            .build()
+            .unwrap()
+            .block_on(check());
+    }
 
     /// A panicking connection ends alone: the worker's runtime, and the other tasks on it,
     /// go on.

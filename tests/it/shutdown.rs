@@ -233,3 +233,69 @@ fn a_client_connecting_during_the_drain_is_not_left_hanging_legacy_driver() {
         "true",
     )]);
 }
+
+/// Clients connecting all through the moment of the SIGTERM, on two workers: each is answered,
+/// refused or closed at once, so also a connection queued on a listener, or taken by an
+/// accept, as the drain shuts it. The lingering client keeps the process up for 5 s, longer
+/// than a client waits before it counts as hung.
+fn clients_connecting_across_the_sigterm_are_never_left_hanging(driver: &[(&str, &str)]) {
+    let mut settings = vec![("INGEST_SHUTDOWN_TIMEOUT_MS", "15000")];
+    settings.extend_from_slice(driver);
+    let mut server = Server::start_with(&settings);
+    let mut lingering = server.connect();
+    lingering.send(b"POST /ingest HTTP/1.1\r\nHo");
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            let (addr, stop) = (server.addr, stop.clone());
+            std::thread::spawn(move || {
+                let mut seen = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    seen.push(connect_during_drain(addr));
+                    // Some thousands of connections, not tens of thousands of ports in TIME_WAIT.
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                seen
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    server.signal(SIGTERM);
+    std::thread::sleep(Duration::from_millis(1000));
+    stop.store(true, Ordering::Relaxed);
+    let seen: Vec<DuringDrain> = clients
+        .into_iter()
+        .flat_map(|c| c.join().unwrap())
+        .collect();
+    let hung = seen.iter().filter(|s| **s == DuringDrain::Hung).count();
+    assert_eq!(
+        hung,
+        0,
+        "{hung} of {} clients were left hanging",
+        seen.len()
+    );
+    assert!(
+        seen.iter().any(|s| matches!(s, DuringDrain::Answered(_))),
+        "answered before the signal"
+    );
+    assert_eq!(
+        seen.last(),
+        Some(&DuringDrain::Refused),
+        "refused once no worker listens"
+    );
+    assert_eq!(server.wait_exit(Duration::from_secs(15)), 0);
+    drop(lingering);
+}
+
+#[test]
+fn clients_connecting_across_the_sigterm_are_never_left_hanging_io_uring() {
+    clients_connecting_across_the_sigterm_are_never_left_hanging(&[]);
+}
+
+#[test]
+fn clients_connecting_across_the_sigterm_are_never_left_hanging_legacy_driver() {
+    clients_connecting_across_the_sigterm_are_never_left_hanging(&[(
+        "INGEST_FORCE_LEGACY_DRIVER",
+        "true",
+    )]);
+}
