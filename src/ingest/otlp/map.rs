@@ -129,8 +129,9 @@ pub struct Mapper<'a> {
     first_refusal: Option<FirstRefusal<'a>>,
     /// Per attribute of the span being mapped: what it is, and whether it was used.
     keys: BVec<'a, (Key, Use)>,
-    /// Flattened message parts of the span being mapped: (output?, index, role?, text).
-    parts: BVec<'a, (bool, u32, bool, &'a str)>,
+    /// Flattened message parts of the span being mapped: (output?, rank of the prefix they
+    /// came under, index, role?, text).
+    parts: BVec<'a, (bool, u8, u32, bool, &'a str)>,
     /// The metadata pairs of the resource and scope last seen (computed once per pair), their
     /// keys' bits, and how many resource attributes their keys' length left out.
     context: Option<([usize; 4], Context<'a>)>,
@@ -388,8 +389,8 @@ impl<'a> Mapper<'a> {
                 f.tool_catalog.offer(rank, v);
                 true
             }
-            (Key::InputPart(p), _) => self.part(a, INPUT_PARTS[p as usize].len(), false),
-            (Key::OutputPart(p), _) => self.part(a, OUTPUT_PARTS[p as usize].len(), true),
+            (Key::InputPart(p), _) => self.part(a, p, INPUT_PARTS[p as usize].len(), false),
+            (Key::OutputPart(p), _) => self.part(a, p, OUTPUT_PARTS[p as usize].len(), true),
             (Key::TtftMs(rank), _) => match number(&v) {
                 Some(ms) => {
                     f.ttft_ms.offer(rank, ms);
@@ -427,10 +428,10 @@ impl<'a> Mapper<'a> {
 
     /// Records one field of a flattened message list; roles and text contents are rendered,
     /// other fields (tool calls, images) are dropped with them.
-    fn part(&mut self, a: &Attr<'a>, prefix: usize, output: bool) -> bool {
+    fn part(&mut self, a: &Attr<'a>, rank: u8, prefix: usize, output: bool) -> bool {
         match (keys::part(a.key, prefix), a.value) {
             (Some((index, Some(role))), Value::Str(s)) => {
-                self.parts.push((output, index, role, s));
+                self.parts.push((output, rank, index, role, s));
                 true
             }
             (Some((_, None)), _) => true,
@@ -439,22 +440,35 @@ impl<'a> Mapper<'a> {
     }
 
     /// A content value as text: a string as it is, anything else as JSON; without one, the
-    /// flattened message parts (`[{"role":…,"content":…},…]`), if any.
+    /// flattened message parts (`[{"role":…,"content":…},…]`), if any: those of the
+    /// best-ranked prefix only (a span sending the same messages under two conventions), and
+    /// of a field sent twice the last, as for every other attribute, so no key is repeated.
     fn content(&mut self, v: Option<Value<'a>>, output: bool) -> Option<&'a str> {
         if let Some(v) = v {
             return Some(self.text(v));
         }
-        if !self.parts.iter().any(|p| p.0 == output) {
-            return None;
-        }
+        let best = self
+            .parts
+            .iter()
+            .filter(|p| p.0 == output)
+            .map(|p| p.1)
+            .min()?;
         let mut parts: BVec<'_, _> = BVec::from_iter_in(
             self.parts
                 .iter()
-                .filter(|p| p.0 == output)
-                .map(|p| (p.1, p.2, p.3)),
+                .filter(|p| p.0 == output && p.1 == best)
+                .map(|p| (p.2, p.3, p.4)),
             self.arena,
         );
+        // Stable: a field sent twice keeps its order, and the later one is written.
         parts.sort_by_key(|p| (p.0, !p.1));
+        parts.dedup_by(|later, earlier| {
+            let same = (later.0, later.1) == (earlier.0, earlier.1);
+            if same {
+                *earlier = *later;
+            }
+            same
+        });
         let mut out = bumpalo::collections::String::new_in(self.arena);
         out.push('[');
         let mut i = 0;

@@ -274,6 +274,21 @@ fn openinference() {
             "llm flat input=[{\"role\":\"system\",\"content\":\"be \\\"brief\\\"\"},{\"role\":\"user\",\"content\":\"2+2?\"}] output=[{\"role\":\"assistant\",\"content\":\"4\"}]",
         ),
         (
+            // The same messages under both conventions: only the better-ranked prefix's, and
+            // a field sent twice once (the later), so no object repeats a key.
+            "flat twice",
+            vec![
+                ("openinference.span.kind", s("llm")),
+                ("gen_ai.prompt.0.role", s("user")),
+                ("gen_ai.prompt.0.content", s("hi")),
+                ("llm.input_messages.0.message.role", s("user")),
+                ("llm.input_messages.0.message.content", s("hi there")),
+                ("llm.input_messages.0.message.content", s("hi again")),
+                ("gen_ai.completion.0.content", s("hello")),
+            ],
+            "llm flat twice input=[{\"role\":\"user\",\"content\":\"hi again\"}] output=[{\"content\":\"hello\"}]",
+        ),
+        (
             "embed",
             vec![
                 ("openinference.span.kind", s("EMBEDDING")),
