@@ -453,6 +453,20 @@ impl ServeArgs {
                 return Err(format!("{name} must be at least 1"));
             }
         }
+        // Connection deadlines go to monoio's timer, which panics on a deadline u64::MAX ms
+        // away: bound them well inside it.
+        const DAY_MS: u64 = 86_400_000;
+        for (name, v) in [
+            ("INGEST_IDLE_TIMEOUT_MS", self.idle_timeout_ms),
+            ("INGEST_HEADER_TIMEOUT_MS", self.header_timeout_ms),
+            ("INGEST_BODY_RATE_GRACE_MS", self.body_rate_grace_ms),
+        ] {
+            if v > DAY_MS {
+                return Err(format!(
+                    "{name} must be at most {DAY_MS} (one day), got {v}"
+                ));
+            }
+        }
         if self.min_body_rate_bytes_per_sec > 1 << 30 {
             return Err(format!(
                 "INGEST_MIN_BODY_RATE_BYTES_PER_SEC must be 0 (off) to 1073741824, got {}",
@@ -741,6 +755,42 @@ mod tests {
             format("JSON").unwrap_err(),
             "INGEST_LOG_FORMAT must be \"text\" (for people) or \"json\" (one object per line), got \"JSON\""
         );
+    }
+
+    /// The connection deadlines are added to the current instant and handed to monoio's timer,
+    /// which panics past u64::MAX milliseconds from its start: a timeout near u64::MAX (an
+    /// operator's "never") made every connection panic. One day is the most any of them takes.
+    #[test]
+    fn connection_timeouts_have_an_upper_bound() {
+        let day = "86400000";
+        let c = resolve(&[
+            "--idle-timeout-ms",
+            day,
+            "--header-timeout-ms",
+            day,
+            "--body-rate-grace-ms",
+            day,
+        ])
+        .unwrap();
+        assert_eq!(c.idle_timeout, Duration::from_secs(86_400));
+        for flag in [
+            "--idle-timeout-ms",
+            "--header-timeout-ms",
+            "--body-rate-grace-ms",
+        ] {
+            for v in ["86400001", "18446744073709551615"] {
+                let setting = format!(
+                    "INGEST_{}",
+                    flag.trim_start_matches("--")
+                        .replace('-', "_")
+                        .to_uppercase()
+                );
+                assert_eq!(
+                    resolve(&[flag, v]).unwrap_err(),
+                    format!("{setting} must be at most 86400000 (one day), got {v}"),
+                );
+            }
+        }
     }
 
     #[test]
