@@ -78,12 +78,9 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
-    match cli.log.resolve() {
-        Ok(format) => init_logging(format),
-        Err(e) => {
-            eprintln!("traceingest: {e}");
-            std::process::exit(1);
-        }
+    if let Err(e) = cli.log.resolve().and_then(init_logging) {
+        eprintln!("traceingest: {e}");
+        std::process::exit(1);
     }
     let command = match cli.command {
         Some(c) => c,
@@ -116,11 +113,22 @@ fn main() {
 
 /// Logs go to stderr: text for people, with colours only when stderr is a terminal (and
 /// `NO_COLOR` is not set), or JSON for log shippers: one object per line with `timestamp`,
-/// `level`, `target`, `message` and the event's fields at the top level.
-fn init_logging(format: LogFormat) {
+/// `level`, `target`, `message` and the event's fields at the top level. A filter in
+/// `INGEST_LOG` that does not parse is an error naming it, not a silent fall back to the default.
+fn init_logging(format: LogFormat) -> Result<(), String> {
     use std::io::IsTerminal as _;
-    let filter = tracing_subscriber::EnvFilter::try_from_env("INGEST_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,clickhouse_rs=error"));
+    let filter = match std::env::var_os("INGEST_LOG") {
+        None => tracing_subscriber::EnvFilter::new("info,clickhouse_rs=error"),
+        Some(raw) => {
+            let text = raw.to_string_lossy();
+            tracing_subscriber::EnvFilter::try_new(&*text).map_err(|e| {
+                format!(
+                    "INGEST_LOG must be a log filter in tracing's syntax (e.g. info or \
+                     info,traceingest=debug), got {text:?}: {e}"
+                )
+            })?
+        }
+    };
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -137,6 +145,7 @@ fn init_logging(format: LogFormat) {
             .with_ansi(false)
             .init(),
     }
+    Ok(())
 }
 
 fn block_on<F: std::future::Future<Output = anyhow::Result<()>>>(f: F) -> anyhow::Result<()> {

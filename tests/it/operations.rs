@@ -79,6 +79,23 @@ fn a_bad_log_format_is_refused_naming_the_setting() {
     );
 }
 
+/// A log filter that does not parse is refused naming the setting, like every other bad value;
+/// it used to be dropped silently for the default filter.
+#[test]
+fn a_bad_log_filter_is_refused_naming_the_setting() {
+    let server = Server::new(CH_HTTP, &[("INGEST_LOG", "info,[")]);
+    let out = server.cli(&["keys", "list"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("traceingest: INGEST_LOG must be a log filter")
+            && stderr.contains("\"info,[\"")
+            && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
 #[test]
 fn metrics_are_served_only_on_the_admin_listener() {
     let server = Server::start();
