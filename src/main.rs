@@ -76,15 +76,56 @@ enum Command {
     Reprice(RepriceArgs),
 }
 
+/// Parses the command line, or exits as clap does (status 2). A value clap cannot parse that
+/// came from an `INGEST_*` variable gets a line naming it: clap's message names only the flag.
+fn parse(args: &[std::ffi::OsString]) -> Cli {
+    use clap::CommandFactory as _;
+    Cli::try_parse_from(args).unwrap_or_else(|mut e| {
+        use clap::error::{ContextKind, ContextValue, ErrorKind};
+        if matches!(
+            e.kind(),
+            ErrorKind::InvalidValue | ErrorKind::ValueValidation
+        ) {
+            let arg = e.get(ContextKind::InvalidArg).map(ToString::to_string);
+            let value = e.get(ContextKind::InvalidValue).map(ToString::to_string);
+            if let (Some(arg), Some(value)) = (arg, value) {
+                if let Some(var) = env_of(&Cli::command(), &arg, &value) {
+                    let note = format!("the value comes from the environment: {var}={value}");
+                    e.insert(
+                        ContextKind::Suggested,
+                        ContextValue::StyledStrs(vec![note.into()]),
+                    );
+                }
+            }
+        }
+        e.exit()
+    })
+}
+
+/// The environment variable of the flag clap names as `arg` (`--port <PORT>`), in `cmd` or
+/// any of its subcommands, when it is set to `value`.
+fn env_of(cmd: &clap::Command, arg: &str, value: &str) -> Option<String> {
+    let flag = arg.split(' ').next()?.strip_prefix("--")?;
+    cmd.get_arguments()
+        .filter(|a| a.get_long() == Some(flag))
+        .filter_map(|a| a.get_env())
+        .find(|var| std::env::var_os(var).is_some_and(|v| v == value))
+        .map(|var| var.to_string_lossy().into_owned())
+        .or_else(|| {
+            cmd.get_subcommands()
+                .find_map(|sub| env_of(sub, arg, value))
+        })
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let cli = parse(&std::env::args_os().collect::<Vec<_>>());
     if let Err(e) = cli.log.resolve().and_then(init_logging) {
         eprintln!("traceingest: {e}");
         std::process::exit(1);
     }
     let command = match cli.command {
         Some(c) => c,
-        None => match Cli::parse_from(["traceingest", "serve"]).command {
+        None => match parse(&["traceingest".into(), "serve".into()]).command {
             Some(c) => c,
             None => unreachable!("serve parses"),
         },

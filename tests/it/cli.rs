@@ -68,6 +68,28 @@ fn commands_name_clickhouse_its_url_and_the_setting_when_it_cannot_be_reached() 
     }
 }
 
+/// A value clap cannot parse (a unit suffix, a word for a number, `1` for a boolean) is refused
+/// at start naming the environment variable it came from, not only the flag the operator never
+/// typed.
+#[test]
+fn a_setting_clap_cannot_parse_is_refused_naming_its_variable() {
+    for (setting, value) in [
+        ("INGEST_MAX_BODY_BYTES", "10MiB"),
+        ("INGEST_PORT", "http"),
+        ("INGEST_PIN_WORKERS", "1"),
+        ("INGEST_FLUSH_NICE", "-1"),
+    ] {
+        let server = Server::new(CH_HTTP, &[(setting, value)]);
+        let (code, stdout, stderr) = run(&server, &["serve"]);
+        assert_eq!(code, Some(2), "{setting}: {stderr}");
+        assert_eq!(stdout, "");
+        assert!(
+            stderr.contains(&format!("{setting}={value}")),
+            "{setting}={value}: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn every_setting_in_the_help_is_in_the_readme() {
     let server = Server::new(CH_HTTP, &[]);
