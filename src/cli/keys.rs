@@ -41,6 +41,19 @@ pub enum KeysCommand {
 
 /// Runs a keys command.
 pub async fn run(cmd: &KeysCommand, store_args: &StoreArgs) -> anyhow::Result<()> {
+    // The arguments first: a wrong one changes nothing, and is what is said also when
+    // ClickHouse is down.
+    if let KeysCommand::Create {
+        org,
+        project,
+        prefix,
+    } = cmd
+    {
+        check_id("--org", org, false)?;
+        check_id("--project", project, true)?;
+        crate::config::check_key_prefix(prefix)
+            .map_err(|e| anyhow::anyhow!("--prefix (INGEST_KEY_PREFIX) {e}"))?;
+    }
     let store = store_args.open()?;
     store.migrate().await?;
     match cmd {
@@ -49,10 +62,6 @@ pub async fn run(cmd: &KeysCommand, store_args: &StoreArgs) -> anyhow::Result<()
             project,
             prefix,
         } => {
-            check_id("--org", org, false)?;
-            check_id("--project", project, true)?;
-            crate::config::check_key_prefix(prefix)
-                .map_err(|e| anyhow::anyhow!("--prefix (INGEST_KEY_PREFIX) {e}"))?;
             if prefix.len() + MIN_RANDOM_SHOWN > DISPLAY_PREFIX_LEN {
                 eprintln!(
                     "note: with a {}-character prefix, display prefixes carry {} random \

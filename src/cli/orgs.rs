@@ -32,12 +32,16 @@ pub async fn run(
     store_args: &StoreArgs,
 ) -> anyhow::Result<()> {
     let plans = plan_args.resolve().map_err(anyhow::Error::msg)?;
+    // The arguments first: a wrong one changes nothing, and is what is said also when
+    // ClickHouse is down.
+    if let OrgsCommand::Create { org, plan } | OrgsCommand::SetPlan { org, plan } = cmd {
+        check_org(org)?;
+        check_plan(&plans, plan)?;
+    }
     let store = store_args.open()?;
     store.migrate().await?;
     match cmd {
         OrgsCommand::Create { org, plan } => {
-            check_org(org)?;
-            check_plan(&plans, plan)?;
             if let Some(existing) = store.get_org(org).await? {
                 anyhow::bail!(
                     "organisation {org:?} already exists (plan {}); use `orgs set-plan`",
@@ -48,8 +52,6 @@ pub async fn run(
             println!("created organisation {org} on plan {plan}");
         }
         OrgsCommand::SetPlan { org, plan } => {
-            check_org(org)?;
-            check_plan(&plans, plan)?;
             let Some(existing) = store.get_org(org).await? else {
                 anyhow::bail!(
                     "no organisation {org:?}; create it with `orgs create {org} --plan {plan}`"

@@ -90,6 +90,48 @@ fn a_setting_clap_cannot_parse_is_refused_naming_its_variable() {
     }
 }
 
+/// Wrong arguments to `keys` and `orgs` are refused before ClickHouse is touched: they used to
+/// be checked only after the command had created the database and tables (a typo'd database
+/// name got a fresh empty one), and with ClickHouse down the answer was about ClickHouse, not
+/// the argument.
+#[test]
+fn keys_and_orgs_refuse_wrong_arguments_before_touching_clickhouse() {
+    let server = Server::new(CH_HTTP, &[]);
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["orgs", "create", "acme", "--plan", "gold"],
+            "unknown plan \"gold\"",
+        ),
+        (
+            &["orgs", "set-plan", "acme", "gold"],
+            "unknown plan \"gold\"",
+        ),
+        (&["orgs", "create", "", "--plan", "free"], "organisation id"),
+        (&["keys", "create", "--org", ""], "--org must be"),
+    ];
+    let exists = format!(
+        "SELECT count() FROM system.databases WHERE name = '{}'",
+        server.database
+    );
+    for (args, want) in cases {
+        let (code, stdout, stderr) = run(&server, args);
+        assert_eq!((code, stdout.as_str()), (Some(1), ""), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert_eq!(
+            server.ch_exec(&exists).trim(),
+            "0",
+            "{args:?} created the database before refusing its arguments"
+        );
+    }
+    // ClickHouse unreachable: the argument is still what is wrong.
+    let down = Server::new(CH_HTTP, &[("INGEST_CLICKHOUSE_URL", "tcp://127.0.0.1:1")]);
+    for (args, want) in cases {
+        let (code, _, stderr) = run(&down, args);
+        assert_eq!(code, Some(1), "{args:?}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn every_setting_in_the_help_is_in_the_readme() {
     let server = Server::new(CH_HTTP, &[]);
