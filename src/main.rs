@@ -51,7 +51,9 @@ struct Cli {
 enum Command {
     /// Run the ingest server (the default command).
     Serve(Box<ServeArgs>),
-    /// Create the database and tables if missing, then exit.
+    /// Create the database and tables if missing, add the columns a newer release adds, and
+    /// rebuild a `spans` table an older release made with another engine or keys; prints what
+    /// it did, then exits.
     Migrate(StoreArgs),
     /// Manage API keys.
     Keys {
