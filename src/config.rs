@@ -21,6 +21,7 @@ pub struct StoreArgs {
     /// ClickHouse native-protocol URL, or several comma-separated (the nodes of a cluster).
     #[arg(
         long,
+        global = true,
         env = "INGEST_CLICKHOUSE_URL",
         default_value = "tcp://127.0.0.1:9000"
     )]
@@ -28,13 +29,14 @@ pub struct StoreArgs {
     /// ClickHouse database holding the `spans`, `api_keys` and `orgs` tables.
     #[arg(
         long,
+        global = true,
         env = "INGEST_CLICKHOUSE_DATABASE",
         default_value = "traceingest"
     )]
     pub clickhouse_database: String,
     /// Cluster mode: a cluster of the servers' `remote_servers`; tables are made ON CLUSTER,
     /// spans sharded by trace id into replicated tables.
-    #[arg(long, env = "INGEST_CLICKHOUSE_CLUSTER")]
+    #[arg(long, global = true, env = "INGEST_CLICKHOUSE_CLUSTER")]
     pub clickhouse_cluster: Option<String>,
 }
 
@@ -94,14 +96,19 @@ impl StoreArgs {
 #[derive(Debug, Clone, Args)]
 pub struct PlanArgs {
     /// Spans per second per API key for plans that set no rate, or "unlimited".
-    #[arg(long, env = "INGEST_RATE_LIMIT_RPS", default_value = "100")]
+    #[arg(
+        long,
+        global = true,
+        env = "INGEST_RATE_LIMIT_RPS",
+        default_value = "100"
+    )]
     pub rate_limit_rps: String,
     /// Plans as name:quota[:rate[:burst]],... (see README); they add to or replace the built-in
     /// free, pro, enterprise and self-hosted plans.
-    #[arg(long, env = "INGEST_PLANS")]
+    #[arg(long, global = true, env = "INGEST_PLANS")]
     pub plans: Option<String>,
     /// Plan of organisations without a record in the `orgs` table.
-    #[arg(long, env = "INGEST_DEFAULT_PLAN", default_value = plan::DEFAULT_PLAN)]
+    #[arg(long, global = true, env = "INGEST_DEFAULT_PLAN", default_value = plan::DEFAULT_PLAN)]
     pub default_plan: String,
 }
 

@@ -68,6 +68,45 @@ fn commands_name_clickhouse_its_url_and_the_setting_when_it_cannot_be_reached() 
     }
 }
 
+/// The ClickHouse and plan flags of `keys` and `orgs` work after the subcommand too
+/// (`keys list --clickhouse-url ...`), where a user types them; before, only
+/// `keys --clickhouse-url ... list` did, and the other order was "unexpected argument".
+#[test]
+fn store_and_plan_flags_work_after_the_subcommand() {
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let url = format!("tcp://127.0.0.1:{closed}");
+    let server = Server::new(CH_HTTP, &[("INGEST_LOG", "info,clickhouse_rs=error")]);
+    for args in [
+        &["keys", "list", "--clickhouse-url", &url][..],
+        &["orgs", "list", "--clickhouse-url", &url],
+        &[
+            "orgs",
+            "list",
+            "--default-plan",
+            "free",
+            "--clickhouse-url",
+            &url,
+        ],
+    ] {
+        let (code, _, stderr) = run(&server, args);
+        assert_eq!(code, Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("traceingest: cannot reach ClickHouse at {url}")),
+            "{args:?}: {stderr:?}"
+        );
+    }
+    // And they still name the database the command works on.
+    let (code, stdout, stderr) = run(
+        &server,
+        &["keys", "list", "--clickhouse-database", &server.database],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stdout.contains("unexpected"), "{stdout}");
+}
+
 /// A value clap cannot parse (a unit suffix, a word for a number, `1` for a boolean) is refused
 /// at start naming the environment variable it came from, not only the flag the operator never
 /// typed.
