@@ -40,18 +40,22 @@ if [ -z "$KEY" ]; then
   echo "created an API key for org '$ORG'; kept in $KEY_FILE for the next runs" >&2
 fi
 PORT="${INGEST_PORT:-4000}"
+# Where a local curl reaches the server: its own address, unless it listens on every one.
+HOST="${INGEST_HOST:-0.0.0.0}"
+case "$HOST" in 0.0.0.0 | :: | "[::]") HOST=127.0.0.1 ;; *:*) HOST="[${HOST#[}" HOST="${HOST%]}]" ;; esac
+DB="${INGEST_CLICKHOUSE_DATABASE:-traceingest}"
 ADMIN="${INGEST_ADMIN_ADDR:-127.0.0.1:4001}"
 cat >&2 <<MSG
 
 API key for org '$ORG': $KEY
 
 Send a batch:
-  curl -s -X POST http://127.0.0.1:$PORT/ingest \\
+  curl -s -X POST http://$HOST:$PORT/ingest \\
     -H 'Content-Type: application/json' -H "Authorization: Bearer $KEY" \\
     -d '{"version":"v1","traces":[{"traceId":"t1","traceName":"hello","spans":[{"spanId":"s1","spanType":"llm","name":"chat","startTime":1700000000000,"endTime":1700000000800,"provider":"openai.chat","modelId":"gpt-4o","usage":{"inputTokens":1200,"outputTokens":300}}]}]}'
 
 Then look at it:
-  clickhouse-client -q "SELECT trace_id, span_id, priced_model_id, total_cost FROM traceingest.spans FINAL"
+  clickhouse-client -q "SELECT trace_id, span_id, priced_model_id, total_cost FROM $DB.spans FINAL"
 
 Metrics (admin listener): curl -s http://$ADMIN/metrics
 
