@@ -20,10 +20,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use super::rate::{Rate, Take};
-
-/// Marks a `Take::Taken::cost_ns` that came out of a lease: the low bits are spans, not ns.
-pub const LEASED: u64 = 1 << 63;
+use super::rate::{Credit, Rate, Take};
 
 /// One key's budget leased from the fleet's bucket.
 #[derive(Debug, Default)]
@@ -81,7 +78,7 @@ impl Lease {
                 Ok(_) => {
                     return Take::Taken {
                         remaining: (have - cost).min(u64::from(rate.burst)),
-                        cost_ns: LEASED | cost,
+                        credit: Credit::Leased { spans: cost },
                     }
                 }
                 Err(now) => have = now,
@@ -104,6 +101,17 @@ impl Lease {
     /// The local bucket let `spans` through.
     pub fn count_local(&self, spans: u64) {
         self.local.fetch_add(spans, Ordering::Relaxed);
+    }
+
+    /// Spans the local bucket let through were refused by a later check after all: not to be
+    /// charged. If a round charged them already, the charge stands (the fleet's bucket is
+    /// stricter for a moment, never looser).
+    pub fn uncount_local(&self, spans: u64) {
+        let _ = self
+            .local
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                Some(n.saturating_sub(spans))
+            });
     }
 
     /// Control thread: what happened since the last round (the counters restart from 0).
@@ -186,8 +194,8 @@ mod tests {
         ];
         for &(spans, want) in cases {
             let got = match l.take(R10, spans) {
-                Take::Taken { remaining, cost_ns } => {
-                    assert_eq!(cost_ns & LEASED, LEASED);
+                Take::Taken { remaining, credit } => {
+                    assert!(matches!(credit, Credit::Leased { .. }));
                     Ok(remaining)
                 }
                 Take::Refused { retry_after_s, .. } => Err(retry_after_s),

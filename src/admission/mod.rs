@@ -23,7 +23,7 @@ use crate::auth::Principal;
 use crate::calendar::Month;
 use plan::Plan;
 use quota::{hard_limit, near_limit, Usage};
-use rate::{Rate, Take};
+use rate::{Credit, Rate, Take};
 
 /// Why a batch was not admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,8 +183,8 @@ impl fmt::Debug for UsageTicket {
 #[must_use = "a reservation is either turned into a ticket or cancelled"]
 #[derive(Debug)]
 pub struct Reservation {
-    /// Rate-limit credit taken (0: no rate limit).
-    cost_ns: u64,
+    /// Rate-limit credit taken (`None`: no rate limit).
+    credit: Option<Credit>,
     /// Quota reserved (`None`: no quota).
     quota: Option<(Month, u64)>,
 }
@@ -203,15 +203,14 @@ impl Reservation {
             self.quota
                 .map(|(month, spans)| (principal.account.clone(), month, spans)),
         );
-        let refund =
-            RateRefund((self.cost_ns > 0).then(|| (principal.bucket.clone(), self.cost_ns)));
+        let refund = RateRefund(self.credit.map(|c| (principal.bucket.clone(), c)));
         (ticket, refund)
     }
 
     /// The batch was not buffered: give the rate-limit credit and the quota back.
     pub fn cancel(self, principal: &Principal) {
-        if self.cost_ns > 0 {
-            principal.bucket.refund(self.cost_ns);
+        if let Some(credit) = self.credit {
+            principal.bucket.refund(credit);
         }
         if let Some((month, spans)) = self.quota {
             principal.account.usage.release(month, spans);
@@ -222,13 +221,13 @@ impl Reservation {
 /// Rate-limit credit a handed-over batch took, given back if the batch is refused after all.
 #[derive(Debug, Default)]
 #[must_use = "dropping a refund keeps the credit taken; call `give_back` if the batch is refused"]
-pub struct RateRefund(Option<(Arc<rate::Bucket>, u64)>);
+pub struct RateRefund(Option<(Arc<rate::Bucket>, Credit)>);
 
 impl RateRefund {
     /// The batch was refused: the key gets the credit back.
     pub fn give_back(self) {
-        if let Some((bucket, cost_ns)) = self.0 {
-            bucket.refund(cost_ns);
+        if let Some((bucket, credit)) = self.0 {
+            bucket.refund(credit);
         }
     }
 }
@@ -258,14 +257,14 @@ pub fn admit(
 ) -> Result<Reservation, AdmissionError> {
     let account = &principal.account;
     let mut reservation = Reservation {
-        cost_ns: 0,
+        credit: None,
         quota: None,
     };
     if let Some(rate) = account.rate() {
         match principal.bucket.take(rate, spans, mono_ns) {
-            Take::Taken { remaining, cost_ns } => {
+            Take::Taken { remaining, credit } => {
                 headers.rate = Some((u64::from(rate.burst), remaining));
-                reservation.cost_ns = cost_ns;
+                reservation.credit = Some(credit);
             }
             Take::Refused {
                 retry_after_s,
@@ -471,6 +470,33 @@ mod tests {
         assert_eq!(taken, 40);
         p.account.usage.finish_sync(month, 40, taken);
         assert_eq!(p.account.usage.used(month), 40);
+    }
+
+    /// A batch the key's local bucket let through (no lease yet, or Redis unreachable) and a
+    /// later check refused is not charged to the fleet's bucket in Redis: the spans never went
+    /// in. Found by an audit: the refund gave the local bucket its credit back but left the
+    /// spans in the lease's charge, so every batch refused by the quota or a full buffer was
+    /// charged to the fleet at the next round as if admitted.
+    #[test]
+    fn a_refused_batch_is_not_charged_to_the_fleet() {
+        // Refused by the quota (hard limit 5) after the rate limit took it.
+        let p = principal(Some((10, 10)), Some(5));
+        let mut h = LimitHeaders::default();
+        assert!(matches!(
+            admit(&p, 8, S, JAN, &mut h),
+            Err(AdmissionError::QuotaExceeded { .. })
+        ));
+        assert_eq!(p.bucket.lease.demand().local, 0, "quota refusal");
+        // Admitted, then refused by the hand-off (a full buffer, the write-ahead log).
+        let (ticket, refund) = admit(&p, 3, S, JAN, &mut h).unwrap().into_parts(&p);
+        ticket.release();
+        refund.give_back();
+        let r = admit(&p, 2, S, JAN, &mut h).unwrap();
+        r.cancel(&p);
+        assert_eq!(p.bucket.lease.demand().local, 0, "refused after admission");
+        // What was let through is charged.
+        drop(admit(&p, 4, S, JAN, &mut h).unwrap().into_ticket(&p));
+        assert_eq!(p.bucket.lease.demand().local, 4);
     }
 
     #[test]

@@ -13,7 +13,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::fleet::{Lease, LEASED};
+use super::fleet::Lease;
 
 const NS_PER_S: u128 = 1_000_000_000;
 
@@ -77,12 +77,23 @@ impl Rate {
     }
 }
 
+/// What `Bucket::take` took for one batch, to hand back with `Bucket::refund` if the batch is
+/// refused later on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credit {
+    /// Out of the key's local bucket: `ns` of its credit, and `spans` counted for the charge
+    /// to the fleet's bucket at the next lease round (`Lease::count_local`).
+    Local { ns: u64, spans: u64 },
+    /// Out of the lease's allowance (fleet mode).
+    Leased { spans: u64 },
+}
+
 /// The answer of `Bucket::take`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Take {
-    /// The batch's cost was taken. `remaining`: whole spans left; `cost_ns`: what to hand back
+    /// The batch's cost was taken. `remaining`: whole spans left; `credit`: what to hand back
     /// with `Bucket::refund` if the batch is refused later on.
-    Taken { remaining: u64, cost_ns: u64 },
+    Taken { remaining: u64, credit: Credit },
     /// Not enough credit. `retry_after_s` = ceil(deficit / rate), at least 1: after that long the
     /// same batch fits (if nobody else spends the credit first).
     Refused { retry_after_s: u64, remaining: u64 },
@@ -104,15 +115,20 @@ impl Bucket {
             return self.lease.take(rate, spans);
         }
         let taken = self.take_local(rate, spans, now);
-        if let Take::Taken { .. } = taken {
-            self.lease.count_local(rate.cost_spans(spans));
+        if let Take::Taken {
+            credit: Credit::Local { spans, .. },
+            ..
+        } = taken
+        {
+            self.lease.count_local(spans);
         }
         taken
     }
 
     /// The local GCRA.
     fn take_local(&self, rate: Rate, spans: u64, now: u64) -> Take {
-        let cost = rate.cost_ns(rate.cost_spans(spans));
+        let cost_spans = rate.cost_spans(spans);
+        let cost = rate.cost_ns(cost_spans);
         let limit = now.saturating_add(rate.tau_ns());
         let mut tat = self.tat.load(Ordering::Acquire);
         loop {
@@ -131,7 +147,10 @@ impl Bucket {
                 Ok(_) => {
                     return Take::Taken {
                         remaining: rate.available(new, now),
-                        cost_ns: cost,
+                        credit: Credit::Local {
+                            ns: cost,
+                            spans: cost_spans,
+                        },
                     }
                 }
                 Err(current) => tat = current,
@@ -149,16 +168,20 @@ impl Bucket {
 
     /// Gives back what `take` took, for a batch refused by a later check (quota, full buffer).
     /// Exact while the bucket is not full; once it has refilled past the refund there is
-    /// nothing to give back, which the saturation expresses.
-    pub fn refund(&self, cost_ns: u64) {
-        if cost_ns & LEASED != 0 {
-            return self.lease.refund(cost_ns & !LEASED);
+    /// nothing to give back, which the saturation expresses. Spans the local bucket let through
+    /// are no longer charged to the fleet's bucket (unless a lease round charged them already).
+    pub fn refund(&self, credit: Credit) {
+        match credit {
+            Credit::Leased { spans } => self.lease.refund(spans),
+            Credit::Local { ns, spans } => {
+                let _ = self
+                    .tat
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
+                        Some(t.saturating_sub(ns))
+                    });
+                self.lease.uncount_local(spans);
+            }
         }
-        let _ = self
-            .tat
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
-                Some(t.saturating_sub(cost_ns))
-            });
     }
 }
 
@@ -313,11 +336,11 @@ mod tests {
             burst: 10,
         };
         let b = Bucket::default();
-        let Take::Taken { cost_ns, remaining } = b.take(r, 7, S) else {
+        let Take::Taken { credit, remaining } = b.take(r, 7, S) else {
             panic!("a full bucket takes 7")
         };
         assert_eq!(remaining, 3);
-        b.refund(cost_ns);
+        b.refund(credit);
         assert_eq!(b.peek(r, S), 10);
     }
 
