@@ -9,8 +9,9 @@
 //!   bucket); sooner when a worker met an unknown key and asked (`auth::refresh`), but at most
 //!   once per `ON_DEMAND_GAP` however many asked, and an early load pushes the next periodic
 //!   one back;
-//! - every `INGEST_QUOTA_SYNC_MS` (and at once when an organisation gets a quota) `sync_usage`
-//!   re-counts this month's spans in ClickHouse for every organisation with a quota;
+//! - every `INGEST_QUOTA_SYNC_MS` (and at once when an organisation gets a quota, or one with a
+//!   quota is seen for the first time) `sync_usage` re-counts this month's spans in ClickHouse
+//!   for every organisation with a quota;
 //! - with `INGEST_PRICING_FILE`, every second (and at once on SIGHUP) the pricing file is
 //!   checked and a new table swapped in when it changed;
 //! - with `INGEST_REDIS_URL`, every `INGEST_REDIS_SYNC_MS` the `fleet::Leaser` tops up the
@@ -88,6 +89,11 @@ impl Refresher {
                 let id: Arc<str> = org.into();
                 let account = Arc::new(Account::new(id.clone(), default));
                 self.accounts.insert(id, account);
+                // What it used this month before (an earlier run, another replica) is unknown
+                // until counted. `set_plan` below asks for that count when the organisation's
+                // plan brings a quota the default plan lacks; when the default plan has one,
+                // nothing changes there, so ask here.
+                self.sync_due |= default.monthly_spans.is_some();
             }
         }
         for (org, account) in &self.accounts {

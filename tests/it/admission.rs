@@ -316,6 +316,53 @@ fn usage_is_loaded_at_start_and_a_new_month_starts_from_zero() {
     server.wait_rows(120);
 }
 
+/// An organisation the server first meets after start (no `orgs` record and no active key
+/// then) has its month's usage counted as soon as it is seen, not at the next periodic count:
+/// what it used before (here, with a key since revoked, before a restart; in a fleet, through
+/// another replica) counts from its first request. Found by an audit: with a default plan that
+/// has a quota, a new organisation's account was created on that plan, so putting its plan in
+/// force never looked like "gained a quota" and no count was asked for; until the next
+/// `INGEST_QUOTA_SYNC_MS` it could use its whole hard limit again.
+#[test]
+fn an_organisation_first_seen_after_start_is_counted_at_once() {
+    let mut server = Server::start_with(&[
+        ("INGEST_PLANS", "tiny:100:unlimited"),
+        ("INGEST_DEFAULT_PLAN", "tiny"),
+        // The periodic count is far away: only a count asked for at once can see the usage.
+        ("INGEST_QUOTA_SYNC_MS", "600000"),
+    ]);
+    let old = server.ready_key("org-late");
+    let r = server.post_ingest(&old, &batch("before", 1, 100));
+    assert_eq!(r.status, 202, "{}", body_text(&r));
+    server.wait_rows(100);
+    let out = server.cli(&["keys", "revoke", &old]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Restarted without the organisation: no record, no active key.
+    server.signal(SIGTERM);
+    assert_eq!(server.wait_exit(Duration::from_secs(20)), 0);
+    server.spawn();
+    let key = server.ready_key("org-late");
+    // The count runs beside the request that made the server load the key: within a few
+    // milliseconds, not 10 minutes. Answers past authentication show the usage from 90% on.
+    let used = eventually(
+        "the organisation's usage counted",
+        Duration::from_secs(3),
+        || header_u64(&server.post_ingest(&key, b"{}"), "x-quota-used"),
+    );
+    assert_eq!(used, 100);
+    let r = server.post_ingest(&key, &batch("after", 1, 20));
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (429, "quota_exceeded"),
+        "100 used this month + 20 > 110: {}",
+        body_text(&r)
+    );
+}
+
 // ------------------------------------------------------------------------------------------
 // /metrics
 // ------------------------------------------------------------------------------------------
