@@ -62,6 +62,9 @@ pub struct Leaser {
     address: String,
     conn: Option<(MultiplexedConnection, String)>,
     sync_ms: u64,
+    /// When the last round began: leases are topped up once per `sync_ms` plus the round's
+    /// own time (and whatever else held this thread), so the hold must last that long.
+    last_round: Option<Instant>,
     status: Arc<FleetStatus>,
     /// No attempt before this (after a failure).
     retry_at: Option<Instant>,
@@ -86,6 +89,7 @@ impl Leaser {
             address,
             conn: None,
             sync_ms: sync.as_millis() as u64,
+            last_round: None,
             status,
             retry_at: None,
             failing_since: None,
@@ -126,6 +130,14 @@ impl Leaser {
             return Err("not connected".into());
         };
         let set = keys.current();
+        // Leases are topped up every `sync_ms` plus a round's time: with a Redis slower than
+        // the interval, two intervals alone would run dry before the next top-up. The time
+        // since the last round began measures it (capped: the hold is at most the bucket).
+        let now = Instant::now();
+        let interval_ms = self.last_round.map_or(self.sync_ms, |at| {
+            (now - at).as_millis().min(u128::from(u32::MAX)) as u64
+        });
+        self.last_round = Some(now);
         let mut pipe = redis::pipe();
         // (lease, spans charged) of each invocation, in order.
         let mut asked = Vec::new();
@@ -139,7 +151,7 @@ impl Leaser {
                 // Nobody used the key: what it holds stays, nothing more is leased.
                 0
             } else {
-                hold(rate, self.sync_ms, d.largest).saturating_sub(d.held)
+                hold(rate, interval_ms, d.largest).saturating_sub(d.held)
             };
             if d.fleet && want == 0 && d.local == 0 {
                 continue;

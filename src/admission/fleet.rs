@@ -4,7 +4,9 @@
 //! A key's `Bucket` (`rate.rs`) holds a `Lease`. While the lease is in fleet mode the worker
 //! spends its allowance and never touches Redis; the control thread tops it up every
 //! `INGEST_REDIS_SYNC_MS` (S) from a GCRA bucket in Redis that every replica draws from, up to
-//! a small hold H = min(burst, max(ceil(2 x rate x S), largest batch asked for)). In local mode
+//! a small hold H = min(burst, max(ceil(2 x rate x (S + Q)), largest batch asked for)), S + Q
+//! being the time between the starts of the last two rounds (Q: mostly what Redis takes to
+//! answer), which is how often top-ups come. In local mode
 //! (no Redis configured, a key not leased yet, or Redis unreachable) the key's own bucket in
 //! this process decides, and what it lets through is counted and charged to Redis at the next
 //! round, so the fleet's bucket knows it.
@@ -145,10 +147,11 @@ impl Lease {
     }
 }
 
-/// The most a replica holds for a key: two sync intervals of its rate, or the largest batch
-/// asked for, never more than the bucket.
-pub fn hold(rate: Rate, sync_ms: u64, largest: u64) -> u64 {
-    let per_interval = (2 * u64::from(rate.per_second) * sync_ms).div_ceil(1000);
+/// The most a replica holds for a key: two intervals between top-ups of its rate, or the
+/// largest batch asked for, never more than the bucket. `interval_ms`: the time between the
+/// starts of the last two rounds, the sync interval plus a round's own time.
+pub fn hold(rate: Rate, interval_ms: u64, largest: u64) -> u64 {
+    let per_interval = (2 * u64::from(rate.per_second) * interval_ms).div_ceil(1000);
     per_interval
         .max(largest)
         .clamp(1, u64::from(rate.burst).max(1))
@@ -214,7 +217,7 @@ mod tests {
 
     #[test]
     fn holds() {
-        // (rate, burst, sync ms, largest asked, hold)
+        // (rate, burst, interval ms, largest asked, hold)
         let cases = [
             (100, 100, 100, 0, 20),
             (100, 100, 100, 50, 50),

@@ -14,6 +14,7 @@ mod cluster;
 mod connections;
 mod contract;
 mod durability;
+mod fleet;
 mod hardening;
 mod keys;
 mod operations;
