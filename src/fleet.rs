@@ -5,7 +5,9 @@
 //! Redis holds one GCRA bucket per key (`traceingest:rate:<sha256 of the key>`, the theoretical
 //! arrival time in microseconds of Redis's own clock, so the replicas' clocks do not matter).
 //! A round asks, per key, for what brings the replica's allowance up to its hold, and charges
-//! what the local bucket let through meanwhile; the script grants what the bucket has. Only
+//! what the local bucket let through meanwhile; the script grants what the bucket has. Keys
+//! used since the last round all take part; keys neither used nor leased yet at most
+//! `UNUSED_PER_ROUND` a round, so a round's size follows the keys in use, not the key set. Only
 //! this thread talks to Redis: the workers read atomics.
 //!
 //! Redis unreachable (a refused connection, no answer within 1 s, an error): every lease falls
@@ -54,6 +56,10 @@ return grant
 const TIMEOUT: Duration = Duration::from_secs(1);
 /// After a failure, the next attempt.
 const RETRY: Duration = Duration::from_secs(1);
+/// The most keys one round leases that were not used since the last round and hold no lease
+/// yet (at start, after an outage, new keys): leased ahead of their first use, a bounded
+/// number at a time, so that a round stays one short round trip however many keys there are.
+const UNUSED_PER_ROUND: usize = 1000;
 
 /// The control thread's connection to Redis and the state of fleet mode.
 pub struct Leaser {
@@ -141,6 +147,7 @@ impl Leaser {
         let mut pipe = redis::pipe();
         // (lease, spans charged) of each invocation, in order.
         let mut asked = Vec::new();
+        let mut unused_left = UNUSED_PER_ROUND;
         for (hash, principal) in set.iter() {
             let Some(rate) = principal.account.rate() else {
                 continue;
@@ -155,6 +162,12 @@ impl Leaser {
             };
             if d.fleet && want == 0 && d.local == 0 {
                 continue;
+            }
+            if !d.fleet && d.asked == 0 && d.local == 0 {
+                if unused_left == 0 {
+                    continue;
+                }
+                unused_left -= 1;
             }
             pipe.cmd("EVALSHA")
                 .arg(sha.as_str())

@@ -153,3 +153,50 @@ fn a_slow_redis_does_not_throttle_a_key_below_its_rate() {
     // Never more than the fleet bound for one replica: B + R x T + H, H at most B.
     assert!(accepted <= R + R * (secs + 1) + R, "{accepted}");
 }
+
+/// A key set far larger than what is used: the fleet's limits stay on. Found by an audit: every
+/// round asked Redis for a lease for every key not leased yet, used or not, in one pipelined
+/// round trip, so a round's size grew with the key set. Once such a round took longer than the
+/// 1 s Redis timeout it failed, the failure put every key back in local mode, and the next round
+/// asked for all of them again: the replica never left its fallback, and each replica enforced
+/// the limit alone. Measured on the test machine, 100,000 keys' scripts take Redis 1 to 1.5 s
+/// by themselves; here 30,000 keys and a Redis whose answers come 100 ms a piece (16 KiB) make
+/// that happen at a size a debug build loads quickly.
+#[test]
+fn a_large_key_set_does_not_keep_fleet_rate_limits_off() {
+    let redis = Redis::start();
+    let port = slow_proxy(redis.port, Duration::from_millis(100));
+    let server = Server::start_with(&[
+        ("INGEST_RATE_LIMIT_RPS", "100"),
+        ("INGEST_REDIS_URL", &format!("redis://127.0.0.1:{port}")),
+        ("INGEST_REDIS_SYNC_MS", "100"),
+        ("INGEST_KEY_REFRESH_MS", "1000"),
+    ]);
+    let key = server.ready_key("org-busy");
+    const UNUSED: u64 = 30_000;
+    server.ch_exec(&format!(
+        "INSERT INTO `{}`.api_keys (key_hash, display_prefix, org_id, project_id, created_at, \
+         updated_at, version) SELECT lower(hex(SHA256(toString(number)))), \
+         concat('ti_unused', toString(number)), concat('org-unused', toString(number % 1000)), \
+         '', now(), now(), 1 FROM numbers({UNUSED})",
+        server.database
+    ));
+    wait_until("the unused keys loaded", Duration::from_secs(30), || {
+        server.metric_value("traceingest_keys") > UNUSED as f64
+    });
+    let metric = |name: &str| server.metric_value(&format!("traceingest_rate_limit_{name}"));
+    let (errors, leased) = (metric("redis_errors_total"), metric("leased_spans_total"));
+    // Ten spans over 3 s, the whole key set in place: each is topped up again within a round.
+    for i in 0..10 {
+        let r = server.post_ingest(&key, &batch(&format!("busy{i}"), 1, 1));
+        assert_eq!(r.status, 202);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert_eq!(metric("redis_errors_total"), errors, "lease rounds failed");
+    assert_eq!(metric("fallback"), 0.0);
+    assert!(
+        metric("leased_spans_total") >= leased + 9.0,
+        "the key's lease was not topped up: {} spans leased since, 10 used",
+        metric("leased_spans_total") - leased
+    );
+}
