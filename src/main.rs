@@ -53,7 +53,8 @@ enum Command {
     Serve(Box<ServeArgs>),
     /// Create the database and tables if missing, add the columns a newer release adds, and
     /// rebuild a `spans` table an older release made with another engine or keys; prints what
-    /// it did, then exits.
+    /// it did, then exits (exit status 3: a cluster's migration that did not reach every node;
+    /// run it again).
     Migrate(StoreArgs),
     /// Manage API keys.
     Keys {
@@ -137,6 +138,15 @@ fn main() {
         Command::Migrate(store) => block_on(async {
             let done = store.open()?.migrate().await?;
             println!("{}", done.to_string().trim_end());
+            if !done.is_complete() {
+                // Not an error (what could be done was), but not a success either: a
+                // script running `migrate` before an upgrade must not take it for done.
+                eprintln!(
+                    "traceingest: migrate did not reach every node of the cluster (see above); \
+                     exit status 3"
+                );
+                std::process::exit(3);
+            }
             Ok(())
         }),
         Command::Keys { command, store } => block_on(cli::keys::run(&command, &store)),

@@ -17,16 +17,17 @@
 //! reachable replica of the set has the columns; `spans` on every node by itself (after
 //! `spans_local`, which `cluster_tables` puts first). 18.16 has no `ADD COLUMN IF NOT EXISTS`:
 //! each node's `system.columns` says what it lacks. A node that does not answer is skipped and
-//! reported (`Migrated::unchecked_nodes`), so a node being down does not keep servers from
-//! starting; a later run that reaches it adds what it lacks.
+//! reported (`Migrated::unchecked_nodes`; the `migrate` command then exits 3), so a node being
+//! down does not keep servers from starting; a later run that reaches it adds what it lacks.
 
 use std::time::{Duration, Instant};
 
+use clickhouse_rs::errors::codes;
 use clickhouse_rs::ClientHandle;
 
 use super::cluster::{spread, ClusterNode, Spread};
 use super::errors::StoreError;
-use super::schema::{Migrated, Missing, Mode};
+use super::schema::{Migrated, Missing, Mode, Unchecked};
 use super::Store;
 
 /// How long a migration waits for replication to bring added columns to the other replicas of
@@ -57,7 +58,7 @@ impl Store {
                          not checked for missing columns"
                     );
                     done.unchecked_nodes
-                        .push((node.name.clone(), "not in INGEST_CLICKHOUSE_URL".into()));
+                        .push((node.name.clone(), Unchecked::NotInUrl));
                     None
                 }
                 Some(i) => match self.nodes.handle_at(i).await {
@@ -70,7 +71,7 @@ impl Store {
                              or start-up does it"
                         );
                         done.unchecked_nodes
-                            .push((node.name.clone(), "unreachable".into()));
+                            .push((node.name.clone(), Unchecked::Unreachable));
                         None
                     }
                 },
@@ -181,6 +182,11 @@ impl Store {
     /// got there first: servers of a fleet start together; 18.16 says code 44 "already
     /// exists", or fails the update of the table's columns in ZooKeeper) is not an error:
     /// returns whether this call added it.
+    ///
+    /// 18.16 answers an `ALTER` of a replicated table with code 341 (`UNFINISHED`, "Alter is
+    /// not finished because some replicas are inactive right now ... Alter will be done
+    /// asynchronously") when a replica of the set is down: the `ALTER` is done, here and in
+    /// ZooKeeper, and the other replicas apply it when they are back. This call added it.
     async fn add_column_unless_there(
         &self,
         c: &mut ClientHandle,
@@ -188,9 +194,21 @@ impl Store {
         m: &Missing,
         node: &str,
     ) -> Result<bool, StoreError> {
-        let Err(e) = self.add_column(c, table, m).await else {
-            tracing::info!(node, table, column = m.name, "column added on this node");
-            return Ok(true);
+        let e = match self.add_column(c, table, m).await {
+            Err(e) if e.code != Some(codes::UNFINISHED) => e,
+            done => {
+                if let Err(e) = done {
+                    tracing::info!(
+                        node,
+                        table,
+                        error = %e,
+                        "the ALTER is done here; replicas that did not take part apply it \
+                         from ZooKeeper"
+                    );
+                }
+                tracing::info!(node, table, column = m.name, "column added on this node");
+                return Ok(true);
+            }
         };
         match self.columns(c, table).await {
             Ok(now) if now.iter().any(|(n, _)| n == m.name) => Ok(false),

@@ -68,7 +68,7 @@ pub use block::{Inserted, RowRun};
 pub use cluster::{shard_hash, ShardsDone};
 pub use errors::{InsertError, Retry, StoreError};
 pub use reprice::{Correction, SpanFilter, SpanKey, StoredSpan};
-pub use schema::{Migrated, API_KEYS_COLUMNS, ORGS_COLUMNS};
+pub use schema::{Migrated, Unchecked, API_KEYS_COLUMNS, ORGS_COLUMNS};
 pub use version::ServerVersion;
 
 /// Connection pools to the ClickHouse servers plus the database the service owns.

@@ -162,13 +162,21 @@ pub struct Migrated {
     /// (table, column) added to a table an older release made (in cluster mode, on at least
     /// one node).
     pub added_columns: Vec<(&'static str, &'static str)>,
-    /// Cluster mode: nodes not looked at (`host:port`, why): down, or not in
-    /// `INGEST_CLICKHOUSE_URL`. A later `migrate` (or start-up) that reaches one adds what its
-    /// tables lack.
-    pub unchecked_nodes: Vec<(String, String)>,
+    /// Cluster mode: nodes not looked at (`host:port`, why). A later `migrate` (or start-up)
+    /// that reaches one adds what its tables lack.
+    pub unchecked_nodes: Vec<(String, Unchecked)>,
     /// Cluster mode: (`host:port`, table, column) a replica still lacked when `migrate` stopped
     /// waiting for replication to bring it from the replica that was altered.
     pub not_yet_replicated: Vec<(String, &'static str, &'static str)>,
+}
+
+/// Why a node of the cluster was not checked (and so not altered).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unchecked {
+    /// `system.clusters` lists it, but `INGEST_CLICKHOUSE_URL` does not.
+    NotInUrl,
+    /// It did not answer (down, restarting, or cut off).
+    Unreachable,
 }
 
 impl Migrated {
@@ -179,13 +187,17 @@ impl Migrated {
             && self.added_columns.is_empty()
             && self.rebuilt_spans.is_none()
     }
+
+    /// Every node was checked and has every column: nothing is left for a later run.
+    pub fn is_complete(&self) -> bool {
+        self.unchecked_nodes.is_empty() && self.not_yet_replicated.is_empty()
+    }
 }
 
 impl fmt::Display for Migrated {
     /// One line per change, or that the schema was up to date.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let everywhere = self.unchecked_nodes.is_empty() && self.not_yet_replicated.is_empty();
-        if self.is_noop() && everywhere {
+        if self.is_noop() && self.is_complete() {
             return write!(
                 f,
                 "database {}: schema up to date (tables {}), nothing changed",
@@ -216,10 +228,16 @@ impl fmt::Display for Migrated {
             )?;
         }
         for (node, why) in &self.unchecked_nodes {
+            let (what, then) = match why {
+                Unchecked::Unreachable => ("did not answer", "run migrate again once it is up"),
+                Unchecked::NotInUrl => (
+                    "is not in INGEST_CLICKHOUSE_URL",
+                    "add it there and run migrate again",
+                ),
+            };
             writeln!(
                 f,
-                "not checked: node {node} ({why}); a later migrate or start-up that reaches it \
-                 adds what its tables lack"
+                "not checked: node {node} {what}; its tables were not altered: {then}"
             )?;
         }
         for (node, t, c) in &self.not_yet_replicated {
