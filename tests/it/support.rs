@@ -90,7 +90,7 @@ impl Server {
         std::fs::read_to_string(&self.log_path).unwrap_or_default()
     }
 
-    fn command(&self, args: &[&str]) -> Command {
+    pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(BIN);
         cmd.args(args);
         cmd.env("INGEST_HOST", "127.0.0.1")

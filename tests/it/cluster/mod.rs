@@ -4,7 +4,8 @@
 //! killed with `kill -9` or hung with `SIGSTOP`, a whole shard down, a retried block on another
 //! replica, replays after a stop, re-pricing. `limits.rs`: revocation, the fleet-wide rate limit
 //! (a key leased in advance and one that was not), its fallback when Redis is down, quotas.
-//! `schema.rs`: a column a later release adds, on every node.
+//! `schema.rs`: a column a later release adds, on every node, and with a node down during
+//! `migrate`.
 //!
 //! The cluster is shared and the tests stop nodes of it, so they run one at a time (`LOCK` in
 //! this process, an `flock` across processes), each on its own database, dropped ON CLUSTER at
@@ -191,6 +192,25 @@ impl Cluster {
         }
     }
 
+    /// Stops a node as an operator would (SIGTERM: its replicated tables leave ZooKeeper as
+    /// inactive); returns once its process is gone. The guard starts it again when dropped,
+    /// whatever the test did, so the next test finds every node up.
+    fn stop(&self, name: &str) -> Stopped<'_> {
+        let pid = self.pid(name);
+        let guard = Stopped {
+            cluster: self,
+            started: false,
+        };
+        self.signal(name, libc::SIGTERM);
+        wait_until(
+            &format!("{name} to stop"),
+            Duration::from_secs(30),
+            // SAFETY: signal 0 only checks that the process exists.
+            || unsafe { libc::kill(pid, 0) } != 0,
+        );
+        guard
+    }
+
     /// The settings of a server in cluster mode; `first` is the node it reads keys from.
     fn env(&self, first: &str) -> Vec<(String, String)> {
         let first_url = format!("tcp://127.0.0.1:{}", self.node(first).native);
@@ -307,6 +327,28 @@ impl Drop for DropDb<'_> {
             self.0.up();
             self.0.drop_database(&self.1);
         }));
+    }
+}
+
+/// A node `Cluster::stop` stopped: `start` brings it back (`scripts/cluster.sh up`, which
+/// waits until every replica is active again); so does dropping the guard, test failed or not.
+struct Stopped<'a> {
+    cluster: &'a Cluster,
+    started: bool,
+}
+
+impl Stopped<'_> {
+    fn start(mut self) {
+        self.started = true;
+        self.cluster.up();
+    }
+}
+
+impl Drop for Stopped<'_> {
+    fn drop(&mut self) {
+        if !self.started {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.cluster.up()));
+        }
     }
 }
 

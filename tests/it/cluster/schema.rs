@@ -20,6 +20,42 @@ impl Cluster {
     }
 }
 
+/// What a `migrate` run said: its exit code and its stdout (its logs, on stderr, are not
+/// compared: the report is what an operator reads).
+struct Report {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Report {
+    fn of(cli: &Server, extra_env: &[(&str, &str)]) -> Report {
+        let mut cmd = cli.command(&["migrate"]);
+        for (k, v) in extra_env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().expect("run traceingest migrate");
+        Report {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).trim_end().to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).to_string(),
+        }
+    }
+
+    /// Asserts the exit code and the report, line for line.
+    fn check(&self, code: i32, lines: &[String]) {
+        assert_eq!(
+            (self.code, self.stdout.lines().collect::<Vec<_>>()),
+            (
+                Some(code),
+                lines.iter().map(String::as_str).collect::<Vec<_>>()
+            ),
+            "stderr: {}",
+            self.stderr
+        );
+    }
+}
+
 /// A release that adds a column, on a cluster an older one set up: `spans` lacks it on every
 /// node and `spans_local` on every replica (dropped on one replica per shard, the others follow
 /// through ZooKeeper). `migrate` adds it everywhere and a second run finds nothing to do. Then
@@ -115,4 +151,78 @@ fn a_column_a_release_adds_reaches_every_node() {
 
     // `ON CLUSTER` DDL still runs on every node: no DDL worker was left wedged.
     cluster.drop_database(&db);
+}
+
+/// `migrate` while a replica is stopped: the column reaches the other nodes, and the report
+/// names the stopped node, says what to do, and the exit code (3) says the migration is not
+/// complete. Once the node is back, a second `migrate` adds the column to its `spans`
+/// (its `spans_local` got it from ZooKeeper when it started) and succeeds.
+#[test]
+fn a_node_down_during_migrate_is_reported_and_a_later_migrate_finishes_it() {
+    let Some(cluster) = Cluster::get() else {
+        return;
+    };
+    let env = cluster.env("s1r1");
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let cli = Server::new(&cluster.http("s1r1"), &env);
+    let db = cli.database.clone();
+    let _drop = DropDb(&cluster, db.clone());
+    Report::of(&cli, &[]).check(0, &created(&db));
+    // An older release's tables on shard 1: `spans_local` without the column (dropped on
+    // s1r1, s1r2 follows) and `spans` without it on every node.
+    cluster.sql_at(
+        "s1r1",
+        &format!("ALTER TABLE `{db}`.spans_local DROP COLUMN `{NEWEST}`"),
+    );
+    for n in &cluster.nodes {
+        cluster.sql_at(
+            &n.name,
+            &format!("ALTER TABLE `{db}`.spans DROP COLUMN `{NEWEST}`"),
+        );
+    }
+    wait_until(
+        "s1r2's spans_local without the column",
+        Duration::from_secs(30),
+        || !cluster.has_newest("s1r2", &db, "spans_local"),
+    );
+
+    let down = cluster.stop("s1r2");
+    let s1r2 = format!("127.0.0.1:{}", cluster.node("s1r2").native);
+    Report::of(&cli, &[]).check(
+        3,
+        &[
+            format!("added column {db}.spans_local.{NEWEST}"),
+            format!("added column {db}.spans.{NEWEST}"),
+            format!(
+                "not checked: node {s1r2} did not answer; its tables were not altered: run \
+                 migrate again once it is up"
+            ),
+        ],
+    );
+    for node in ["s1r1", "s2r1", "s2r2"] {
+        assert!(cluster.has_newest(node, &db, "spans"), "{node}: spans");
+    }
+    assert!(cluster.has_newest("s1r1", &db, "spans_local"));
+
+    down.start();
+    Report::of(&cli, &[]).check(0, &[format!("added column {db}.spans.{NEWEST}")]);
+    for n in &cluster.nodes {
+        for table in ["spans_local", "spans"] {
+            assert!(
+                cluster.has_newest(&n.name, &db, table),
+                "{}: {table} without {NEWEST}",
+                n.name
+            );
+        }
+    }
+    cluster.drop_database(&db);
+}
+
+/// What the first `migrate` of a new database reports.
+fn created(db: &str) -> Vec<String> {
+    let mut lines = vec![format!("created database {db}")];
+    for t in ["spans_local", "spans", "api_keys", "orgs"] {
+        lines.push(format!("created table {db}.{t}"));
+    }
+    lines
 }
