@@ -92,6 +92,30 @@ impl StoreArgs {
     }
 }
 
+/// `traceingest migrate`: where ClickHouse is, and how long a cluster's migration waits for
+/// replicas to apply the columns it adds.
+#[derive(Debug, Clone, Args)]
+pub struct MigrateArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Cluster mode: how long, after adding a column to one replica of a replicated table,
+    /// `migrate` waits for the other replicas to apply it before it reports them ("not yet
+    /// on") and exits 3. A server's start-up always waits 30 s.
+    #[arg(
+        long,
+        env = "INGEST_MIGRATE_REPLICATION_WAIT_MS",
+        default_value_t = 30_000,
+        value_parser = clap::value_parser!(u64).range(..=3_600_000)
+    )]
+    pub replication_wait_ms: u64,
+}
+
+impl MigrateArgs {
+    pub fn replication_wait(&self) -> Duration {
+        Duration::from_millis(self.replication_wait_ms)
+    }
+}
+
 /// Plans and rate limits; shared by `serve` and `orgs` (which checks plan names against them).
 #[derive(Debug, Clone, Args)]
 pub struct PlanArgs {

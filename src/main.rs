@@ -19,7 +19,9 @@ use traceingest::cli::orgs::OrgsCommand;
 use traceingest::cli::price::PriceArgs;
 use traceingest::cli::reprice::RepriceArgs;
 use traceingest::clock::Clock;
-use traceingest::config::{Durability, LogArgs, LogFormat, PlanArgs, ServeArgs, StoreArgs};
+use traceingest::config::{
+    Durability, LogArgs, LogFormat, MigrateArgs, PlanArgs, ServeArgs, StoreArgs,
+};
 use traceingest::control::Refresher;
 use traceingest::metrics::Metrics;
 use traceingest::pricing::SharedPrices;
@@ -55,7 +57,7 @@ enum Command {
     /// rebuild a `spans` table an older release made with another engine or keys; prints what
     /// it did, then exits (exit status 3: a cluster's migration that did not reach every node;
     /// run it again).
-    Migrate(StoreArgs),
+    Migrate(MigrateArgs),
     /// Manage API keys.
     Keys {
         #[command(subcommand)]
@@ -135,8 +137,12 @@ fn main() {
     };
     let result = match command {
         Command::Serve(args) => serve(&args),
-        Command::Migrate(store) => block_on(async {
-            let done = store.open()?.migrate().await?;
+        Command::Migrate(args) => block_on(async {
+            let done = args
+                .store
+                .open()?
+                .migrate_waiting(args.replication_wait())
+                .await?;
             println!("{}", done.to_string().trim_end());
             if !done.is_complete() {
                 // Not an error (what could be done was), but not a success either: a

@@ -31,13 +31,23 @@ use super::schema::{Migrated, Missing, Mode, Unchecked};
 use super::Store;
 
 /// How long a migration waits for replication to bring added columns to the other replicas of
-/// a set (18.16's `ALTER` already waits for the active ones; this covers one that lags). Past
-/// it the replica is reported, not waited for: it catches up by itself.
-const REPLICATION_WAIT: Duration = Duration::from_secs(30);
+/// a set, by default (`migrate --replication-wait-ms` sets it). Past it the replica is
+/// reported, not waited for: it catches up by itself.
+pub(super) const REPLICATION_WAIT: Duration = Duration::from_secs(30);
+
+/// `replication_alter_columns_timeout` of our `ALTER`s, in seconds: how long 18.16's `ALTER`
+/// of a replicated table waits for each active replica to apply it before it answers code 341
+/// (`UNFINISHED`). Its default, 60 s per replica, would hold a migration for minutes behind a
+/// replica that is slow to apply it (one whose table a long query keeps locked); the shortest
+/// (0 is "no limit"), as the bounded wait after it (`wait_for_replicas`) does the waiting.
+const ALTER_WAITS_FOR_EACH_REPLICA_S: u32 = 1;
 
 /// The cluster's nodes, each with a connection if it answered; opened once per migration.
 pub(super) struct Fleet {
     nodes: Vec<(ClusterNode, Option<ClientHandle>)>,
+    /// How long to wait for replicas to apply an added column (`REPLICATION_WAIT` or what
+    /// `migrate` was given).
+    replication_wait: Duration,
 }
 
 impl Store {
@@ -46,6 +56,7 @@ impl Store {
     pub(super) async fn connect_fleet(
         &self,
         cluster: &str,
+        replication_wait: Duration,
         done: &mut Migrated,
     ) -> Result<Fleet, StoreError> {
         let mut nodes = Vec::new();
@@ -78,7 +89,10 @@ impl Store {
             };
             nodes.push((node, handle));
         }
-        Ok(Fleet { nodes })
+        Ok(Fleet {
+            nodes,
+            replication_wait,
+        })
     }
 
     /// Adds the columns of `expected` that `table` lacks where its replicas are (its engine
@@ -94,6 +108,7 @@ impl Store {
         done: &mut Migrated,
     ) -> Result<Vec<&'static str>, StoreError> {
         let all: Vec<usize> = (0..fleet.nodes.len()).collect();
+        let replicated = spread(engine) != Spread::EachNode;
         let sets: Vec<Vec<usize>> = match spread(engine) {
             Spread::EachNode => all.iter().map(|&i| vec![i]).collect(),
             Spread::Everywhere => vec![all],
@@ -114,7 +129,7 @@ impl Store {
         let mut added: Vec<&'static str> = Vec::new();
         for set in sets {
             for column in self
-                .add_to_replica_set(fleet, &set, table, expected, mode, done)
+                .add_to_replica_set(fleet, &set, replicated, table, expected, mode, done)
                 .await?
             {
                 if !added.contains(&column) {
@@ -125,20 +140,23 @@ impl Store {
         Ok(added)
     }
 
-    /// One replica set (`set`: indexes into the fleet; one node for a `Distributed` table):
-    /// the columns its first reachable replica lacks are added there, then every reachable
-    /// replica is waited for. A replica without the table is passed over: the `CREATE ... ON
-    /// CLUSTER` still on its way to it makes every column.
+    /// One replica set (`set`: indexes into the fleet; one node for a `Distributed` table,
+    /// not `replicated`): the columns its first reachable replica lacks are added there, then
+    /// every reachable replica that lacked columns (that one too) is waited for. A replica
+    /// without the table is passed over: the `CREATE ... ON CLUSTER` still on its way to it
+    /// makes every column.
     async fn add_to_replica_set(
         &self,
         fleet: &mut Fleet,
         set: &[usize],
+        replicated: bool,
         table: &'static str,
         expected: &'static [(&'static str, &'static str)],
         mode: Mode,
         done: &mut Migrated,
     ) -> Result<Vec<&'static str>, StoreError> {
-        let mut with_table: Vec<usize> = Vec::with_capacity(set.len());
+        // Per replica with the table: the columns it lacks.
+        let mut lacking: Vec<(usize, Vec<&'static str>)> = Vec::with_capacity(set.len());
         let mut altered: Option<(usize, Vec<Missing>)> = None;
         for &i in set {
             let Some(c) = fleet.nodes[i].1.as_mut() else {
@@ -151,7 +169,7 @@ impl Store {
             // Checked on every replica, so a column of another type stops the migration
             // wherever it is.
             let missing = self.missing_columns(table, expected, &existing)?;
-            with_table.push(i);
+            lacking.push((i, missing.iter().map(|m| m.name).collect()));
             if altered.is_none() {
                 altered = Some((i, missing));
             }
@@ -171,8 +189,9 @@ impl Store {
                 added.push(m.name);
             }
         }
-        if with_table.len() > 1 {
-            self.wait_for_replicas(fleet, &with_table, table, expected, done)
+        lacking.retain(|(_, columns)| !columns.is_empty());
+        if replicated && !lacking.is_empty() {
+            self.wait_for_replicas(fleet, first, &lacking, table, done)
                 .await?;
         }
         Ok(added)
@@ -194,7 +213,17 @@ impl Store {
         m: &Missing,
         node: &str,
     ) -> Result<bool, StoreError> {
-        let e = match self.add_column(c, table, m).await {
+        // A per-query setting needs 19.x's protocol; `SET` works on 18.16 and stays with the
+        // connection, where only `ALTER`s of replicated tables (migrations') read it.
+        c.execute(format!(
+            "SET replication_alter_columns_timeout = {ALTER_WAITS_FOR_EACH_REPLICA_S}"
+        ))
+        .await?;
+        let e = match c
+            .execute(self.add_column_sql(table, m))
+            .await
+            .map_err(StoreError::from)
+        {
             Err(e) if e.code != Some(codes::UNFINISHED) => e,
             done => {
                 if let Err(e) = done {
@@ -216,50 +245,93 @@ impl Store {
         }
     }
 
-    /// Waits, up to `REPLICATION_WAIT`, until every replica of `set` has every column of
-    /// `expected`; what one still lacks then goes to `done.not_yet_replicated`.
+    /// Waits, up to the fleet's `replication_wait`, until every replica of `lacking` (a node,
+    /// the columns it lacked) has applied every `ALTER` of `table` made so far, as `first`'s
+    /// ZooKeeper says; the columns of one that has not go to `done.not_yet_replicated`.
+    ///
+    /// A replica's progress is its `columns_version` in `system.replicas` against the version
+    /// of the table's `columns` node in ZooKeeper (what 18.16's own `ALTER` waits on), not its
+    /// `system.columns`: a replica whose `ALTER` waits for a long query's lock on the table
+    /// holds every reader of its columns behind it, so asking it would wait with it.
     async fn wait_for_replicas(
         &self,
         fleet: &mut Fleet,
-        set: &[usize],
+        first: usize,
+        lacking: &[(usize, Vec<&'static str>)],
         table: &'static str,
-        expected: &'static [(&'static str, &'static str)],
         done: &mut Migrated,
     ) -> Result<(), StoreError> {
-        let deadline = Instant::now() + REPLICATION_WAIT;
-        let mut lacking: Vec<(usize, Vec<&'static str>)> = Vec::new();
+        let deadline = Instant::now() + fleet.replication_wait;
+        let c = fleet.nodes[first].1.as_mut().expect("a reachable replica");
+        let (_, zookeeper_path) = self.replica_state(c, table).await?;
+        let block = c
+            .query(format!(
+                "SELECT version FROM system.zookeeper WHERE path = {} AND name = 'columns'",
+                super::sql_string(&zookeeper_path)
+            ))
+            .fetch_all()
+            .await?;
+        let Some(row) = block.rows().next() else {
+            return Err(StoreError::new(format!(
+                "{table}: no columns node at {zookeeper_path} in ZooKeeper"
+            )));
+        };
+        let target: i32 = row.get("version")?;
+        let mut behind: Vec<usize> = Vec::new();
         loop {
-            lacking.clear();
-            for &i in set {
-                let c = fleet.nodes[i].1.as_mut().expect("a reachable replica");
-                let existing = self.columns(c, table).await?;
-                let missing: Vec<&'static str> = expected
-                    .iter()
-                    .map(|&(name, _)| name)
-                    .filter(|name| !existing.iter().any(|(n, _)| n == name))
-                    .collect();
-                if !missing.is_empty() {
-                    lacking.push((i, missing));
+            behind.clear();
+            for (at, (i, _)) in lacking.iter().enumerate() {
+                let c = fleet.nodes[*i].1.as_mut().expect("a reachable replica");
+                let (version, _) = self.replica_state(c, table).await?;
+                if version < target {
+                    behind.push(at);
                 }
             }
-            if lacking.is_empty() || Instant::now() >= deadline {
+            if behind.is_empty() || Instant::now() >= deadline {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        for (i, columns) in lacking {
-            let node = &fleet.nodes[i].0.name;
+        for &at in &behind {
+            let (i, columns) = &lacking[at];
+            let node = &fleet.nodes[*i].0.name;
             tracing::warn!(
                 node = %node,
                 table,
                 columns = ?columns,
-                "a replica still lacks columns added on another replica of its set; \
+                "a replica has not yet applied columns added on another replica of its set; \
                  replication brings them"
             );
-            for column in columns {
+            for &column in columns {
                 done.not_yet_replicated.push((node.clone(), table, column));
             }
         }
         Ok(())
+    }
+
+    /// A replicated table's `columns_version` on this replica (the version of ZooKeeper's
+    /// `columns` node it has applied) and its ZooKeeper path; `system.replicas` answers at
+    /// once, whatever holds the table.
+    async fn replica_state(
+        &self,
+        c: &mut ClientHandle,
+        table: &str,
+    ) -> Result<(i32, String), StoreError> {
+        let block = c
+            .query(format!(
+                "SELECT columns_version, zookeeper_path FROM system.replicas \
+                 WHERE database = {} AND table = {}",
+                super::sql_string(&self.database),
+                super::sql_string(table)
+            ))
+            .fetch_all()
+            .await?;
+        let Some(row) = block.rows().next() else {
+            return Err(StoreError::new(format!(
+                "{}.{table} is not a replicated table on this node",
+                self.database
+            )));
+        };
+        Ok((row.get("columns_version")?, row.get("zookeeper_path")?))
     }
 }

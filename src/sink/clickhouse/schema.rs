@@ -12,9 +12,11 @@
 //! and current releases share: no DateTime64, Map, LowCardinality, CODEC, TTL.
 
 use std::fmt;
+use std::time::Duration;
 
 use clickhouse_rs::ClientHandle;
 
+use super::cluster_columns::REPLICATION_WAIT;
 use super::errors::StoreError;
 use super::Store;
 use crate::row::SPANS_COLUMNS;
@@ -243,8 +245,8 @@ impl fmt::Display for Migrated {
         for (node, t, c) in &self.not_yet_replicated {
             writeln!(
                 f,
-                "not yet on {node}: column {}.{t}.{c} (replication brings it from another \
-                 replica; migrate again to check)",
+                "not yet on {node}: column {}.{t}.{c}; the replica has yet to apply the ALTER \
+                 (ZooKeeper brings it): run migrate again to check",
                 self.database
             )?;
         }
@@ -264,17 +266,26 @@ impl Store {
     /// Creates the database and tables if missing, and adds columns a table created by an
     /// older release lacks. Idempotent. Fails if an existing column has an unexpected type.
     pub async fn migrate(&self) -> Result<Migrated, StoreError> {
-        self.schema(Mode::Apply).await
+        self.schema(Mode::Apply, REPLICATION_WAIT).await
+    }
+
+    /// `migrate`, waiting up to `replication_wait` (instead of `REPLICATION_WAIT`) for the
+    /// replicas of a cluster's replicated tables to apply the columns it adds.
+    pub async fn migrate_waiting(
+        &self,
+        replication_wait: Duration,
+    ) -> Result<Migrated, StoreError> {
+        self.schema(Mode::Apply, replication_wait).await
     }
 
     /// What `migrate` would do, found with `SELECT`s only: nothing is created, altered or
     /// rebuilt. Fails where `migrate` would (a column of an unexpected type, an interrupted
     /// rebuild it cannot resume).
     pub async fn pending_migration(&self) -> Result<Migrated, StoreError> {
-        self.schema(Mode::Inspect).await
+        self.schema(Mode::Inspect, Duration::ZERO).await
     }
 
-    async fn schema(&self, mode: Mode) -> Result<Migrated, StoreError> {
+    async fn schema(&self, mode: Mode, replication_wait: Duration) -> Result<Migrated, StoreError> {
         let mut c = self.handle().await?;
         let db = &self.database;
         let mut done = Migrated {
@@ -336,7 +347,10 @@ impl Store {
                 }
                 Some(cluster) => {
                     if fleet.is_none() {
-                        fleet = Some(self.connect_fleet(cluster, &mut done).await?);
+                        fleet = Some(
+                            self.connect_fleet(cluster, replication_wait, &mut done)
+                                .await?,
+                        );
                     }
                     let fleet = fleet.as_mut().expect("connected above");
                     self.add_missing_columns_in_cluster(
@@ -611,12 +625,7 @@ impl Store {
         table: &str,
         m: &Missing,
     ) -> Result<(), StoreError> {
-        let after = m.after.map(|p| format!(" AFTER `{p}`")).unwrap_or_default();
-        c.execute(format!(
-            "ALTER TABLE `{}`.`{table}` ADD COLUMN `{}` {}{after}",
-            self.database, m.name, m.ty
-        ))
-        .await?;
+        c.execute(self.add_column_sql(table, m)).await?;
         tracing::info!(
             database = %self.database,
             table,
@@ -624,6 +633,17 @@ impl Store {
             "added missing column"
         );
         Ok(())
+    }
+}
+
+impl Store {
+    /// `ALTER TABLE ... ADD COLUMN` of `m` to `table`.
+    pub(super) fn add_column_sql(&self, table: &str, m: &Missing) -> String {
+        let after = m.after.map(|p| format!(" AFTER `{p}`")).unwrap_or_default();
+        format!(
+            "ALTER TABLE `{}`.`{table}` ADD COLUMN `{}` {}{after}",
+            self.database, m.name, m.ty
+        )
     }
 }
 
