@@ -4,8 +4,8 @@
 //! killed with `kill -9` or hung with `SIGSTOP`, a whole shard down, a retried block on another
 //! replica, replays after a stop, re-pricing. `limits.rs`: revocation, the fleet-wide rate limit
 //! (a key leased in advance and one that was not), its fallback when Redis is down, quotas.
-//! `schema.rs`: a column a later release adds, on every node, and with a node down during
-//! `migrate`.
+//! `schema.rs`: a column a later release adds, on every node, and with a node down or a
+//! replica lagging during `migrate`.
 //!
 //! The cluster is shared and the tests stop nodes of it, so they run one at a time (`LOCK` in
 //! this process, an `flock` across processes), each on its own database, dropped ON CLUSTER at

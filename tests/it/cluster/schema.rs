@@ -218,6 +218,165 @@ fn a_node_down_during_migrate_is_reported_and_a_later_migrate_finishes_it() {
     cluster.drop_database(&db);
 }
 
+/// `migrate` while a replica lags: a query on s1r2's `spans_local` reads its rows one at a time
+/// (half a second each), and s1r2 applies the `ALTER` only once it ends (18.16 takes the
+/// table's lock for it). `SYSTEM STOP FETCHES` and `STOP REPLICATION QUEUES`, tried first, do
+/// not hold back an `ALTER` on 18.16: the replica applies it at once. With a wait of 2 s,
+/// `migrate` reports s1r2 after it, and exits 3, instead of waiting on 18.16's 60 s per
+/// replica; once the query is gone, a second run finds every replica caught up.
+#[test]
+fn a_replica_lagging_past_the_wait_is_reported_and_a_later_migrate_finds_it_caught_up() {
+    let Some(cluster) = Cluster::get() else {
+        return;
+    };
+    let env = cluster.env("s1r1");
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let cli = Server::new(&cluster.http("s1r1"), &env);
+    let db = cli.database.clone();
+    let _drop = DropDb(&cluster, db.clone());
+    Report::of(&cli, &[]).check(0, &created(&db));
+    cluster.sql_at(
+        "s1r1",
+        &format!(
+            "INSERT INTO `{db}`.spans_local (trace_id) SELECT toString(number) FROM numbers(60)"
+        ),
+    );
+    cluster.sql_at(
+        "s1r1",
+        &format!("ALTER TABLE `{db}`.spans_local DROP COLUMN `{NEWEST}`"),
+    );
+    wait_until(
+        "s1r2 with the rows, without the column",
+        Duration::from_secs(30),
+        || {
+            cluster.count_at("s1r2", &format!("SELECT count() FROM `{db}`.spans_local")) == 60
+                && !cluster.has_newest("s1r2", &db, "spans_local")
+        },
+    );
+
+    let lag = LongQuery::start(
+        &cluster,
+        "s1r2",
+        &format!("{db}-lag"),
+        &format!("SELECT sleepEachRow(0.5) FROM `{db}`.spans_local"),
+    );
+    let started = Instant::now();
+    let report = Report::of(&cli, &[("INGEST_MIGRATE_REPLICATION_WAIT_MS", "2000")]);
+    let took = started.elapsed();
+    let s1r2_lagged = !cluster.has_newest_in_zookeeper_view("s1r2", &db);
+    drop(lag);
+    let s1r2 = format!("127.0.0.1:{}", cluster.node("s1r2").native);
+    report.check(
+        3,
+        &[
+            format!("added column {db}.spans_local.{NEWEST}"),
+            format!(
+                "not yet on {s1r2}: column {db}.spans_local.{NEWEST}; the replica has yet to \
+                 apply the ALTER (ZooKeeper brings it): run migrate again to check"
+            ),
+        ],
+    );
+    assert!(s1r2_lagged, "s1r2 had applied the ALTER: no lag was made");
+    // The 2 s wait, the ALTER's 1 s for s1r2 and the runs' own work; 18.16's default would
+    // have held the ALTER for 30 s (until the query ended).
+    assert!(took < Duration::from_secs(12), "migrate took {took:?}");
+
+    Report::of(&cli, &[]).check(0, &[up_to_date(&db)]);
+    for n in &cluster.nodes {
+        assert!(
+            cluster.has_newest(&n.name, &db, "spans_local"),
+            "{}: spans_local without {NEWEST}",
+            n.name
+        );
+    }
+    cluster.drop_database(&db);
+}
+
+impl Cluster {
+    /// Whether `node`'s `spans_local` has applied every `ALTER` ZooKeeper holds for it (its
+    /// `columns_version`; `system.columns` would wait for the `ALTER`'s lock).
+    fn has_newest_in_zookeeper_view(&self, node: &str, db: &str) -> bool {
+        let replica = self.sql_at(
+            node,
+            &format!(
+                "SELECT columns_version, zookeeper_path FROM system.replicas \
+                 WHERE database = '{db}' AND table = 'spans_local' FORMAT TSV"
+            ),
+        );
+        let (version, path) = replica.trim().split_once('\t').unwrap();
+        // system.zookeeper takes only a literal path.
+        let latest = self.sql_at(
+            node,
+            &format!(
+                "SELECT version FROM system.zookeeper WHERE path = '{path}' AND name = 'columns'"
+            ),
+        );
+        version == latest.trim()
+    }
+}
+
+/// A slow query on a node, one row per block, running until dropped (then killed, and
+/// waited for), so that whatever the test does, it does not outlive the test.
+struct LongQuery<'a> {
+    cluster: &'a Cluster,
+    node: String,
+    id: String,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl<'a> LongQuery<'a> {
+    fn start(cluster: &'a Cluster, node: &str, id: &str, sql: &str) -> LongQuery<'a> {
+        let (http, sql, query_id) = (cluster.http(node), sql.to_string(), id.to_string());
+        let thread = std::thread::spawn(move || {
+            let Ok(mut s) = TcpStream::connect(http) else {
+                return;
+            };
+            let req = format!(
+                "POST /?query_id={query_id}&max_block_size=1&max_threads=1 HTTP/1.0\r\n\
+                 Host: ch\r\nContent-Length: {}\r\n\r\n{sql}",
+                sql.len()
+            );
+            let _ = s.write_all(req.as_bytes());
+            let _ = s.read_to_end(&mut Vec::new());
+        });
+        let q = LongQuery {
+            cluster,
+            node: node.to_string(),
+            id: id.to_string(),
+            thread: Some(thread),
+        };
+        wait_until(
+            &format!("query {id} running on {node}"),
+            Duration::from_secs(10),
+            || {
+                cluster.count_at(
+                    node,
+                    &format!("SELECT count() FROM system.processes WHERE query_id = '{id}'"),
+                ) == 1
+            },
+        );
+        q
+    }
+}
+
+impl Drop for LongQuery<'_> {
+    fn drop(&mut self) {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.cluster.sql_at(
+                &self.node,
+                &format!("KILL QUERY WHERE query_id = '{}' SYNC", self.id),
+            );
+        }));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn up_to_date(db: &str) -> String {
+    format!("database {db}: schema up to date (tables spans, api_keys, orgs), nothing changed")
+}
+
 /// What the first `migrate` of a new database reports.
 fn created(db: &str) -> Vec<String> {
     let mut lines = vec![format!("created database {db}")];
