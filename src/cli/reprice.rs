@@ -14,6 +14,7 @@ use anyhow::{bail, Context};
 
 use crate::clock;
 use crate::config::StoreArgs;
+use crate::ingest::rows::CLIENT_SOURCE;
 use crate::pricing::{
     format_instant, format_money, parse_instant, reprice, CostColumns, Money, PriceTable,
 };
@@ -156,8 +157,20 @@ fn correct(
             // A priced span bills one request when it reported none (stored as 0).
             span.usage.request_count.max(1),
         ),
-        // A client-reported price stays while our table does not know the model.
-        None if span.pricing_source == "client" => {
+        // Our table does not know the model: the cost the client reported stands as the
+        // total, as at ingest (`ingest::rows`).
+        None if span.reported_cost.is_some() => (
+            CostColumns {
+                total: span.reported_cost,
+                ..CostColumns::default()
+            },
+            "",
+            CLIENT_SOURCE,
+            Some(priced_at),
+            span.usage.request_count,
+        ),
+        // A client-reported price (of a row stored without `reported_cost`) stays.
+        None if span.pricing_source == CLIENT_SOURCE => {
             return Ok((label(span, None), None));
         }
         None => (
@@ -253,6 +266,7 @@ mod tests {
             },
             priced_model_id: String::new(),
             pricing_source: source.into(),
+            reported_cost: None,
         }
     }
 
@@ -279,5 +293,17 @@ mod tests {
         gone.priced_model_id = "acme/acme-9".into();
         let c = correct(&table, &gone, 7).unwrap().1.expect("a correction");
         assert_eq!((c.costs, c.priced_at), (CostColumns::default(), None));
+        // Unknown now, with a cost the client reported: that cost stands, as at ingest.
+        gone.reported_cost = Some(9);
+        let c = correct(&table, &gone, 7).unwrap().1.expect("a correction");
+        assert_eq!(
+            (
+                c.costs.total,
+                c.pricing_source.as_str(),
+                c.priced_model_id.as_str()
+            ),
+            (Some(9), "client", "")
+        );
+        assert_eq!((c.costs.prompt, c.priced_at), (None, Some(7)));
     }
 }

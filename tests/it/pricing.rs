@@ -663,3 +663,105 @@ fn a_dry_run_reprice_changes_nothing_even_when_the_schema_is_older() {
     assert_eq!(line[..3], ["openai/gpt-4o", "2", "2"], "{summary}");
     assert_eq!(schema_and_rows(&server), migrated, "a dry run wrote");
 }
+
+/// An OTLP/JSON export of one model-call span (provider `acme`, model `acme-large-7`, 1000
+/// input tokens) that reports its own cost of 0.0123 USD, starting at 2026-07-30T00:00:00Z.
+fn otlp_span_with_client_cost() -> Vec<u8> {
+    let t0: u64 = 1_785_369_600_000_000_000;
+    let attr = |k: &str, v: serde_json::Value| json!({"key": k, "value": v});
+    serde_json::to_vec(&json!({"resourceSpans": [{
+        "resource": {"attributes": [attr("service.name", json!({"stringValue": "edge"}))]},
+        "scopeSpans": [{"scope": {"name": "lib"}, "spans": [{
+            "traceId": "7a8efff798038103d269b633813fc60c",
+            "spanId": "0000000000000c01",
+            "name": "chat",
+            "kind": 3,
+            "startTimeUnixNano": t0.to_string(),
+            "endTimeUnixNano": (t0 + 1_000_000).to_string(),
+            "attributes": [
+                attr("gen_ai.operation.name", json!({"stringValue": "chat"})),
+                attr("gen_ai.provider.name", json!({"stringValue": "acme"})),
+                attr("gen_ai.request.model", json!({"stringValue": "acme-large-7"})),
+                attr("gen_ai.usage.input_tokens", json!({"intValue": "1000"})),
+                attr("gen_ai.usage.cost", json!({"stringValue": "0.0123"})),
+            ],
+        }]}]
+    }]}))
+    .unwrap()
+}
+
+/// A span whose model the pricing file knew at ingest, and that reported a cost of its own, is
+/// re-priced after the file drops the model as ingest would price it now: the client's figure
+/// (`pricing_source = 'client'`), not nothing. And back: once the model is known again, the
+/// table's price wins over the client's figure, as at ingest.
+#[test]
+fn reprice_falls_back_to_the_client_cost_as_ingest_does() {
+    let dir = std::env::temp_dir().join(format!("ti-reprice-client-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (known, empty) = (dir.join("known.json"), dir.join("empty.json"));
+    // 1000 input tokens x 0.000001 USD = 0.001 USD.
+    std::fs::write(
+        &known,
+        json!({"models": [{"id": "acme/acme-large-7", "prompt": "0.000001"}]}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(&empty, json!({"models": []}).to_string()).unwrap();
+    let server = Server::start_with(&[("INGEST_PRICING_FILE", known.to_str().unwrap())]);
+    let key = server.ready_key("org-client-reprice");
+    let body = otlp_span_with_client_cost();
+    let mut c = server.connect();
+    let mut req = format!(
+        "POST /v1/traces HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n\
+         x-api-key: {key}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(&body);
+    c.send(&req);
+    let r = c.read_response();
+    assert_eq!(r.status, 200, "{:?}", String::from_utf8_lossy(&r.body));
+    server.wait_rows(1);
+    let row = || {
+        let r = &server.rows(
+            "toString(total_cost) AS t, toString(reported_cost) AS rc, pricing_source AS s, \
+             priced_model_id AS m, priced_at IS NULL AS no_priced_at",
+            "",
+        )[0];
+        format!(
+            "{} {} {} {} {}",
+            r["t"].as_str().unwrap_or("null"),
+            r["rc"].as_str().unwrap_or("null"),
+            r["s"].as_str().unwrap(),
+            r["m"].as_str().unwrap(),
+            r["no_priced_at"]
+        )
+    };
+    assert_eq!(row(), "0.0010000000 0.0123000000 file acme/acme-large-7 0");
+    let reprice = |file: &std::path::Path| {
+        let out = server.cli(&[
+            "reprice",
+            "--from",
+            "2026-07-30",
+            "--to",
+            "2026-07-31",
+            "--file",
+            file.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "reprice failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // The file no longer knows the model: ingest would store the client's figure.
+    let summary = reprice(&empty);
+    assert!(summary.contains("1 corrected rows written"), "{summary}");
+    assert_eq!(row(), "0.0123000000 0.0123000000 client  0");
+    // Nothing left to correct.
+    assert!(reprice(&empty).contains("0 corrected rows written"));
+    // Known again: the table's price, as ingest would.
+    assert!(reprice(&known).contains("1 corrected rows written"));
+    assert_eq!(row(), "0.0010000000 0.0123000000 file acme/acme-large-7 0");
+    let _ = std::fs::remove_dir_all(&dir);
+}

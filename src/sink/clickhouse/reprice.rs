@@ -62,6 +62,9 @@ pub struct StoredSpan {
     pub costs: CostColumns,
     pub priced_model_id: String,
     pub pricing_source: String,
+    /// The cost the client reported (`reported_cost`), which stands as the total while the
+    /// table does not know the model, as at ingest.
+    pub reported_cost: Option<Money>,
 }
 
 /// The table's deduplication key of a span.
@@ -125,7 +128,8 @@ impl Store {
         let block = self
             .fetch(format!(
                 "SELECT org_id, trace_id, start_time_ms, span_id, span_type, provider, model_id, \
-                 {}, {}, priced_model_id, pricing_source \
+                 {}, {}, priced_model_id, pricing_source, \
+                 toString(reported_cost) AS reported_cost \
                  FROM {} FINAL WHERE {} AND span_type IN ('llm', 'embedding')",
                 USAGE_COLUMNS.join(", "),
                 costs.join(", "),
@@ -135,16 +139,18 @@ impl Store {
             .await?;
         let mut spans = Vec::with_capacity(block.row_count());
         for row in block.rows() {
+            let money_of = |c: &str| -> Result<Option<Money>, StoreError> {
+                let text: Option<String> = row.get(c)?;
+                text.map(|t| {
+                    parse_money(&t).ok_or_else(|| {
+                        StoreError::new(format!("{c} {t:?} is not a Decimal(18, 10)"))
+                    })
+                })
+                .transpose()
+            };
             let mut money = [None; 9];
             for (m, c) in money.iter_mut().zip(COST_COLUMNS) {
-                let text: Option<String> = row.get(c)?;
-                *m = text
-                    .map(|t| {
-                        parse_money(&t).ok_or_else(|| {
-                            StoreError::new(format!("{c} {t:?} is not a Decimal(18, 10)"))
-                        })
-                    })
-                    .transpose()?;
+                *m = money_of(c)?;
             }
             let mut counts = [0; 9];
             for (n, c) in counts.iter_mut().zip(USAGE_COLUMNS) {
@@ -167,6 +173,7 @@ impl Store {
                 costs: CostColumns::from_columns(money),
                 priced_model_id: row.get("priced_model_id")?,
                 pricing_source: row.get("pricing_source")?,
+                reported_cost: money_of("reported_cost")?,
             });
         }
         Ok(spans)
