@@ -18,7 +18,7 @@ use crate::ingest::rows::CLIENT_SOURCE;
 use crate::pricing::{
     format_instant, format_money, parse_instant, reprice, CostColumns, Money, PriceTable,
 };
-use crate::sink::clickhouse::{Correction, SpanFilter, StoredSpan};
+use crate::sink::clickhouse::{correction_version, Correction, SpanFilter, StoredSpan};
 
 /// Start times read per query.
 const WINDOW_MS: u64 = 86_400_000;
@@ -101,7 +101,7 @@ pub async fn run(args: &RepriceArgs) -> anyhow::Result<()> {
             .with_context(|| format!("reading spans from {}", format_instant(from)))?;
         let mut corrections = Vec::new();
         for span in &spans {
-            let (label, correction) = correct(&table, span, priced_at)?;
+            let (label, correction) = correct(&table, span, priced_at, version)?;
             let t = tallies.entry(label).or_default();
             t.rows += 1;
             t.before += span.costs.total.unwrap_or(0);
@@ -128,10 +128,12 @@ pub async fn run(args: &RepriceArgs) -> anyhow::Result<()> {
 
 /// A stored span's price with `table`: the summary's model label, and the correction when its
 /// price, priced model or pricing source changes (`None`: the row stays as it is).
+/// `run_ms` is when the run started: the copy's `version` is that, or newer than the row's.
 fn correct(
     table: &PriceTable,
     span: &StoredSpan,
     priced_at: u32,
+    run_ms: u64,
 ) -> anyhow::Result<(String, Option<Correction>)> {
     let priced = reprice(
         table,
@@ -190,6 +192,7 @@ fn correct(
         pricing_source: source.to_string(),
         priced_at: at,
         request_count: requests,
+        version: correction_version(run_ms, span.version),
     });
     Ok((label(span, priced.as_ref().map(|p| p.model_id)), correction))
 }
@@ -267,6 +270,7 @@ mod tests {
             priced_model_id: String::new(),
             pricing_source: source.into(),
             reported_cost: None,
+            version: 1_780_000_000_000,
         }
     }
 
@@ -274,28 +278,36 @@ mod tests {
     fn what_changes_and_what_stays() {
         let table = PriceTable::builtin();
         // Unpriced before, known now: priced, one request billed.
-        let (label, c) = correct(&table, &stored("gpt-4o", None, ""), 7).unwrap();
+        let (label, c) = correct(&table, &stored("gpt-4o", None, ""), 7, 70_000).unwrap();
         let c = c.expect("a correction");
         assert_eq!(label, "openai/gpt-4o");
         assert_eq!((c.priced_at, c.request_count), (Some(7), 1));
+        // Newer than the stored row, whose clock was ahead of the run's.
+        assert_eq!(c.version, 1_780_000_001_000);
         assert!(c.costs.total.unwrap() > 0);
         // The same price again: nothing to write.
         let mut same = stored("gpt-4o", c.costs.total, "builtin");
         same.costs = c.costs;
         same.priced_model_id = c.priced_model_id.clone();
         same.pricing_source = c.pricing_source.clone();
-        assert_eq!(correct(&table, &same, 8).unwrap().1, None);
+        assert_eq!(correct(&table, &same, 8, 80_000).unwrap().1, None);
         // Unknown, client-priced: kept.
-        let (label, c) = correct(&table, &stored("acme-9", Some(5), "client"), 7).unwrap();
+        let (label, c) = correct(&table, &stored("acme-9", Some(5), "client"), 7, 70_000).unwrap();
         assert_eq!((label.as_str(), c), ("acme-9 (unpriced)", None));
         // Unknown, once priced by a file no longer in force: the price goes.
         let mut gone = stored("acme-9", Some(5), "file");
         gone.priced_model_id = "acme/acme-9".into();
-        let c = correct(&table, &gone, 7).unwrap().1.expect("a correction");
+        let c = correct(&table, &gone, 7, 70_000)
+            .unwrap()
+            .1
+            .expect("a correction");
         assert_eq!((c.costs, c.priced_at), (CostColumns::default(), None));
         // Unknown now, with a cost the client reported: that cost stands, as at ingest.
         gone.reported_cost = Some(9);
-        let c = correct(&table, &gone, 7).unwrap().1.expect("a correction");
+        let c = correct(&table, &gone, 7, 70_000)
+            .unwrap()
+            .1
+            .expect("a correction");
         assert_eq!(
             (
                 c.costs.total,

@@ -765,3 +765,68 @@ fn reprice_falls_back_to_the_client_cost_as_ingest_does() {
     assert_eq!(row(), "0.0010000000 0.0123000000 file acme/acme-large-7 0");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A corrected copy must win over the row it corrects even when that row's `version` is not
+/// older than the re-pricing's clock: here the server that ingested the span runs an hour
+/// ahead of the host that re-prices (clock skew; the same holds for a row ingested in the same
+/// millisecond). The copy is not an ingest: the quota still counts the span once.
+#[test]
+fn reprice_wins_over_a_row_stamped_by_a_clock_ahead_of_its_own() {
+    let dir = std::env::temp_dir().join(format!("ti-reprice-skew-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |prompt: &str| {
+        json!({"models": [{"id": "acme/model-x", "aliases": ["model-x"], "prompt": prompt}]})
+            .to_string()
+    };
+    let (old, new) = (dir.join("old.json"), dir.join("new.json"));
+    std::fs::write(&old, file("0.000001")).unwrap();
+    std::fs::write(&new, file("0.000002")).unwrap();
+    let server = Server::start_with(&[
+        ("INGEST_PRICING_FILE", old.to_str().unwrap()),
+        ("INGEST_TEST_CLOCK_OFFSET_MS", "3600000"),
+    ]);
+    let key = server.ready_key("org-skew");
+    let start = 1_785_369_600_000u64; // 2026-07-30T00:00:00Z
+    let body = serde_json::to_vec(&json!({"version": "v1", "traces": [{"traceId": "skew",
+        "traceName": "t", "spans": [{"spanId": "s1", "spanType": "llm", "name": "call",
+        "startTime": start, "endTime": start + 100, "provider": "acme", "modelId": "model-x",
+        "usage": {"inputTokens": 1000}}]}]}))
+    .unwrap();
+    assert_eq!(server.post_ingest(&key, &body).status, 202);
+    server.wait_rows(1);
+    let total = || server.rows("toString(total_cost) AS t", "")[0]["t"].clone();
+    // 1000 x 0.000001.
+    assert_eq!(total(), "0.0010000000");
+    let out = server.cli(&[
+        "reprice",
+        "--from",
+        "2026-07-30",
+        "--to",
+        "2026-07-31",
+        "--file",
+        new.to_str().unwrap(),
+    ]);
+    let summary = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(summary.contains("1 corrected rows written"), "{summary}");
+    // 1000 x 0.000002: what the run said it wrote is what FINAL shows.
+    assert_eq!(
+        total(),
+        "0.0020000000",
+        "the corrected copy lost: {summary}"
+    );
+    assert_eq!(server.count(), 1);
+    // The quota counts rows whose version is their own ingest time (see
+    // `Store::count_spans_by_org`): still one for the one span.
+    let counted = server.ch_json(&format!(
+        "SELECT count() AS n FROM `{}`.spans WHERE org_id = 'org-skew' \
+         AND intDiv(version, 1000) = toUInt64(toUnixTimestamp(ingested_at)) FORMAT JSONEachRow",
+        server.database
+    ));
+    assert_eq!(counted[0]["n"], "1");
+    let _ = std::fs::remove_dir_all(&dir);
+}

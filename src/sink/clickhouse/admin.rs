@@ -290,8 +290,8 @@ impl Store {
     /// away yet counts twice (it was accepted twice), and stops counting once merged. `FINAL`
     /// over a month of spans every few seconds would cost far more than that is worth. A
     /// corrected copy `reprice` wrote is not an ingest and is not counted: an ingested row's
-    /// `version` is its ingest time in ms (`ingested_at` in seconds), a correction's the later
-    /// time of the reprice. (Counted, every repriced span took its organisation's quota twice
+    /// `version` is its ingest time in ms (`ingested_at` in seconds), a correction's is in a
+    /// later second (`clickhouse::correction_version`). (Counted, every repriced span took its organisation's quota twice
     /// until the parts merged.)
     pub async fn count_spans_by_org(
         &self,

@@ -67,7 +67,7 @@ pub use admin::{ActiveKey, KeyRecord, OrgRecord, Revoked};
 pub use block::{Inserted, RowRun};
 pub use cluster::{shard_hash, ShardsDone};
 pub use errors::{InsertError, Retry, StoreError};
-pub use reprice::{Correction, SpanFilter, SpanKey, StoredSpan};
+pub use reprice::{correction_version, Correction, SpanFilter, SpanKey, StoredSpan};
 pub use schema::{Migrated, Unchecked, API_KEYS_COLUMNS, ORGS_COLUMNS};
 pub use version::ServerVersion;
 

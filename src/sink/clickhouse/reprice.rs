@@ -1,9 +1,9 @@
 //! Re-pricing stored spans: read what a span's price depends on, and write corrected copies.
 //!
 //! A corrected copy is the stored row with its cost columns, priced model id, pricing source,
-//! priced-at time and request count replaced, and a `version` newer than any ingest, so the
-//! `ReplacingMergeTree(version)` keeps it (`FINAL` shows it at once, merges drop the old
-//! copy). Every other column is copied inside ClickHouse (`INSERT ... SELECT` joined with the
+//! priced-at time and request count replaced, and a `version` newer than the row it corrects
+//! ([`correction_version`]), so the `ReplacingMergeTree(version)` keeps it (`FINAL` shows it
+//! at once, merges drop the old copy). Every other column is copied inside ClickHouse (`INSERT ... SELECT` joined with the
 //! corrections), so no value but the price changes.
 
 use chrono::DateTime;
@@ -43,12 +43,13 @@ const fn names<const N: usize>(first: usize) -> [&'static str; N] {
     out
 }
 
-/// Columns a correction replaces, besides the costs and `version`.
-const REPLACED: [&str; 4] = [
+/// Columns a correction replaces, besides the costs.
+const REPLACED: [&str; 5] = [
     "priced_model_id",
     "pricing_source",
     "priced_at",
     "request_count",
+    "version",
 ];
 
 /// What a stored span's price depends on, and the price it has.
@@ -65,6 +66,8 @@ pub struct StoredSpan {
     /// The cost the client reported (`reported_cost`), which stands as the total while the
     /// table does not know the model, as at ingest.
     pub reported_cost: Option<Money>,
+    /// The stored row's `version`: its copy must be newer.
+    pub version: u64,
 }
 
 /// The table's deduplication key of a span.
@@ -86,6 +89,18 @@ pub struct Correction {
     /// Epoch seconds; `None` for a span no longer priced.
     pub priced_at: Option<u32>,
     pub request_count: u64,
+    /// The copy's `version` ([`correction_version`]).
+    pub version: u64,
+}
+
+/// The `version` of a corrected copy of a row stored at `stored`, written by a re-pricing
+/// that started at `run_ms` (epoch ms): the run's time, but at least the first millisecond of
+/// the second after `stored`. So the copy wins over the row it corrects even when that row
+/// was stamped by a clock ahead of this one (or in the same millisecond), and its second is
+/// never its row's ingest second, so the quota, which counts rows whose `version` is their
+/// `ingested_at` (`Store::count_spans_by_org`), never counts it.
+pub fn correction_version(run_ms: u64, stored: u64) -> u64 {
+    run_ms.max((stored / 1000).saturating_add(1).saturating_mul(1000))
 }
 
 /// Which stored spans: `start_time_ms` in `[from_ms, to_ms)`, optionally of one organisation
@@ -129,7 +144,7 @@ impl Store {
             .fetch(format!(
                 "SELECT org_id, trace_id, start_time_ms, span_id, span_type, provider, model_id, \
                  {}, {}, priced_model_id, pricing_source, \
-                 toString(reported_cost) AS reported_cost \
+                 toString(reported_cost) AS reported_cost, version \
                  FROM {} FINAL WHERE {} AND span_type IN ('llm', 'embedding')",
                 USAGE_COLUMNS.join(", "),
                 costs.join(", "),
@@ -174,18 +189,20 @@ impl Store {
                 priced_model_id: row.get("priced_model_id")?,
                 pricing_source: row.get("pricing_source")?,
                 reported_cost: money_of("reported_cost")?,
+                version: row.get("version")?,
             });
         }
         Ok(spans)
     }
 
-    /// Writes a corrected copy, at `version`, of every stored span `corrections` names (all of
-    /// them selected by `filter`). Returns the rows written.
+    /// Writes a corrected copy, at its own `version`, of every stored span `corrections` names
+    /// (all of them selected by `filter`); `run` names the scratch table. Returns the rows
+    /// written.
     pub async fn write_repriced(
         &self,
         filter: &SpanFilter<'_>,
         corrections: &[Correction],
-        version: u64,
+        run: u64,
     ) -> Result<u64, StoreError> {
         if corrections.is_empty() {
             return Ok(0);
@@ -194,7 +211,7 @@ impl Store {
             "`{}`.`reprice_{}_{}`",
             self.database,
             std::process::id(),
-            version
+            run
         );
         let mut c = self.long_running().get_handle().await?;
         let mut columns = vec![
@@ -213,6 +230,7 @@ impl Store {
             "new_pricing_source String".to_string(),
             "new_priced_at Nullable(DateTime)".to_string(),
             "new_request_count UInt64".to_string(),
+            "new_version UInt64".to_string(),
         ]);
         c.execute(format!("DROP TABLE IF EXISTS {scratch}")).await?;
         c.execute(format!(
@@ -228,7 +246,6 @@ impl Store {
             let select: Vec<String> = names
                 .iter()
                 .map(|&name| match name {
-                    "version" => format!("toUInt64({version})"),
                     _ if COST_COLUMNS.contains(&name) || REPLACED.contains(&name) => {
                         format!("new_{name}")
                     }
@@ -292,6 +309,10 @@ fn block_of(chunk: &[Correction]) -> Block {
             "new_request_count",
             chunk.iter().map(|x| x.request_count).collect::<Vec<u64>>(),
         )
+        .column(
+            "new_version",
+            chunk.iter().map(|x| x.version).collect::<Vec<u64>>(),
+        )
 }
 
 /// A `Decimal(18, 10)` as ClickHouse prints it (`-12.3400000000`) -> units of 1e-10 USD.
@@ -320,6 +341,23 @@ fn parse_money(text: &str) -> Option<Money> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_copy_is_newer_than_its_row_and_never_in_its_ingest_second() {
+        for (run, stored, want) in [
+            // The usual case: the run is later than the row.
+            (5_000_500, 1_000_250, 5_000_500),
+            // The same second, the same millisecond, or a row from a clock ahead of ours.
+            (1_000_900, 1_000_250, 1_001_000),
+            (1_000_250, 1_000_250, 1_001_000),
+            (1_000_000, 9_000_999, 9_001_000),
+        ] {
+            let v = correction_version(run, stored);
+            assert_eq!(v, want, "run {run} stored {stored}");
+            assert!(v > stored && v / 1000 != stored / 1000);
+        }
+        assert_eq!(correction_version(0, u64::MAX), u64::MAX, "saturates");
+    }
 
     #[test]
     fn money_as_clickhouse_prints_it() {
