@@ -193,6 +193,7 @@ fn correct(
         priced_at: at,
         request_count: requests,
         version: correction_version(run_ms, span.version),
+        row_version: span.version,
     });
     Ok((label(span, priced.as_ref().map(|p| p.model_id)), correction))
 }

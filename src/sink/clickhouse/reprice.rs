@@ -91,6 +91,9 @@ pub struct Correction {
     pub request_count: u64,
     /// The copy's `version` ([`correction_version`]).
     pub version: u64,
+    /// The `version` of the row the price was computed from: the copy is made of that row
+    /// only, so a span stored again meanwhile (other usage, its own price) keeps its row.
+    pub row_version: u64,
 }
 
 /// The `version` of a corrected copy of a row stored at `stored`, written by a re-pricing
@@ -195,9 +198,10 @@ impl Store {
         Ok(spans)
     }
 
-    /// Writes a corrected copy, at its own `version`, of every stored span `corrections` names
-    /// (all of them selected by `filter`); `run` names the scratch table. Returns the rows
-    /// written.
+    /// Writes a corrected copy, at its own `version`, of every stored row `corrections` names
+    /// (all of them selected by `filter`) that `FINAL` still shows: a span stored again since
+    /// it was read keeps its new row. `run` names the scratch table. Returns the corrections
+    /// sent.
     pub async fn write_repriced(
         &self,
         filter: &SpanFilter<'_>,
@@ -219,6 +223,7 @@ impl Store {
             "trace_id String".to_string(),
             "start_time_ms UInt64".to_string(),
             "span_id String".to_string(),
+            "version UInt64".to_string(),
         ];
         columns.extend(
             COST_COLUMNS
@@ -254,7 +259,8 @@ impl Store {
                 .collect();
             c.execute(format!(
                 "INSERT INTO {} (`{}`) SELECT {} FROM (SELECT * FROM {} FINAL WHERE {}) \
-                 ANY INNER JOIN {scratch} USING (org_id, trace_id, start_time_ms, span_id)",
+                 ANY INNER JOIN {scratch} \
+                 USING (org_id, trace_id, start_time_ms, span_id, version)",
                 self.spans_table,
                 names.join("`, `"),
                 select.join(", "),
@@ -287,7 +293,11 @@ fn block_of(chunk: &[Correction]) -> Block {
                 .map(|x| x.key.start_time_ms)
                 .collect::<Vec<u64>>(),
         )
-        .column("span_id", strings(|x| &x.key.span_id));
+        .column("span_id", strings(|x| &x.key.span_id))
+        .column(
+            "version",
+            chunk.iter().map(|x| x.row_version).collect::<Vec<u64>>(),
+        );
     for (i, name) in COST_COLUMNS.iter().enumerate() {
         let values: Vec<Option<Decimal>> = chunk
             .iter()
@@ -357,6 +367,71 @@ mod tests {
             assert!(v > stored && v / 1000 != stored / 1000);
         }
         assert_eq!(correction_version(0, u64::MAX), u64::MAX, "saturates");
+    }
+
+    /// A span stored again between a re-pricing's read and its write (a client's retry with
+    /// other usage, flushed late) is not given the price computed for the row that was read:
+    /// a correction is joined to exactly the row (`version`) it was computed from.
+    #[test]
+    fn repricing_corrects_only_the_row_it_read() {
+        use crate::row::test_rows::row;
+        use crate::row::RowBatch;
+        use crate::sink::clickhouse::test_support::*;
+        if skip() {
+            return;
+        }
+        let db = TestDb::new("reprice_race");
+        let store = Store::new(NATIVE_URL, &db.0).unwrap();
+        let rt = rt();
+        rt.block_on(store.migrate()).unwrap();
+        let start = 1_700_000_000_000;
+        let mut first = row("org-r", "trace-r", "span-1", start, true);
+        first.usage.input_tokens = 1000;
+        rt.block_on(store.insert_spans(&[RowBatch::from_rows(&[first])]))
+            .unwrap();
+        let filter = SpanFilter {
+            from_ms: start,
+            to_ms: start + 1,
+            org: None,
+            model: None,
+        };
+        let read = rt.block_on(store.spans_to_reprice(&filter)).unwrap();
+        assert_eq!(read.len(), 1);
+        assert_eq!(read[0].usage.input_tokens, 1000);
+
+        // Meanwhile the span arrives again with other usage and its own price.
+        let mut again = row("org-r", "trace-r", "span-1", start, true);
+        again.usage.input_tokens = 5000;
+        again.costs.total = Some(50_000);
+        again.version = first.version + 1;
+        rt.block_on(store.insert_spans(&[RowBatch::from_rows(&[again])]))
+            .unwrap();
+
+        let run = first.version + 60_000;
+        let correction = Correction {
+            key: read[0].key.clone(),
+            costs: CostColumns {
+                total: Some(10_000),
+                ..CostColumns::default()
+            },
+            priced_model_id: "acme/x".into(),
+            pricing_source: "file".into(),
+            priced_at: Some(1_700_000_200),
+            request_count: 1,
+            version: correction_version(run, read[0].version),
+            row_version: read[0].version,
+        };
+        rt.block_on(store.write_repriced(&filter, &[correction], run))
+            .unwrap();
+        let rows = json_rows(&format!(
+            "SELECT input_tokens, toString(total_cost) AS t FROM `{}`.spans FINAL",
+            db.0
+        ));
+        assert_eq!(
+            rows,
+            [serde_json::json!({"input_tokens": "5000", "t": "0.0000050000"})],
+            "the later row keeps its own price, not the one computed for 1000 tokens"
+        );
     }
 
     #[test]
