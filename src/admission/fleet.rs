@@ -24,6 +24,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::rate::{Credit, Rate, Take};
 
+/// Bits of `Lease::local` that count spans (a round never charges 2^40); the rest number the
+/// round.
+const COUNT_BITS: u32 = 40;
+const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
+
 /// One key's budget leased from the fleet's bucket.
 #[derive(Debug, Default)]
 pub struct Lease {
@@ -31,7 +36,9 @@ pub struct Lease {
     fleet: AtomicBool,
     /// Spans granted by Redis and not spent yet.
     allowance: AtomicU64,
-    /// Spans the local bucket let through since the last round: charged to Redis then.
+    /// Spans the local bucket let through since the last round, charged to Redis then (the
+    /// low `COUNT_BITS`), and the round they wait for (the bits above: `demand` moves it on),
+    /// so that a refund takes back only spans no round has charged yet.
     local: AtomicU64,
     /// Spans asked for (taken or refused) since the last round: a key nobody uses is not
     /// topped up.
@@ -100,19 +107,20 @@ impl Lease {
         self.allowance.fetch_add(spans, Ordering::AcqRel);
     }
 
-    /// The local bucket let `spans` through.
-    pub fn count_local(&self, spans: u64) {
-        self.local.fetch_add(spans, Ordering::Relaxed);
+    /// The local bucket let `spans` through; returns the round that will charge them.
+    pub fn count_local(&self, spans: u64) -> u64 {
+        self.local.fetch_add(spans, Ordering::Relaxed) >> COUNT_BITS
     }
 
-    /// Spans the local bucket let through were refused by a later check after all: not to be
-    /// charged. If a round charged them already, the charge stands (the fleet's bucket is
-    /// stricter for a moment, never looser).
-    pub fn uncount_local(&self, spans: u64) {
+    /// Spans the local bucket let through (counted for `round`) were refused by a later check
+    /// after all: not to be charged. If that round has taken them already, the charge stands
+    /// (the fleet's bucket is stricter for a moment), and spans other batches added since are
+    /// not touched.
+    pub fn uncount_local(&self, spans: u64, round: u64) {
         let _ = self
             .local
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
-                Some(n.saturating_sub(spans))
+                (n >> COUNT_BITS == round).then(|| n - spans.min(n & COUNT_MASK))
             });
     }
 
@@ -121,10 +129,18 @@ impl Lease {
         Demand {
             fleet: self.is_fleet(),
             held: self.allowance.load(Ordering::Acquire),
-            local: self.local.swap(0, Ordering::Relaxed),
+            local: self.next_round() & COUNT_MASK,
             asked: self.asked.swap(0, Ordering::Relaxed),
             largest: self.largest.swap(0, Ordering::Relaxed),
         }
+    }
+
+    /// Starts the next round of local counts (from 0); returns the last one's word.
+    fn next_round(&self) -> u64 {
+        let bump = |n: u64| Some(((n >> COUNT_BITS) + 1) % (1 << (64 - COUNT_BITS)) << COUNT_BITS);
+        self.local
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, bump)
+            .unwrap_or(0)
     }
 
     /// Control thread: Redis granted `spans` more; the lease is in fleet mode from now on.
@@ -178,6 +194,28 @@ mod tests {
         per_second: 10,
         burst: 20,
     };
+
+    /// Found in review: a refund arriving after a round had charged its batch took the charge of
+    /// batches admitted since (the round's counter restarts from 0), so the fleet's bucket was
+    /// undercharged. A refund takes back only spans of the round still counting.
+    #[test]
+    fn a_refund_after_its_round_leaves_later_charges_alone() {
+        let l = Lease::default();
+        let first = l.count_local(8);
+        assert_eq!(l.demand().local, 8, "the round charges them");
+        let second = l.count_local(5);
+        assert_ne!(first, second);
+        l.uncount_local(8, first);
+        assert_eq!(l.demand().local, 5, "the later batch is still charged");
+        // Refunded within its own round: not charged.
+        let third = l.count_local(3);
+        l.count_local(4);
+        l.uncount_local(3, third);
+        assert_eq!(l.demand().local, 4);
+        // A round that failed puts its spans back, in the round counting now.
+        l.recharge(6);
+        assert_eq!(l.demand().local, 6);
+    }
 
     #[test]
     fn a_lease_spends_what_was_granted() {

@@ -82,8 +82,8 @@ impl Rate {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Credit {
     /// Out of the key's local bucket: `ns` of its credit, and `spans` counted for the charge
-    /// to the fleet's bucket at the next lease round (`Lease::count_local`).
-    Local { ns: u64, spans: u64 },
+    /// to the fleet's bucket at lease round `round` (`Lease::count_local`).
+    Local { ns: u64, spans: u64, round: u64 },
     /// Out of the lease's allowance (fleet mode).
     Leased { spans: u64 },
 }
@@ -114,13 +114,13 @@ impl Bucket {
         if self.lease.is_fleet() {
             return self.lease.take(rate, spans);
         }
-        let taken = self.take_local(rate, spans, now);
+        let mut taken = self.take_local(rate, spans, now);
         if let Take::Taken {
-            credit: Credit::Local { spans, .. },
+            credit: Credit::Local { spans, round, .. },
             ..
-        } = taken
+        } = &mut taken
         {
-            self.lease.count_local(spans);
+            *round = self.lease.count_local(*spans);
         }
         taken
     }
@@ -150,6 +150,7 @@ impl Bucket {
                         credit: Credit::Local {
                             ns: cost,
                             spans: cost_spans,
+                            round: 0,
                         },
                     }
                 }
@@ -173,13 +174,13 @@ impl Bucket {
     pub fn refund(&self, credit: Credit) {
         match credit {
             Credit::Leased { spans } => self.lease.refund(spans),
-            Credit::Local { ns, spans } => {
+            Credit::Local { ns, spans, round } => {
                 let _ = self
                     .tat
                     .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
                         Some(t.saturating_sub(ns))
                     });
-                self.lease.uncount_local(spans);
+                self.lease.uncount_local(spans, round);
             }
         }
     }
