@@ -64,8 +64,19 @@ impl DeadLetters {
             .create(true)
             .append(true)
             .open(&self.path)?;
-        f.write_all(&out)?;
-        f.sync_data()?;
+        // A failed write is tried again later (the flush thread holds the rows): what part of
+        // it reached the file is cut off first, so a retry neither repeats rows nor leaves half
+        // a line in front of the next.
+        let before = f.metadata()?.len();
+        let written = f.write_all(&out).and_then(|()| {
+            #[cfg(test)]
+            crate::sink::faults::check(crate::sink::faults::Site::DeadLetterSync, libc::EIO)?;
+            f.sync_data()
+        });
+        if let Err(e) = written {
+            let _ = f.set_len(before);
+            return Err(e);
+        }
         Ok(rows)
     }
 }
@@ -142,5 +153,36 @@ mod tests {
             row.as_object().unwrap().len(),
             crate::row::SPANS_COLUMNS.len()
         );
+    }
+
+    /// Found in review: a write that failed after some of its lines reached the file (a full
+    /// disk, a failed fsync) left them there, and the retry the flush thread now makes appended
+    /// them again. They are cut off first.
+    #[test]
+    fn a_failed_write_leaves_nothing_behind_for_its_retry_to_repeat() {
+        use crate::sink::faults::{self, Site};
+        let dir = TestDir::new("deadletter-retry");
+        let dl = DeadLetters::new(&dir.path().join("deadletter"));
+        let b = batch_then("org-1", "trace-1", 3, 1_700_000_000_000, "bad");
+        let err = InsertError {
+            retry: Retry::Never,
+            code: Some(53),
+            message: "Type mismatch".into(),
+        };
+        let runs = [RowRun {
+            batch: &b,
+            rows: 0..4,
+        }];
+        assert_eq!(dl.write(&runs, &err).unwrap(), 4);
+        faults::arm(Site::DeadLetterSync, 1);
+        assert!(dl.write(&runs, &err).is_err());
+        let text = std::fs::read_to_string(dl.path()).unwrap();
+        assert_eq!(text.lines().count(), 4, "the failed write's lines are gone");
+        assert_eq!(dl.write(&runs, &err).unwrap(), 4);
+        let text = std::fs::read_to_string(dl.path()).unwrap();
+        for line in text.lines() {
+            serde_json::from_str::<serde_json::Value>(line).unwrap();
+        }
+        assert_eq!(text.lines().count(), 8);
     }
 }

@@ -81,8 +81,10 @@ pub(crate) mod faults {
         SegmentCreate,
         /// `segment::Writer::sync`.
         SegmentSync,
+        /// `DeadLetters::write`, after its lines reached the file, before its fsync.
+        DeadLetterSync,
     }
-    const SITES: usize = 3;
+    const SITES: usize = 4;
 
     thread_local! {
         /// Faults left to raise, by `Site`.

@@ -181,8 +181,8 @@ impl State {
         }
     }
 
-    /// Writes `refused` to the dead-letter file with `e`, logging each row once: when written,
-    /// or on the `first` try whatever happens.
+    /// Writes `refused` to the dead-letter file with `e`, logging each row on the `first` try
+    /// (with whether it was written) and, for rows held after it, again once written.
     fn dead_letter(&self, refused: &[Piece], e: &InsertError, first: bool) -> std::io::Result<()> {
         let runs: Vec<RowRun<'_>> = refused
             .iter()
