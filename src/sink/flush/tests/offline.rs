@@ -326,6 +326,30 @@ fn an_unknown_error_lasting_past_its_tries_dead_letters_no_good_row() {
     assert_eq!(st.cfg.budget.rows(), 0);
 }
 
+/// The bound README gives: an unknown error that never ends dead-letters the first row after
+/// `cap` tries at each level of the split (8 rows: 8, 4, 2 and 1, so 4 x `cap`); that row,
+/// refused alone, is taken as the rows' fault, and the rest go at once (a known data error's
+/// pace). Not circular in practice: a server-side error seldom lasts that long, and one that
+/// does gets its rows into the dead-letter file, from which they can be inserted again.
+#[test]
+fn an_unknown_error_that_never_ends_dead_letters_its_first_row_after_the_tries_of_each_level() {
+    let dir = TestDir::new("flush-unknown-forever");
+    let mut f = queued(&dir, config("unused", NATIVE_URL), 8);
+    let st = &mut f.st;
+    let cap = st.cfg.max_unknown_attempts as usize;
+    let e = unknown_error();
+    let mut failures = 0;
+    while st.report.rows_rejected == 0 {
+        let (pieces, rows) = st.next_insert();
+        st.failed(pieces, rows, &e);
+        failures += 1;
+    }
+    assert_eq!(failures, 4 * cap);
+    // The other 7 wait in pieces of 1, 2 and 4 rows, each split at once: 1 + 3 + 7 failures.
+    assert_eq!(drive_inserts(st, &e, |_| true), 11);
+    assert_eq!(st.report.rows_rejected, 8);
+}
+
 /// The other side: once a half of a refused insert goes in, an unknown refusal is the rows'
 /// and the bad row is isolated without waiting out the tries at every level.
 #[test]
