@@ -99,9 +99,10 @@ fn forward(mut from: TcpStream, mut to: TcpStream, delay: Option<Duration>) {
     });
 }
 
-/// Sends `rate` spans per second in batches of 10 for `secs` and returns the spans accepted;
-/// every answer is `202` or `429 rate_limited`.
-fn paced(server: &Server, key: &str, tag: &str, rate: u64, secs: u64) -> u64 {
+/// Sends `rate` spans per second in batches of 10 for `secs` and returns the spans accepted
+/// and how long it took (longer than `secs` on a busy machine); every answer is `202` or
+/// `429 rate_limited`.
+fn paced(server: &Server, key: &str, tag: &str, rate: u64, secs: u64) -> (u64, Duration) {
     let started = Instant::now();
     let mut accepted = 0;
     for i in 0..rate * secs / 10 {
@@ -116,7 +117,7 @@ fn paced(server: &Server, key: &str, tag: &str, rate: u64, secs: u64) -> u64 {
             s => panic!("unexpected {s}: {}", String::from_utf8_lossy(&r.body)),
         }
     }
-    accepted
+    (accepted, started.elapsed())
 }
 
 /// A Redis that takes longer to answer than the lease interval: a key sent at twice its rate
@@ -139,7 +140,7 @@ fn a_slow_redis_does_not_throttle_a_key_below_its_rate() {
         server.metric_value("traceingest_rate_limit_leased_spans_total") > 0.0
     });
     let secs = 6;
-    let accepted = paced(&server, &key, "slow", 2 * R, secs);
+    let (accepted, took) = paced(&server, &key, "slow", 2 * R, secs);
     eprintln!(
         "slow Redis: {accepted} spans accepted in {secs} s at {} spans/s",
         2 * R
@@ -150,8 +151,10 @@ fn a_slow_redis_does_not_throttle_a_key_below_its_rate() {
         "throttled below the key's rate: {accepted} < 90% of {}",
         R * secs
     );
-    // Never more than the fleet bound for one replica: B + R x T + H, H at most B.
-    assert!(accepted <= R + R * (secs + 1) + R, "{accepted}");
+    // Never more than the fleet bound for one replica: B + R x T + H, H at most B, over the
+    // time the sending really took.
+    let bound = R + R * (took.as_secs() + 1) + R;
+    assert!(accepted <= bound, "{accepted} > {bound} in {took:?}");
 }
 
 /// A key set far larger than what is used: the fleet's limits stay on. Found by an audit: every
@@ -185,8 +188,10 @@ fn a_large_key_set_does_not_keep_fleet_rate_limits_off() {
         server.metric_value("traceingest_keys") > UNUSED as f64
     });
     let metric = |name: &str| server.metric_value(&format!("traceingest_rate_limit_{name}"));
-    let (errors, leased) = (metric("redis_errors_total"), metric("leased_spans_total"));
-    // Ten spans over 3 s, the whole key set in place: each is topped up again within a round.
+    let errors = metric("redis_errors_total");
+    // Ten spans over 3 s, the whole key set in place: the rounds that lease for the busy key
+    // keep succeeding. (Whether that key's own lease was topped up is not observable from
+    // outside: `leased_spans_total` counts the unused keys' first leases too.)
     for i in 0..10 {
         let r = server.post_ingest(&key, &batch(&format!("busy{i}"), 1, 1));
         assert_eq!(r.status, 202);
@@ -194,9 +199,4 @@ fn a_large_key_set_does_not_keep_fleet_rate_limits_off() {
     }
     assert_eq!(metric("redis_errors_total"), errors, "lease rounds failed");
     assert_eq!(metric("fallback"), 0.0);
-    assert!(
-        metric("leased_spans_total") >= leased + 9.0,
-        "the key's lease was not topped up: {} spans leased since, 10 used",
-        metric("leased_spans_total") - leased
-    );
 }
