@@ -87,6 +87,7 @@ pub async fn run(args: &RepriceArgs) -> anyhow::Result<()> {
     let version = clock::now_ms();
     let priced_at = clock::now_s();
     let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
+    let mut written = 0;
     let mut from = args.from;
     while from < args.to {
         let filter = SpanFilter {
@@ -115,14 +116,14 @@ pub async fn run(args: &RepriceArgs) -> anyhow::Result<()> {
             }
         }
         if !args.dry_run {
-            store
+            written += store
                 .write_repriced(&filter, &corrections, version)
                 .await
                 .with_context(|| format!("writing spans from {}", format_instant(from)))?;
         }
         from = filter.to_ms;
     }
-    print_summary(&tallies, args.dry_run);
+    print_summary(&tallies, (!args.dry_run).then_some(written));
     Ok(())
 }
 
@@ -208,7 +209,8 @@ fn label(span: &StoredSpan, priced_as: Option<&str>) -> String {
     }
 }
 
-fn print_summary(tallies: &BTreeMap<String, Tally>, dry_run: bool) {
+/// The table of what changed, and what was written (`None`: a dry run).
+fn print_summary(tallies: &BTreeMap<String, Tally>, written: Option<u64>) {
     println!(
         "{:<40} {:>10} {:>10} {:>22} {:>22}",
         "MODEL", "SPANS", "CHANGED", "TOTAL BEFORE (USD)", "TOTAL AFTER (USD)"
@@ -235,10 +237,18 @@ fn print_summary(tallies: &BTreeMap<String, Tally>, dry_run: bool) {
         format_money(all.before),
         format_money(all.after)
     );
-    if dry_run {
-        println!("dry run: nothing written");
-    } else {
-        println!("{} corrected rows written", all.changed);
+    match written {
+        None => println!("dry run: nothing written"),
+        Some(n) => {
+            println!("{n} corrected rows written");
+            let left = all.changed.saturating_sub(n);
+            if left > 0 {
+                println!(
+                    "{left} spans stored again since they were read left as they are (their new \
+                     rows were priced when they arrived; run reprice again to check them)"
+                );
+            }
+        }
     }
 }
 

@@ -201,7 +201,7 @@ impl Store {
     /// Writes a corrected copy, at its own `version`, of every stored row `corrections` names
     /// (all of them selected by `filter`) that `FINAL` still shows: a span stored again since
     /// it was read keeps its new row. `run` names the scratch table. Returns the corrections
-    /// sent.
+    /// written: those whose row `FINAL` still showed just before the write.
     pub async fn write_repriced(
         &self,
         filter: &SpanFilter<'_>,
@@ -257,24 +257,36 @@ impl Store {
                     _ => format!("`{name}`"),
                 })
                 .collect();
-            c.execute(format!(
-                "INSERT INTO {} (`{}`) SELECT {} FROM (SELECT * FROM {} FINAL WHERE {}) \
-                 ANY INNER JOIN {scratch} \
+            let joined = format!(
+                "(SELECT * FROM {} FINAL WHERE {}) ANY INNER JOIN {scratch} \
                  USING (org_id, trace_id, start_time_ms, span_id, version)",
+                self.spans_table,
+                filter.sql()
+            );
+            // What the write will take: a span stored again since it was read is not (the
+            // window between this count and the write is a statement's, not the run's).
+            let block = c
+                .query(format!("SELECT count() AS n FROM {joined}"))
+                .fetch_all()
+                .await?;
+            let matched: u64 = match block.rows().next() {
+                Some(row) => row.get("n")?,
+                None => 0,
+            };
+            c.execute(format!(
+                "INSERT INTO {} (`{}`) SELECT {} FROM {joined}",
                 self.spans_table,
                 names.join("`, `"),
                 select.join(", "),
-                self.spans_table,
-                filter.sql()
             ))
             .await?;
-            Ok::<_, StoreError>(())
+            Ok::<_, StoreError>(matched)
         }
         .await;
         let dropped = c.execute(format!("DROP TABLE IF EXISTS {scratch}")).await;
-        result?;
+        let written = result?;
         dropped?;
-        Ok(corrections.len() as u64)
+        Ok(written)
     }
 }
 
@@ -421,8 +433,10 @@ mod tests {
             version: correction_version(run, read[0].version),
             row_version: read[0].version,
         };
-        rt.block_on(store.write_repriced(&filter, &[correction], run))
+        let written = rt
+            .block_on(store.write_repriced(&filter, &[correction], run))
             .unwrap();
+        assert_eq!(written, 0, "nothing written, and it says so");
         let rows = json_rows(&format!(
             "SELECT input_tokens, toString(total_cost) AS t FROM `{}`.spans FINAL",
             db.0
