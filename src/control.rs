@@ -9,9 +9,9 @@
 //!   bucket); sooner when a worker met an unknown key and asked (`auth::refresh`), but at most
 //!   once per `ON_DEMAND_GAP` however many asked, and an early load pushes the next periodic
 //!   one back;
-//! - every `INGEST_QUOTA_SYNC_MS` (and at once when an organisation gets a quota, or one with a
-//!   quota is seen for the first time) `sync_usage` re-counts this month's spans in ClickHouse
-//!   for every organisation with a quota;
+//! - every `INGEST_QUOTA_SYNC_MS` `sync_usage` re-counts this month's spans in ClickHouse for
+//!   every organisation with a quota; at once, only those of an organisation that gets a
+//!   quota or one with a quota seen for the first time;
 //! - with `INGEST_PRICING_FILE`, every second (and at once on SIGHUP) the pricing file is
 //!   checked and a new table swapped in when it changed;
 //! - with `INGEST_REDIS_URL`, every `INGEST_REDIS_SYNC_MS` the `fleet::Leaser` tops up the
@@ -21,7 +21,7 @@
 //! unreachable ClickHouse (a key load waits up to its query timeout) never delays a price
 //! change. A failed load keeps what is in place and is logged once until it recovers.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -51,8 +51,10 @@ pub struct Refresher {
     /// The plan name each organisation's record gave at the last refresh (`None`: no record),
     /// to log changes once.
     recorded: HashMap<Arc<str>, Option<String>>,
-    /// An organisation got a quota it did not have: its usage must be counted now.
-    sync_due: bool,
+    /// Organisations whose usage must be counted now: new ones with a quota (what they used
+    /// this month before, in an earlier run or on another replica, is unknown until counted)
+    /// and ones whose plan just brought a quota. Only they are counted, not every organisation.
+    to_count: Vec<Arc<Account>>,
 }
 
 impl Refresher {
@@ -61,7 +63,7 @@ impl Refresher {
             plans,
             accounts: HashMap::new(),
             recorded: HashMap::new(),
-            sync_due: false,
+            to_count: Vec::new(),
         }
     }
 
@@ -88,12 +90,13 @@ impl Refresher {
             if !self.accounts.contains_key(org) {
                 let id: Arc<str> = org.into();
                 let account = Arc::new(Account::new(id.clone(), default));
+                // `set_plan` below asks for a count when the organisation's plan brings a
+                // quota the default plan lacks; when the default plan has one, nothing changes
+                // there, so ask here.
+                if default.monthly_spans.is_some() {
+                    self.to_count.push(account.clone());
+                }
                 self.accounts.insert(id, account);
-                // What it used this month before (an earlier run, another replica) is unknown
-                // until counted. `set_plan` below asks for that count when the organisation's
-                // plan brings a quota the default plan lacks; when the default plan has one,
-                // nothing changes there, so ask here.
-                self.sync_due |= default.monthly_spans.is_some();
             }
         }
         for (org, account) in &self.accounts {
@@ -102,8 +105,8 @@ impl Refresher {
                 Some(name) => self.plans.get(name).unwrap_or(default),
                 None => default,
             };
-            if account.set_plan(plan) {
-                self.sync_due = true;
+            if account.set_plan(plan) && !self.to_count.iter().any(|a| Arc::ptr_eq(a, account)) {
+                self.to_count.push(account.clone());
             }
             let last = self.recorded.get(org);
             if last.map(Option::as_ref) != Some(record) {
@@ -151,9 +154,12 @@ impl Refresher {
         Ok(n)
     }
 
-    /// Whether a usage sync should run now (and forget that it should).
-    fn take_sync_due(&mut self) -> bool {
-        std::mem::take(&mut self.sync_due)
+    /// The organisations whose usage should be counted now (and forgets them): those of
+    /// `to_count` that still have a quota once their plan is in force.
+    pub fn take_to_count(&mut self) -> Vec<Arc<Account>> {
+        let mut due = std::mem::take(&mut self.to_count);
+        due.retain(|a| a.monthly_spans().is_some());
+        due
     }
 }
 
@@ -340,8 +346,9 @@ pub fn spawn(
                     return;
                 }
             };
-            // The key loop asks the usage loop for a count now (an organisation got a quota).
-            let sync_now = Cell::new(false);
+            // The key loop asks the usage loop to count these organisations now (new ones
+            // with a quota, or ones that just got a quota).
+            let count_now: RefCell<Vec<Arc<Account>>> = RefCell::new(Vec::new());
             let sync_asked = tokio::sync::Notify::new();
             let keys_loop = async {
                 let demand = &shared.keys.demand;
@@ -375,8 +382,9 @@ pub fn spawn(
                         Ok(_) => failing.ok(),
                         Err(e) => failing.failed(&e),
                     }
-                    if refresher.take_sync_due() {
-                        sync_now.set(true);
+                    let due = refresher.take_to_count();
+                    if !due.is_empty() {
+                        count_now.borrow_mut().extend(due);
                         sync_asked.notify_one();
                     }
                 }
@@ -406,13 +414,20 @@ pub fn spawn(
                 let mut next = Instant::now() + config.quota_sync;
                 let mut failing = Failing::new("quota usage sync");
                 while !stop.load(Ordering::Acquire) {
-                    if sync_now.replace(false) || Instant::now() >= next {
+                    let asked = std::mem::take(&mut *count_now.borrow_mut());
+                    let counted = if Instant::now() >= next {
                         next = Instant::now() + config.quota_sync;
                         let accounts = shared.accounts.load();
-                        match sync_usage(&usage_store, &accounts, shared.clock.now_ms()).await {
-                            Ok(_) => failing.ok(),
-                            Err(e) => failing.failed(&e),
-                        }
+                        Some(sync_usage(&usage_store, &accounts, shared.clock.now_ms()).await)
+                    } else if !asked.is_empty() {
+                        Some(sync_usage(&usage_store, &asked, shared.clock.now_ms()).await)
+                    } else {
+                        None
+                    };
+                    match counted {
+                        Some(Ok(_)) => failing.ok(),
+                        Some(Err(e)) => failing.failed(&e),
+                        None => {}
                     }
                     // Until the next count or the key loop's ask, and at least every second to
                     // see `stop`: no timer ticks in between (each wake-up of an idle thread costs
@@ -440,4 +455,53 @@ pub fn spawn(
             };
             rt.block_on(async { tokio::join!(keys_loop, usage_loop, prices_loop, leases_loop) });
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admission::plan::Plans;
+    use crate::sink::clickhouse::test_support::{rt, skip, TestDb};
+
+    /// Found in review: once every new organisation asked for a usage count, the count was of
+    /// every organisation with a quota (a month-wide GROUP BY), up to every key refresh while
+    /// organisations sign up. Only the new ones, and ones whose plan just brought a quota, are
+    /// counted at once now.
+    #[test]
+    fn only_new_organisations_and_new_quotas_are_counted_at_once() {
+        if skip() {
+            return;
+        }
+        let db = TestDb::new("control_to_count");
+        let store = Store::new("tcp://127.0.0.1:9000", &db.0).unwrap();
+        let rt = rt();
+        rt.block_on(store.migrate()).unwrap();
+        // The default plan has a quota, as on a hosted service.
+        let plans =
+            Plans::resolve(Some("capped:1000,open:unlimited"), "capped", Some(100)).unwrap();
+        let mut refresher = Refresher::new(plans);
+        let (keys, accounts) = (KeyStore::new("ti_"), Accounts::default());
+        let mut refresh_counting = |refresher: &mut Refresher| -> Vec<String> {
+            rt.block_on(refresher.refresh(&store, &keys, &accounts))
+                .unwrap();
+            let mut ids: Vec<String> = refresher
+                .take_to_count()
+                .iter()
+                .map(|a| a.org_id.to_string())
+                .collect();
+            ids.sort();
+            ids
+        };
+        for org in ["a", "b"] {
+            rt.block_on(store.put_org(org, "capped")).unwrap();
+        }
+        rt.block_on(store.put_org("c", "open")).unwrap();
+        assert_eq!(refresh_counting(&mut refresher), ["a", "b"]);
+        assert!(refresh_counting(&mut refresher).is_empty());
+        rt.block_on(store.put_org("d", "capped")).unwrap();
+        assert_eq!(refresh_counting(&mut refresher), ["d"]);
+        // An organisation whose plan brings a quota it did not have.
+        rt.block_on(store.put_org("c", "capped")).unwrap();
+        assert_eq!(refresh_counting(&mut refresher), ["c"]);
+    }
 }

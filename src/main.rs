@@ -304,6 +304,8 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         let orgs = control::sync_usage(&store, &accounts.load(), clock.now_ms())
             .await
             .map_err(|e| anyhow::anyhow!("cannot count this month's usage: {e}"))?;
+        // Every organisation was just counted: the first refresh's new ones need no count again.
+        refresher.take_to_count();
         tracing::info!(
             keys = n,
             orgs_with_quota = orgs,
