@@ -481,7 +481,7 @@ mod tests {
             Plans::resolve(Some("capped:1000,open:unlimited"), "capped", Some(100)).unwrap();
         let mut refresher = Refresher::new(plans);
         let (keys, accounts) = (KeyStore::new("ti_"), Accounts::default());
-        let mut refresh_counting = |refresher: &mut Refresher| -> Vec<String> {
+        let refresh_counting = |refresher: &mut Refresher| -> Vec<String> {
             rt.block_on(refresher.refresh(&store, &keys, &accounts))
                 .unwrap();
             let mut ids: Vec<String> = refresher

@@ -137,7 +137,8 @@ impl Lease {
 
     /// Starts the next round of local counts (from 0); returns the last one's word.
     fn next_round(&self) -> u64 {
-        let bump = |n: u64| Some(((n >> COUNT_BITS) + 1) % (1 << (64 - COUNT_BITS)) << COUNT_BITS);
+        let bump =
+            |n: u64| Some((((n >> COUNT_BITS) + 1) % (1 << (64 - COUNT_BITS))) << COUNT_BITS);
         self.local
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, bump)
             .unwrap_or(0)
