@@ -201,21 +201,27 @@ fn a_client_connecting_during_the_drain_is_not_left_hanging(driver: &[(&str, &st
     wait_until("the drain to begin", Duration::from_secs(5), || {
         server.get_admin("/ready").status == 503
     });
-    // The worker has left its accept loop; the lingering client still holds it in the drain.
-    std::thread::sleep(Duration::from_millis(200));
-    for attempt in 0..3 {
+    // Until the worker has shut its listener (the lingering client still holds it in the
+    // drain), a client may still be answered; after, it must be refused, never left hanging.
+    // Three attempts past the first refusal, so the case is tested, not only the way to it.
+    let until = std::time::Instant::now() + Duration::from_secs(4);
+    let mut refused = 0;
+    while refused < 3 {
+        assert!(std::time::Instant::now() < until, "never refused");
         let started = std::time::Instant::now();
         let got = connect_during_drain(server.addr);
-        assert_ne!(
-            got,
-            DuringDrain::Hung,
-            "attempt {attempt}: no answer in 2 s"
-        );
+        assert_ne!(got, DuringDrain::Hung, "no answer in 2 s");
         assert!(
             started.elapsed() < Duration::from_secs(1),
-            "attempt {attempt}: {got:?} took {:?}",
+            "{got:?} took {:?}",
             started.elapsed()
         );
+        if got == DuringDrain::Refused {
+            refused += 1;
+        } else {
+            assert!(refused == 0, "{got:?} after a refusal");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
     assert_eq!(server.wait_exit(Duration::from_secs(15)), 0);
     drop(lingering);
@@ -261,7 +267,12 @@ fn clients_connecting_across_the_sigterm_are_never_left_hanging(driver: &[(&str,
         .collect();
     std::thread::sleep(Duration::from_millis(300));
     server.signal(SIGTERM);
-    std::thread::sleep(Duration::from_millis(1000));
+    // However late a busy machine delivers the signal: the drain has begun, then the clients
+    // go on a while longer, past the shutting of the listeners.
+    wait_until("the drain to begin", Duration::from_secs(5), || {
+        server.get_admin("/ready").status == 503
+    });
+    std::thread::sleep(Duration::from_millis(700));
     stop.store(true, Ordering::Relaxed);
     let seen: Vec<DuringDrain> = clients
         .into_iter()
@@ -278,9 +289,8 @@ fn clients_connecting_across_the_sigterm_are_never_left_hanging(driver: &[(&str,
         seen.iter().any(|s| matches!(s, DuringDrain::Answered(_))),
         "answered before the signal"
     );
-    assert_eq!(
-        seen.last(),
-        Some(&DuringDrain::Refused),
+    assert!(
+        seen.iter().any(|s| *s == DuringDrain::Refused),
         "refused once no worker listens"
     );
     assert_eq!(server.wait_exit(Duration::from_secs(15)), 0);
