@@ -290,7 +290,7 @@ fn clients_connecting_across_the_sigterm_are_never_left_hanging(driver: &[(&str,
         "answered before the signal"
     );
     assert!(
-        seen.iter().any(|s| *s == DuringDrain::Refused),
+        seen.contains(&DuringDrain::Refused),
         "refused once no worker listens"
     );
     assert_eq!(server.wait_exit(Duration::from_secs(15)), 0);
