@@ -24,6 +24,7 @@ mod identity;
 mod traces;
 
 use identity::{Ident, Identity, Names, Outranked, AGENT_KEY};
+#[cfg(test)]
 pub(super) use identity::{SESSION_KEYS, USER_KEYS};
 
 /// The v1 contract's limits, in UTF-16 code units; longer strings are cut (and counted).

@@ -44,6 +44,24 @@ pub(super) enum Identity {
     User,
 }
 
+impl Identity {
+    /// Its attribute names, by rank.
+    pub(super) fn keys(self) -> [&'static str; NAMES] {
+        match self {
+            Identity::Session => SESSION_KEYS,
+            Identity::User => USER_KEYS,
+        }
+    }
+
+    /// The length its column takes (longer values are cut).
+    pub(super) fn limit(self) -> usize {
+        match self {
+            Identity::Session => limit::SESSION_ID,
+            Identity::User => limit::CUSTOMER_ID,
+        }
+    }
+}
+
 /// How many names an identity has (`SESSION_KEYS`, `USER_KEYS`, `Names`).
 pub(super) const NAMES: usize = 2;
 
@@ -91,22 +109,11 @@ impl<'a> Mapper<'a> {
         let span = self.spans.len() - 1;
         let before = self.outranked.len();
         let each = [
-            (
-                Identity::Session,
-                f.session,
-                SESSION_KEYS,
-                ident.session,
-                limit::SESSION_ID,
-            ),
-            (
-                Identity::User,
-                f.user,
-                USER_KEYS,
-                ident.user,
-                limit::CUSTOMER_ID,
-            ),
+            (Identity::Session, f.session, ident.session),
+            (Identity::User, f.user, ident.user),
         ];
-        for (of, names, keys, best, max) in each {
+        for (of, names, best) in each {
+            let (keys, max) = (of.keys(), of.limit());
             let mut seen = [best; NAMES];
             for (rank, value) in names.0.into_iter().enumerate() {
                 let Some(value) = value else { continue };

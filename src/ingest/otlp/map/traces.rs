@@ -9,7 +9,6 @@ use bumpalo::Bump;
 use super::super::raw;
 use super::{
     cut_utf16, limit, Counts, FirstRefusal, Ident, Identity, Mapper, Outranked, AGENT_KEY,
-    SESSION_KEYS, USER_KEYS,
 };
 use crate::ingest::wire::{Batch, Customer, Span, Trace};
 
@@ -135,21 +134,22 @@ fn keep_differing<'a>(
     let own = [
         (AGENT_KEY, it.agent, None),
         (
-            SESSION_KEYS[usize::from(it.session_rank)],
+            Identity::Session.keys()[usize::from(it.session_rank)],
             it.session,
-            Some((Identity::Session, limit::SESSION_ID)),
+            Some(Identity::Session),
         ),
         (
-            USER_KEYS[usize::from(it.user_rank)],
+            Identity::User.keys()[usize::from(it.user_rank)],
             it.user,
-            Some((Identity::User, limit::CUSTOMER_ID)),
+            Some(Identity::User),
         ),
     ];
     for ((key, v, names), taken) in own.into_iter().zip(taken) {
         if let Some(v) = v.filter(|&v| Some(v) != taken) {
             keep_pair(span, key, v, counts, arena);
         }
-        let Some((of, max)) = names else { continue };
+        let Some(of) = names else { continue };
+        let max = of.limit();
         for o in also.iter().filter(|o| o.of == of) {
             let v = cut_utf16(o.value, max);
             if Some(v) != taken {
