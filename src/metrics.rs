@@ -164,6 +164,7 @@ pub struct Snapshot {
     pub flush_retries: u64,
     pub flush_rejected_rows: u64,
     pub lost_rows: u64,
+    pub dead_letter_held_rows: u64,
     /// (sum s, count, buckets) of insert durations.
     flush_latency: (f64, u64, Vec<(f64, u64)>),
     /// Rows accepted and not yet written, in memory and in the spool.
@@ -342,6 +343,12 @@ impl Collector for Snapshot {
             "traceingest_lost_rows",
             "Accepted rows that could be kept nowhere (disk failures); each is logged",
             self.lost_rows,
+        )?;
+        gauge(
+            &mut enc,
+            "traceingest_dead_letter_held_rows",
+            "Refused rows held in memory because the dead-letter file cannot be written",
+            self.dead_letter_held_rows,
         )?;
         let (sum, count, buckets) = &self.flush_latency;
         let mut m = enc.encode_descriptor(

@@ -129,6 +129,7 @@ pub fn metrics(shared: &Shared) -> Outcome {
     s.flush_errors = load(&stats.flush_errors);
     s.flush_retries = load(&stats.retries);
     s.flush_rejected_rows = load(&stats.rows_rejected);
+    s.dead_letter_held_rows = load(&stats.dead_letter_held_rows);
     s.lost_rows = load(&stats.rows_lost);
     s.buffered_rows = shared.buffered();
     s.buffer_max_rows = shared.budget.max_rows();

@@ -22,6 +22,9 @@ pub struct FlushStats {
     pub last_flush_at_ms: AtomicU64,
     /// Rows ClickHouse refused for good (written to the dead-letter file).
     pub rows_rejected: AtomicU64,
+    /// Rows ClickHouse refused for good that the dead-letter file could not take yet, held in
+    /// memory until it can (a gauge).
+    pub dead_letter_held_rows: AtomicU64,
     /// Rows that could be kept nowhere (dead-letter or spool write failed, or a spool record
     /// no longer decodes); each is logged at error level.
     pub rows_lost: AtomicU64,

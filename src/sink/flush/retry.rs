@@ -171,6 +171,10 @@ impl State {
                 }
                 self.settle_refused(&spooled, false);
                 if !held.is_empty() {
+                    self.cfg
+                        .stats
+                        .dead_letter_held_rows
+                        .fetch_add(held_rows as u64, Ordering::Relaxed);
                     self.undelivered.push((held, e.clone()));
                     let now = Instant::now();
                     self.undelivered_at.get_or_insert(now);
@@ -268,6 +272,11 @@ impl State {
                 return self.undelivered_retry_at;
             }
             let (pieces, _) = self.undelivered.remove(0);
+            let rows = pieces.iter().map(Piece::len).sum::<usize>() as u64;
+            self.cfg
+                .stats
+                .dead_letter_held_rows
+                .fetch_sub(rows, Ordering::Relaxed);
             self.settle_refused(&pieces, true);
         }
         tracing::info!(
@@ -286,6 +295,10 @@ impl State {
         if self.retry_dead_letters(None).is_none() {
             return;
         }
+        self.cfg
+            .stats
+            .dead_letter_held_rows
+            .store(0, Ordering::Relaxed);
         for (pieces, _) in std::mem::take(&mut self.undelivered) {
             for p in pieces {
                 self.queued_rows += p.len();

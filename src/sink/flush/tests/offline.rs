@@ -399,6 +399,8 @@ fn refused_rows_the_dead_letter_file_cannot_take_are_held_then_written_or_spoole
     );
     assert!(st.queue.is_empty());
     assert_eq!(st.cfg.budget.rows(), 3, "held in memory");
+    let held = |st: &State| st.cfg.stats.dead_letter_held_rows.load(Ordering::Relaxed);
+    assert_eq!(held(st), 3, "and shown");
     let next = st.retry_dead_letters(Some(Instant::now()));
     assert!(
         next.is_some_and(|at| at > Instant::now()),
@@ -411,6 +413,7 @@ fn refused_rows_the_dead_letter_file_cannot_take_are_held_then_written_or_spoole
     let dead = std::fs::read_to_string(blocked.join("deadletter/spans.jsonl")).unwrap();
     assert_eq!(dead.lines().count(), 3, "{dead}");
     assert_eq!(st.report.rows_rejected, 3);
+    assert_eq!(held(st), 0);
     assert_eq!((st.cfg.budget.rows(), st.cfg.budget.bytes()), (0, 0));
 
     // Blocked again, and the service stops before it clears: the rows go to the spool.
@@ -422,7 +425,9 @@ fn refused_rows_the_dead_letter_file_cannot_take_are_held_then_written_or_spoole
     let (pieces, rows) = st.next_insert();
     st.failed(pieces, rows, &never);
     assert_eq!(st.cfg.budget.rows(), 2, "held in memory");
+    assert_eq!(held(st), 2);
     st.spool_everything();
+    assert_eq!(held(st), 0);
     assert_eq!(st.report.rows_lost, 0, "nothing lost");
     assert_eq!(st.report.rows_spooled, 2, "spooled for the next start");
     assert_eq!((st.cfg.budget.rows(), st.cfg.budget.bytes()), (0, 0));
