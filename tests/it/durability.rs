@@ -395,3 +395,175 @@ fn wal_refusals_give_back_rate_limit_and_quota() {
     assert_eq!(accepted + more, 330, "{accepted} + {more}");
     server.wait_rows_within(330, Duration::from_secs(30));
 }
+
+/// A v1 batch of edge values in every column: strings at their exact limits in UTF-16 units
+/// (non-BMP characters), a lone surrogate, `\u0000`, empty and absent strings, a 1 MB input,
+/// 64 + 64 metadata keys, arrays of 200 at 2^53-1, doubles at their extremes, epoch-bound and
+/// far-future times, and (with `EDGE_PRICES`) the largest and the smallest `Decimal(18, 10)`.
+fn edge_batch() -> Vec<u8> {
+    use serde_json::{json, Map, Value};
+    let emoji = |n: usize| "\u{1F600}".repeat(n);
+    let mut trace_meta = Map::new();
+    let mut span_meta = Map::new();
+    for i in 0..64 {
+        trace_meta.insert(format!("k{i:02}"), Value::from(format!("trace-{i}")));
+        // Half the keys the trace's, half new: 96 pairs once merged.
+        span_meta.insert(format!("k{:02}", i + 32), Value::from(format!("span-{i}")));
+    }
+    // A key of 128 units and a value of 1024, both in surrogate pairs.
+    trace_meta.remove("k00");
+    trace_meta.insert(emoji(64), Value::from(emoji(512)));
+    let max = 9_007_199_254_740_991u64;
+    let ints: Vec<u64> = (0..200u64)
+        .map(|i| if i % 2 == 0 { max - i } else { i })
+        .collect();
+    let spans = json!([
+        {
+            "spanId": emoji(64), "parentSpanId": "p", "spanType": "llm",
+            "name": format!("{}ab", emoji(255)), "startTime": 0, "endTime": max,
+            "status": "aborted", "errorMessage": "cut LONE here", "provider": "acme",
+            "modelId": "big-model",
+            "usage": {"inputTokens": max, "outputTokens": 0, "totalTokens": max, "reasoningTokens": max,
+                      "cachedInputTokens": 0, "cacheWriteInputTokens": max, "imageCount": max,
+                      "webSearchCount": max, "requestCount": 1},
+            "ttftMs": 5e-324, "chunkOffsets": ints, "chunkTokens": [], "reasoningOffsets": [0],
+            "reasoningChunkTokens": ints, "reasoningDurationMs": 0, "modelCallMs": max,
+            "input": "x".repeat(1_000_000), "output": "", "toolCatalog": "nul\u{0}in",
+            "sources": "é".repeat(1_000), "systemFingerprint": emoji(128),
+            "safetyMetadata": "{}",
+            "rateLimit": {"requestsLimit": 0, "requestsRemaining": max, "tokensResetMs": 0},
+            "metadata": span_meta, "responseTimeMs": max, "effectiveOutputTps": 1.7976931348623157e308,
+            "effectiveTotalTps": 0, "outputTps": 0.1, "inputTps": 2.2250738585072014e-308,
+            "chunkJitter": {"min": 0, "p10": 1e-300, "median": 0.3, "avg": 1e300, "p90": 123_456_789.123_456_79, "max": 1.5}
+        },
+        {
+            "spanId": "tiny", "spanType": "embedding", "name": "", "startTime": 1_700_000_000_000u64,
+            "endTime": 1_700_000_000_000u64, "provider": "acme", "modelId": "tiny-model",
+            "usage": {"inputTokens": 1}, "errorMessage": ""
+        },
+        {
+            "spanId": "future", "spanType": "tool", "name": "n", "startTime": max - 1, "endTime": max
+        }
+    ]);
+    let body = json!({"version": "v1", "traces": [{
+        "traceId": emoji(64), "traceName": emoji(128), "agentName": "", "workflowName": "w",
+        "workflowRunId": "r".repeat(128), "sessionId": emoji(64), "metadata": trace_meta,
+        "customer": {"id": emoji(64), "name": "", "imageUrl": "https://example.com/é"},
+        "spans": spans,
+    }]});
+    let text = serde_json::to_string(&body).unwrap();
+    // A client that cut a string inside an emoji: a lone high surrogate.
+    text.replace("LONE", "\\ud83d").into_bytes()
+}
+
+/// Prices of `edge_batch`: one request of `big-model` costs the largest `Decimal(18, 10)`, one
+/// token of `tiny-model` the smallest.
+const EDGE_PRICES: &str = r#"{"models": [
+    {"id": "acme/big-model", "request": "99999999.9999999999"},
+    {"id": "acme/tiny-model", "prompt": "0.0000000001"}
+]}"#;
+
+/// Every column of an org's rows as ClickHouse returns them, but those stamped at ingest
+/// (`org_id`, `ingested_at`, `priced_at`, `version`); money and doubles as their exact text.
+fn stored_rows(server: &Server, org: &str) -> Vec<serde_json::Value> {
+    let columns = server.ch_json(&format!(
+        "SELECT name, type FROM system.columns WHERE database = '{}' AND table = 'spans' \
+         FORMAT JSONEachRow",
+        server.database
+    ));
+    let select: Vec<String> = columns
+        .iter()
+        .filter_map(|c| {
+            let (name, ty) = (c["name"].as_str().unwrap(), c["type"].as_str().unwrap());
+            if ["org_id", "ingested_at", "priced_at", "version"].contains(&name) {
+                return None;
+            }
+            Some(if ty.contains("Decimal") || ty.contains("Float") {
+                format!("toString({name}) AS {name}")
+            } else {
+                name.to_string()
+            })
+        })
+        .collect();
+    server.rows(
+        &select.join(", "),
+        &format!("WHERE org_id = '{org}' ORDER BY span_id"),
+    )
+}
+
+/// A row replayed from the spool (a clean stop during an outage) or from the write-ahead log
+/// (`kill -9` during an outage) is, in every column, the row a direct insert stores; and the
+/// direct row holds what was sent.
+#[test]
+fn a_replayed_row_is_the_row_inserted_directly_in_every_column() {
+    let dir = std::env::temp_dir().join(format!("ti-edge-prices-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let prices = dir.join("prices.json");
+    std::fs::write(&prices, EDGE_PRICES).unwrap();
+    let prices = prices.to_str().unwrap();
+    let mut ch = PrivateClickHouse::start();
+    let mut buffered = server_on(
+        &ch,
+        &[
+            ("INGEST_PRICING_FILE", prices),
+            ("INGEST_SHUTDOWN_TIMEOUT_MS", "6000"),
+        ],
+    );
+    let mut logged = server_on(
+        &ch,
+        &[
+            ("INGEST_PRICING_FILE", prices),
+            ("INGEST_DURABILITY", "wal"),
+        ],
+    );
+    let direct = buffered.ready_key("org-direct");
+    let spooled = buffered.ready_key("org-spooled");
+    let walled = logged.ready_key("org-walled");
+    let body = edge_batch();
+    let r = buffered.post_ingest(&direct, &body);
+    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+    buffered.wait_rows(3);
+
+    ch.stop();
+    assert_eq!(buffered.post_ingest(&spooled, &body).status, 202);
+    assert_eq!(logged.post_ingest(&walled, &body).status, 202);
+    buffered.signal(SIGTERM);
+    assert_eq!(buffered.wait_exit(Duration::from_secs(30)), 0);
+    logged.signal(libc::SIGKILL);
+    logged.wait_exit(Duration::from_secs(10));
+    ch.start_again();
+    buffered.spawn();
+    logged.spawn();
+    buffered.wait_rows_within(6, Duration::from_secs(60));
+    logged.wait_rows_within(3, Duration::from_secs(60));
+
+    let want = stored_rows(&buffered, "org-direct");
+    assert_eq!(want.len(), 3);
+    // The direct rows hold what was sent.
+    let by_span = |id: &str| want.iter().find(|r| r["span_id"] == id).unwrap().clone();
+    let big = by_span(&"\u{1F600}".repeat(64));
+    assert_eq!(big["request_cost"], "99999999.9999999999");
+    assert_eq!(big["total_cost"], "99999999.9999999999");
+    assert_eq!(big["error_message"], "cut \u{FFFD} here");
+    assert_eq!(big["tool_catalog"], "nul\u{0}in");
+    assert_eq!(big["start_time_ms"], "0");
+    assert_eq!(big["duration_ms"], "9007199254740991");
+    assert_eq!(big["metadata_keys"].as_array().unwrap().len(), 96);
+    assert_eq!(big["input"].as_str().unwrap().len(), 1_000_000);
+    let tiny = by_span("tiny");
+    assert_eq!(tiny["prompt_cost"], "0.0000000001");
+    assert_eq!(tiny["total_cost"], "0.0000000001");
+    for (server, org) in [(&buffered, "org-spooled"), (&logged, "org-walled")] {
+        let got = stored_rows(server, org);
+        assert_eq!(got.len(), want.len(), "{org}");
+        for (g, w) in got.iter().zip(&want) {
+            for (k, wv) in w.as_object().unwrap() {
+                assert_eq!(&g[k], wv, "{org}: column {k} of span {}", w["span_id"]);
+            }
+        }
+    }
+    drop(buffered);
+    drop(logged);
+    drop(ch);
+    let _ = std::fs::remove_dir_all(&dir);
+}
