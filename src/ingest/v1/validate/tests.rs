@@ -239,6 +239,10 @@ fn span_rules() {
         (",\"modelCallMs\":3.0,\"reasoningDurationMs\":1e3,\"responseTimeMs\":-0", "ok 1"),
         (",\"modelCallMs\":-0.0,\"reasoningDurationMs\":0,\"responseTimeMs\":9007199254740991", "ok 1"),
         (",\"modelCallMs\":3.5", ".modelCallMs invalid_type"),
+        // Judged on the double the number parses to, as JavaScript's `Number.isInteger` does:
+        // at this size doubles are 2 apart, so the `.5` is gone before the check.
+        (",\"modelCallMs\":9007199254740990.5", "ok 1"),
+        (",\"modelCallMs\":4503599627370495.5", ".modelCallMs invalid_type"),
         (",\"modelCallMs\":-1", ".modelCallMs too_small"),
         (",\"modelCallMs\":-1.0", ".modelCallMs too_small"),
         (",\"modelCallMs\":9007199254740992", ".modelCallMs too_big"),
