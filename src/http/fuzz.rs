@@ -96,4 +96,104 @@ pub fn fuzz_split_equivalence(data: &[u8]) {
     let tiny = frame_in_pieces(data, &bytewise, &limits);
     assert_eq!(whole, split, "split at {a},{b} changed the result");
     assert_eq!(whole, tiny, "byte-by-byte feeding changed the result");
+    if let Ok(Parsed::Complete(framed)) = &whole {
+        assert_eq!(
+            Some(framed.head.framing),
+            plain_framing(&data[..framed.head.len]),
+            "framing another reader of the same head lines would not agree with"
+        );
+    }
+}
+
+/// The framing an accepted head declares, read without httparse as a strict RFC 9112 reader
+/// (a proxy in front) would: lines split at CRLF, no line folding, a field name a token right
+/// before its colon, `Content-Length` lists of one repeated value, one `Transfer-Encoding:
+/// chunked` and never both. `None` where such a reader would refuse the head or frame it in a
+/// way the parser must not accept.
+fn plain_framing(head: &[u8]) -> Option<Framing> {
+    let text = head.strip_suffix(b"\r\n\r\n")?;
+    // Empty lines before the request line are ignored (RFC 9112 §2.2).
+    let mut lines = text.split(|&b| b == b'\n').skip_while(|l| *l == b"\r");
+    let request_line = lines.next()?;
+    let http10 = request_line.ends_with(b" HTTP/1.0\r") || request_line.ends_with(b" HTTP/1.0");
+    // Optional whitespace is spaces and tabs only.
+    fn ows(v: &[u8]) -> &[u8] {
+        let start = v.iter().position(|b| !matches!(b, b' ' | b'\t'));
+        let start = start.unwrap_or(v.len());
+        let end = v.iter().rposition(|b| !matches!(b, b' ' | b'\t'));
+        &v[start..end.map_or(start, |e| e + 1)]
+    }
+    let (mut length, mut chunked) = (None::<u64>, 0);
+    for line in lines {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let colon = line.iter().position(|&b| b == b':')?;
+        let (name, value) = (&line[..colon], &line[colon + 1..]);
+        if name.is_empty() || !name.iter().all(|&b| super::request::is_tchar(b)) {
+            return None;
+        }
+        let value = ows(value);
+        if name.eq_ignore_ascii_case(b"content-length") {
+            for n in value.split(|&b| b == b',') {
+                let n = ows(n);
+                if n.is_empty() || !n.iter().all(u8::is_ascii_digit) {
+                    return None;
+                }
+                let n: u64 = std::str::from_utf8(n).ok()?.parse().ok()?;
+                if length.is_some_and(|l| l != n) {
+                    return None;
+                }
+                length = Some(n);
+            }
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            if !value.eq_ignore_ascii_case(b"chunked") {
+                return None;
+            }
+            chunked += 1;
+        }
+    }
+    match (chunked, length) {
+        (0, Some(n)) => Some(Framing::Length(n)),
+        (0, None) => Some(Framing::None),
+        (1, None) if !http10 => Some(Framing::Chunked),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The independent reading frames what a strict reader would, and refuses what the parser
+    /// must never accept (so an accepted smuggling shape fails the property).
+    #[test]
+    fn plain_framing_reads_heads_as_a_strict_reader() {
+        let cases: &[(&[u8], Option<Framing>)] = &[
+            (b"GET / HTTP/1.1\r\nHost: t\r\n\r\n", Some(Framing::None)),
+            (b"\r\nPOST / HTTP/1.1\r\nContent-Length: 5\r\n\r\n", Some(Framing::Length(5))),
+            (b"POST / HTTP/1.1\r\nContent-Length: 5, 5\r\ncontent-length:5\r\n\r\n", Some(Framing::Length(5))),
+            (b"POST / HTTP/1.1\r\nTransfer-Encoding:\tchunked \r\n\r\n", Some(Framing::Chunked)),
+            (b"POST / HTTP/1.1\r\nContent-Length: 5, 6\r\n\r\n", None),
+            (b"POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", None),
+            (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", None),
+            (b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", None),
+            (b"POST / HTTP/1.1\r\nContent-Length : 5\r\n\r\n", None),
+            (b"POST / HTTP/1.1\r\nContent-Length: +5\r\n\r\n", None),
+            (b"POST / HTTP/1.1\r\nX: a\r\n Content-Length: 5\r\n\r\n", None),
+        ];
+        for (head, want) in cases {
+            assert_eq!(
+                plain_framing(head),
+                *want,
+                "{}",
+                String::from_utf8_lossy(head)
+            );
+        }
+        // Each head the parser accepts passes the whole property.
+        for (head, _) in cases {
+            let mut input = vec![0x40, 0x80];
+            input.extend_from_slice(head);
+            input.extend_from_slice(b"5\r\nhello\r\n0\r\n\r\n");
+            fuzz_split_equivalence(&input);
+        }
+    }
 }

@@ -582,7 +582,7 @@ fn parse_chunk_size(line: &[u8]) -> Result<u64, HttpError> {
     Ok(size)
 }
 
-fn is_tchar(b: u8) -> bool {
+pub(super) fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 

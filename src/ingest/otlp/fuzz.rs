@@ -7,6 +7,8 @@
 //! exactly, doubles by their bits), resource and scope, and the same number of events and
 //! links; a body prost refuses is refused; a body prost accepts is accepted, unless values are
 //! nested past `MAX_VALUE_DEPTH` (prost's limit is 100 messages, ours lower on purpose).
+//! And the JSON reader agrees with the protobuf one: prost's decode of an accepted body,
+//! written as OTLP/JSON, is read by `json.rs` as the same spans (`json_agrees`).
 //!
 //! The oracle is compiled for tests and for the fuzz build (`--cfg fuzzing`), where
 //! opentelemetry-proto is a dependency; the server never links it.
@@ -204,8 +206,8 @@ mod oracle {
         );
         match (ours, theirs) {
             (Ok(ours), Ok(theirs)) => {
-                let theirs = prost_spans(&theirs);
-                assert_eq!(ours, theirs, "the same spans as prost");
+                let spans = prost_spans(&theirs);
+                assert_eq!(ours, spans, "the same spans as prost");
                 let d = decoded.expect("accepted");
                 assert_eq!(
                     d.batch.span_count as u64 + d.rejected_spans,
@@ -214,6 +216,7 @@ mod oracle {
                 );
                 let kept: usize = d.batch.traces.iter().map(|t| t.spans.len()).sum();
                 assert_eq!(kept, d.batch.span_count);
+                json_agrees(&theirs);
             }
             (Ok(ours), Err(e)) => {
                 panic!(
@@ -231,6 +234,227 @@ mod oracle {
             }
             (Err(_), Err(_)) => {}
         }
+    }
+    /// The JSON front end reads the same spans as the protobuf one: an export prost accepted,
+    /// written as OTLP/JSON (`to_json`), walked by `json.rs`, gives prost's spans, up to what
+    /// JSON cannot say (an id of a length other than 8 or 16 bytes is `BAD_ID`, a NaN's payload).
+    fn json_agrees(req: &ExportTraceServiceRequest) {
+        let mut text = to_json(req).into_bytes();
+        let arena = Bump::new();
+        let mut collect = Collect::default();
+        let tape = simd_json::to_tape(&mut text).expect("the oracle writes valid JSON");
+        let read = super::super::json::walk(&tape.0, &arena, &mut collect);
+        assert_eq!(
+            read,
+            Ok(()),
+            "the JSON reader refused prost's export written as JSON"
+        );
+        let want = prost_spans(req);
+        let got = collect.0;
+        assert_eq!(
+            got.len(),
+            want.len(),
+            "the JSON reader saw another number of spans"
+        );
+        for (got, want) in got.into_iter().zip(want) {
+            let (got, want) = comparable(got, want);
+            assert_eq!(
+                got, want,
+                "the JSON reader and the protobuf reader see different spans"
+            );
+        }
+    }
+
+    /// What JSON cannot say the same way: an id of a length other than 8 or 16 bytes (its hex
+    /// may read as base64, else it is `BAD_ID`; either way the mapping refuses it or reads
+    /// some other valid id, by design), and a NaN's payload.
+    fn comparable(mut got: CSpan, want: CSpan) -> (CSpan, CSpan) {
+        for (g, w) in [
+            (&mut got.trace_id, &want.trace_id),
+            (&mut got.span_id, &want.span_id),
+            (&mut got.parent_span_id, &want.parent_span_id),
+        ] {
+            if !matches!(w.len(), 0 | 8 | 16) {
+                g.clone_from(w);
+            }
+        }
+        (normalise(got), normalise(want))
+    }
+
+    fn normalise(mut s: CSpan) -> CSpan {
+        fn value(v: &mut CValue) {
+            match v {
+                CValue::Double(bits) if f64::from_bits(*bits).is_nan() => {
+                    *bits = f64::NAN.to_bits()
+                }
+                CValue::Array(items) => items.iter_mut().for_each(value),
+                CValue::Kvlist(kvs) => kvs.iter_mut().for_each(|(_, v)| value(v)),
+                _ => {}
+            }
+        }
+        for attrs in [&mut s.resource, &mut s.scope.2, &mut s.attributes] {
+            attrs.iter_mut().for_each(|(_, v)| value(v));
+        }
+        s
+    }
+
+    /// An export as the OTLP/JSON specification writes it: ids in hex, 64-bit integers as
+    /// decimal strings, bytes in base64, enums as numbers.
+    fn to_json(req: &ExportTraceServiceRequest) -> String {
+        use std::fmt::Write;
+        fn string(out: &mut String, s: &str) {
+            out.push_str(&serde_json::to_string(s).expect("a string"));
+        }
+        fn hex(out: &mut String, b: &[u8]) {
+            out.push('"');
+            for x in b {
+                let _ = write!(out, "{x:02x}");
+            }
+            out.push('"');
+        }
+        fn base64(out: &mut String, b: &[u8]) {
+            const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+            out.push('"');
+            for c in b.chunks(3) {
+                let n = (u32::from(c[0]) << 16)
+                    | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+                    | u32::from(*c.get(2).unwrap_or(&0));
+                for i in 0..4 {
+                    if i <= c.len() {
+                        out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
+                    } else {
+                        out.push('=');
+                    }
+                }
+            }
+            out.push('"');
+        }
+        fn any(out: &mut String, v: Option<&AnyValue>) {
+            use any_value::Value as V;
+            out.push('{');
+            match v.and_then(|v| v.value.as_ref()) {
+                None | Some(V::StringValueStrindex(_)) => {}
+                Some(V::StringValue(s)) => {
+                    out.push_str("\"stringValue\":");
+                    string(out, s);
+                }
+                Some(V::BoolValue(b)) => {
+                    let _ = write!(out, "\"boolValue\":{b}");
+                }
+                Some(V::IntValue(i)) => {
+                    let _ = write!(out, "\"intValue\":\"{i}\"");
+                }
+                Some(V::DoubleValue(d)) if d.is_nan() => out.push_str("\"doubleValue\":\"NaN\""),
+                Some(V::DoubleValue(d)) if d.is_infinite() => {
+                    let sign = if *d < 0.0 { "-" } else { "" };
+                    let _ = write!(out, "\"doubleValue\":\"{sign}Infinity\"");
+                }
+                Some(V::DoubleValue(d)) => {
+                    let _ = write!(out, "\"doubleValue\":{d:?}");
+                }
+                Some(V::BytesValue(b)) => {
+                    out.push_str("\"bytesValue\":");
+                    base64(out, b);
+                }
+                Some(V::ArrayValue(a)) => {
+                    out.push_str("\"arrayValue\":{\"values\":[");
+                    for (i, item) in a.values.iter().enumerate() {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        any(out, Some(item));
+                    }
+                    out.push_str("]}");
+                }
+                Some(V::KvlistValue(l)) => {
+                    out.push_str("\"kvlistValue\":{\"values\":");
+                    attrs(out, &l.values);
+                    out.push('}');
+                }
+            }
+            out.push('}');
+        }
+        fn attrs(out: &mut String, kvs: &[KeyValue]) {
+            out.push('[');
+            for (i, kv) in kvs.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str("{\"key\":");
+                string(out, &kv.key);
+                if let Some(v) = &kv.value {
+                    out.push_str(",\"value\":");
+                    any(out, Some(v));
+                }
+                out.push('}');
+            }
+            out.push(']');
+        }
+        let mut out = String::from("{\"resourceSpans\":[");
+        for (i, rs) in req.resource_spans.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push('{');
+            if let Some(r) = &rs.resource {
+                out.push_str("\"resource\":{\"attributes\":");
+                attrs(&mut out, &r.attributes);
+                out.push_str("},");
+            }
+            out.push_str("\"scopeSpans\":[");
+            for (j, ss) in rs.scope_spans.iter().enumerate() {
+                if j > 0 {
+                    out.push(',');
+                }
+                out.push('{');
+                if let Some(s) = &ss.scope {
+                    out.push_str("\"scope\":{\"name\":");
+                    string(&mut out, &s.name);
+                    out.push_str(",\"version\":");
+                    string(&mut out, &s.version);
+                    out.push_str(",\"attributes\":");
+                    attrs(&mut out, &s.attributes);
+                    out.push_str("},");
+                }
+                out.push_str("\"spans\":[");
+                for (k, sp) in ss.spans.iter().enumerate() {
+                    if k > 0 {
+                        out.push(',');
+                    }
+                    out.push_str("{\"traceId\":");
+                    hex(&mut out, &sp.trace_id);
+                    out.push_str(",\"spanId\":");
+                    hex(&mut out, &sp.span_id);
+                    out.push_str(",\"parentSpanId\":");
+                    hex(&mut out, &sp.parent_span_id);
+                    out.push_str(",\"name\":");
+                    string(&mut out, &sp.name);
+                    let _ = write!(
+                        out,
+                        ",\"kind\":{},\"startTimeUnixNano\":\"{}\",\"endTimeUnixNano\":\"{}\"",
+                        sp.kind, sp.start_time_unix_nano, sp.end_time_unix_nano
+                    );
+                    out.push_str(",\"attributes\":");
+                    attrs(&mut out, &sp.attributes);
+                    let _ = write!(
+                        out,
+                        ",\"events\":[{}],\"links\":[{}]",
+                        vec!["{}"; sp.events.len()].join(","),
+                        vec!["{}"; sp.links.len()].join(",")
+                    );
+                    if let Some(st) = &sp.status {
+                        let _ = write!(out, ",\"status\":{{\"code\":{},\"message\":", st.code);
+                        string(&mut out, &st.message);
+                        out.push('}');
+                    }
+                    out.push('}');
+                }
+                out.push_str("]}");
+            }
+            out.push_str("]}");
+        }
+        out.push_str("]}");
+        out
     }
 }
 
