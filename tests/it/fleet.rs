@@ -4,12 +4,13 @@
 //! Each test starts `redis-server` on a free port in a directory of its own (installed by
 //! `scripts/cluster.sh up`, as `scripts/test.sh` runs it; the tests fail without it).
 
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::private_clickhouse::free_port;
 use crate::support::*;
 
 /// A `redis-server` of this test's own, killed on drop.
@@ -49,14 +50,6 @@ impl Drop for Redis {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A TCP proxy to `port` that holds every chunk of the server's answers for `delay` before
 /// passing it on: a Redis that takes `delay` to answer each round trip.
 pub fn slow_proxy(port: u16, delay: Duration) -> u16 {
@@ -68,35 +61,16 @@ pub fn slow_proxy(port: u16, delay: Duration) -> u16 {
             let Ok(server) = TcpStream::connect(("127.0.0.1", port)) else {
                 continue;
             };
-            forward(
+            pipe(
                 client.try_clone().unwrap(),
                 server.try_clone().unwrap(),
-                None,
+                Arc::default(),
+                Duration::ZERO,
             );
-            forward(server, client, Some(delay));
+            pipe(server, client, Arc::default(), delay);
         }
     });
     proxy_port
-}
-
-fn forward(mut from: TcpStream, mut to: TcpStream, delay: Option<Duration>) {
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 16 * 1024];
-        loop {
-            match from.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    if let Some(d) = delay {
-                        std::thread::sleep(d);
-                    }
-                    if to.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-        let _ = to.shutdown(Shutdown::Write);
-    });
 }
 
 /// Sends `rate` spans per second in batches of 10 for `secs` and returns the spans accepted

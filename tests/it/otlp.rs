@@ -31,7 +31,7 @@ fn otlp_request(key: &str, content_type: &str, headers: &[(&str, &str)], body: &
     r
 }
 
-fn post(
+pub(crate) fn post(
     server: &Server,
     key: &str,
     content_type: &str,
@@ -44,7 +44,7 @@ fn post(
 }
 
 const PROTOBUF: &str = "application/x-protobuf";
-const JSON: &str = "application/json";
+pub(crate) const JSON: &str = "application/json";
 
 fn capture(file: &str) -> Vec<u8> {
     std::fs::read(format!("{FIXTURES}/{file}")).expect("capture")

@@ -432,25 +432,9 @@ fn reprice_corrects_stored_costs_and_the_table_keeps_one_row_per_span() {
         ]
     );
     let run = |extra: &[&str]| -> String {
-        let mut args = vec![
-            "reprice",
-            "--from",
-            "2026-07-30",
-            "--to",
-            "2026-07-31",
-            "--org",
-            "org-acme",
-            "--file",
-            new.to_str().unwrap(),
-        ];
+        let mut args = vec!["--org", "org-acme"];
         args.extend_from_slice(extra);
-        let out = server.cli(&args);
-        assert!(
-            out.status.success(),
-            "reprice failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        server.reprice_day(&new, &args)
     };
     let summary = run(&["--dry-run"]);
     assert!(summary.contains("dry run: nothing written"), "{summary}");
@@ -709,16 +693,7 @@ fn reprice_falls_back_to_the_client_cost_as_ingest_does() {
     let server = Server::start_with(&[("INGEST_PRICING_FILE", known.to_str().unwrap())]);
     let key = server.ready_key("org-client-reprice");
     let body = otlp_span_with_client_cost();
-    let mut c = server.connect();
-    let mut req = format!(
-        "POST /v1/traces HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n\
-         x-api-key: {key}\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    req.extend_from_slice(&body);
-    c.send(&req);
-    let r = c.read_response();
+    let r = crate::otlp::post(&server, &key, crate::otlp::JSON, &[], &body);
     assert_eq!(r.status, 200, "{:?}", String::from_utf8_lossy(&r.body));
     server.wait_rows(1);
     let row = || {
@@ -737,23 +712,7 @@ fn reprice_falls_back_to_the_client_cost_as_ingest_does() {
         )
     };
     assert_eq!(row(), "0.0010000000 0.0123000000 file acme/acme-large-7 0");
-    let reprice = |file: &std::path::Path| {
-        let out = server.cli(&[
-            "reprice",
-            "--from",
-            "2026-07-30",
-            "--to",
-            "2026-07-31",
-            "--file",
-            file.to_str().unwrap(),
-        ]);
-        assert!(
-            out.status.success(),
-            "reprice failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let reprice = |file: &std::path::Path| server.reprice_day(file, &[]);
     // The file no longer knows the model: ingest would store the client's figure.
     let summary = reprice(&empty);
     assert!(summary.contains("1 corrected rows written"), "{summary}");
@@ -797,21 +756,7 @@ fn reprice_wins_over_a_row_stamped_by_a_clock_ahead_of_its_own() {
     let total = || server.rows("toString(total_cost) AS t", "")[0]["t"].clone();
     // 1000 x 0.000001.
     assert_eq!(total(), "0.0010000000");
-    let out = server.cli(&[
-        "reprice",
-        "--from",
-        "2026-07-30",
-        "--to",
-        "2026-07-31",
-        "--file",
-        new.to_str().unwrap(),
-    ]);
-    let summary = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let summary = server.reprice_day(&new, &[]);
     assert!(summary.contains("1 corrected rows written"), "{summary}");
     // 1000 x 0.000002: what the run said it wrote is what FINAL shows.
     assert_eq!(

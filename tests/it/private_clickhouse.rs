@@ -193,7 +193,7 @@ fn is_root() -> bool {
 }
 
 /// A port free right now (the listener is closed before ClickHouse binds it).
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -228,6 +228,30 @@ impl Server {
         self.command(args).output().expect("run traceingest")
     }
 
+    /// `reprice` of the spans that start on 2026-07-30 (the day the re-pricing tests' spans
+    /// start) with the prices of `file`, and `extra` arguments; checks it succeeded and
+    /// returns what it printed.
+    pub fn reprice_day(&self, file: &std::path::Path, extra: &[&str]) -> String {
+        let file = file.to_str().unwrap();
+        let mut args = vec![
+            "reprice",
+            "--from",
+            "2026-07-30",
+            "--to",
+            "2026-07-31",
+            "--file",
+            file,
+        ];
+        args.extend_from_slice(extra);
+        let out = self.cli(&args);
+        assert!(
+            out.status.success(),
+            "reprice failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
     /// Creates a key for `org` and returns it.
     pub fn create_key(&self, org: &str) -> String {
         let out = self.cli(&["keys", "create", "--org", org]);
@@ -656,8 +680,9 @@ impl Proxy {
                     client.try_clone().unwrap(),
                     server.try_clone().unwrap(),
                     stalled2.clone(),
+                    Duration::ZERO,
                 );
-                pipe(server, client, stalled2.clone());
+                pipe(server, client, stalled2.clone(), Duration::ZERO);
             }
         });
         Proxy {
@@ -696,13 +721,18 @@ impl Proxy {
     }
 }
 
-fn pipe(mut from: TcpStream, mut to: TcpStream, stalled: Arc<AtomicBool>) {
+/// Copies `from` to `to` on a thread of its own, holding each chunk read for `delay`, and
+/// while `stalled` is set; then closes `to`'s write side.
+pub fn pipe(mut from: TcpStream, mut to: TcpStream, stalled: Arc<AtomicBool>, delay: Duration) {
     std::thread::spawn(move || {
         let mut buf = [0u8; 16 * 1024];
         loop {
             match from.read(&mut buf) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
+                    if !delay.is_zero() {
+                        std::thread::sleep(delay);
+                    }
                     while stalled.load(Ordering::Acquire) {
                         std::thread::sleep(Duration::from_millis(5));
                     }

@@ -67,11 +67,7 @@ fn a_column_a_release_adds_reaches_every_node() {
     let Some(cluster) = Cluster::get() else {
         return;
     };
-    let env = cluster.env("s1r1");
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let cli = Server::new(&cluster.http("s1r1"), &env);
-    let db = cli.database.clone();
-    let _drop = DropDb(&cluster, db.clone());
+    let (cli, db, _drop) = cli_on_s1r1(&cluster);
     let migrate = || {
         let out = cli.cli(&["migrate"]);
         let text = String::from_utf8_lossy(&out.stdout).to_string()
@@ -111,15 +107,7 @@ fn a_column_a_release_adds_reaches_every_node() {
         "{added}"
     );
     // `migrate` waits for replication: the column is there when it returns.
-    for n in &cluster.nodes {
-        for table in ["spans_local", "spans"] {
-            assert!(
-                cluster.has_newest(&n.name, &db, table),
-                "{}: {table} without {NEWEST}",
-                n.name
-            );
-        }
-    }
+    cluster.assert_newest_everywhere(&db, &["spans_local", "spans"]);
     let again = migrate();
     assert!(again.contains("schema up to date"), "{again}");
 
@@ -162,11 +150,7 @@ fn a_node_down_during_migrate_is_reported_and_a_later_migrate_finishes_it() {
     let Some(cluster) = Cluster::get() else {
         return;
     };
-    let env = cluster.env("s1r1");
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let cli = Server::new(&cluster.http("s1r1"), &env);
-    let db = cli.database.clone();
-    let _drop = DropDb(&cluster, db.clone());
+    let (cli, db, _drop) = cli_on_s1r1(&cluster);
     Report::of(&cli, &[]).check(0, &created(&db));
     // An older release's tables on shard 1: `spans_local` without the column (dropped on
     // s1r1, s1r2 follows) and `spans` without it on every node.
@@ -187,7 +171,7 @@ fn a_node_down_during_migrate_is_reported_and_a_later_migrate_finishes_it() {
     );
 
     let down = cluster.stop("s1r2");
-    let s1r2 = format!("127.0.0.1:{}", cluster.node("s1r2").native);
+    let s1r2 = cluster.native_addr("s1r2");
     Report::of(&cli, &[]).check(
         3,
         &[
@@ -206,15 +190,7 @@ fn a_node_down_during_migrate_is_reported_and_a_later_migrate_finishes_it() {
 
     down.start();
     Report::of(&cli, &[]).check(0, &[format!("added column {db}.spans.{NEWEST}")]);
-    for n in &cluster.nodes {
-        for table in ["spans_local", "spans"] {
-            assert!(
-                cluster.has_newest(&n.name, &db, table),
-                "{}: {table} without {NEWEST}",
-                n.name
-            );
-        }
-    }
+    cluster.assert_newest_everywhere(&db, &["spans_local", "spans"]);
     cluster.drop_database(&db);
 }
 
@@ -229,11 +205,7 @@ fn a_replica_lagging_past_the_wait_is_reported_and_a_later_migrate_finds_it_caug
     let Some(cluster) = Cluster::get() else {
         return;
     };
-    let env = cluster.env("s1r1");
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let cli = Server::new(&cluster.http("s1r1"), &env);
-    let db = cli.database.clone();
-    let _drop = DropDb(&cluster, db.clone());
+    let (cli, db, _drop) = cli_on_s1r1(&cluster);
     Report::of(&cli, &[]).check(0, &created(&db));
     cluster.sql_at(
         "s1r1",
@@ -265,7 +237,7 @@ fn a_replica_lagging_past_the_wait_is_reported_and_a_later_migrate_finds_it_caug
     let took = started.elapsed();
     let s1r2_lagged = !cluster.has_newest_in_zookeeper_view("s1r2", &db);
     drop(lag);
-    let s1r2 = format!("127.0.0.1:{}", cluster.node("s1r2").native);
+    let s1r2 = cluster.native_addr("s1r2");
     report.check(
         3,
         &[
@@ -282,13 +254,7 @@ fn a_replica_lagging_past_the_wait_is_reported_and_a_later_migrate_finds_it_caug
     assert!(took < Duration::from_secs(12), "migrate took {took:?}");
 
     Report::of(&cli, &[]).check(0, &[up_to_date(&db)]);
-    for n in &cluster.nodes {
-        assert!(
-            cluster.has_newest(&n.name, &db, "spans_local"),
-            "{}: spans_local without {NEWEST}",
-            n.name
-        );
-    }
+    cluster.assert_newest_everywhere(&db, &["spans_local"]);
     cluster.drop_database(&db);
 }
 
@@ -370,6 +336,37 @@ impl Drop for LongQuery<'_> {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+/// A runner of the command line with s1r1's settings and a database of its own, dropped at
+/// the end (also when the test fails).
+fn cli_on_s1r1(cluster: &Cluster) -> (Server, String, DropDb<'_>) {
+    let env = cluster.env("s1r1");
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let cli = Server::new(&cluster.http("s1r1"), &env);
+    let db = cli.database.clone();
+    let drop = DropDb(cluster, db.clone());
+    (cli, db, drop)
+}
+
+impl Cluster {
+    /// Every node's `tables` in `db` have the newest column.
+    fn assert_newest_everywhere(&self, db: &str, tables: &[&str]) {
+        for n in &self.nodes {
+            for table in tables {
+                assert!(
+                    self.has_newest(&n.name, db, table),
+                    "{}: {table} without {NEWEST}",
+                    n.name
+                );
+            }
+        }
+    }
+
+    /// `node`'s native address as `migrate` names it.
+    fn native_addr(&self, node: &str) -> String {
+        format!("127.0.0.1:{}", self.node(node).native)
     }
 }
 

@@ -485,24 +485,7 @@ fn reprice_through_the_distributed_table_corrects_every_shard() {
     // 1000 x 1e-6 + 100 x 10e-6.
     assert_eq!(priced_at("0.0020000000"), 16);
 
-    let reprice = || {
-        server.cli(&[
-            "reprice",
-            "--from",
-            "2026-07-30",
-            "--to",
-            "2026-07-31",
-            "--file",
-            new.to_str().unwrap(),
-        ])
-    };
-    let out = reprice();
-    let summary = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "reprice failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let summary = server.reprice_day(&new, &[]);
     assert!(summary.contains("16 corrected rows written"), "{summary}");
     // The Distributed table forwards the corrected rows to the shards in the background, and
     // each shard's other replica fetches them: wait until every replica shows only new costs.
@@ -527,8 +510,7 @@ fn reprice_through_the_distributed_table_corrects_every_shard() {
         let wrong = cluster.rows_of_other_shards(n, db);
         assert_eq!(wrong, 0, "{}: a corrected row on the wrong shard", n.name);
     }
-    let again = reprice();
-    let again = String::from_utf8_lossy(&again.stdout);
+    let again = server.reprice_day(&new, &[]);
     assert!(again.contains("0 corrected rows written"), "{again}");
     // A command that forgets INGEST_CLICKHOUSE_CLUSTER is refused before it changes anything.
     let single = Command::new(BIN)
