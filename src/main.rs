@@ -148,7 +148,7 @@ fn main() {
                 // Not an error (what could be done was), but not a success either: a
                 // script running `migrate` before an upgrade must not take it for done.
                 eprintln!(
-                    "traceingest: migrate did not reach every node of the cluster (see above); \
+                    "traceingest: migrate did not finish on every node of the cluster (see above); \
                      exit status 3"
                 );
                 std::process::exit(3);

@@ -143,8 +143,9 @@ impl Store {
     /// One replica set (`set`: indexes into the fleet; one node for a `Distributed` table,
     /// not `replicated`): the columns its first reachable replica lacks are added there, then
     /// every reachable replica that lacked columns (that one too) is waited for. A replica
-    /// without the table is passed over: the `CREATE ... ON CLUSTER` still on its way to it
-    /// makes every column.
+    /// without the table is passed over (the `CREATE ... ON CLUSTER` still on its way to it
+    /// makes every column) and reported (`Migrated::without_table`): it may never come, if
+    /// the node's distributed DDL queue is stuck.
     async fn add_to_replica_set(
         &self,
         fleet: &mut Fleet,
@@ -164,6 +165,14 @@ impl Store {
             };
             let existing = self.columns(c, table).await?;
             if existing.is_empty() {
+                let node = fleet.nodes[i].0.name.clone();
+                tracing::warn!(
+                    node = %node,
+                    table,
+                    "a node of the cluster has no such table: the CREATE ... ON CLUSTER has not \
+                     run there (yet)"
+                );
+                done.without_table.push((node, table));
                 continue;
             }
             // Checked on every replica, so a column of another type stops the migration

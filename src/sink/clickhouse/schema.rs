@@ -170,6 +170,9 @@ pub struct Migrated {
     /// Cluster mode: (`host:port`, table, column) a replica still lacked when `migrate` stopped
     /// waiting for replication to bring it from the replica that was altered.
     pub not_yet_replicated: Vec<(String, &'static str, &'static str)>,
+    /// Cluster mode: (`host:port`, table) a node that answered has no such table: the
+    /// `CREATE ... ON CLUSTER` that made it elsewhere has not run there (yet).
+    pub without_table: Vec<(String, &'static str)>,
 }
 
 /// Why a node of the cluster was not checked (and so not altered).
@@ -192,7 +195,9 @@ impl Migrated {
 
     /// Every node was checked and has every column: nothing is left for a later run.
     pub fn is_complete(&self) -> bool {
-        self.unchecked_nodes.is_empty() && self.not_yet_replicated.is_empty()
+        self.unchecked_nodes.is_empty()
+            && self.not_yet_replicated.is_empty()
+            && self.without_table.is_empty()
     }
 }
 
@@ -247,6 +252,16 @@ impl fmt::Display for Migrated {
                 f,
                 "not yet on {node}: column {}.{t}.{c}; the replica has yet to apply the ALTER \
                  (ZooKeeper brings it): run migrate again to check",
+                self.database
+            )?;
+        }
+        for (node, t) in &self.without_table {
+            writeln!(
+                f,
+                "not on {node}: table {}.{t}; the CREATE ... ON CLUSTER that made it on the \
+                 other nodes has not run there (the node runs it when its distributed DDL queue \
+                 gets to it; if that queue is stuck, restart the node): run migrate again to \
+                 check",
                 self.database
             )?;
         }
