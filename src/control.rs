@@ -6,7 +6,8 @@
 //!
 //! - every `INGEST_KEY_REFRESH_MS` the `Refresher` loads organisations and active keys, puts each
 //!   organisation's plan in force and swaps a whole new key set in (each key keeps its rate-limit
-//!   bucket); sooner when a worker met an unknown key and asked (`auth::refresh`), but at most
+//!   bucket), unless the two tables' parts show nothing changed since the set in force was
+//!   built (then that set stays, at most `REBUILD_AT_LEAST_EVERY`); sooner when a worker met an unknown key and asked (`auth::refresh`), but at most
 //!   once per `ON_DEMAND_GAP` however many asked, and an early load pushes the next periodic
 //!   one back;
 //! - every `INGEST_QUOTA_SYNC_MS` `sync_usage` re-counts this month's spans in ClickHouse for
@@ -40,7 +41,7 @@ use crate::calendar::Month;
 use crate::clock;
 use crate::fleet::Leaser;
 use crate::server::Shared;
-use crate::sink::clickhouse::Store;
+use crate::sink::clickhouse::{AdminLoad, AdminTables, Store};
 
 /// Builds key sets and keeps one `Account` per organisation for the life of the process.
 pub struct Refresher {
@@ -55,7 +56,14 @@ pub struct Refresher {
     /// this month before, in an earlier run or on another replica, is unknown until counted)
     /// and ones whose plan just brought a quota. Only they are counted, not every organisation.
     to_count: Vec<Arc<Account>>,
+    /// The state of the key and organisation tables the set in force was built from, and when
+    /// it was read: a refresh that finds the same state keeps the set.
+    built_from: Option<(AdminTables, Instant)>,
 }
+
+/// How long a key set is kept while the tables' state stays the same: past this a refresh reads
+/// every key again, whatever the state says (a safeguard; the state is exact as far as known).
+pub const REBUILD_AT_LEAST_EVERY: Duration = Duration::from_secs(60);
 
 impl Refresher {
     pub fn new(plans: Plans) -> Refresher {
@@ -64,19 +72,35 @@ impl Refresher {
             accounts: HashMap::new(),
             recorded: HashMap::new(),
             to_count: Vec::new(),
+            built_from: None,
         }
     }
 
     /// Loads organisations and active keys, puts each organisation's plan in force, and swaps a
-    /// new key set into `keys`. Returns the number of keys.
+    /// new key set into `keys`; or, when the tables are in the state the set in force was
+    /// built from (and it is under `REBUILD_AT_LEAST_EVERY` old), keeps that set, which costs
+    /// ClickHouse a look at its parts instead of a `FINAL` read of every key. Returns the
+    /// number of keys.
     pub async fn refresh(
         &mut self,
         store: &Store,
         keys: &KeyStore,
         accounts: &Accounts,
     ) -> Result<usize, String> {
-        let orgs = store.list_orgs().await.map_err(|e| e.to_string())?;
-        let active = store.load_active_keys().await.map_err(|e| e.to_string())?;
+        let seen = self
+            .built_from
+            .as_ref()
+            .filter(|(_, at)| at.elapsed() < REBUILD_AT_LEAST_EVERY)
+            .map(|(tables, _)| tables);
+        let began = Instant::now();
+        let (tables, orgs, active) = match store.load_admin(seen).await {
+            Ok(AdminLoad::Unchanged) => {
+                keys.confirm(clock::now_ms());
+                return Ok(keys.len());
+            }
+            Ok(AdminLoad::Loaded { tables, orgs, keys }) => (tables, orgs, keys),
+            Err(e) => return Err(e.to_string()),
+        };
         let records: HashMap<String, String> =
             orgs.into_iter().map(|o| (o.org_id, o.plan)).collect();
 
@@ -134,23 +158,24 @@ impl Refresher {
         set.reserve(active.len());
         for k in active {
             let account = self.accounts[k.org_id.as_str()].clone();
-            // The key keeps its bucket: a refresh must not refill it.
-            let bucket = old
-                .get(&k.hash)
-                .map(|p| p.bucket.clone())
-                .unwrap_or_default();
-            set.insert(
-                k.hash,
-                Arc::new(Principal {
+            let principal = match old.get(&k.hash) {
+                // Unchanged: the same entry (no allocation, and none freed with the old set).
+                Some(p) if Arc::ptr_eq(&p.account, &account) && *p.project_id == *k.project_id => {
+                    p.clone()
+                }
+                // The key keeps its bucket: a refresh must not refill it.
+                known => Arc::new(Principal {
                     org_id: account.org_id.clone(),
                     project_id: k.project_id.into(),
-                    bucket,
+                    bucket: known.map(|p| p.bucket.clone()).unwrap_or_default(),
                     account,
                 }),
-            );
+            };
+            set.insert(k.hash, principal);
         }
         let n = set.len();
         keys.replace(set, clock::now_ms());
+        self.built_from = Some((tables, began));
         Ok(n)
     }
 
@@ -461,7 +486,82 @@ pub fn spawn(
 mod tests {
     use super::*;
     use crate::admission::plan::Plans;
-    use crate::sink::clickhouse::test_support::{rt, skip, TestDb};
+    use crate::sink::clickhouse::test_support::{http_query, rt, skip, TestDb};
+    use crate::sink::clickhouse::KeyRecord;
+
+    /// A refresh that finds the key and organisation tables as the set in force was built from
+    /// keeps that set (counted as a load, not a rebuild); any change to either table, and a
+    /// table made again with the same rows, rebuilds it. A key whose organisation and project
+    /// did not change keeps its entry, bucket and all, across a rebuild.
+    #[test]
+    fn unchanged_tables_keep_the_key_set_and_a_change_rebuilds_it() {
+        if skip() {
+            return;
+        }
+        let db = TestDb::new("control_unchanged");
+        let store = Store::new("tcp://127.0.0.1:9000", &db.0).unwrap();
+        let rt = rt();
+        rt.block_on(store.migrate()).unwrap();
+        let mut refresher = Refresher::new(Plans::resolve(None, "self-hosted", None).unwrap());
+        let (keys, accounts) = (KeyStore::new("ti_"), Accounts::default());
+        let key = |byte: &str, org: &str| KeyRecord {
+            key_hash: byte.repeat(32),
+            display_prefix: format!("ti_{byte}"),
+            org_id: org.to_string(),
+            project_id: String::new(),
+            created_at: 1_700_000_000,
+            revoked_at: None,
+        };
+        let mut refresh = || {
+            rt.block_on(refresher.refresh(&store, &keys, &accounts))
+                .unwrap()
+        };
+        let counts = || (keys.loads(), keys.rebuilds(), keys.len());
+
+        rt.block_on(store.insert_key(&key("0a", "org-a"))).unwrap();
+        assert_eq!(refresh(), 1);
+        assert_eq!(counts(), (1, 1, 1));
+        let set = keys.current();
+        assert_eq!(refresh(), 1);
+        assert_eq!(counts(), (2, 1, 1), "unchanged: a load, no rebuild");
+        assert!(Arc::ptr_eq(&set, &keys.current()), "the same set stays");
+
+        // A new key: a rebuild, and the untouched key keeps its entry.
+        rt.block_on(store.insert_key(&key("1b", "org-b"))).unwrap();
+        refresh();
+        assert_eq!(counts(), (3, 2, 2));
+        let a = |k: &KeyStore| k.current().get(&[0x0a; 32]).cloned().unwrap();
+        assert!(Arc::ptr_eq(&a(&keys), set.get(&[0x0a; 32]).unwrap()));
+
+        // A revocation.
+        assert_eq!(
+            rt.block_on(store.revoke_key("ti_1b", false)).unwrap(),
+            crate::sink::clickhouse::Revoked::Keys(1)
+        );
+        refresh();
+        assert_eq!(counts(), (4, 3, 1));
+        // An organisation's record.
+        rt.block_on(store.put_org("org-a", "self-hosted")).unwrap();
+        refresh();
+        assert_eq!(counts(), (5, 4, 1));
+        refresh();
+        assert_eq!(counts(), (6, 4, 1));
+        // A merge: the same rows in new parts, read again (needlessly, but it is rare).
+        http_query(&format!("OPTIMIZE TABLE `{}`.api_keys FINAL", db.0));
+        refresh();
+        assert_eq!(counts(), (7, 5, 1));
+        // The table emptied and the same row written again.
+        http_query(&format!("TRUNCATE TABLE `{}`.api_keys", db.0));
+        rt.block_on(store.insert_key(&key("0a", "org-a"))).unwrap();
+        refresh();
+        assert_eq!(counts(), (8, 6, 1));
+        // ... and made again: dropped, created, the same row written.
+        http_query(&format!("DROP TABLE `{}`.api_keys", db.0));
+        rt.block_on(store.migrate()).unwrap();
+        rt.block_on(store.insert_key(&key("0a", "org-a"))).unwrap();
+        refresh();
+        assert_eq!(counts(), (9, 7, 1));
+    }
 
     /// Found in review: once every new organisation asked for a usage count, the count was of
     /// every organisation with a quota (a month-wide GROUP BY), up to every key refresh while

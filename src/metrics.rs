@@ -191,8 +191,11 @@ pub struct Snapshot {
     pub keys: u64,
     /// Key-set loads run early because a request brought a key the set did not know.
     pub key_refreshes_on_demand: u64,
-    /// Key sets loaded from ClickHouse and put in place, periodic and on demand.
+    /// Key-set refreshes that succeeded, periodic and on demand: a new set put in place, or
+    /// the tables found unchanged.
     pub key_set_loads: u64,
+    /// Of those, the ones that read every key and put a new set in place.
+    pub key_set_rebuilds: u64,
     /// (organisation, batches refused with `quota_exceeded`), only organisations with refusals.
     pub quota_refusals: Vec<(String, u64)>,
     /// (provider label, accepted spans whose model has no price), every label.
@@ -469,8 +472,14 @@ impl Collector for Snapshot {
         counter(
             &mut enc,
             "traceingest_key_set_loads",
-            "Key sets loaded from ClickHouse and put in place (periodic and on demand)",
+            "Key-set refreshes that succeeded, periodic and on demand (a new set, or the tables found unchanged)",
             self.key_set_loads,
+        )?;
+        counter(
+            &mut enc,
+            "traceingest_key_set_rebuilds",
+            "Key-set refreshes that read every key because the key or organisation table had changed (or a minute had passed)",
+            self.key_set_rebuilds,
         )?;
         if let Some((fallback, errors, granted)) = self.fleet {
             gauge(

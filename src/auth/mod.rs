@@ -195,8 +195,11 @@ pub struct KeyStore {
     current: ArcSwap<KeySet>,
     /// Unix milliseconds of the last successful refresh (for `/metrics` and `/ready`).
     refreshed_at_ms: AtomicU64,
-    /// Successful loads so far (for `/metrics`).
+    /// Successful refreshes so far, whether they rebuilt the set or found the tables
+    /// unchanged (for `/metrics`).
     loads: AtomicU64,
+    /// Refreshes that read every key and built a new set (for `/metrics`).
+    rebuilds: AtomicU64,
     prefix: String,
     /// Workers' requests for an early refresh (an unknown key may be a new one).
     pub demand: RefreshDemand,
@@ -222,6 +225,7 @@ impl KeyStore {
             current: ArcSwap::from_pointee(KeySet::default()),
             refreshed_at_ms: AtomicU64::new(0),
             loads: AtomicU64::new(0),
+            rebuilds: AtomicU64::new(0),
             prefix: prefix.to_string(),
             demand: RefreshDemand::default(),
         }
@@ -230,14 +234,26 @@ impl KeyStore {
     /// Replaces the key set (called by the refresher).
     pub fn replace(&self, keys: KeySet, now_ms: u64) {
         self.current.store(Arc::new(keys));
+        self.rebuilds.fetch_add(1, Ordering::Relaxed);
+        self.confirm(now_ms);
+    }
+
+    /// The refresher found the tables as the set in force was built from: the set is as fresh
+    /// as a new load would make it.
+    pub fn confirm(&self, now_ms: u64) {
         self.refreshed_at_ms.store(now_ms, Ordering::Relaxed);
         self.loads.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Key sets put in place so far (`replace` calls): a load counted here began after the
-    /// one before it ended.
+    /// Successful refreshes so far (`replace` and `confirm` calls): a refresh counted here
+    /// began after the one before it ended.
     pub fn loads(&self) -> u64 {
         self.loads.load(Ordering::Relaxed)
+    }
+
+    /// Refreshes that rebuilt the set (`replace` calls).
+    pub fn rebuilds(&self) -> u64 {
+        self.rebuilds.load(Ordering::Relaxed)
     }
 
     /// The key set in force (the refresher carries each key's bucket over from it).

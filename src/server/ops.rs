@@ -150,6 +150,7 @@ pub fn metrics(shared: &Shared) -> Outcome {
     s.keys = shared.keys.len() as u64;
     s.key_refreshes_on_demand = shared.keys.demand.on_demand();
     s.key_set_loads = shared.keys.loads();
+    s.key_set_rebuilds = shared.keys.rebuilds();
     let fleet = &shared.fleet;
     s.fleet = fleet.configured.load(Ordering::Relaxed).then(|| {
         (

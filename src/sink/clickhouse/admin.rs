@@ -7,6 +7,7 @@
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use clickhouse_rs::types::Block;
+use clickhouse_rs::ClientHandle;
 
 use super::errors::StoreError;
 use super::{sql_string, Store};
@@ -55,6 +56,27 @@ pub struct ActiveKey {
     pub hash: [u8; 32],
     pub org_id: String,
     pub project_id: String,
+}
+
+/// The state of the `api_keys` and `orgs` tables on the node read: each active part (name,
+/// rows, when written) and when each table was created, sorted. Parts never change once
+/// written: any insert, merge or mutation makes new ones, and a table made again has a new
+/// creation time, so the same state means the same rows (the refresher then keeps the key set
+/// it built from them instead of reading them all again).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AdminTables(Vec<String>);
+
+/// What `Store::load_admin` found.
+#[derive(Debug)]
+pub enum AdminLoad {
+    /// The tables are in the state the caller last loaded.
+    Unchanged,
+    /// Their state (read before the rows), every organisation (by id) and every active key.
+    Loaded {
+        tables: AdminTables,
+        orgs: Vec<OrgRecord>,
+        keys: Vec<ActiveKey>,
+    },
 }
 
 /// An organisation as stored.
@@ -135,40 +157,70 @@ impl Store {
         Ok(Revoked::Keys(revoked.len()))
     }
 
+    /// Every organisation and every active key, unless the tables are still in the state
+    /// `seen` (what the last load returned). Read on one connection, the tables' state first:
+    /// a change that lands between that and the rows is in the rows or not, and either way
+    /// makes the next state differ, so it is read then. (The state read after the rows could
+    /// name a change the rows lack, and keep it out of the key set for good.)
+    pub async fn load_admin(&self, seen: Option<&AdminTables>) -> Result<AdminLoad, StoreError> {
+        let mut c = self.handle().await?;
+        let tables = self.admin_tables(&mut c).await?;
+        if seen == Some(&tables) {
+            return Ok(AdminLoad::Unchanged);
+        }
+        let orgs = by_id(self.read_orgs_on(&mut c, "").await?);
+        let keys = active_keys(self.read_keys_on(&mut c, "").await?);
+        Ok(AdminLoad::Loaded { tables, orgs, keys })
+    }
+
+    /// The state of `api_keys` and `orgs` (`AdminTables`): one query of `system.parts` and
+    /// `system.tables`, which read no rows of the tables.
+    async fn admin_tables(&self, c: &mut ClientHandle) -> Result<AdminTables, StoreError> {
+        let db = sql_string(&self.database);
+        let block = c
+            .query(format!(
+                "SELECT concat(table, ' ', name, ' ', toString(rows), ' ', \
+                 toString(toUInt32(modification_time))) AS s FROM system.parts \
+                 WHERE database = {db} AND table IN ('api_keys', 'orgs') AND active \
+                 UNION ALL \
+                 SELECT concat(name, ' created ', toString(toUInt32(metadata_modification_time))) \
+                 AS s FROM system.tables WHERE database = {db} AND name IN ('api_keys', 'orgs')"
+            ))
+            .fetch_all()
+            .await?;
+        let mut state = Vec::with_capacity(block.row_count());
+        for row in block.rows() {
+            state.push(row.get::<String, _>("s")?);
+        }
+        state.sort_unstable();
+        Ok(AdminTables(state))
+    }
+
     /// Hashes and owners of every key that is not revoked, for the in-memory key set.
     /// A row whose hash is not 64 hex characters is skipped with a warning.
     pub async fn load_active_keys(&self) -> Result<Vec<ActiveKey>, StoreError> {
-        let keys = self.read_keys("").await?;
-        let mut active = Vec::with_capacity(keys.len());
-        for (k, _) in keys {
-            if k.revoked_at.is_some() {
-                continue;
-            }
-            match parse_hex(&k.key_hash) {
-                Some(hash) => active.push(ActiveKey {
-                    hash,
-                    org_id: k.org_id,
-                    project_id: k.project_id,
-                }),
-                None => tracing::warn!(
-                    display_prefix = %k.display_prefix,
-                    "skipping API key with a malformed hash"
-                ),
-            }
-        }
-        Ok(active)
+        Ok(active_keys(self.read_keys("").await?))
     }
 
     /// Latest version of each key (FINAL), with that version. The revoked filter is applied by
     /// the caller, after FINAL: old servers may move a WHERE on a non-key column before it.
     async fn read_keys(&self, filter: &str) -> Result<Vec<(KeyRecord, u64)>, StoreError> {
-        let block = self
-            .fetch(format!(
+        self.read_keys_on(&mut self.handle().await?, filter).await
+    }
+
+    async fn read_keys_on(
+        &self,
+        c: &mut ClientHandle,
+        filter: &str,
+    ) -> Result<Vec<(KeyRecord, u64)>, StoreError> {
+        let block = c
+            .query(format!(
                 "SELECT key_hash, display_prefix, org_id, project_id, \
                  toUInt32(created_at) AS created, toUInt32(revoked_at) AS revoked, version \
                  FROM {} FINAL{filter}",
                 self.keys_table
             ))
+            .fetch_all()
             .await?;
         let mut keys = Vec::with_capacity(block.row_count());
         for row in block.rows() {
@@ -217,14 +269,7 @@ impl Store {
 
     /// Every organisation with a record (latest version), by id.
     pub async fn list_orgs(&self) -> Result<Vec<OrgRecord>, StoreError> {
-        let mut orgs: Vec<OrgRecord> = self
-            .read_orgs("")
-            .await?
-            .into_iter()
-            .map(|(o, _)| o)
-            .collect();
-        orgs.sort_by(|a, b| a.org_id.cmp(&b.org_id));
-        Ok(orgs)
+        Ok(by_id(self.read_orgs("").await?))
     }
 
     /// One organisation's record, if it has one.
@@ -263,12 +308,21 @@ impl Store {
 
     /// Latest version of each organisation (FINAL), with that version.
     async fn read_orgs(&self, filter: &str) -> Result<Vec<(OrgRecord, u64)>, StoreError> {
-        let block = self
-            .fetch(format!(
+        self.read_orgs_on(&mut self.handle().await?, filter).await
+    }
+
+    async fn read_orgs_on(
+        &self,
+        c: &mut ClientHandle,
+        filter: &str,
+    ) -> Result<Vec<(OrgRecord, u64)>, StoreError> {
+        let block = c
+            .query(format!(
                 "SELECT org_id, plan, toUInt32(created_at) AS created, \
                  toUInt32(updated_at) AS updated, version FROM {} FINAL{filter}",
                 self.orgs_table
             ))
+            .fetch_all()
             .await?;
         let mut orgs = Vec::with_capacity(block.row_count());
         for row in block.rows() {
@@ -322,4 +376,34 @@ impl Store {
         }
         Ok(counts)
     }
+}
+
+/// Organisations as read, without their versions, by id.
+fn by_id(orgs: Vec<(OrgRecord, u64)>) -> Vec<OrgRecord> {
+    let mut orgs: Vec<OrgRecord> = orgs.into_iter().map(|(o, _)| o).collect();
+    orgs.sort_by(|a, b| a.org_id.cmp(&b.org_id));
+    orgs
+}
+
+/// The keys of `keys` that are not revoked, for the in-memory key set. A row whose hash is not
+/// 64 hex characters is skipped with a warning.
+fn active_keys(keys: Vec<(KeyRecord, u64)>) -> Vec<ActiveKey> {
+    let mut active = Vec::with_capacity(keys.len());
+    for (k, _) in keys {
+        if k.revoked_at.is_some() {
+            continue;
+        }
+        match parse_hex(&k.key_hash) {
+            Some(hash) => active.push(ActiveKey {
+                hash,
+                org_id: k.org_id,
+                project_id: k.project_id,
+            }),
+            None => tracing::warn!(
+                display_prefix = %k.display_prefix,
+                "skipping API key with a malformed hash"
+            ),
+        }
+    }
+    active
 }

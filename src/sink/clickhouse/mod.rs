@@ -63,7 +63,7 @@ use clickhouse_rs::{ClientHandle, Options, Pool};
 
 use cluster::{Node, Nodes, Topology};
 
-pub use admin::{ActiveKey, KeyRecord, OrgRecord, Revoked};
+pub use admin::{ActiveKey, AdminLoad, AdminTables, KeyRecord, OrgRecord, Revoked};
 pub use block::{Inserted, RowRun};
 pub use cluster::{shard_hash, ShardsDone};
 pub use errors::{InsertError, Retry, StoreError};
