@@ -18,7 +18,8 @@ export TRACEINGEST_CLUSTER_TESTS=required
 TRACEINGEST_OTLP_PYTHON=$(scripts/otlp-python.sh)
 export TRACEINGEST_OTLP_PYTHON TRACEINGEST_OTLP_LIVE_TEST=required
 # The public price data set next to the repository (../shared/reference, not part of it): when
-# it is there the test that loads it (src/pricing/genai.rs) fails rather than skips.
+# it is there the tests that load it (src/pricing/genai.rs, src/pricing/builtin/tests.rs) fail
+# rather than skip.
 if [[ -f ../shared/reference/genai-prices-v2-data.json ]]; then
   export TRACEINGEST_REFERENCE_TESTS=required
 fi

@@ -244,7 +244,8 @@ pub struct ServeArgs {
     /// How often the key set is reloaded from ClickHouse (milliseconds, at most 1000).
     #[arg(long, env = "INGEST_KEY_REFRESH_MS", default_value_t = 500)]
     pub key_refresh_ms: u64,
-    /// Price overrides (own format, OpenRouter models JSON or LiteLLM JSON).
+    /// Price overrides (own format, genai-prices v2 data.json, OpenRouter models JSON or LiteLLM
+    /// JSON).
     #[arg(long, env = "INGEST_PRICING_FILE")]
     pub pricing_file: Option<PathBuf>,
     /// A connection idle this long between requests is closed (milliseconds).

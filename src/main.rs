@@ -143,7 +143,7 @@ fn main() {
                 .open()?
                 .migrate_waiting(args.replication_wait())
                 .await?;
-            println!("{}", done.to_string().trim_end());
+            cli::out(format_args!("{}\n", done.to_string().trim_end()));
             if !done.is_complete() {
                 // Not an error (what could be done was), but not a success either: a
                 // script running `migrate` before an upgrade must not take it for done.
@@ -383,8 +383,14 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let mut workers = runtime::spawn_workers(listeners, shared.clone(), sender)?;
     admin::spawn(admin_listener, shared.clone()).context("cannot start the admin listener")?;
     // Scripts and tests read these two lines: the public address first, then the admin one.
-    println!("traceingest listening on http://{addr}");
-    println!("traceingest admin on http://{admin_addr}");
+    // A reader gone (`serve | head -1`) must not stop the server: they are in the log too.
+    let lines = format!(
+        "traceingest listening on http://{addr}\ntraceingest admin on http://{admin_addr}\n"
+    );
+    let mut stdout = std::io::stdout().lock();
+    let _ = std::io::Write::write_all(&mut stdout, lines.as_bytes())
+        .and_then(|()| std::io::Write::flush(&mut stdout));
+    drop(stdout);
     tracing::info!(%addr, %admin_addr, database = %config.clickhouse_database, "serving");
 
     for signal in signals.forever() {

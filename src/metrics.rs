@@ -65,8 +65,8 @@ pub struct Metrics {
     /// Requests that found memory at its bound with the spool not full, and waited for the
     /// flush thread to make room (`server::conn`'s `wait_for_room`).
     pub room_waits: AtomicU64,
-    /// OTLP exports: spans left out (bad ids, end before start), strings cut to a v1 limit,
-    /// attributes left out of metadata.
+    /// OTLP exports: spans left out (bad ids, end before start, a cost too large), strings cut
+    /// to a v1 limit, attributes left out of metadata.
     pub otlp_rejected_spans: AtomicU64,
     pub otlp_truncated_strings: AtomicU64,
     pub otlp_dropped_attributes: AtomicU64,
@@ -296,7 +296,7 @@ impl Collector for Snapshot {
         counter(
             &mut enc,
             "traceingest_otlp_rejected_spans",
-            "OTLP spans left out of accepted exports (bad ids, end before start)",
+            "OTLP spans left out of accepted exports (bad ids, end before start, a cost the cost columns cannot hold)",
             self.otlp_rejected_spans,
         )?;
         counter(

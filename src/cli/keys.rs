@@ -82,7 +82,7 @@ pub async fn run(cmd: &KeysCommand, store_args: &StoreArgs) -> anyhow::Result<()
                 revoked_at: None,
             };
             store.insert_key(&record).await?;
-            println!("{key}");
+            outln!("{key}");
             eprintln!(
                 "created key {}... for org {org}{}; it is shown only once",
                 record.display_prefix,
@@ -95,9 +95,12 @@ pub async fn run(cmd: &KeysCommand, store_args: &StoreArgs) -> anyhow::Result<()
         }
         KeysCommand::List => {
             let keys = store.list_keys().await?;
-            println!(
+            outln!(
                 "{:<14} {:<24} {:<24} {:<20} STATE",
-                "PREFIX", "ORG", "PROJECT", "CREATED"
+                "PREFIX",
+                "ORG",
+                "PROJECT",
+                "CREATED"
             );
             for k in keys {
                 let state = if k.revoked_at.is_some() {
@@ -105,7 +108,7 @@ pub async fn run(cmd: &KeysCommand, store_args: &StoreArgs) -> anyhow::Result<()
                 } else {
                     "active"
                 };
-                println!(
+                outln!(
                     "{:<14} {:<24} {:<24} {:<20} {state}",
                     k.display_prefix,
                     k.org_id,
@@ -127,7 +130,12 @@ pub async fn run(cmd: &KeysCommand, store_args: &StoreArgs) -> anyhow::Result<()
                 );
             }
             Revoked::Keys(0) => anyhow::bail!("no active key has the display prefix {prefix:?}"),
-            Revoked::Keys(n) => println!("revoked {n} key(s) with prefix {prefix}"),
+            // A whole key is never shown again, not even back to the one who typed it.
+            Revoked::Keys(n) if prefix.len() > DISPLAY_PREFIX_LEN => outln!(
+                "revoked {n} key(s): {}...",
+                prefix.chars().take(DISPLAY_PREFIX_LEN).collect::<String>()
+            ),
+            Revoked::Keys(n) => outln!("revoked {n} key(s) with prefix {prefix}"),
             Revoked::Ambiguous(keys) => {
                 let owners: Vec<String> = keys
                     .iter()

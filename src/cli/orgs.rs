@@ -49,7 +49,7 @@ pub async fn run(
                 );
             }
             store.put_org(org, plan).await?;
-            println!("created organisation {org} on plan {plan}");
+            outln!("created organisation {org} on plan {plan}");
         }
         OrgsCommand::SetPlan { org, plan } => {
             let Some(existing) = store.get_org(org).await? else {
@@ -58,30 +58,30 @@ pub async fn run(
                 );
             };
             store.put_org(org, plan).await?;
-            println!("organisation {org}: plan {} -> {plan}", existing.plan);
+            outln!("organisation {org}: plan {} -> {plan}", existing.plan);
         }
         OrgsCommand::List => {
-            println!("{:<32} {:<16} {:<20} UPDATED", "ORG", "PLAN", "CREATED");
+            outln!("{:<32} {:<16} {:<20} UPDATED", "ORG", "PLAN", "CREATED");
             for o in store.list_orgs().await? {
                 let plan = if plans.get(&o.plan).is_some() {
                     o.plan.clone()
                 } else {
                     format!("{} (unknown)", o.plan)
                 };
-                println!(
+                outln!(
                     "{:<32} {plan:<16} {:<20} {}",
                     o.org_id,
                     format_time(o.created_at),
                     format_time(o.updated_at)
                 );
             }
-            println!();
-            println!(
+            outln!();
+            outln!(
                 "plans (organisations without a record: {}):",
                 plans.default_plan().name
             );
             for p in plans.iter() {
-                println!("  {p}");
+                outln!("  {p}");
             }
         }
     }

@@ -82,7 +82,7 @@ pub fn run(args: &PriceArgs) -> anyhow::Result<()> {
         eprintln!("pricing file: {note}");
     }
     if args.list {
-        print!("{}", list(&table));
+        super::out(format_args!("{}", list(&table)));
         return Ok(());
     }
     let model = args
@@ -92,11 +92,11 @@ pub fn run(args: &PriceArgs) -> anyhow::Result<()> {
     let at = args.at.unwrap_or_else(clock::now_ms);
     match explain(&table, args.provider.as_deref(), model, &usage_of(args), at)? {
         Some(text) => {
-            print!("{text}");
+            super::out(format_args!("{text}"));
             Ok(())
         }
         None => {
-            println!("unknown model");
+            outln!("unknown model");
             bail!(
                 "no price for model {model:?}{}",
                 args.provider

@@ -211,13 +211,17 @@ fn label(span: &StoredSpan, priced_as: Option<&str>) -> String {
 
 /// The table of what changed, and what was written (`None`: a dry run).
 fn print_summary(tallies: &BTreeMap<String, Tally>, written: Option<u64>) {
-    println!(
+    outln!(
         "{:<40} {:>10} {:>10} {:>22} {:>22}",
-        "MODEL", "SPANS", "CHANGED", "TOTAL BEFORE (USD)", "TOTAL AFTER (USD)"
+        "MODEL",
+        "SPANS",
+        "CHANGED",
+        "TOTAL BEFORE (USD)",
+        "TOTAL AFTER (USD)"
     );
     let mut all = Tally::default();
     for (model, t) in tallies {
-        println!(
+        outln!(
             "{model:<40} {:>10} {:>10} {:>22} {:>22}",
             t.rows,
             t.changed,
@@ -229,7 +233,7 @@ fn print_summary(tallies: &BTreeMap<String, Tally>, written: Option<u64>) {
         all.before += t.before;
         all.after += t.after;
     }
-    println!(
+    outln!(
         "{:<40} {:>10} {:>10} {:>22} {:>22}",
         "all",
         all.rows,
@@ -238,12 +242,12 @@ fn print_summary(tallies: &BTreeMap<String, Tally>, written: Option<u64>) {
         format_money(all.after)
     );
     match written {
-        None => println!("dry run: nothing written"),
+        None => outln!("dry run: nothing written"),
         Some(n) => {
-            println!("{n} corrected rows written");
+            outln!("{n} corrected rows written");
             let left = all.changed.saturating_sub(n);
             if left > 0 {
-                println!(
+                outln!(
                     "{left} spans stored again since they were read left as they are (their new \
                      rows were priced when they arrived; run reprice again to check them)"
                 );

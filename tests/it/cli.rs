@@ -227,7 +227,8 @@ fn revoking_a_shared_display_prefix_takes_the_whole_key_or_all() {
 
     let (code, stdout, stderr) = run(&server, &["keys", "revoke", &b]);
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(stdout.contains("revoked 1 key"), "{stdout}");
+    // Only the display prefix: a key is shown once, when it is made.
+    assert_eq!(stdout, format!("revoked 1 key(s): {}...\n", &b[..12]));
     let (_, list, _) = run(&server, &["keys", "list"]);
     assert!(
         list.lines()
@@ -255,4 +256,29 @@ fn revoking_a_shared_display_prefix_takes_the_whole_key_or_all() {
     );
     assert_eq!(code, Some(1));
     assert!(stderr.contains("--prefix"), "{stderr}");
+}
+
+/// Found by the docs audit: `traceingest price --list | head -1` panicked ("failed printing to
+/// stdout: Broken pipe", status 101). A reader that stops reading ends the command quietly.
+#[test]
+fn output_cut_off_by_its_reader_ends_the_command_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(BIN)
+        .args(["price", "--list"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run traceingest price --list");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    // The reader is dropped here with most of the list (about 90 KB, more than a pipe holds)
+    // unread.
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!first.is_empty());
+    assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
+    assert!(!stderr.contains("panicked"), "stderr: {stderr}");
 }
