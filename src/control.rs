@@ -24,6 +24,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -36,12 +37,12 @@ use tokio::io::Interest;
 use crate::admission::plan::Plans;
 use crate::admission::{Account, Accounts};
 use crate::auth::refresh::{RefreshDemand, ON_DEMAND_GAP};
-use crate::auth::{KeySet, KeyStore, Principal};
+use crate::auth::{DigestHasher, KeyHash, KeySet, KeyStore, Principal};
 use crate::calendar::Month;
 use crate::clock;
 use crate::fleet::Leaser;
 use crate::server::Shared;
-use crate::sink::clickhouse::{AdminLoad, AdminTables, Store};
+use crate::sink::clickhouse::{AdminLoad, AdminTables, KeyRows, Store};
 
 /// Builds key sets and keeps one `Account` per organisation for the life of the process.
 pub struct Refresher {
@@ -56,14 +57,18 @@ pub struct Refresher {
     /// this month before, in an earlier run or on another replica, is unknown until counted)
     /// and ones whose plan just brought a quota. Only they are counted, not every organisation.
     to_count: Vec<Arc<Account>>,
-    /// The state of the key and organisation tables the set in force was built from, and when
-    /// it was read: a refresh that finds the same state keeps the set.
+    /// The state of the key and organisation tables the set in force was built from (every
+    /// row of its parts applied), and when every key was last read: a refresh that finds the
+    /// same state keeps the set, one that finds new parts reads only those.
     built_from: Option<(AdminTables, Instant)>,
+    /// Every key read so far, revoked ones too, with the newest version read: a row read from a
+    /// new part changes the set only when it is at least as new.
+    versions: HashMap<KeyHash, u64, BuildHasherDefault<DigestHasher>>,
 }
 
-/// How long a key set is kept while the tables' state stays the same: past this a refresh reads
-/// every key again, whatever the state says (a safeguard; the state is exact as far as known).
-pub const REBUILD_AT_LEAST_EVERY: Duration = Duration::from_secs(60);
+/// How long the key set goes without a read of every key: past this a refresh reads them all,
+/// whatever the tables' state says (a safeguard; the state is exact as far as known).
+pub const REBUILD_AT_LEAST_EVERY: Duration = Duration::from_secs(300);
 
 impl Refresher {
     pub fn new(plans: Plans) -> Refresher {
@@ -73,13 +78,16 @@ impl Refresher {
             recorded: HashMap::new(),
             to_count: Vec::new(),
             built_from: None,
+            versions: HashMap::default(),
         }
     }
 
-    /// Loads organisations and active keys, puts each organisation's plan in force, and swaps a
-    /// new key set into `keys`; or, when the tables are in the state the set in force was
-    /// built from (and it is under `REBUILD_AT_LEAST_EVERY` old), keeps that set, which costs
-    /// ClickHouse a look at its parts instead of a `FINAL` read of every key. Returns the
+    /// Loads organisations and keys, puts each organisation's plan in force, and swaps a new
+    /// key set into `keys`. What it reads of the keys depends on the tables' state against
+    /// the one the set in force was built from (`Store::load_admin`): the same state keeps
+    /// that set (ClickHouse looks at its parts, and reads no row); new parts of `api_keys`
+    /// alone (keys created or revoked since) are read and applied to a copy of it; anything
+    /// else, and a set `REBUILD_AT_LEAST_EVERY` old, reads every key (`FINAL`). Returns the
     /// number of keys.
     pub async fn refresh(
         &mut self,
@@ -93,7 +101,7 @@ impl Refresher {
             .filter(|(_, at)| at.elapsed() < REBUILD_AT_LEAST_EVERY)
             .map(|(tables, _)| tables);
         let began = Instant::now();
-        let (tables, orgs, active) = match store.load_admin(seen).await {
+        let (tables, orgs, rows) = match store.load_admin(seen).await {
             Ok(AdminLoad::Unchanged) => {
                 keys.confirm(clock::now_ms());
                 return Ok(keys.len());
@@ -101,16 +109,20 @@ impl Refresher {
             Ok(AdminLoad::Loaded { tables, orgs, keys }) => (tables, orgs, keys),
             Err(e) => return Err(e.to_string()),
         };
+        let (read_all, rows) = match rows {
+            KeyRows::All(rows) => (true, rows),
+            KeyRows::Added(rows) => (false, rows),
+        };
         let records: HashMap<String, String> =
             orgs.into_iter().map(|o| (o.org_id, o.plan)).collect();
 
         let known = self.accounts.len();
         let default = self.plans.default_plan();
-        for org in records
-            .keys()
-            .map(String::as_str)
-            .chain(active.iter().map(|k| k.org_id.as_str()))
-        {
+        for org in records.keys().map(String::as_str).chain(
+            rows.iter()
+                .filter(|k| !k.revoked)
+                .map(|k| k.org_id.as_str()),
+        ) {
             if !self.accounts.contains_key(org) {
                 let id: Arc<str> = org.into();
                 let account = Arc::new(Account::new(id.clone(), default));
@@ -153,10 +165,32 @@ impl Refresher {
             accounts.replace(self.accounts.values().cloned().collect());
         }
 
+        if !read_all && rows.is_empty() {
+            // Only organisations changed (their plans are in force above), or parts already
+            // read were merged: the set stands.
+            keys.confirm(clock::now_ms());
+            self.built_from = self.built_from.take().map(|(_, at)| (tables, at));
+            return Ok(keys.len());
+        }
         let old = keys.current();
-        let mut set = KeySet::default();
-        set.reserve(active.len());
-        for k in active {
+        let mut set = if read_all {
+            self.versions.clear();
+            KeySet::with_capacity_and_hasher(rows.len(), Default::default())
+        } else {
+            (*old).clone()
+        };
+        for k in rows {
+            match self.versions.get_mut(&k.hash) {
+                Some(v) if *v > k.version => continue,
+                Some(v) => *v = k.version,
+                None => {
+                    self.versions.insert(k.hash, k.version);
+                }
+            }
+            if k.revoked {
+                set.remove(&k.hash);
+                continue;
+            }
             let account = self.accounts[k.org_id.as_str()].clone();
             let principal = match old.get(&k.hash) {
                 // Unchanged: the same entry (no allocation, and none freed with the old set).
@@ -174,8 +208,12 @@ impl Refresher {
             set.insert(k.hash, principal);
         }
         let n = set.len();
-        keys.replace(set, clock::now_ms());
-        self.built_from = Some((tables, began));
+        keys.replace(set, clock::now_ms(), read_all);
+        let read_all_at = match &self.built_from {
+            Some((_, at)) if !read_all => *at,
+            _ => began,
+        };
+        self.built_from = Some((tables, read_all_at));
         Ok(n)
     }
 
@@ -489,12 +527,13 @@ mod tests {
     use crate::sink::clickhouse::test_support::{http_query, rt, skip, TestDb};
     use crate::sink::clickhouse::KeyRecord;
 
-    /// A refresh that finds the key and organisation tables as the set in force was built from
-    /// keeps that set (counted as a load, not a rebuild); any change to either table, and a
-    /// table made again with the same rows, rebuilds it. A key whose organisation and project
-    /// did not change keeps its entry, bucket and all, across a rebuild.
+    /// A refresh reads no key when the tables are as the set in force was built from, only the
+    /// keys of new parts when keys were created or revoked (or parts not yet read were merged),
+    /// and every key when rows may have gone (a mutation, `TRUNCATE`, the table made again).
+    /// Whatever it reads, the set is what a read of every key gives. A key whose organisation
+    /// and project did not change keeps its entry, bucket and all.
     #[test]
-    fn unchanged_tables_keep_the_key_set_and_a_change_rebuilds_it() {
+    fn a_refresh_reads_no_key_the_new_ones_or_all_as_the_tables_changed() {
         if skip() {
             return;
         }
@@ -512,55 +551,102 @@ mod tests {
             created_at: 1_700_000_000,
             revoked_at: None,
         };
-        let mut refresh = || {
-            rt.block_on(refresher.refresh(&store, &keys, &accounts))
-                .unwrap()
+        let insert =
+            |byte: &str, org: &str| rt.block_on(store.insert_key(&key(byte, org))).unwrap();
+        let sql = |q: &str| http_query(&q.replace("DB", &db.0));
+        // Refreshes, then (loads, reads of every key) since the last call, and the set's keys.
+        let mut last = (0, 0);
+        let mut refresh = |n: usize| {
+            for _ in 0..n {
+                rt.block_on(refresher.refresh(&store, &keys, &accounts))
+                    .unwrap();
+            }
+            let now = (keys.loads(), keys.rebuilds());
+            let delta = (now.0 - last.0, now.1 - last.1);
+            last = now;
+            let mut set: Vec<u8> = keys.current().keys().map(|h| h[0]).collect();
+            set.sort_unstable();
+            (delta, set)
         };
-        let counts = || (keys.loads(), keys.rebuilds(), keys.len());
+        // What a read of every key gives, for comparison.
+        let truth = || {
+            let mut active: Vec<u8> = rt
+                .block_on(store.load_active_keys())
+                .unwrap()
+                .iter()
+                .map(|k| k.hash[0])
+                .collect();
+            active.sort_unstable();
+            active
+        };
 
-        rt.block_on(store.insert_key(&key("0a", "org-a"))).unwrap();
-        assert_eq!(refresh(), 1);
-        assert_eq!(counts(), (1, 1, 1));
+        insert("0a", "org-a");
+        assert_eq!(
+            refresh(1),
+            ((1, 1), vec![0x0a]),
+            "the first refresh reads all"
+        );
         let set = keys.current();
-        assert_eq!(refresh(), 1);
-        assert_eq!(counts(), (2, 1, 1), "unchanged: a load, no rebuild");
+        assert_eq!(refresh(2), ((2, 0), vec![0x0a]), "unchanged: nothing read");
         assert!(Arc::ptr_eq(&set, &keys.current()), "the same set stays");
 
-        // A new key: a rebuild, and the untouched key keeps its entry.
-        rt.block_on(store.insert_key(&key("1b", "org-b"))).unwrap();
-        refresh();
-        assert_eq!(counts(), (3, 2, 2));
-        let a = |k: &KeyStore| k.current().get(&[0x0a; 32]).cloned().unwrap();
-        assert!(Arc::ptr_eq(&a(&keys), set.get(&[0x0a; 32]).unwrap()));
-
-        // A revocation.
+        // A new key: read alone; the other key keeps its entry.
+        insert("1b", "org-b");
+        assert_eq!(refresh(1), ((1, 0), vec![0x0a, 0x1b]));
+        let entry = |k: &KeyStore, h: u8| k.current().get(&[h; 32]).cloned().unwrap();
+        assert!(Arc::ptr_eq(
+            &entry(&keys, 0x0a),
+            set.get(&[0x0a; 32]).unwrap()
+        ));
+        // A revocation: its new version is read alone, and wins.
         assert_eq!(
             rt.block_on(store.revoke_key("ti_1b", false)).unwrap(),
             crate::sink::clickhouse::Revoked::Keys(1)
         );
-        refresh();
-        assert_eq!(counts(), (4, 3, 1));
-        // An organisation's record.
+        assert_eq!(refresh(1), ((1, 0), vec![0x0a]));
+        // An organisation's record: no key read, the set stays.
+        let set = keys.current();
         rt.block_on(store.put_org("org-a", "self-hosted")).unwrap();
-        refresh();
-        assert_eq!(counts(), (5, 4, 1));
-        refresh();
-        assert_eq!(counts(), (6, 4, 1));
-        // A merge: the same rows in new parts, read again (needlessly, but it is rare).
-        http_query(&format!("OPTIMIZE TABLE `{}`.api_keys FINAL", db.0));
-        refresh();
-        assert_eq!(counts(), (7, 5, 1));
-        // The table emptied and the same row written again.
-        http_query(&format!("TRUNCATE TABLE `{}`.api_keys", db.0));
-        rt.block_on(store.insert_key(&key("0a", "org-a"))).unwrap();
-        refresh();
-        assert_eq!(counts(), (8, 6, 1));
-        // ... and made again: dropped, created, the same row written.
-        http_query(&format!("DROP TABLE `{}`.api_keys", db.0));
+        assert_eq!(refresh(1), ((1, 0), vec![0x0a]));
+        assert!(Arc::ptr_eq(&set, &keys.current()));
+        // A merge of parts read: nothing to read.
+        sql("OPTIMIZE TABLE `DB`.api_keys FINAL");
+        assert_eq!(refresh(1), ((1, 0), vec![0x0a]));
+        // Keys written and merged with the rest before a refresh sees their parts: the
+        // merged part is read (not every key's FINAL), and the set is right.
+        insert("2c", "org-c");
+        insert("3d", "org-c");
+        sql("OPTIMIZE TABLE `DB`.api_keys FINAL");
+        assert_eq!(refresh(1), ((1, 0), vec![0x0a, 0x2c, 0x3d]));
+        assert_eq!(truth(), vec![0x0a, 0x2c, 0x3d]);
+        // A mutation deleting a key: every key read.
+        sql("ALTER TABLE `DB`.api_keys DELETE WHERE org_id = 'org-c'");
+        wait_until_mutated(&db.0);
+        assert_eq!(refresh(1), ((1, 1), vec![0x0a]));
+        // The table emptied, a key written again.
+        sql("TRUNCATE TABLE `DB`.api_keys");
+        insert("4e", "org-a");
+        assert_eq!(refresh(1), ((1, 1), vec![0x4e]));
+        // ... and made again: dropped, created, a row written.
+        sql("DROP TABLE `DB`.api_keys");
         rt.block_on(store.migrate()).unwrap();
-        rt.block_on(store.insert_key(&key("0a", "org-a"))).unwrap();
-        refresh();
-        assert_eq!(counts(), (9, 7, 1));
+        insert("0a", "org-a");
+        assert_eq!(refresh(1), ((1, 1), vec![0x0a]));
+        assert_eq!(truth(), vec![0x0a]);
+    }
+
+    /// Waits until ClickHouse has finished every mutation of `db`'s tables.
+    fn wait_until_mutated(db: &str) {
+        for _ in 0..200 {
+            let left = http_query(&format!(
+                "SELECT count() FROM system.mutations WHERE database = '{db}' AND is_done = 0"
+            ));
+            if left.trim() == "0" {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("the mutations of {db} did not finish");
     }
 
     /// Found in review: once every new organisation asked for a usage count, the count was of

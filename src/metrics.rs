@@ -194,7 +194,7 @@ pub struct Snapshot {
     /// Key-set refreshes that succeeded, periodic and on demand: a new set put in place, or
     /// the tables found unchanged.
     pub key_set_loads: u64,
-    /// Of those, the ones that read every key and put a new set in place.
+    /// Of those, the ones that read every key.
     pub key_set_rebuilds: u64,
     /// (organisation, batches refused with `quota_exceeded`), only organisations with refusals.
     pub quota_refusals: Vec<(String, u64)>,
@@ -478,7 +478,7 @@ impl Collector for Snapshot {
         counter(
             &mut enc,
             "traceingest_key_set_rebuilds",
-            "Key-set refreshes that read every key because the key or organisation table had changed (or a minute had passed)",
+            "Key-set refreshes that read every key (the others read none, or the keys written since the one before)",
             self.key_set_rebuilds,
         )?;
         if let Some((fallback, errors, granted)) = self.fleet {

@@ -198,7 +198,8 @@ pub struct KeyStore {
     /// Successful refreshes so far, whether they rebuilt the set or found the tables
     /// unchanged (for `/metrics`).
     loads: AtomicU64,
-    /// Refreshes that read every key and built a new set (for `/metrics`).
+    /// Refreshes that read every key (for `/metrics`); the others read none, or only the
+    /// keys written since the refresh before.
     rebuilds: AtomicU64,
     prefix: String,
     /// Workers' requests for an early refresh (an unknown key may be a new one).
@@ -231,10 +232,13 @@ impl KeyStore {
         }
     }
 
-    /// Replaces the key set (called by the refresher).
-    pub fn replace(&self, keys: KeySet, now_ms: u64) {
+    /// Replaces the key set (called by the refresher), built from every key (`read_all`) or
+    /// from the set in force and the keys written since.
+    pub fn replace(&self, keys: KeySet, now_ms: u64, read_all: bool) {
         self.current.store(Arc::new(keys));
-        self.rebuilds.fetch_add(1, Ordering::Relaxed);
+        if read_all {
+            self.rebuilds.fetch_add(1, Ordering::Relaxed);
+        }
         self.confirm(now_ms);
     }
 
@@ -251,7 +255,7 @@ impl KeyStore {
         self.loads.load(Ordering::Relaxed)
     }
 
-    /// Refreshes that rebuilt the set (`replace` calls).
+    /// Refreshes that read every key.
     pub fn rebuilds(&self) -> u64 {
         self.rebuilds.load(Ordering::Relaxed)
     }
@@ -358,7 +362,7 @@ mod tests {
             Err(AuthError::Invalid),
             "malformed: no lookup"
         );
-        store.replace(set, 1);
+        store.replace(set, 1, true);
         let p = store.authenticate(None, Some(key.as_bytes())).unwrap();
         assert_eq!(&*p.org_id, "org1");
         assert_eq!(store.authenticate(None, None), Err(AuthError::Missing));

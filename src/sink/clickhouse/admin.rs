@@ -9,6 +9,7 @@ use chrono_tz::Tz;
 use clickhouse_rs::types::Block;
 use clickhouse_rs::ClientHandle;
 
+use super::admin_state::{keys_to_read, AdminTables, KeysToRead, Part};
 use super::errors::StoreError;
 use super::{sql_string, Store};
 use crate::auth::parse_hex;
@@ -58,25 +59,38 @@ pub struct ActiveKey {
     pub project_id: String,
 }
 
-/// The state of the `api_keys` and `orgs` tables on the node read: each active part (name,
-/// rows, when written) and when each table was created, sorted. Parts never change once
-/// written: any insert, merge or mutation makes new ones, and a table made again has a new
-/// creation time, so the same state means the same rows (the refresher then keeps the key set
-/// it built from them instead of reading them all again).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AdminTables(Vec<String>);
-
 /// What `Store::load_admin` found.
 #[derive(Debug)]
 pub enum AdminLoad {
     /// The tables are in the state the caller last loaded.
     Unchanged,
-    /// Their state (read before the rows), every organisation (by id) and every active key.
+    /// Their state (read before the rows), every organisation (by id), and the rows of
+    /// `api_keys` that state calls for.
     Loaded {
         tables: AdminTables,
         orgs: Vec<OrgRecord>,
-        keys: Vec<ActiveKey>,
+        keys: KeyRows,
     },
+}
+
+/// Rows of `api_keys`, each key's hash parsed (rows with a malformed one are skipped).
+#[derive(Debug)]
+pub enum KeyRows {
+    /// Every key, its newest version (`FINAL`), revoked ones too.
+    All(Vec<KeyRow>),
+    /// The rows of the parts new since the state the caller gave (`KeysToRead::Parts`): maybe
+    /// several versions of a key; the newest wins over what the caller holds.
+    Added(Vec<KeyRow>),
+}
+
+/// One row of `api_keys` as the key set needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRow {
+    pub hash: [u8; 32],
+    pub org_id: String,
+    pub project_id: String,
+    pub revoked: bool,
+    pub version: u64,
 }
 
 /// An organisation as stored.
@@ -157,11 +171,13 @@ impl Store {
         Ok(Revoked::Keys(revoked.len()))
     }
 
-    /// Every organisation and every active key, unless the tables are still in the state
-    /// `seen` (what the last load returned). Read on one connection, the tables' state first:
-    /// a change that lands between that and the rows is in the rows or not, and either way
-    /// makes the next state differ, so it is read then. (The state read after the rows could
-    /// name a change the rows lack, and keep it out of the key set for good.)
+    /// Every organisation and the rows of `api_keys` that tell what changed since the state
+    /// `seen` (what the last load returned; `None`: every key): none when the tables are still
+    /// in that state, the rows of its new parts, or every key (`admin_state`). Read on one
+    /// connection, the tables' state first: a change that lands between that and the rows is
+    /// in the rows or not, and either way makes the next state differ, so it is read then.
+    /// (The state read after the rows could name a change the rows lack, and keep it out of
+    /// the key set for good.)
     pub async fn load_admin(&self, seen: Option<&AdminTables>) -> Result<AdminLoad, StoreError> {
         let mut c = self.handle().await?;
         let tables = self.admin_tables(&mut c).await?;
@@ -169,31 +185,64 @@ impl Store {
             return Ok(AdminLoad::Unchanged);
         }
         let orgs = by_id(self.read_orgs_on(&mut c, "").await?);
-        let keys = active_keys(self.read_keys_on(&mut c, "").await?);
+        let keys = match seen.map(|seen| keys_to_read(seen, &tables)) {
+            None | Some(KeysToRead::All) => {
+                KeyRows::All(key_rows(self.read_keys_on(&mut c, " FINAL").await?))
+            }
+            Some(KeysToRead::Parts(parts)) if parts.is_empty() => KeyRows::Added(Vec::new()),
+            Some(KeysToRead::Parts(parts)) => {
+                let names: Vec<String> = parts.iter().map(|p| sql_string(p)).collect();
+                let filter = format!(" WHERE _part IN ({})", names.join(", "));
+                KeyRows::Added(key_rows(self.read_keys_on(&mut c, &filter).await?))
+            }
+        };
         Ok(AdminLoad::Loaded { tables, orgs, keys })
     }
 
-    /// The state of `api_keys` and `orgs` (`AdminTables`): one query of `system.parts` and
+    /// The state of `api_keys` and `orgs` (`AdminTables`): two queries of `system.parts` and
     /// `system.tables`, which read no rows of the tables.
     async fn admin_tables(&self, c: &mut ClientHandle) -> Result<AdminTables, StoreError> {
         let db = sql_string(&self.database);
         let block = c
             .query(format!(
-                "SELECT concat(table, ' ', name, ' ', toString(rows), ' ', \
+                "SELECT name, partition_id, min_block_number AS min, max_block_number AS max, \
+                 data_version FROM system.parts \
+                 WHERE database = {db} AND table = 'api_keys' AND active ORDER BY name"
+            ))
+            .fetch_all()
+            .await?;
+        let mut keys = Vec::with_capacity(block.row_count());
+        for row in block.rows() {
+            let (min_block, data_version): (i64, u64) = (row.get("min")?, row.get("data_version")?);
+            keys.push(Part {
+                name: row.get("name")?,
+                partition: row.get("partition_id")?,
+                min_block,
+                max_block: row.get("max")?,
+                mutation: if data_version as i64 == min_block {
+                    0
+                } else {
+                    data_version as i64
+                },
+            });
+        }
+        let block = c
+            .query(format!(
+                "SELECT concat(name, ' ', toString(rows), ' ', \
                  toString(toUInt32(modification_time))) AS s FROM system.parts \
-                 WHERE database = {db} AND table IN ('api_keys', 'orgs') AND active \
+                 WHERE database = {db} AND table = 'orgs' AND active \
                  UNION ALL \
                  SELECT concat(name, ' created ', toString(toUInt32(metadata_modification_time))) \
                  AS s FROM system.tables WHERE database = {db} AND name IN ('api_keys', 'orgs')"
             ))
             .fetch_all()
             .await?;
-        let mut state = Vec::with_capacity(block.row_count());
+        let mut rest = Vec::with_capacity(block.row_count());
         for row in block.rows() {
-            state.push(row.get::<String, _>("s")?);
+            rest.push(row.get::<String, _>("s")?);
         }
-        state.sort_unstable();
-        Ok(AdminTables(state))
+        rest.sort_unstable();
+        Ok(AdminTables { keys, rest })
     }
 
     /// Hashes and owners of every key that is not revoked, for the in-memory key set.
@@ -205,19 +254,22 @@ impl Store {
     /// Latest version of each key (FINAL), with that version. The revoked filter is applied by
     /// the caller, after FINAL: old servers may move a WHERE on a non-key column before it.
     async fn read_keys(&self, filter: &str) -> Result<Vec<(KeyRecord, u64)>, StoreError> {
-        self.read_keys_on(&mut self.handle().await?, filter).await
+        self.read_keys_on(&mut self.handle().await?, &format!(" FINAL{filter}"))
+            .await
     }
 
+    /// Rows of `api_keys`, with their versions; `tail` follows the table's name (` FINAL`,
+    /// a `WHERE`).
     async fn read_keys_on(
         &self,
         c: &mut ClientHandle,
-        filter: &str,
+        tail: &str,
     ) -> Result<Vec<(KeyRecord, u64)>, StoreError> {
         let block = c
             .query(format!(
                 "SELECT key_hash, display_prefix, org_id, project_id, \
                  toUInt32(created_at) AS created, toUInt32(revoked_at) AS revoked, version \
-                 FROM {} FINAL{filter}",
+                 FROM {}{tail}",
                 self.keys_table
             ))
             .fetch_all()
@@ -383,6 +435,28 @@ fn by_id(orgs: Vec<(OrgRecord, u64)>) -> Vec<OrgRecord> {
     let mut orgs: Vec<OrgRecord> = orgs.into_iter().map(|(o, _)| o).collect();
     orgs.sort_by(|a, b| a.org_id.cmp(&b.org_id));
     orgs
+}
+
+/// Rows read from `api_keys` as the key set needs them. A row whose hash is not 64 hex
+/// characters is skipped with a warning.
+fn key_rows(keys: Vec<(KeyRecord, u64)>) -> Vec<KeyRow> {
+    let mut rows = Vec::with_capacity(keys.len());
+    for (k, version) in keys {
+        match parse_hex(&k.key_hash) {
+            Some(hash) => rows.push(KeyRow {
+                hash,
+                org_id: k.org_id,
+                project_id: k.project_id,
+                revoked: k.revoked_at.is_some(),
+                version,
+            }),
+            None => tracing::warn!(
+                display_prefix = %k.display_prefix,
+                "skipping API key with a malformed hash"
+            ),
+        }
+    }
+    rows
 }
 
 /// The keys of `keys` that are not revoked, for the in-memory key set. A row whose hash is not

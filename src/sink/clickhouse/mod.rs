@@ -34,6 +34,7 @@ macro_rules! from_row {
 }
 
 mod admin;
+mod admin_state;
 #[cfg(test)]
 mod admin_tests;
 mod block;
@@ -63,7 +64,8 @@ use clickhouse_rs::{ClientHandle, Options, Pool};
 
 use cluster::{Node, Nodes, Topology};
 
-pub use admin::{ActiveKey, AdminLoad, AdminTables, KeyRecord, OrgRecord, Revoked};
+pub use admin::{ActiveKey, AdminLoad, KeyRecord, KeyRow, KeyRows, OrgRecord, Revoked};
+pub use admin_state::AdminTables;
 pub use block::{Inserted, RowRun};
 pub use cluster::{shard_hash, ShardsDone};
 pub use errors::{InsertError, Retry, StoreError};
