@@ -4,12 +4,12 @@
 //! It owns a small tokio runtime (ClickHouse queries are async) and runs these loops on it until
 //! told to stop:
 //!
-//! - every `INGEST_KEY_REFRESH_MS` the `Refresher` loads organisations and active keys, puts each
-//!   organisation's plan in force and swaps a whole new key set in (each key keeps its rate-limit
-//!   bucket), unless the two tables' parts show nothing changed since the set in force was
-//!   built (then that set stays, at most `REBUILD_AT_LEAST_EVERY`); sooner when a worker met an unknown key and asked (`auth::refresh`), but at most
-//!   once per `ON_DEMAND_GAP` however many asked, and an early load pushes the next periodic
-//!   one back;
+//! - every `INGEST_KEY_REFRESH_MS` the `Refresher` loads organisations and keys, puts each
+//!   organisation's plan in force and swaps a new key set in (each key keeps its rate-limit
+//!   bucket), reading only what the two tables' parts say changed since the set in force was
+//!   built: nothing, the keys written since, or every key; sooner when a worker met an unknown
+//!   key and asked (`auth::refresh`), but at most once per `ON_DEMAND_GAP` however many asked,
+//!   and an early load pushes the next periodic one back;
 //! - every `INGEST_QUOTA_SYNC_MS` `sync_usage` re-counts this month's spans in ClickHouse for
 //!   every organisation with a quota; at once, only those of an organisation that gets a
 //!   quota or one with a quota seen for the first time;
