@@ -33,8 +33,12 @@ TRACEINGEST_FUZZ_SEEDS="$PWD/fuzz/corpus" cargo test --quiet --lib -- --ignored 
 # One target per core at a time (libFuzzer uses one), so CI waits for the slowest pair, not
 # the sum of all four.
 fuzz_one() {
-  local target="$1" log="fuzz/target/$1.log"
-  if fuzz run "$target" "fuzz/corpus/$target" -- \
+  local target="$1" log="fuzz/target/$1.log" dict=()
+  # A target's dictionary, where one was measured to pay (perf/RESULTS.md, "Fuzz dictionaries").
+  if [[ -f "fuzz/dicts/$target.dict" ]]; then
+    dict=(-dict="$PWD/fuzz/dicts/$target.dict")
+  fi
+  if fuzz run "$target" "fuzz/corpus/$target" -- "${dict[@]}" \
       -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -print_final_stats=1 >"$log" 2>&1; then
     # libFuzzer's closing line: "Done N runs in S second(s)".
     grep -E '^Done [0-9]+ runs' "$log" | sed "s/^/$target: /" >&2
