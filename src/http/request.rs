@@ -427,13 +427,41 @@ const MAX_TRAILERS: usize = 16 * 1024;
 /// hold gigabytes for a small body: 1-byte chunks with 4 KiB extensions, or endless trailers.
 const FRAMING_ALLOWANCE: usize = 64 * 1024;
 
-/// A finished chunked body.
+/// A finished body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChunkedBody {
+pub struct FramedBody {
     /// Decoded body length (at the start of the region).
     pub body_len: usize,
-    /// Raw bytes the chunked encoding took, trailers included.
+    /// Raw bytes the body took on the wire (a chunked one's framing and trailers included):
+    /// the next pipelined request starts this far after the head.
     pub raw_len: usize,
+}
+
+/// Where a request's body ends, looking at the bytes read so far after its head (`region`):
+/// `Partial` until all of it is there, then the decoded body (at the start of `region`, where
+/// a chunked one is de-chunked in place) and the raw bytes it took. `decoder` carries a
+/// chunked body's progress from one call to the next; a fresh one per request. The
+/// connection loop reads bodies with this, and the fuzz harness frames pipelined requests
+/// with it, so the harness runs the server's own framing.
+pub fn frame_body(
+    framing: Framing,
+    decoder: &mut ChunkedDecoder,
+    region: &mut [u8],
+    max_body: u64,
+) -> Result<Parsed<FramedBody>, HttpError> {
+    match framing {
+        Framing::None => Ok(Parsed::Complete(FramedBody {
+            body_len: 0,
+            raw_len: 0,
+        })),
+        Framing::Length(n) if n > max_body => Err(HttpError::BodyTooLarge),
+        Framing::Length(n) if (region.len() as u64) < n => Ok(Parsed::Partial),
+        Framing::Length(n) => Ok(Parsed::Complete(FramedBody {
+            body_len: n as usize,
+            raw_len: n as usize,
+        })),
+        Framing::Chunked => decoder.advance(region, max_body),
+    }
 }
 
 impl ChunkedDecoder {
@@ -442,7 +470,7 @@ impl ChunkedDecoder {
         &mut self,
         region: &mut [u8],
         max_body: u64,
-    ) -> Result<Parsed<ChunkedBody>, HttpError> {
+    ) -> Result<Parsed<FramedBody>, HttpError> {
         loop {
             match self.state {
                 ChunkState::Size => {
@@ -508,7 +536,7 @@ impl ChunkedDecoder {
                     self.read += line_end + 2;
                     self.check_framing()?;
                     if line.is_empty() {
-                        return Ok(Parsed::Complete(ChunkedBody {
+                        return Ok(Parsed::Complete(FramedBody {
                             body_len: self.write,
                             raw_len: self.read,
                         }));

@@ -10,7 +10,7 @@ use monoio::io::{AsyncWriteRent, CancelableAsyncReadRent};
 
 use super::{Conn, Stop, GROW_BUF, IDLE_LOOK, LINGER, SMALL_BUF};
 use crate::http::refusal::{refusal, ConnError, Refusal};
-use crate::http::request::{ChunkedDecoder, Framing, Head, HttpError, Parsed};
+use crate::http::request::{self, ChunkedDecoder, Framing, Head, Parsed};
 use crate::http::response::Outcome;
 use crate::ingest::body::{PaddedBody, BODY_PADDING};
 use crate::server::Shared;
@@ -88,20 +88,27 @@ impl Conn {
     ) -> Result<BodyLen, Stop> {
         let body_started = Instant::now();
         match head.framing {
-            Framing::None => Ok(BodyLen::default()),
-            Framing::Length(n) => {
-                if n > max_body {
-                    return Ok(BodyLen::refused(refusal(ConnError::Http {
-                        error: HttpError::BodyTooLarge,
-                        max_body,
-                    })));
-                }
+            // Room for the whole body, and the padding the parse needs after it, at once.
+            Framing::Length(n) if n <= max_body => {
                 let need = self.start + head.len + n as usize;
-                // Room for the padding the parse needs after the body too.
                 if self.buf.capacity() < need + BODY_PADDING {
                     self.buf.reserve(need + BODY_PADDING - self.buf.len());
                 }
-                while self.buf.len() < need {
+            }
+            _ => {}
+        }
+        let mut decoder = ChunkedDecoder::default();
+        loop {
+            let region = &mut self.buf[self.start + head.len..];
+            match request::frame_body(head.framing, &mut decoder, region, max_body) {
+                Ok(Parsed::Complete(b)) => {
+                    return Ok(BodyLen {
+                        len: b.body_len,
+                        raw: b.raw_len,
+                        refused: None,
+                    })
+                }
+                Ok(Parsed::Partial) => {
                     let deadline = self.body_deadline(shared, head, body_started);
                     match self.read_more(shared, deadline, false).await {
                         Read::Data => {}
@@ -109,39 +116,11 @@ impl Conn {
                         Read::TimedOut => return Ok(BodyLen::refused(slow_body())),
                     }
                 }
-                Ok(BodyLen {
-                    len: n as usize,
-                    raw: n as usize,
-                    refused: None,
-                })
-            }
-            Framing::Chunked => {
-                let mut decoder = ChunkedDecoder::default();
-                loop {
-                    let region = &mut self.buf[self.start + head.len..];
-                    match decoder.advance(region, max_body) {
-                        Ok(Parsed::Complete(b)) => {
-                            return Ok(BodyLen {
-                                len: b.body_len,
-                                raw: b.raw_len,
-                                refused: None,
-                            })
-                        }
-                        Ok(Parsed::Partial) => {
-                            let deadline = self.body_deadline(shared, head, body_started);
-                            match self.read_more(shared, deadline, false).await {
-                                Read::Data => {}
-                                Read::Closed => return Err(Stop::Close),
-                                Read::TimedOut => return Ok(BodyLen::refused(slow_body())),
-                            }
-                        }
-                        Err(error) => {
-                            return Ok(BodyLen::refused(refusal(ConnError::Http {
-                                error,
-                                max_body,
-                            })))
-                        }
-                    }
+                Err(error) => {
+                    return Ok(BodyLen::refused(refusal(ConnError::Http {
+                        error,
+                        max_body,
+                    })))
                 }
             }
         }
