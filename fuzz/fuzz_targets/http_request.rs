@@ -1,6 +1,6 @@
-//! Arbitrary bytes through the request framing, whole and split at an arbitrary point: both
-//! must give the same head and the same de-chunked body, and an accepted head the framing a
-//! plain reading of its header lines gives.
+//! Arbitrary bytes through the request framing, every pipelined request in turn, whole and
+//! split at arbitrary points: all must give the same requests (heads, de-chunked bodies, where
+//! each ends), and each request the head, framing and end a plain reading of the bytes gives.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 

@@ -1,10 +1,13 @@
 //! Fuzz property of request framing (tests and fuzzing only): any bytes, framed whole or
-//! split at arbitrary points, give the same head and body, and never panic.
+//! split at arbitrary points, give the same requests, each framed where a plain reading of
+//! the bytes frames it, and never panic.
 
-use super::request::{parse_head, ChunkedDecoder, Framing, Head, HttpError, Limits, Parsed};
+use super::request::{
+    frame_body, parse_head, ChunkedDecoder, Framing, Head, HttpError, Limits, Parsed,
+};
 
-/// A whole request framed from bytes already read: the head, the decoded body, and how many
-/// bytes it took. What the connection does, minus the socket; used by the fuzz target.
+/// One request framed from bytes already read: the head, the decoded body, and how many
+/// bytes it took (the next pipelined request starts right after them).
 #[derive(Debug, PartialEq, Eq)]
 pub struct Framed {
     pub head: Head,
@@ -12,72 +15,86 @@ pub struct Framed {
     pub consumed: usize,
 }
 
-/// Frames one request from `buf`, which is fed to the parser in pieces ending at each of
-/// `cuts` (then the whole), as a connection receiving those reads would.
-pub fn frame_in_pieces(
-    data: &[u8],
-    cuts: &[usize],
-    limits: &Limits,
-) -> Result<Parsed<Framed>, HttpError> {
+/// Why framing stopped.
+#[derive(Debug, PartialEq, Eq)]
+pub enum End {
+    /// Every byte so far framed, or a request begun and not complete: the connection waits.
+    MoreBytes,
+    /// The last request framed does not keep the connection alive: nothing after it is read.
+    Close,
+    /// A head or body the parser refused: the connection answers it and closes.
+    Refused(HttpError),
+}
+
+/// The requests framed in turn from one connection's bytes, and why framing stopped.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Frames {
+    pub requests: Vec<Framed>,
+    pub end: End,
+}
+
+/// Frames every request pipelined in `data`, as the connection loop does: a head, then its
+/// body (`Content-Length` or chunked, through the server's `frame_body`), then the next
+/// request from the bytes left over, until a request that closes the connection, a refusal,
+/// or the end of the bytes. The bytes are fed in pieces ending at each of `cuts` (then the
+/// whole), as a connection receiving those reads would.
+pub fn frame_in_pieces(data: &[u8], cuts: &[usize], limits: &Limits) -> Frames {
     let mut ends: Vec<usize> = cuts.iter().map(|&c| c.min(data.len())).collect();
     ends.sort_unstable();
     ends.push(data.len());
     let mut buf: Vec<u8> = Vec::with_capacity(data.len());
     let mut fed = 0;
+    // Where the request being framed starts in `buf`.
+    let mut start = 0;
     let mut head: Option<Head> = None;
-    let mut chunked = ChunkedDecoder::default();
-    for end in ends {
-        if end < fed {
+    let mut decoder = ChunkedDecoder::default();
+    let mut requests = Vec::new();
+    let end = |requests, end| Frames { requests, end };
+    for piece_end in ends {
+        if piece_end < fed {
             continue;
         }
-        buf.extend_from_slice(&data[fed..end]);
-        fed = end;
-        if head.is_none() {
-            match parse_head(&buf, limits)? {
-                Parsed::Partial => continue,
-                Parsed::Complete(h) => head = Some(h),
-            }
-        }
-        let h = head.as_ref().expect("set above");
-        match h.framing {
-            Framing::None => {
-                return Ok(Parsed::Complete(Framed {
-                    head: h.clone(),
-                    body: Vec::new(),
-                    consumed: h.len,
-                }))
-            }
-            Framing::Length(n) => {
-                if n > limits.max_body_bytes {
-                    return Err(HttpError::BodyTooLarge);
-                }
-                let n = n as usize;
-                if buf.len() - h.len >= n {
-                    return Ok(Parsed::Complete(Framed {
-                        head: h.clone(),
-                        body: buf[h.len..h.len + n].to_vec(),
-                        consumed: h.len + n,
-                    }));
+        buf.extend_from_slice(&data[fed..piece_end]);
+        fed = piece_end;
+        loop {
+            if head.is_none() {
+                match parse_head(&buf[start..], limits) {
+                    Err(e) => return end(requests, End::Refused(e)),
+                    Ok(Parsed::Partial) => break,
+                    Ok(Parsed::Complete(h)) => head = Some(h),
                 }
             }
-            Framing::Chunked => {
-                if let Parsed::Complete(b) =
-                    chunked.advance(&mut buf[h.len..], limits.max_body_bytes)?
-                {
-                    return Ok(Parsed::Complete(Framed {
-                        head: h.clone(),
-                        body: buf[h.len..h.len + b.body_len].to_vec(),
-                        consumed: h.len + b.raw_len,
-                    }));
+            let h = head.as_ref().expect("set above");
+            let region = &mut buf[start + h.len..];
+            match frame_body(h.framing, &mut decoder, region, limits.max_body_bytes) {
+                Err(e) => return end(requests, End::Refused(e)),
+                Ok(Parsed::Partial) => break,
+                Ok(Parsed::Complete(b)) => {
+                    let h = head.take().expect("set above");
+                    let body_start = start + h.len;
+                    let body = buf[body_start..body_start + b.body_len].to_vec();
+                    let consumed = h.len + b.raw_len;
+                    start += consumed;
+                    decoder = ChunkedDecoder::default();
+                    let keep_alive = h.keep_alive;
+                    requests.push(Framed {
+                        head: h,
+                        body,
+                        consumed,
+                    });
+                    if !keep_alive {
+                        return end(requests, End::Close);
+                    }
                 }
             }
         }
     }
-    Ok(Parsed::Partial)
+    end(requests, End::MoreBytes)
 }
 
 /// Fuzz property: framing `data` whole and split at points chosen by its first bytes gives the
-/// same result, and never panics.
+/// same requests and the same end, and never panics; each request framed is framed where a
+/// plain reading of the same bytes frames it.
 pub fn fuzz_split_equivalence(data: &[u8]) {
     if data.len() < 2 {
         return;
@@ -96,13 +113,157 @@ pub fn fuzz_split_equivalence(data: &[u8]) {
     let tiny = frame_in_pieces(data, &bytewise, &limits);
     assert_eq!(whole, split, "split at {a},{b} changed the result");
     assert_eq!(whole, tiny, "byte-by-byte feeding changed the result");
-    if let Ok(Parsed::Complete(framed)) = &whole {
+    check_plain_reading(data, &whole);
+}
+
+/// Walks `data` as a plain reader would, request by request, and checks that each request
+/// the parser framed has the head length, framing, connection persistence, body and end the
+/// plain reading gives, and that where the parser waits for more bytes the plain reading
+/// finds no complete request either.
+fn check_plain_reading(data: &[u8], framed: &Frames) {
+    let mut at = 0;
+    for (i, r) in framed.requests.iter().enumerate() {
+        let rest = &data[at..];
+        let head_len = plain_head_len(rest);
+        assert_eq!(head_len, Some(r.head.len), "request {i} at {at}: head end");
+        let head = &rest[..r.head.len];
         assert_eq!(
-            Some(framed.head.framing),
-            plain_framing(&data[..framed.head.len]),
-            "framing another reader of the same head lines would not agree with"
+            plain_framing(head),
+            Some(r.head.framing),
+            "request {i} at {at}: framing another reader of the same head lines would not agree with"
         );
+        assert_eq!(
+            plain_keep_alive(head),
+            r.head.keep_alive,
+            "request {i} at {at}: whether the connection stays open"
+        );
+        let body = plain_body(r.head.framing, &rest[r.head.len..]);
+        let Plain::Complete(body, raw) = body else {
+            panic!("request {i} at {at}: framed, but its body is {body:?} to a plain reading");
+        };
+        assert_eq!(r.body, body, "request {i} at {at}: body");
+        assert_eq!(
+            r.consumed,
+            r.head.len + raw,
+            "request {i} at {at}: where it ends"
+        );
+        at += r.consumed;
     }
+    if framed.end == End::MoreBytes {
+        // Everything after the last request framed is a request still arriving.
+        let rest = &data[at..];
+        if let Some(len) = plain_head_len(rest) {
+            if let Some(framing) = plain_framing(&rest[..len]) {
+                if let Plain::Complete(..) = plain_body(framing, &rest[len..]) {
+                    panic!("a whole request at {at} left waiting for more bytes");
+                }
+            }
+        }
+    }
+}
+
+/// Where a head ends to a plain reading: after the empty lines before the request line
+/// (RFC 9112 §2.2), at the first empty line.
+fn plain_head_len(bytes: &[u8]) -> Option<usize> {
+    let mut from = 0;
+    while bytes[from..].starts_with(b"\r\n") {
+        from += 2;
+    }
+    let end = bytes[from..].windows(4).position(|w| w == b"\r\n\r\n")?;
+    Some(from + end + 4)
+}
+
+/// A body to a plain reading.
+#[derive(Debug)]
+enum Plain {
+    /// The decoded body and the raw bytes it took.
+    Complete(Vec<u8>, usize),
+    /// Not all of it there.
+    Incomplete,
+    /// Not a body a plain reader could frame.
+    Malformed,
+}
+
+/// A body framed by its head's framing, read as RFC 9112 §7.1 says: a chunk-size line (hex,
+/// then extensions that are skipped), that many bytes and CRLF, until a zero size; then
+/// trailer lines until an empty one.
+fn plain_body(framing: Framing, bytes: &[u8]) -> Plain {
+    match framing {
+        Framing::None => Plain::Complete(Vec::new(), 0),
+        Framing::Length(n) => match usize::try_from(n) {
+            Ok(n) if n <= bytes.len() => Plain::Complete(bytes[..n].to_vec(), n),
+            _ => Plain::Incomplete,
+        },
+        Framing::Chunked => {
+            let line = |from: usize| {
+                bytes[from..]
+                    .windows(2)
+                    .position(|w| w == b"\r\n")
+                    .map(|n| &bytes[from..from + n])
+            };
+            let mut body = Vec::new();
+            let mut at = 0;
+            loop {
+                let Some(size_line) = line(at) else {
+                    return Plain::Incomplete;
+                };
+                at += size_line.len() + 2;
+                let hex = size_line
+                    .iter()
+                    .take_while(|b| b.is_ascii_hexdigit())
+                    .count();
+                let Ok(size) = std::str::from_utf8(&size_line[..hex])
+                    .map_err(|_| ())
+                    .and_then(|h| usize::from_str_radix(h, 16).map_err(|_| ()))
+                else {
+                    return Plain::Malformed;
+                };
+                if size == 0 {
+                    break;
+                }
+                if bytes.len() - at < size.saturating_add(2) {
+                    return Plain::Incomplete;
+                }
+                body.extend_from_slice(&bytes[at..at + size]);
+                at += size;
+                if &bytes[at..at + 2] != b"\r\n" {
+                    return Plain::Malformed;
+                }
+                at += 2;
+            }
+            loop {
+                let Some(trailer) = line(at) else {
+                    return Plain::Incomplete;
+                };
+                at += trailer.len() + 2;
+                if trailer.is_empty() {
+                    return Plain::Complete(body, at);
+                }
+            }
+        }
+    }
+}
+
+/// Whether a plain reader keeps the connection open after this request: HTTP/1.1 without a
+/// `close` among its `Connection` options (this server never keeps HTTP/1.0 alive).
+fn plain_keep_alive(head: &[u8]) -> bool {
+    let mut lines = head.split(|&b| b == b'\n').skip_while(|l| *l == b"\r");
+    let Some(request_line) = lines.next() else {
+        return false;
+    };
+    if !request_line.ends_with(b" HTTP/1.1\r") {
+        return false;
+    }
+    !lines.any(|line| {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            return false;
+        };
+        line[..colon].eq_ignore_ascii_case(b"connection")
+            && line[colon + 1..]
+                .split(|&b| b == b',')
+                .any(|t| ows(t).eq_ignore_ascii_case(b"close"))
+    })
 }
 
 /// The framing an accepted head declares, read without httparse as a strict RFC 9112 reader
@@ -116,13 +277,6 @@ fn plain_framing(head: &[u8]) -> Option<Framing> {
     let mut lines = text.split(|&b| b == b'\n').skip_while(|l| *l == b"\r");
     let request_line = lines.next()?;
     let http10 = request_line.ends_with(b" HTTP/1.0\r") || request_line.ends_with(b" HTTP/1.0");
-    // Optional whitespace is spaces and tabs only.
-    fn ows(v: &[u8]) -> &[u8] {
-        let start = v.iter().position(|b| !matches!(b, b' ' | b'\t'));
-        let start = start.unwrap_or(v.len());
-        let end = v.iter().rposition(|b| !matches!(b, b' ' | b'\t'));
-        &v[start..end.map_or(start, |e| e + 1)]
-    }
     let (mut length, mut chunked) = (None::<u64>, 0);
     for line in lines {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -157,6 +311,14 @@ fn plain_framing(head: &[u8]) -> Option<Framing> {
         (1, None) if !http10 => Some(Framing::Chunked),
         _ => None,
     }
+}
+
+/// Optional whitespace is spaces and tabs only.
+fn ows(v: &[u8]) -> &[u8] {
+    let start = v.iter().position(|b| !matches!(b, b' ' | b'\t'));
+    let start = start.unwrap_or(v.len());
+    let end = v.iter().rposition(|b| !matches!(b, b' ' | b'\t'));
+    &v[start..end.map_or(start, |e| e + 1)]
 }
 
 #[cfg(test)]
@@ -194,6 +356,73 @@ mod tests {
             input.extend_from_slice(head);
             input.extend_from_slice(b"5\r\nhello\r\n0\r\n\r\n");
             fuzz_split_equivalence(&input);
+        }
+    }
+
+    /// Requests pipelined in one read are framed in turn, each from the bytes the one before
+    /// left, until one that closes the connection: what follows it is never read.
+    #[test]
+    fn pipelined_requests_are_framed_in_turn() {
+        let first = b"POST /ingest HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";
+        let second = b"\r\nPOST /v1/traces HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\
+            3;e=1\r\nabc\r\n2\r\nde\r\n0\r\nT: 1\r\n\r\n";
+        let third = b"GET /health HTTP/1.1\r\nConnection: keep-alive, close\r\n\r\n";
+        let data = [&first[..], second, third, b"GARBAGE\r\n\r\n"].concat();
+        let framed = frame_in_pieces(&data, &[], &Limits::default());
+        assert_eq!(framed.end, End::Close);
+        let got: Vec<(&[u8], usize)> = framed
+            .requests
+            .iter()
+            .map(|r| (&r.body[..], r.consumed))
+            .collect();
+        let want: [(&[u8], usize); 3] = [
+            (b"hello", first.len()),
+            (b"abcde", second.len()),
+            (b"", third.len()),
+        ];
+        assert_eq!(got, want);
+        check_plain_reading(&data, &framed);
+        for split in [0x00, 0x40, 0x80, 0xff] {
+            let mut input = vec![split, 0x80];
+            input.extend_from_slice(&data);
+            fuzz_split_equivalence(&input);
+        }
+        // Without the close, the parser waits for the rest of the fourth request.
+        let open = [
+            &first[..],
+            second,
+            b"GET / HTTP/1.1\r\n\r\nPOST / HTTP/1.1\r\n",
+        ]
+        .concat();
+        let framed = frame_in_pieces(&open, &[7, 70], &Limits::default());
+        assert_eq!((framed.requests.len(), &framed.end), (3, &End::MoreBytes));
+        check_plain_reading(&open, &framed);
+    }
+
+    /// The plain reading finds a request framed one byte short or long, or a body cut wrong,
+    /// or a whole request left waiting.
+    #[test]
+    fn plain_reading_catches_requests_framed_wrong() {
+        let data = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n\
+            POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\ncdGET / HTTP/1.1\r\n\r\n";
+        let framed = frame_in_pieces(data, &[], &Limits::default());
+        assert_eq!(framed.requests.len(), 3);
+        check_plain_reading(data, &framed);
+        let wrong: [&dyn Fn(&mut Frames); 5] = [
+            &|f| f.requests[0].consumed -= 1,
+            &|f| f.requests[0].consumed += 1,
+            &|f| f.requests[1].body.push(b'G'),
+            &|f| f.requests[1].head.len += 1,
+            &|f| {
+                f.requests.pop();
+                f.end = End::MoreBytes;
+            },
+        ];
+        for (i, spoil) in wrong.iter().enumerate() {
+            let mut framed = frame_in_pieces(data, &[], &Limits::default());
+            spoil(&mut framed);
+            let caught = std::panic::catch_unwind(|| check_plain_reading(data, &framed));
+            assert!(caught.is_err(), "spoiled framing {i} passed");
         }
     }
 }
