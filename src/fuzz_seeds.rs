@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use crate::perf_fixtures as fixtures;
-use crate::pricing::FuzzCall;
+use crate::pricing::{AtPick, Change, FuzzCall};
 
 #[path = "../perf/otlp_fixtures.rs"]
 #[rustfmt::skip] // Shared with the perf harness, which keeps its own layout.
@@ -107,8 +107,25 @@ fn write_fuzz_seeds() {
                     Some((3125, -10)),
                 ],
                 tier: (n % 2 == 0).then_some((2000, [Some((5, -6)); 8])),
-                at_ms: span["startTime"].as_u64().unwrap_or(0),
-                change: (n % 3 == 0).then_some((1_785_369_600_000, [Some((2, -7)); 8])),
+                // Every other one at the start time of the fixture's span, the others around
+                // a change point of the schedule.
+                at: match n % 2 {
+                    0 => AtPick::anywhere(span["startTime"].as_u64().unwrap_or(0)),
+                    _ => AtPick {
+                        how: n as u8 % 5,
+                        point: n as u8 / 2,
+                        delta: 7_777,
+                    },
+                },
+                // A price change for every third call and one more for every fifth; a second
+                // change has an off-peak window (16:30-00:30 UTC, across midnight).
+                changes: (0..u8::from(n % 3 == 0) + u8::from(n % 5 == 0))
+                    .map(|i| Change {
+                        gap: [1_785_369_600_000, 86_400_000][usize::from(i)],
+                        prices: [Some((2, -7)); 8],
+                        window: (i == 1).then_some((59_400, 1_800, [Some((1, -7)); 8])),
+                    })
+                    .collect(),
                 provider: span["provider"].as_str().map(str::to_owned),
                 model_id: span["modelId"].as_str().unwrap_or("").to_owned(),
             };

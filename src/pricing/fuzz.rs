@@ -2,6 +2,10 @@
 //! the prices in force at the start time are used, every cost is the exact half-up rounding of
 //! count x price, and the total is the sum of the dimensions.
 //!
+//! The start time is picked around the schedule's change points (a period's start, a daily
+//! window's opening or closing): 1 ms before, at, 1 ms after, a little either side, or
+//! anywhere; the period and window in force are found again by a plain scan of the schedule.
+//!
 //! The expected costs are computed here independently of `money.rs`/`table.rs`: billable counts
 //! straight from the contract's rules, each price as the `mantissa x 10^exponent` it was written
 //! from, and the rounding in plain `u128` arithmetic. The input's tail is also priced as a
@@ -12,9 +16,10 @@ use std::sync::OnceLock;
 use super::costs::Money;
 use crate::ingest::wire::Usage;
 
+use super::instant::DAY_S;
 use super::money::{Price, MAX_MONEY};
 use super::rates::{Dimension, Rates};
-use super::schedule::{Period, PriceSet, Tier};
+use super::schedule::{Period, PriceSet, Tier, Window};
 use super::table::{ModelPrice, PriceTable, Source};
 use super::Pricer;
 
@@ -30,13 +35,81 @@ pub struct FuzzCall {
     pub base: [Option<WrittenPrice>; 8],
     /// Long-context threshold and the prices that tier lays over the base.
     pub tier: Option<(u64, [Option<WrittenPrice>; 8])>,
-    /// When the call started (epoch ms).
-    pub at_ms: u64,
-    /// A price change: from this instant (epoch ms, above 0) these prices replace the base and
-    /// tier whole.
-    pub change: Option<(u64, [Option<WrittenPrice>; 8])>,
+    /// When the call started, relative to the schedule's change points.
+    pub at: AtPick,
+    /// Price changes (up to three), each replacing the prices before it whole.
+    pub changes: Vec<Change>,
     pub provider: Option<String>,
     pub model_id: String,
+}
+
+/// A price change of the fuzzed schedule.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Change {
+    /// Milliseconds after the change before it (the first: after 0) where it applies; 0 is
+    /// read as 1, and a change that would begin past `u64::MAX` is left out.
+    pub gap: u64,
+    pub prices: [Option<WrittenPrice>; 8],
+    /// A daily window (seconds after midnight UTC where it opens and closes, below 86400)
+    /// with prices of its own.
+    pub window: Option<(u32, u32, [Option<WrittenPrice>; 8])>,
+}
+
+/// How a call's start time is picked: near one of the schedule's change points, or anywhere.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AtPick {
+    /// Modulo 5: 1 ms before the point, at it, 1 ms after it, up to 2^20 ms either side of
+    /// it (`delta`'s low bit the side, the rest the distance), or at `delta` itself.
+    pub how: u8,
+    /// Which change point, modulo their number.
+    pub point: u8,
+    pub delta: u64,
+}
+
+const DAY_MS: u64 = 86_400_000;
+
+impl AtPick {
+    /// At `at_ms`, whatever the schedule.
+    pub const fn anywhere(at_ms: u64) -> AtPick {
+        AtPick {
+            how: 4,
+            point: 0,
+            delta: at_ms,
+        }
+    }
+
+    /// The start time this picks for a model with `periods`: the change points are each
+    /// period's start and, on the day it starts and the next, where its windows open and close.
+    pub fn resolve(&self, periods: &[Period]) -> u64 {
+        let mut points = Vec::new();
+        for p in periods {
+            points.push(p.from_ms);
+            let day = p.from_ms - p.from_ms % DAY_MS;
+            for w in p.windows.iter() {
+                for d in [day, day.saturating_add(DAY_MS)] {
+                    points.push(d.saturating_add(u64::from(w.from_s) * 1000));
+                    points.push(d.saturating_add(u64::from(w.to_s) * 1000));
+                }
+            }
+        }
+        let Some(&point) = points.get(self.point as usize % points.len().max(1)) else {
+            return self.delta;
+        };
+        match self.how % 5 {
+            0 => point.saturating_sub(1),
+            1 => point,
+            2 => point.saturating_add(1),
+            3 => {
+                let off = (self.delta >> 1) % (1 << 20);
+                if self.delta & 1 == 1 {
+                    point.saturating_add(off)
+                } else {
+                    point.saturating_sub(off)
+                }
+            }
+            _ => self.delta,
+        }
+    }
 }
 
 /// Reads the input front to back; past the end every byte is zero.
@@ -57,12 +130,22 @@ impl Bytes<'_> {
         u64::from_le_bytes(std::array::from_fn(|_| self.u8()))
     }
 
+    fn u32(&mut self) -> u32 {
+        u32::from_le_bytes(std::array::from_fn(|_| self.u8()))
+    }
+
     /// A flag byte, then a value: the flag's low bit says present, its upper bits shift the
     /// value right, so small and huge values are equally easy to reach.
     fn count(&mut self) -> Option<u64> {
+        let (flag, v) = self.shifted();
+        (flag & 1 == 1).then_some(v)
+    }
+
+    /// A flag byte, then a value shifted right by the flag's upper bits.
+    fn shifted(&mut self) -> (u8, u64) {
         let flag = self.u8();
         let v = self.u64();
-        (flag & 1 == 1).then(|| v >> (flag >> 2).min(63))
+        (flag, v >> (flag >> 2).min(63))
     }
 
     fn price(&mut self) -> Option<WrittenPrice> {
@@ -81,8 +164,18 @@ impl FuzzCall {
         let usage = (b.u8() & 1 == 1).then(|| std::array::from_fn(|_| b.count()));
         let base = b.prices();
         let tier = (b.u8() & 1 == 1).then(|| (b.u64(), b.prices()));
-        let at_ms = b.u64();
-        let change = (b.u8() & 1 == 1).then(|| (b.u64().max(1), b.prices()));
+        let at = AtPick {
+            how: b.u8(),
+            point: b.u8(),
+            delta: b.u64(),
+        };
+        let changes = (0..b.u8() % 4)
+            .map(|_| Change {
+                gap: b.shifted().1,
+                prices: b.prices(),
+                window: (b.u8() & 1 == 1).then(|| (b.u32() % DAY_S, b.u32() % DAY_S, b.prices())),
+            })
+            .collect();
         let provider_len = b.u8();
         let rest = b.0;
         let (provider, model) = if provider_len == 0 {
@@ -95,8 +188,8 @@ impl FuzzCall {
             usage,
             base,
             tier,
-            at_ms,
-            change,
+            at,
+            changes,
             provider: provider.map(|p| String::from_utf8_lossy(p).into_owned()),
             model_id: String::from_utf8_lossy(model).into_owned(),
         }
@@ -129,11 +222,19 @@ impl FuzzCall {
             out.extend_from_slice(&threshold.to_le_bytes());
             prices(&mut out, ps);
         }
-        out.extend_from_slice(&self.at_ms.to_le_bytes());
-        out.push(u8::from(self.change.is_some()));
-        if let Some((from, ps)) = &self.change {
-            out.extend_from_slice(&from.to_le_bytes());
-            prices(&mut out, ps);
+        out.extend_from_slice(&[self.at.how, self.at.point]);
+        out.extend_from_slice(&self.at.delta.to_le_bytes());
+        out.push(self.changes.len().min(3) as u8);
+        for c in self.changes.iter().take(3) {
+            out.push(0);
+            out.extend_from_slice(&c.gap.to_le_bytes());
+            prices(&mut out, &c.prices);
+            out.push(u8::from(c.window.is_some()));
+            if let Some((from, to, ps)) = &c.window {
+                out.extend_from_slice(&from.to_le_bytes());
+                out.extend_from_slice(&to.to_le_bytes());
+                prices(&mut out, ps);
+            }
         }
         match &self.provider {
             Some(p) => {
@@ -195,24 +296,62 @@ fn check_model(call: &FuzzCall, usage: Option<&Usage>) {
     let mut periods = vec![Period::always(
         PriceSet::tiered(base, tiers).expect("one tier"),
     )];
-    let mut written_change = None;
-    if let Some((from, prices)) = call.change {
-        let (rates, written) = rates_of(&prices);
+    // Each change's start, its prices as written, and its window's (from, to, prices).
+    type Written = [Option<WrittenPrice>; 8];
+    type WrittenChange = (u64, Written, Option<(u32, u32, Written)>);
+    let mut schedule: Vec<WrittenChange> = Vec::new();
+    let mut from = 0u64;
+    for change in &call.changes {
+        let Some(next) = from.checked_add(change.gap.max(1)) else {
+            break;
+        };
+        from = next;
+        let (rates, written) = rates_of(&change.prices);
+        let window = change.window.map(|(from_s, to_s, prices)| {
+            let (rates, written) = rates_of(&prices);
+            let window = Window {
+                from_s,
+                to_s,
+                prices: PriceSet::flat(rates),
+            };
+            (window, (from_s, to_s, written))
+        });
         periods.push(Period {
             from_ms: from,
             prices: PriceSet::flat(rates),
-            windows: Box::new([]),
+            windows: window.iter().map(|(w, _)| w.clone()).collect(),
         });
-        written_change = Some((from, written));
+        schedule.push((from, written, window.map(|(_, w)| w)));
     }
+    assert_eq!(super::schedule::check_periods(&periods), Ok(()));
     let model = ModelPrice {
         periods: periods.into_boxed_slice(),
         ..ModelPrice::new("fuzz/model", Source::File, PriceSet::default())
     };
+    let at = call.at.resolve(&model.periods);
 
-    // The change applies from its instant on; before it the base and its tier, which applies
-    // strictly above its threshold, to inputTokens + cacheWriteInputTokens.
-    let changed = written_change.filter(|(from, _)| call.at_ms >= *from);
+    // The prices in force: the last change that began at or before `at` (a plain scan, all
+    // of them), else the base and its tier, which applies strictly above its threshold, to
+    // inputTokens + cacheWriteInputTokens. In a change, its window's prices if `at` falls in
+    // it on its own day or, for a window across midnight, in the one that opened the day
+    // before.
+    let mut changed = None;
+    for (i, (from, ..)) in schedule.iter().enumerate() {
+        if *from <= at {
+            changed = Some(i);
+        }
+    }
+    let in_window = changed
+        .and_then(|i| schedule[i].2)
+        .filter(|&(from_s, to_s, _)| {
+            let (at, day) = (i128::from(at), i128::from(DAY_MS));
+            let midnight = at - at % day;
+            let (open, close) = (i128::from(from_s) * 1000, i128::from(to_s) * 1000);
+            let close = if to_s < from_s { close + day } else { close };
+            [midnight - day, midnight]
+                .iter()
+                .any(|d| d + open <= at && at < d + close)
+        });
     let tier = changed.is_none()
         && match (&call.tier, usage) {
             (Some((threshold, _)), Some(u)) => {
@@ -222,10 +361,23 @@ fn check_model(call: &FuzzCall, usage: Option<&Usage>) {
             }
             _ => false,
         };
-    let written = match changed {
-        Some((_, w)) => w,
-        None if tier => written_tier,
-        None => written_base,
+    let selected = model.select(usage, at);
+    let want_from = changed.map_or(0, |i| schedule[i].0);
+    assert_eq!(
+        selected.period.from_ms, want_from,
+        "period at {at}: {call:?}"
+    );
+    assert_eq!(
+        selected.window.map(|w| (w.from_s, w.to_s)),
+        in_window.map(|(from_s, to_s, _)| (from_s, to_s)),
+        "window at {at}: {call:?}"
+    );
+    assert_eq!(selected.tier.is_some(), tier, "tier at {at}: {call:?}");
+    let written = match (changed, in_window) {
+        (Some(_), Some((.., w))) => w,
+        (Some(i), None) => schedule[i].1,
+        (None, _) if tier => written_tier,
+        (None, _) => written_base,
     };
     let counts = billable(
         usage,
@@ -247,24 +399,23 @@ fn check_model(call: &FuzzCall, usage: Option<&Usage>) {
         }
     });
 
-    let got = model.costs(usage, call.at_ms);
+    let got = model.costs(usage, at);
     match (got, expected) {
         (Ok(c), Ok((costs, total))) => {
             assert_eq!(
                 c.dimensions(),
                 costs.map(|c| c.map(|c| c as Money)),
-                "{call:?}"
+                "at {at}: {call:?}"
             );
             let sum: Money = c.dimensions().iter().flatten().sum();
             assert_eq!(c.total, Some(sum), "total is not the sum: {call:?}");
             assert_eq!(c.total, Some(total as Money), "{call:?}");
-            let breakdown = model.breakdown(usage, call.at_ms).expect("costs succeeded");
-            assert_eq!(breakdown.selected.tier.is_some(), tier, "{call:?}");
-            assert_eq!(breakdown.selected.period.from_ms > 0, changed.is_some());
+            let breakdown = model.breakdown(usage, at).expect("costs succeeded");
+            assert_eq!(breakdown.selected, selected);
             assert_eq!(breakdown.costs, c);
         }
         (Err(_), Err(())) => {}
-        (got, want) => panic!("costs {got:?}, expected {want:?} for {call:?}"),
+        (got, want) => panic!("costs {got:?}, expected {want:?} at {at} for {call:?}"),
     }
 }
 
@@ -336,26 +487,69 @@ fn exact_cost(count: u64, (mantissa, exponent): WrittenPrice) -> Result<u128, ()
 }
 
 /// Matching arbitrary (provider, modelId) pairs against the built-in table never panics, and
-/// a match prices exactly like the matched model.
+/// a match prices exactly like the matched model, with the prices a plain scan of its schedule
+/// finds in force at a start time picked around its change points.
 fn check_matching(call: &FuzzCall, usage: Option<&Usage>) {
     static TABLE: OnceLock<PriceTable> = OnceLock::new();
     let table = TABLE.get_or_init(PriceTable::builtin);
     let provider = call.provider.as_deref();
-    let mut pricer = Pricer::new();
-    let priced = pricer.price(table, provider, Some(&call.model_id), usage, call.at_ms);
     let model = table.find(provider, &call.model_id);
+    let at = call.at.resolve(model.map_or(&[], |m| &m.periods));
+    let mut pricer = Pricer::new();
+    let priced = pricer.price(table, provider, Some(&call.model_id), usage, at);
     match (priced, model) {
         (Ok(None), None) => {}
         (Ok(Some(p)), Some(m)) => {
             assert_eq!(p.model_id, m.id);
-            assert_eq!(Ok(p.costs), m.costs(usage, call.at_ms));
+            assert_eq!(Ok(p.costs), m.costs(usage, at));
         }
-        (Err(e), Some(m)) => assert_eq!(m.costs(usage, call.at_ms), Err(e)),
+        (Err(e), Some(m)) => assert_eq!(m.costs(usage, at), Err(e)),
         (got, m) => panic!("pricer {got:?} but table match {:?}", m.map(|m| &m.id)),
     }
+    if let Some(m) = model {
+        let rates = plain_rates(&m.periods, usage, at);
+        assert!(
+            std::ptr::eq(m.select(usage, at).rates, rates),
+            "{} at {at}: not the prices in force then",
+            m.id
+        );
+    }
     // A cached second lookup agrees with the first.
-    let again = pricer.price(table, provider, Some(&call.model_id), usage, call.at_ms);
+    let again = pricer.price(table, provider, Some(&call.model_id), usage, at);
     assert_eq!(again, priced);
+}
+
+/// The rates in force at `at`, found without `schedule.rs`: the last period that began at or
+/// before it (a scan of all of them), the first of its windows open at that time of day, and
+/// the last (highest) tier the input size is strictly above.
+fn plain_rates<'p>(periods: &'p [Period], usage: Option<&Usage>, at: u64) -> &'p Rates {
+    let mut period = &periods[0];
+    for p in periods {
+        if p.from_ms <= at {
+            period = p;
+        }
+    }
+    let second = (at / 1000 % 86_400) as u32;
+    let open = |w: &&Window| match w.from_s <= w.to_s {
+        true => (w.from_s..w.to_s).contains(&second),
+        false => !(w.to_s..w.from_s).contains(&second),
+    };
+    let set = period
+        .windows
+        .iter()
+        .find(open)
+        .map_or(&period.prices, |w| &w.prices);
+    let size = usage.map(|u| {
+        u128::from(u.input_tokens.unwrap_or(0))
+            + u128::from(u.cache_write_input_tokens.unwrap_or(0))
+    });
+    let mut rates = &set.base;
+    for t in set.tiers.iter() {
+        if size.is_some_and(|size| size > u128::from(t.threshold)) {
+            rates = &t.rates;
+        }
+    }
+    rates
 }
 
 #[cfg(test)]
@@ -387,11 +581,23 @@ mod tests {
                 None,
             ],
             tier: Some((200_000, [Some((5, -6)); 8])),
-            at_ms: 1_785_369_600_000,
-            change: Some((
-                1_785_369_600_000,
-                [None, Some((2, -7)), None, None, None, None, None, None],
-            )),
+            at: AtPick {
+                how: 3,
+                point: 2,
+                delta: 1_785_369_600_000,
+            },
+            changes: vec![
+                Change {
+                    gap: 1_785_369_600_000,
+                    prices: [None, Some((2, -7)), None, None, None, None, None, None],
+                    window: None,
+                },
+                Change {
+                    gap: 0,
+                    prices: [None; 8],
+                    window: Some((86_399, 0, [Some((1, 0)); 8])),
+                },
+            ],
             provider: Some("openai.chat".into()),
             model_id: "gpt-4o".into(),
         };
@@ -421,14 +627,100 @@ mod tests {
     fn regression_zero_price_with_a_huge_exponent() {
         assert_eq!(exact_cost(7873, (0, 101)), Ok(0));
         assert_eq!(exact_cost(0, (u64::MAX, 127)), Ok(0));
-        fuzz_price(&[
-            1, 1, 193, 30, 0, 0, 0, 0, 0, 0, 1, 242, 2, 0, 0, 0, 0, 0, 0, 1, 37, 31, 0, 0, 0, 0, 0,
-            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 241, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 250, 1, 125, 0, 0,
-            0, 0, 0, 0, 0, 247, 1, 53, 12, 0, 0, 0, 0, 0, 0, 246, 0, 19, 97, 110, 116, 104, 114,
-            241, 255, 255, 255, 255, 255, 255, 127, 111, 52, 0, 0, 0, 109, 101, 115, 115, 97, 103,
-            101, 115, 99, 108, 97, 117, 100, 101, 45, 115, 111, 110, 110, 101, 116, 45, 52, 45, 53,
-            45, 50, 48, 50, 53, 48, 57, 50, 57,
-        ]);
+        // The input as found (in the layout of the time, which has changed since).
+        let call = FuzzCall {
+            usage: Some([
+                Some(7873),
+                Some(754),
+                Some(7973),
+                None,
+                Some(3313),
+                None,
+                None,
+                None,
+                None,
+            ]),
+            base: [
+                Some((0, 101)),
+                Some((26_151_892_790, 117)),
+                None,
+                Some((1_871_669_543_413_413, 48)),
+                Some((0, 0)),
+                None,
+                None,
+                None,
+            ],
+            ..FuzzCall::default()
+        };
+        fuzz_price(&call.to_bytes());
+    }
+
+    /// Start times are picked 1 ms before, at and 1 ms after each change point (a period's
+    /// start; a window's opening and closing on the day its period starts and the next), a
+    /// little either side of one, or anywhere; the property holds at each.
+    #[test]
+    fn start_times_are_picked_around_change_points() {
+        let call = FuzzCall {
+            usage: Some([Some(10), Some(10), None, None, None, None, None, None, None]),
+            base: [Some((1, -6)); 8],
+            changes: vec![
+                Change {
+                    gap: 5_000,
+                    prices: [Some((2, -6)); 8],
+                    window: Some((59_400, 1_800, [Some((3, -6)); 8])),
+                },
+                Change {
+                    gap: 1,
+                    prices: [Some((4, -6)); 8],
+                    window: None,
+                },
+            ],
+            ..FuzzCall::default()
+        };
+        let (from, to) = (59_400_000, 1_800_000);
+        let points = [0, 5_000, from, to, DAY_MS + from, DAY_MS + to, 5_001];
+        let periods = [
+            Period::always(PriceSet::default()),
+            Period {
+                from_ms: 5_000,
+                prices: PriceSet::default(),
+                windows: Box::new([Window {
+                    from_s: 59_400,
+                    to_s: 1_800,
+                    prices: PriceSet::default(),
+                }]),
+            },
+            Period {
+                from_ms: 5_001,
+                prices: PriceSet::default(),
+                windows: Box::new([]),
+            },
+        ];
+        for (i, &point) in points.iter().enumerate() {
+            for (how, delta, at) in [
+                (0, 0, point.saturating_sub(1)),
+                (1, 0, point),
+                (2, 0, point + 1),
+                (3, 43, point + 21),
+                (8, 42, point.saturating_sub(21)),
+                (4, 42, 42),
+            ] {
+                let pick = AtPick {
+                    how,
+                    point: i as u8 + 7,
+                    delta,
+                };
+                assert_eq!(pick.resolve(&periods), at, "{pick:?}");
+                fuzz_price(
+                    &FuzzCall {
+                        at: pick,
+                        ..call.clone()
+                    }
+                    .to_bytes(),
+                );
+            }
+        }
+        assert_eq!(AtPick::anywhere(9).resolve(&[]), 9);
     }
 
     /// The property holds on hand-made calls around the edges.
@@ -454,8 +746,16 @@ mod tests {
                     500,
                     [Some((5, -7)), None, None, None, None, None, None, None],
                 )),
-                at_ms: 1_785_369_599_999,
-                change: Some((1_785_369_600_000, [Some((5, -7)); 8])),
+                at: AtPick {
+                    how: 0,
+                    point: 1,
+                    delta: 0,
+                },
+                changes: vec![Change {
+                    gap: 1_785_369_600_000,
+                    prices: [Some((5, -7)); 8],
+                    window: None,
+                }],
                 provider: Some("anthropic.messages".into()),
                 model_id: "claude-sonnet-4-5-20250929".into(),
             },
@@ -473,8 +773,16 @@ mod tests {
                 ]),
                 base: [Some((1, -6)); 8],
                 tier: Some((272_000, [Some((2, -6)); 8])),
-                at_ms: 1_785_369_600_000,
-                change: Some((1_785_369_600_000, [Some((2, -7)); 8])),
+                at: AtPick {
+                    how: 1,
+                    point: 1,
+                    delta: 0,
+                },
+                changes: vec![Change {
+                    gap: 1_785_369_600_000,
+                    prices: [Some((2, -7)); 8],
+                    window: None,
+                }],
                 provider: Some("openai".into()),
                 model_id: "gpt-5.6-luna".into(),
             },
@@ -482,8 +790,16 @@ mod tests {
                 usage: Some([Some(u64::MAX); 9]),
                 base: [Some((u64::MAX, 127)); 8],
                 tier: Some((u64::MAX, [Some((1, -128)); 8])),
-                at_ms: u64::MAX,
-                change: Some((u64::MAX, [Some((u64::MAX, 127)); 8])),
+                at: AtPick::anywhere(u64::MAX),
+                changes: vec![
+                    Change {
+                        gap: u64::MAX,
+                        prices: [Some((u64::MAX, 127)); 8],
+                        window: Some((0, 86_399, [Some((1, -128)); 8])),
+                    },
+                    // Past `u64::MAX`: left out.
+                    Change::default(),
+                ],
                 provider: None,
                 model_id: "us.anthropic.claude-3-5-sonnet-20240620-v1:0".into(),
             },
