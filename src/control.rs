@@ -68,7 +68,7 @@ pub struct Refresher {
 
 /// How long the key set goes without a read of every key: past this a refresh reads them all,
 /// whatever the tables' state says (a safeguard; the state is exact as far as known).
-pub const REBUILD_AT_LEAST_EVERY: Duration = Duration::from_secs(300);
+pub const REBUILD_AT_LEAST_EVERY: Duration = Duration::from_secs(600);
 
 impl Refresher {
     pub fn new(plans: Plans) -> Refresher {
@@ -633,6 +633,57 @@ mod tests {
         insert("0a", "org-a");
         assert_eq!(refresh(1), ((1, 1), vec![0x0a]));
         assert_eq!(truth(), vec![0x0a]);
+    }
+
+    /// Keys written one by one while reloads run back to back, ClickHouse merging the key
+    /// table's small parts as they come: however the merges fall between a reload's look at
+    /// the parts and its read of the new ones, a reload after the writes stop holds every key.
+    /// (A part merged away before its read once left its keys out for good: seen in CI as a
+    /// key that never became active.)
+    #[test]
+    fn keys_written_while_parts_merge_all_reach_the_set() {
+        if skip() {
+            return;
+        }
+        let db = TestDb::new("control_merging");
+        let store = Store::new("tcp://127.0.0.1:9000", &db.0).unwrap();
+        let rt = rt();
+        rt.block_on(store.migrate()).unwrap();
+        let mut refresher = Refresher::new(Plans::resolve(None, "self-hosted", None).unwrap());
+        let (keys, accounts) = (KeyStore::new("ti_"), Accounts::default());
+        rt.block_on(refresher.refresh(&store, &keys, &accounts))
+            .unwrap();
+        let done = AtomicBool::new(false);
+        let n = 120u8;
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let rt = crate::sink::clickhouse::test_support::rt();
+                let writer = Store::new("tcp://127.0.0.1:9000", &db.0).unwrap();
+                for i in 0..n {
+                    let record = KeyRecord {
+                        key_hash: format!("{i:02x}").repeat(32),
+                        display_prefix: format!("ti_{i:02x}"),
+                        org_id: "org-a".to_string(),
+                        project_id: String::new(),
+                        created_at: 1_700_000_000,
+                        revoked_at: None,
+                    };
+                    rt.block_on(writer.insert_key(&record)).unwrap();
+                }
+                done.store(true, Ordering::Release);
+            });
+            while !done.load(Ordering::Acquire) {
+                rt.block_on(refresher.refresh(&store, &keys, &accounts))
+                    .unwrap();
+            }
+        });
+        rt.block_on(refresher.refresh(&store, &keys, &accounts))
+            .unwrap();
+        let missing: Vec<u8> = (0..n)
+            .filter(|&i| keys.current().get(&[i; 32]).is_none())
+            .collect();
+        assert!(missing.is_empty(), "keys never in the set: {missing:x?}");
+        assert_eq!(keys.len(), n as usize);
     }
 
     /// Waits until ClickHouse has finished every mutation of `db`'s tables.

@@ -83,6 +83,14 @@ pub async fn run(cmd: &KeysCommand, store_args: &StoreArgs) -> anyhow::Result<()
             };
             store.insert_key(&record).await?;
             outln!("{key}");
+            if super::stdout_gone() {
+                anyhow::bail!(
+                    "created key {}... for org {org}, but standard output was closed before it \
+                     could be shown: revoke it (keys revoke {}) and create another",
+                    record.display_prefix,
+                    record.display_prefix
+                );
+            }
             eprintln!(
                 "created key {}... for org {org}{}; it is shown only once",
                 record.display_prefix,

@@ -259,9 +259,10 @@ fn revoking_a_shared_display_prefix_takes_the_whole_key_or_all() {
 }
 
 /// Found by the docs audit: `traceingest price --list | head -1` panicked ("failed printing to
-/// stdout: Broken pipe", status 101). A reader that stops reading ends the command quietly.
+/// stdout: Broken pipe", status 101). Output a reader stops reading is dropped quietly, and the
+/// command ends with its own status.
 #[test]
-fn output_cut_off_by_its_reader_ends_the_command_quietly() {
+fn output_its_reader_stops_reading_is_dropped_quietly() {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
     let mut child = Command::new(BIN)
@@ -281,4 +282,34 @@ fn output_cut_off_by_its_reader_ends_the_command_quietly() {
     assert!(!first.is_empty());
     assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
     assert!(!stderr.contains("panicked"), "stderr: {stderr}");
+}
+
+/// With standard output's reader gone before anything is written, a command still ends with its
+/// own status: `price` of an unknown model 1, not 0; and `keys create`, whose key could not be
+/// shown, says so and fails rather than leave a key no one saw without a word.
+#[test]
+fn a_gone_reader_does_not_change_a_commands_status() {
+    let server = Server::new(CH_HTTP, &[]);
+    assert_eq!(run(&server, &["migrate"]).0, Some(0));
+    let with_gone_reader = |args: &[&str]| {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = server
+            .command(args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8(out.stderr).unwrap())
+    };
+    let (code, stderr) = with_gone_reader(&["price", "--model", "no-such-model-at-all"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    let (code, stderr) = with_gone_reader(&["keys", "create", "--org", "org-gone"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("standard output was closed before it could be shown"),
+        "{stderr}"
+    );
+    let (_, list, _) = run(&server, &["keys", "list"]);
+    assert!(list.contains("org-gone"), "the key was created: {list}");
 }

@@ -177,10 +177,11 @@ impl Store {
     /// connection, the tables' state first: a change that lands between that and the rows is
     /// in the rows or not, and either way makes the next state differ, so it is read then.
     /// (The state read after the rows could name a change the rows lack, and keep it out of
-    /// the key set for good.)
+    /// the key set for good.) The state returned names only parts whose rows were read: a new
+    /// part merged away before its read is left out of it.
     pub async fn load_admin(&self, seen: Option<&AdminTables>) -> Result<AdminLoad, StoreError> {
         let mut c = self.handle().await?;
-        let tables = self.admin_tables(&mut c).await?;
+        let mut tables = self.admin_tables(&mut c).await?;
         if seen == Some(&tables) {
             return Ok(AdminLoad::Unchanged);
         }
@@ -192,11 +193,47 @@ impl Store {
             Some(KeysToRead::Parts(parts)) if parts.is_empty() => KeyRows::Added(Vec::new()),
             Some(KeysToRead::Parts(parts)) => {
                 let names: Vec<String> = parts.iter().map(|p| sql_string(p)).collect();
-                let filter = format!(" WHERE _part IN ({})", names.join(", "));
-                KeyRows::Added(key_rows(self.read_keys_on(&mut c, &filter).await?))
+                let names = names.join(", ");
+                // Oldest part first (by its last block: the name is `all_MIN_MAX_LEVEL`), so
+                // of two rows of a key with the same version the newer part's wins, as in a
+                // merge.
+                let tail = format!(
+                    " WHERE _part IN ({names}) \
+                     ORDER BY toUInt64OrZero(splitByChar('_', _part)[3])"
+                );
+                let rows = key_rows(self.read_keys_on(&mut c, &tail).await?);
+                // A part merged away before the read began gave it no row: it stays out of
+                // the state, so the part it went into is read next time (the merge looks like
+                // one of parts never seen).
+                let active = self.active_key_parts(&mut c, &names).await?;
+                tables
+                    .keys
+                    .retain(|p| !parts.contains(&p.name) || active.contains(&p.name));
+                KeyRows::Added(rows)
             }
         };
         Ok(AdminLoad::Loaded { tables, orgs, keys })
+    }
+
+    /// Which of `names` (a list of quoted part names) are active parts of `api_keys` now.
+    async fn active_key_parts(
+        &self,
+        c: &mut ClientHandle,
+        names: &str,
+    ) -> Result<Vec<String>, StoreError> {
+        let db = sql_string(&self.database);
+        let block = c
+            .query(format!(
+                "SELECT name FROM system.parts WHERE database = {db} AND table = 'api_keys' \
+                 AND active AND name IN ({names})"
+            ))
+            .fetch_all()
+            .await?;
+        let mut active = Vec::with_capacity(block.row_count());
+        for row in block.rows() {
+            active.push(row.get::<String, _>("name")?);
+        }
+        Ok(active)
     }
 
     /// The state of `api_keys` and `orgs` (`AdminTables`): two queries of `system.parts` and
@@ -206,7 +243,7 @@ impl Store {
         let block = c
             .query(format!(
                 "SELECT name, partition_id, min_block_number AS min, max_block_number AS max, \
-                 data_version FROM system.parts \
+                 data_version, rows, toUInt32(modification_time) AS modified FROM system.parts \
                  WHERE database = {db} AND table = 'api_keys' AND active ORDER BY name"
             ))
             .fetch_all()
@@ -224,6 +261,8 @@ impl Store {
                 } else {
                     data_version as i64
                 },
+                rows: row.get("rows")?,
+                modified: row.get("modified")?,
             });
         }
         let block = c

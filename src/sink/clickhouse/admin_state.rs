@@ -14,7 +14,12 @@
 //! - any other new part (an insert, or a merge of parts never seen): read its rows, newest
 //!   version of each key winning over what was read before.
 //!
-//! A table made again has a new creation time: read everything.
+//! A table made again has a new creation time, or parts of the same names with other rows or
+//! times: read everything. (Made again within the same second with parts of the same names,
+//! rows and times, it is not told apart: `Refresher`'s periodic read of every key is the bound.)
+//!
+//! A new part merged away before its rows were read is left out of the state the load returns
+//! (`Store::load_admin`), so the part it went into counts as holding blocks never read.
 
 /// One active part of `api_keys` (`system.parts`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +30,10 @@ pub struct Part {
     pub max_block: i64,
     /// `data_version` where it differs from `min_block` (the part was mutated), else 0.
     pub mutation: i64,
+    /// Its rows and when it was written (seconds): a part of the same name with other ones is
+    /// another part (the table made again, block numbers starting over).
+    pub rows: u64,
+    pub modified: u32,
 }
 
 impl Part {
@@ -64,6 +73,13 @@ pub fn keys_to_read(old: &AdminTables, new: &AdminTables) -> KeysToRead {
         return KeysToRead::All;
     }
     let is_in = |p: &Part, parts: &[Part]| parts.iter().any(|q| q.name == p.name);
+    let same_name_other_part = old
+        .keys
+        .iter()
+        .any(|o| new.keys.iter().any(|n| n.name == o.name && n != o));
+    if same_name_other_part {
+        return KeysToRead::All;
+    }
     let gone: Vec<&Part> = old.keys.iter().filter(|p| !is_in(p, &new.keys)).collect();
     if gone.iter().any(|g| !new.keys.iter().any(|n| g.inside(n))) {
         return KeysToRead::All;
@@ -102,6 +118,8 @@ mod tests {
             min_block: min,
             max_block: max,
             mutation,
+            rows: 1,
+            modified: 100,
         }
     }
 
@@ -181,6 +199,24 @@ mod tests {
         };
         assert_eq!(
             keys_to_read(&state(&[&a]), &state(&[&other])),
+            KeysToRead::All
+        );
+        // A part of the same name with other rows or another time: the table made again
+        // within the second its creation time is told in.
+        let other_a = Part {
+            rows: 2,
+            ..a.clone()
+        };
+        assert_eq!(
+            keys_to_read(&state(&[&a]), &state(&[&other_a])),
+            KeysToRead::All
+        );
+        let later_a = Part {
+            modified: 101,
+            ..a.clone()
+        };
+        assert_eq!(
+            keys_to_read(&state(&[&a]), &state(&[&later_a])),
             KeysToRead::All
         );
         // The table made again.

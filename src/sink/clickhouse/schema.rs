@@ -259,8 +259,9 @@ impl fmt::Display for Migrated {
             writeln!(
                 f,
                 "not on {node}: table {}.{t}; the CREATE ... ON CLUSTER that made it on the \
-                 other nodes has not run there (the node runs it when its distributed DDL queue \
-                 gets to it; if that queue is stuck, restart the node): run migrate again to \
+                 other nodes has not run there yet (the node runs it when its distributed DDL \
+                 queue gets to it, usually within seconds; if a later migrate still finds it \
+                 missing, that queue may be stuck: restart the node): run migrate again to \
                  check",
                 self.database
             )?;

@@ -280,8 +280,9 @@ fn a_node_without_a_table_is_reported() {
         3,
         &[format!(
             "not on {s2r2}: table {db}.spans; the CREATE ... ON CLUSTER that made it on the \
-             other nodes has not run there (the node runs it when its distributed DDL queue \
-             gets to it; if that queue is stuck, restart the node): run migrate again to check"
+             other nodes has not run there yet (the node runs it when its distributed DDL \
+             queue gets to it, usually within seconds; if a later migrate still finds it \
+             missing, that queue may be stuck: restart the node): run migrate again to check"
         )],
     );
 
