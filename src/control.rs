@@ -527,6 +527,51 @@ mod tests {
     use crate::sink::clickhouse::test_support::{http_query, rt, skip, TestDb};
     use crate::sink::clickhouse::KeyRecord;
 
+    /// A throwaway database with the service's tables, a store on it, and a refresher (with
+    /// `plans`) and the key set and accounts it fills.
+    struct Setup {
+        db: TestDb,
+        store: Store,
+        rt: tokio::runtime::Runtime,
+        refresher: Refresher,
+        keys: KeyStore,
+        accounts: Accounts,
+    }
+
+    impl Setup {
+        fn new(test: &str, plans: Plans) -> Setup {
+            let db = TestDb::new(test);
+            let store = Store::new("tcp://127.0.0.1:9000", &db.0).unwrap();
+            let rt = rt();
+            rt.block_on(store.migrate()).unwrap();
+            Setup {
+                db,
+                store,
+                rt,
+                refresher: Refresher::new(plans),
+                keys: KeyStore::new("ti_"),
+                accounts: Accounts::default(),
+            }
+        }
+
+        /// The default plan of a self-hosted server.
+        fn self_hosted(test: &str) -> Setup {
+            Setup::new(test, Plans::resolve(None, "self-hosted", None).unwrap())
+        }
+    }
+
+    /// A key whose hash is `hex` (two hex digits) 32 times.
+    fn key_record(hex: &str, org: &str) -> KeyRecord {
+        KeyRecord {
+            key_hash: hex.repeat(32),
+            display_prefix: format!("ti_{hex}"),
+            org_id: org.to_string(),
+            project_id: String::new(),
+            created_at: 1_700_000_000,
+            revoked_at: None,
+        }
+    }
+
     /// A refresh reads no key when the tables are as the set in force was built from, only the
     /// keys of new parts when keys were created or revoked (or parts not yet read were merged),
     /// and every key when rows may have gone (a mutation, `TRUNCATE`, the table made again).
@@ -537,22 +582,18 @@ mod tests {
         if skip() {
             return;
         }
-        let db = TestDb::new("control_unchanged");
-        let store = Store::new("tcp://127.0.0.1:9000", &db.0).unwrap();
-        let rt = rt();
-        rt.block_on(store.migrate()).unwrap();
-        let mut refresher = Refresher::new(Plans::resolve(None, "self-hosted", None).unwrap());
-        let (keys, accounts) = (KeyStore::new("ti_"), Accounts::default());
-        let key = |byte: &str, org: &str| KeyRecord {
-            key_hash: byte.repeat(32),
-            display_prefix: format!("ti_{byte}"),
-            org_id: org.to_string(),
-            project_id: String::new(),
-            created_at: 1_700_000_000,
-            revoked_at: None,
+        let Setup {
+            db,
+            store,
+            rt,
+            mut refresher,
+            keys,
+            accounts,
+        } = Setup::self_hosted("control_unchanged");
+        let insert = |byte: &str, org: &str| {
+            rt.block_on(store.insert_key(&key_record(byte, org)))
+                .unwrap()
         };
-        let insert =
-            |byte: &str, org: &str| rt.block_on(store.insert_key(&key(byte, org))).unwrap();
         let sql = |q: &str| http_query(&q.replace("DB", &db.0));
         // Refreshes, then (loads, reads of every key) since the last call, and the set's keys.
         let mut last = (0, 0);
@@ -645,12 +686,14 @@ mod tests {
         if skip() {
             return;
         }
-        let db = TestDb::new("control_merging");
-        let store = Store::new("tcp://127.0.0.1:9000", &db.0).unwrap();
-        let rt = rt();
-        rt.block_on(store.migrate()).unwrap();
-        let mut refresher = Refresher::new(Plans::resolve(None, "self-hosted", None).unwrap());
-        let (keys, accounts) = (KeyStore::new("ti_"), Accounts::default());
+        let Setup {
+            db,
+            store,
+            rt,
+            mut refresher,
+            keys,
+            accounts,
+        } = Setup::self_hosted("control_merging");
         rt.block_on(refresher.refresh(&store, &keys, &accounts))
             .unwrap();
         let done = AtomicBool::new(false);
@@ -660,14 +703,7 @@ mod tests {
                 let rt = crate::sink::clickhouse::test_support::rt();
                 let writer = Store::new("tcp://127.0.0.1:9000", &db.0).unwrap();
                 for i in 0..n {
-                    let record = KeyRecord {
-                        key_hash: format!("{i:02x}").repeat(32),
-                        display_prefix: format!("ti_{i:02x}"),
-                        org_id: "org-a".to_string(),
-                        project_id: String::new(),
-                        created_at: 1_700_000_000,
-                        revoked_at: None,
-                    };
+                    let record = key_record(&format!("{i:02x}"), "org-a");
                     rt.block_on(writer.insert_key(&record)).unwrap();
                 }
                 done.store(true, Ordering::Release);
@@ -709,15 +745,17 @@ mod tests {
         if skip() {
             return;
         }
-        let db = TestDb::new("control_to_count");
-        let store = Store::new("tcp://127.0.0.1:9000", &db.0).unwrap();
-        let rt = rt();
-        rt.block_on(store.migrate()).unwrap();
         // The default plan has a quota, as on a hosted service.
         let plans =
             Plans::resolve(Some("capped:1000,open:unlimited"), "capped", Some(100)).unwrap();
-        let mut refresher = Refresher::new(plans);
-        let (keys, accounts) = (KeyStore::new("ti_"), Accounts::default());
+        let Setup {
+            db: _db,
+            store,
+            rt,
+            mut refresher,
+            keys,
+            accounts,
+        } = Setup::new("control_to_count", plans);
         let refresh_counting = |refresher: &mut Refresher| -> Vec<String> {
             rt.block_on(refresher.refresh(&store, &keys, &accounts))
                 .unwrap();
