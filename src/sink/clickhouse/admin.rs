@@ -9,11 +9,15 @@ use chrono_tz::Tz;
 use clickhouse_rs::types::Block;
 use clickhouse_rs::ClientHandle;
 
-use super::admin_state::{keys_to_read, AdminTables, KeysToRead, Part};
+use super::admin_state::{made_again, parts_to_read, AdminTables, KeysToRead, Part};
 use super::errors::StoreError;
 use super::{sql_string, Store};
 use crate::auth::parse_hex;
 use crate::clock;
+
+/// How many rounds of new parts one key-set load reads (a round more each time parts it was
+/// about to read were merged away first) before it reads every key instead.
+const MERGE_ROUNDS: usize = 3;
 
 /// Most organisations named in one usage count, to keep the query text small.
 const COUNT_ORGS_PER_QUERY: usize = 1000;
@@ -177,42 +181,77 @@ impl Store {
     /// connection, the tables' state first: a change that lands between that and the rows is
     /// in the rows or not, and either way makes the next state differ, so it is read then.
     /// (The state read after the rows could name a change the rows lack, and keep it out of
-    /// the key set for good.) The state returned names only parts whose rows were read: a new
-    /// part merged away before its read is left out of it.
+    /// the key set for good.) A new part merged away before its read does not count as read,
+    /// and the part it went into is read in the same load (`read_new_parts`): so a load that
+    /// begins after a key was written returns it.
     pub async fn load_admin(&self, seen: Option<&AdminTables>) -> Result<AdminLoad, StoreError> {
         let mut c = self.handle().await?;
-        let mut tables = self.admin_tables(&mut c).await?;
+        let tables = self.admin_tables(&mut c).await?;
         if seen == Some(&tables) {
             return Ok(AdminLoad::Unchanged);
         }
         let orgs = by_id(self.read_orgs_on(&mut c, "").await?);
-        let keys = match seen.map(|seen| keys_to_read(seen, &tables)) {
-            None | Some(KeysToRead::All) => {
-                KeyRows::All(key_rows(self.read_keys_on(&mut c, " FINAL").await?))
-            }
-            Some(KeysToRead::Parts(parts)) if parts.is_empty() => KeyRows::Added(Vec::new()),
-            Some(KeysToRead::Parts(parts)) => {
-                let names: Vec<String> = parts.iter().map(|p| sql_string(p)).collect();
-                let names = names.join(", ");
-                // Oldest part first (by its last block: the name is `all_MIN_MAX_LEVEL`), so
-                // of two rows of a key with the same version the newer part's wins, as in a
-                // merge.
-                let tail = format!(
-                    " WHERE _part IN ({names}) \
-                     ORDER BY toUInt64OrZero(splitByChar('_', _part)[3])"
-                );
-                let rows = key_rows(self.read_keys_on(&mut c, &tail).await?);
-                // A part merged away before the read began gave it no row: it stays out of
-                // the state, so the part it went into is read next time (the merge looks like
-                // one of parts never seen).
-                let active = self.active_key_parts(&mut c, &names).await?;
-                tables
-                    .keys
-                    .retain(|p| !parts.contains(&p.name) || active.contains(&p.name));
-                KeyRows::Added(rows)
+        let all = seen.is_none_or(|seen| made_again(seen, &tables));
+        let AdminTables { keys: parts, rest } = tables;
+        // Parts whose rows are in the caller's set, or in what is read here.
+        let read = seen.map(|s| s.keys.clone()).unwrap_or_default();
+        let added = if all {
+            None
+        } else {
+            self.read_new_parts(&mut c, read, parts).await?
+        };
+        let (read, keys) = match added {
+            Some((read, rows)) => (read, KeyRows::Added(rows)),
+            None => {
+                // What this look at the parts sees, before the read: every row of it is read.
+                let parts = self.admin_tables(&mut c).await?.keys;
+                let rows = key_rows(self.read_keys_on(&mut c, " FINAL").await?);
+                (parts, KeyRows::All(rows))
             }
         };
+        let tables = AdminTables { keys: read, rest };
         Ok(AdminLoad::Loaded { tables, orgs, keys })
+    }
+
+    /// The rows of the parts in `parts` (the key table's active parts, just looked at) that
+    /// `read` (parts whose rows were read) does not account for, and the parts they account
+    /// for together; `None` when every key must be read instead (`parts_to_read`).
+    async fn read_new_parts(
+        &self,
+        c: &mut ClientHandle,
+        mut read: Vec<Part>,
+        mut parts: Vec<Part>,
+    ) -> Result<Option<(Vec<Part>, Vec<KeyRow>)>, StoreError> {
+        let mut rows = Vec::new();
+        for _ in 0..MERGE_ROUNDS {
+            let new = match parts_to_read(&read, &parts) {
+                KeysToRead::All => return Ok(None),
+                KeysToRead::Parts(new) => new,
+            };
+            if new.is_empty() {
+                return Ok(Some((parts, rows)));
+            }
+            let names: Vec<String> = new.iter().map(|p| sql_string(p)).collect();
+            let names = names.join(", ");
+            // Oldest part first (by its last block: the name is `all_MIN_MAX_LEVEL`), so of
+            // two rows of a key with the same version the newer part's wins, as in a merge.
+            let tail = format!(
+                " WHERE _part IN ({names}) ORDER BY toUInt64OrZero(splitByChar('_', _part)[3])"
+            );
+            rows.extend(key_rows(self.read_keys_on(c, &tail).await?));
+            // A part merged away before the read began gave it no row: it does not count as
+            // read, so the part it went into is read in the next round (it holds blocks never
+            // read), and a key written before this load began is in what it returns.
+            let active = self.active_key_parts(c, &names).await?;
+            let merged_away = new.iter().any(|n| !active.contains(n));
+            parts.retain(|p| !new.contains(&p.name) || active.contains(&p.name));
+            read = parts;
+            if !merged_away {
+                return Ok(Some((read, rows)));
+            }
+            parts = self.admin_tables(c).await?.keys;
+        }
+        Ok(None)
     }
 
     /// Which of `names` (a list of quoted part names) are active parts of `api_keys` now.

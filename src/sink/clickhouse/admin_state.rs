@@ -18,8 +18,9 @@
 //! times: read everything. (Made again within the same second with parts of the same names,
 //! rows and times, it is not told apart: `Refresher`'s periodic read of every key is the bound.)
 //!
-//! A new part merged away before its rows were read is left out of the state the load returns
-//! (`Store::load_admin`), so the part it went into counts as holding blocks never read.
+//! A new part merged away before its rows were read is left out of what counts as read
+//! (`Store::load_admin`), so the part it went into counts as holding blocks never read: the
+//! same load looks at the parts again and reads that one.
 
 /// One active part of `api_keys` (`system.parts`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,30 +63,31 @@ pub enum KeysToRead {
     Parts(Vec<String>),
 }
 
-/// What to read of `api_keys` after `old` (whose every row was read) to know what `new` holds.
-pub fn keys_to_read(old: &AdminTables, new: &AdminTables) -> KeysToRead {
-    // Creation times (and the orgs' parts, read whole anyway) are in `rest`: a table made
-    // again changes its line there.
+/// Whether a table was made again between `old` and `new`: its creation time (in `rest`, with
+/// the orgs' parts, which are read whole anyway) changed.
+pub fn made_again(old: &AdminTables, new: &AdminTables) -> bool {
     fn created(t: &AdminTables) -> impl Iterator<Item = &String> {
         t.rest.iter().filter(|l| l.contains(" created "))
     }
-    if !created(old).eq(created(new)) {
-        return KeysToRead::All;
-    }
+    !created(old).eq(created(new))
+}
+
+/// What to read of `api_keys` after `old` (parts whose every row was read) to know what `new`
+/// (its active parts now) holds. A table made again (`made_again`) reads everything too.
+pub fn parts_to_read(old: &[Part], new: &[Part]) -> KeysToRead {
     let is_in = |p: &Part, parts: &[Part]| parts.iter().any(|q| q.name == p.name);
     let same_name_other_part = old
-        .keys
         .iter()
-        .any(|o| new.keys.iter().any(|n| n.name == o.name && n != o));
+        .any(|o| new.iter().any(|n| n.name == o.name && n != o));
     if same_name_other_part {
         return KeysToRead::All;
     }
-    let gone: Vec<&Part> = old.keys.iter().filter(|p| !is_in(p, &new.keys)).collect();
-    if gone.iter().any(|g| !new.keys.iter().any(|n| g.inside(n))) {
+    let gone: Vec<&Part> = old.iter().filter(|p| !is_in(p, new)).collect();
+    if gone.iter().any(|g| !new.iter().any(|n| g.inside(n))) {
         return KeysToRead::All;
     }
     let mut read = Vec::new();
-    for n in new.keys.iter().filter(|p| !is_in(p, &old.keys)) {
+    for n in new.iter().filter(|p| !is_in(p, old)) {
         let mut within: Vec<&&Part> = gone.iter().filter(|g| g.inside(n)).collect();
         let mutation = within.iter().map(|g| g.mutation).max().unwrap_or(0);
         if n.mutation > mutation {
@@ -110,6 +112,13 @@ pub fn keys_to_read(old: &AdminTables, new: &AdminTables) -> KeysToRead {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn keys_to_read(old: &AdminTables, new: &AdminTables) -> KeysToRead {
+        if made_again(old, new) {
+            return KeysToRead::All;
+        }
+        parts_to_read(&old.keys, &new.keys)
+    }
 
     fn part(name: &str, min: i64, max: i64, mutation: i64) -> Part {
         Part {
