@@ -478,7 +478,7 @@ impl Collector for Snapshot {
         counter(
             &mut enc,
             "traceingest_key_set_rebuilds",
-            "Key-set refreshes that read every key (the others read none, or the keys written since the one before)",
+            "Key-set refreshes that read every key (the others read none, or only the key table's parts written or merged since the one before)",
             self.key_set_rebuilds,
         )?;
         if let Some((fallback, errors, granted)) = self.fleet {

@@ -190,7 +190,6 @@ impl Store {
         if seen == Some(&tables) {
             return Ok(AdminLoad::Unchanged);
         }
-        let orgs = by_id(self.read_orgs_on(&mut c, "").await?);
         let all = seen.is_none_or(|seen| made_again(seen, &tables));
         let AdminTables { keys: parts, rest } = tables;
         // Parts whose rows are in the caller's set, or in what is read here.
@@ -209,6 +208,9 @@ impl Store {
                 (parts, KeyRows::All(rows))
             }
         };
+        // After the keys: an organisation written with a key is read with it (the state of
+        // `orgs`, in `rest`, was taken before both).
+        let orgs = by_id(self.read_orgs_on(&mut c, "").await?);
         let tables = AdminTables { keys: read, rest };
         Ok(AdminLoad::Loaded { tables, orgs, keys })
     }

@@ -15,8 +15,12 @@
 //!   version of each key winning over what was read before.
 //!
 //! A table made again has a new creation time, or parts of the same names with other rows or
-//! times: read everything. (Made again within the same second with parts of the same names,
-//! rows and times, it is not told apart: `Refresher`'s periodic read of every key is the bound.)
+//! times: read everything. Not told apart, with `Refresher`'s periodic read of every key as
+//! the bound: a table made again within the same second with parts of the same names, rows and
+//! times, or whose parts cover the old ones end to end; a part dropped by hand (`DROP PART`,
+//! 19.x and later) or lost by a replica and merged over before the next look. Rows of one key
+//! with the same version are applied in the order read, which `FINAL` may not follow across
+//! loads (the versions the CLI writes are microseconds, one apart at least).
 //!
 //! A new part merged away before its rows were read is left out of what counts as read
 //! (`Store::load_admin`), so the part it went into counts as holding blocks never read: the
