@@ -123,8 +123,17 @@ fn a_key_at_three_times_its_rate_across_two_replicas_gets_at_most_the_bound() {
     let (_cleanup, a, b) = cluster.pair("s1r1", "s2r2", &settings(&limits));
     let key = a.ready_key("org-rate");
     b.ready_key_existing(&key);
-    // Both replicas lease for the key before the load starts.
-    std::thread::sleep(Duration::from_millis(3 * SYNC_MS));
+    // Both replicas lease for the key before the load starts (a lease round every SYNC_MS;
+    // waited for, not slept on: a busy CI machine once took more than 3 rounds).
+    wait_until(
+        "both replicas holding a lease for the key",
+        Duration::from_secs(10),
+        || {
+            [&a, &b]
+                .iter()
+                .all(|s| s.metric_value("traceingest_rate_limit_leased_spans_total") > 0.0)
+        },
+    );
     let sent = paced(&[&a, &b], &key, "rate", 3 * R, 10);
     let (accepted, took) = (sent.total(), sent.took.as_secs_f64());
     let bound = fleet_bound(2, took, false);
