@@ -203,7 +203,7 @@ impl Store {
             Some((read, rows)) => (read, KeyRows::Added(rows)),
             None => {
                 // What this look at the parts sees, before the read: every row of it is read.
-                let parts = self.admin_tables(&mut c).await?.keys;
+                let parts = self.key_parts(&mut c).await?;
                 let rows = key_rows(self.read_keys_on(&mut c, " FINAL").await?);
                 (parts, KeyRows::All(rows))
             }
@@ -251,7 +251,7 @@ impl Store {
             if !merged_away {
                 return Ok(Some((read, rows)));
             }
-            parts = self.admin_tables(c).await?.keys;
+            parts = self.key_parts(c).await?;
         }
         Ok(None)
     }
@@ -263,23 +263,39 @@ impl Store {
         names: &str,
     ) -> Result<Vec<String>, StoreError> {
         let db = sql_string(&self.database);
-        let block = c
-            .query(format!(
-                "SELECT name FROM system.parts WHERE database = {db} AND table = 'api_keys' \
-                 AND active AND name IN ({names})"
-            ))
-            .fetch_all()
-            .await?;
-        let mut active = Vec::with_capacity(block.row_count());
-        for row in block.rows() {
-            active.push(row.get::<String, _>("name")?);
-        }
-        Ok(active)
+        strings(
+            c,
+            format!(
+                "SELECT name AS s FROM system.parts WHERE database = {db} \
+                 AND table = 'api_keys' AND active AND name IN ({names})"
+            ),
+        )
+        .await
     }
 
     /// The state of `api_keys` and `orgs` (`AdminTables`): two queries of `system.parts` and
     /// `system.tables`, which read no rows of the tables.
     async fn admin_tables(&self, c: &mut ClientHandle) -> Result<AdminTables, StoreError> {
+        let keys = self.key_parts(c).await?;
+        let db = sql_string(&self.database);
+        let mut rest = strings(
+            c,
+            format!(
+                "SELECT concat(name, ' ', toString(rows), ' ', \
+                 toString(toUInt32(modification_time))) AS s FROM system.parts \
+                 WHERE database = {db} AND table = 'orgs' AND active \
+                 UNION ALL \
+                 SELECT concat(name, ' created ', toString(toUInt32(metadata_modification_time))) \
+                 AS s FROM system.tables WHERE database = {db} AND name IN ('api_keys', 'orgs')"
+            ),
+        )
+        .await?;
+        rest.sort_unstable();
+        Ok(AdminTables { keys, rest })
+    }
+
+    /// The active parts of `api_keys`, by name.
+    async fn key_parts(&self, c: &mut ClientHandle) -> Result<Vec<Part>, StoreError> {
         let db = sql_string(&self.database);
         let block = c
             .query(format!(
@@ -306,23 +322,7 @@ impl Store {
                 modified: row.get("modified")?,
             });
         }
-        let block = c
-            .query(format!(
-                "SELECT concat(name, ' ', toString(rows), ' ', \
-                 toString(toUInt32(modification_time))) AS s FROM system.parts \
-                 WHERE database = {db} AND table = 'orgs' AND active \
-                 UNION ALL \
-                 SELECT concat(name, ' created ', toString(toUInt32(metadata_modification_time))) \
-                 AS s FROM system.tables WHERE database = {db} AND name IN ('api_keys', 'orgs')"
-            ))
-            .fetch_all()
-            .await?;
-        let mut rest = Vec::with_capacity(block.row_count());
-        for row in block.rows() {
-            rest.push(row.get::<String, _>("s")?);
-        }
-        rest.sort_unstable();
-        Ok(AdminTables { keys, rest })
+        Ok(keys)
     }
 
     /// Hashes and owners of every key that is not revoked, for the in-memory key set.
@@ -510,6 +510,16 @@ impl Store {
     }
 }
 
+/// The one string column `s` of what `sql` answers.
+async fn strings(c: &mut ClientHandle, sql: String) -> Result<Vec<String>, StoreError> {
+    let block = c.query(sql).fetch_all().await?;
+    let mut out = Vec::with_capacity(block.row_count());
+    for row in block.rows() {
+        out.push(row.get::<String, _>("s")?);
+    }
+    Ok(out)
+}
+
 /// Organisations as read, without their versions, by id.
 fn by_id(orgs: Vec<(OrgRecord, u64)>) -> Vec<OrgRecord> {
     let mut orgs: Vec<OrgRecord> = orgs.into_iter().map(|(o, _)| o).collect();
@@ -542,22 +552,13 @@ fn key_rows(keys: Vec<(KeyRecord, u64)>) -> Vec<KeyRow> {
 /// The keys of `keys` that are not revoked, for the in-memory key set. A row whose hash is not
 /// 64 hex characters is skipped with a warning.
 fn active_keys(keys: Vec<(KeyRecord, u64)>) -> Vec<ActiveKey> {
-    let mut active = Vec::with_capacity(keys.len());
-    for (k, _) in keys {
-        if k.revoked_at.is_some() {
-            continue;
-        }
-        match parse_hex(&k.key_hash) {
-            Some(hash) => active.push(ActiveKey {
-                hash,
-                org_id: k.org_id,
-                project_id: k.project_id,
-            }),
-            None => tracing::warn!(
-                display_prefix = %k.display_prefix,
-                "skipping API key with a malformed hash"
-            ),
-        }
-    }
-    active
+    key_rows(keys)
+        .into_iter()
+        .filter(|k| !k.revoked)
+        .map(|k| ActiveKey {
+            hash: k.hash,
+            org_id: k.org_id,
+            project_id: k.project_id,
+        })
+        .collect()
 }
