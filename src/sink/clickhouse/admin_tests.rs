@@ -124,3 +124,67 @@ fn orgs_put_get_list_and_monthly_counts() {
         .unwrap();
     assert_eq!(december, vec![("org-a".to_string(), 4)]);
 }
+
+/// A usage count reads only the partitions written since its month began (less a day for the
+/// clocks): a row ingested this month is counted whatever month it started in, and rows in
+/// parts written before the month are not read, even stamped with its time.
+#[test]
+fn a_monthly_count_reads_only_partitions_written_since_the_month_began() {
+    if skip() {
+        return;
+    }
+    let db = TestDb::new("count_parts");
+    let store = Store::new(NATIVE_URL, &db.0).unwrap();
+    let rt = rt();
+    rt.block_on(store.migrate()).unwrap();
+    let now_s = crate::clock::now_ms() / 1000;
+    let month = crate::calendar::Month::of_ms(now_s * 1000);
+    // Started in 2019 and in this month, ingested now: two partitions, both written now.
+    let old_start = 1_550_000_000_000;
+    let now_rows: Vec<RowRef> = [("s0", old_start), ("s1", now_s * 1000), ("s2", old_start)]
+        .iter()
+        .map(|&(id, start)| RowRef {
+            ingested_at: now_s as u32,
+            version: now_s * 1000,
+            ..row("org-a", "t1", id, start, true)
+        })
+        .collect();
+    // Stamped in January 2100 (a server clock far ahead), written now: before that month.
+    let later_s: u64 = 4_102_444_800;
+    let later_rows: Vec<RowRef> = ["s3", "s4"]
+        .iter()
+        .map(|id| RowRef {
+            ingested_at: later_s as u32,
+            version: later_s * 1000,
+            ..row("org-a", "t2", id, later_s * 1000, true)
+        })
+        .collect();
+    let batches = [
+        RowBatch::from_rows(&now_rows),
+        RowBatch::from_rows(&later_rows),
+    ];
+    rt.block_on(store.insert_spans(&batches)).unwrap();
+    let count = |from: i64, to: i64| {
+        rt.block_on(store.count_spans_by_org(&["org-a"], from, to))
+            .unwrap()
+    };
+    assert_eq!(
+        count(month.start_s(), month.end_s()),
+        vec![("org-a".to_string(), 3)],
+        "both partitions read"
+    );
+    let all: u64 = json_rows(&format!(
+        "SELECT count() AS n FROM `{}`.spans WHERE ingested_at >= toDateTime({later_s})",
+        db.0
+    ))[0]["n"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(all, 2, "the rows are there");
+    assert_eq!(
+        count(later_s as i64, later_s as i64 + 31 * 86_400),
+        vec![],
+        "but in parts written long before their month"
+    );
+}

@@ -467,7 +467,7 @@ pub(super) fn cluster_tables(
 }
 
 /// `spans` -> `spans_local`.
-fn local_name(name: &str) -> &'static str {
+pub(super) fn local_name(name: &str) -> &'static str {
     match name {
         "spans" => "spans_local",
         other => unreachable!("no local table name for {other}"),
