@@ -113,14 +113,15 @@ pub fn fuzz_split_equivalence(data: &[u8]) {
     let tiny = frame_in_pieces(data, &bytewise, &limits);
     assert_eq!(whole, split, "split at {a},{b} changed the result");
     assert_eq!(whole, tiny, "byte-by-byte feeding changed the result");
-    check_plain_reading(data, &whole);
+    check_plain_reading(data, &whole, &limits);
 }
 
 /// Walks `data` as a plain reader would, request by request, and checks that each request
 /// the parser framed has the head length, framing, connection persistence, body and end the
-/// plain reading gives, and that where the parser waits for more bytes the plain reading
-/// finds no complete request either.
-fn check_plain_reading(data: &[u8], framed: &Frames) {
+/// plain reading gives, that where the parser waits for more bytes the plain reading finds no
+/// complete request either, and that where it refuses, what it refused is not a request
+/// plainly well formed and within `limits` (`plainly_acceptable`).
+fn check_plain_reading(data: &[u8], framed: &Frames, limits: &Limits) {
     let mut at = 0;
     for (i, r) in framed.requests.iter().enumerate() {
         let rest = &data[at..];
@@ -149,6 +150,12 @@ fn check_plain_reading(data: &[u8], framed: &Frames) {
         );
         at += r.consumed;
     }
+    if let End::Refused(e) = &framed.end {
+        assert!(
+            !plainly_acceptable(&data[at..], limits),
+            "refused ({e:?}) a request at {at} that is plainly well formed and within the limits"
+        );
+    }
     if framed.end == End::MoreBytes {
         // Everything after the last request framed is a request still arriving.
         let rest = &data[at..];
@@ -158,6 +165,158 @@ fn check_plain_reading(data: &[u8], framed: &Frames) {
                     panic!("a whole request at {at} left waiting for more bytes");
                 }
             }
+        }
+    }
+}
+
+/// Whether `bytes` begin with a whole request in a narrow form every reader accepts and the
+/// parser must too: a request line of an upper-case method, an origin-form target of URI
+/// characters and `HTTP/1.0` or `HTTP/1.1`; header lines of a token, a colon and visible
+/// ASCII, spaces and tabs; no `Expect` but `100-continue`; lengths of at most 10 digits and
+/// framing `plain_framing` accepts;
+/// head and body within `limits`; chunk lines of at most 15 hex digits with `;token[=token]`
+/// extensions, and trailers of the header lines' form. Anything outside that form, well formed
+/// or not, is not judged (`false`).
+fn plainly_acceptable(bytes: &[u8], limits: &Limits) -> bool {
+    let Some(head_len) = plain_head_len(bytes) else {
+        return false;
+    };
+    if head_len > limits.max_head_bytes {
+        return false;
+    }
+    let head = &bytes[..head_len];
+    // Every line with its CR, the empty one ending the head left out.
+    let Some(mut text) = head.strip_suffix(b"\n\r\n") else {
+        return false;
+    };
+    while let Some(rest) = text.strip_prefix(b"\r\n") {
+        text = rest;
+    }
+    let mut lines = text.split(|&b| b == b'\n');
+    let Some(request_line) = lines.next() else {
+        return false;
+    };
+    let Some(request_line) = request_line.strip_suffix(b"\r") else {
+        return false;
+    };
+    let parts: Vec<&[u8]> = request_line.split(|&b| b == b' ').collect();
+    let [method, target, version] = parts[..] else {
+        return false;
+    };
+    let uri_char = |b: &u8| b.is_ascii_alphanumeric() || b"-._~/?=&%+:@!$'()*,;".contains(b);
+    if method.is_empty()
+        || !method.iter().all(u8::is_ascii_uppercase)
+        || !target.starts_with(b"/")
+        || !target.iter().all(uri_char)
+        || !matches!(version, b"HTTP/1.0" | b"HTTP/1.1")
+    {
+        return false;
+    }
+    let mut fields = 0;
+    for line in lines {
+        let Some(line) = line.strip_suffix(b"\r") else {
+            return false;
+        };
+        if !plain_field(line) {
+            return false;
+        }
+        let colon = line.iter().position(|&b| b == b':').unwrap_or(0);
+        let (name, value) = (&line[..colon], ows(&line[colon + 1..]));
+        if name.eq_ignore_ascii_case(b"expect") && !value.eq_ignore_ascii_case(b"100-continue") {
+            return false;
+        }
+        // A length of more than 10 digits (leading zeros) is not judged.
+        if name.eq_ignore_ascii_case(b"content-length")
+            && value.split(|&b| b == b',').any(|n| ows(n).len() > 10)
+        {
+            return false;
+        }
+        fields += 1;
+    }
+    if fields > limits.max_headers {
+        return false;
+    }
+    match plain_framing(head) {
+        Some(Framing::Length(n)) => {
+            n <= limits.max_body_bytes && (bytes.len() - head_len) as u64 >= n
+        }
+        Some(Framing::None) => true,
+        Some(Framing::Chunked) => plain_chunked_within(&bytes[head_len..], limits.max_body_bytes),
+        None => false,
+    }
+}
+
+/// `token ":" OWS value OWS` with visible ASCII, spaces and tabs in the value.
+fn plain_field(line: &[u8]) -> bool {
+    let Some(colon) = line.iter().position(|&b| b == b':') else {
+        return false;
+    };
+    colon > 0
+        && line[..colon].iter().all(|&b| super::request::is_tchar(b))
+        && line[colon + 1..]
+            .iter()
+            .all(|&b| b == b' ' || b == b'\t' || b.is_ascii_graphic())
+}
+
+/// A whole chunked body in the narrow form `plainly_acceptable` describes, decoding to at most
+/// `max_body` bytes: chunk lines of at most 256 bytes, trailers of at most 1 KiB, 64 KiB in all
+/// (well inside the parser's bounds on each).
+fn plain_chunked_within(bytes: &[u8], max_body: u64) -> bool {
+    let line = |from: usize| {
+        let n = bytes[from..].windows(2).position(|w| w == b"\r\n")?;
+        let line = &bytes[from..from + n];
+        (!line.contains(&b'\r') && !line.contains(&b'\n')).then_some(line)
+    };
+    let (mut at, mut decoded) = (0usize, 0u64);
+    loop {
+        let Some(size_line) = line(at) else {
+            return false;
+        };
+        at += size_line.len() + 2;
+        let hex = size_line
+            .iter()
+            .take_while(|b| b.is_ascii_hexdigit())
+            .count();
+        let ext_ok = size_line[hex..].split(|&b| b == b';').skip(1).all(|ext| {
+            let mut halves = ext.splitn(2, |&b| b == b'=');
+            halves.all(|t| !t.is_empty() && t.iter().all(|&b| super::request::is_tchar(b)))
+        });
+        if hex == 0
+            || hex > 15
+            || size_line.len() > 256
+            || !(size_line.len() == hex || size_line[hex] == b';')
+            || !ext_ok
+        {
+            return false;
+        }
+        let Ok(size) = u64::from_str_radix(std::str::from_utf8(&size_line[..hex]).unwrap(), 16)
+        else {
+            return false;
+        };
+        if size == 0 {
+            break;
+        }
+        decoded += size;
+        if decoded > max_body || ((bytes.len() - at) as u64) < size + 2 {
+            return false;
+        }
+        at += size as usize;
+        if &bytes[at..at + 2] != b"\r\n" {
+            return false;
+        }
+        at += 2;
+    }
+    let trailers_from = at;
+    loop {
+        let Some(trailer) = line(at) else {
+            return false;
+        };
+        at += trailer.len() + 2;
+        if trailer.is_empty() {
+            return at <= 64 * 1024;
+        }
+        if !plain_field(trailer) || at - trailers_from > 1024 {
+            return false;
         }
     }
 }
@@ -359,6 +518,56 @@ mod tests {
         }
     }
 
+    /// The narrow form the refusal check judges: whole requests every reader takes, and
+    /// nothing outside it.
+    #[test]
+    fn plainly_acceptable_is_a_narrow_form_of_whole_requests() {
+        let limits = Limits {
+            max_head_bytes: 2048,
+            max_headers: 16,
+            max_body_bytes: 4096,
+        };
+        let accepted: &[&[u8]] = &[
+            b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n",
+            b"\r\nPOST /ingest?x=1 HTTP/1.0\r\nContent-Length: 3, 3\r\nExpect: 100-continue\r\n\r\nabc",
+            b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3;a=b;c\r\nabc\r\n0\r\nT: v\r\n\r\n",
+        ];
+        for r in accepted {
+            assert!(
+                plainly_acceptable(r, &limits),
+                "{}",
+                String::from_utf8_lossy(r)
+            );
+            // And the parser takes each.
+            let framed = frame_in_pieces(r, &[], &limits);
+            assert_eq!(framed.requests.len(), 1, "{}", String::from_utf8_lossy(r));
+        }
+        let big_head = [&b"GET / HTTP/1.1\r\nX: "[..], &[b'a'; 2048], b"\r\n\r\n"].concat();
+        let many = [&b"GET / HTTP/1.1\r\n"[..], &b"X: 1\r\n".repeat(17), b"\r\n"].concat();
+        let not_judged: &[&[u8]] = &[
+            b"GET /health HTTP/1.1\r\nHost: t\r\n",
+            b"get / HTTP/1.1\r\n\r\n",
+            b"GET  / HTTP/1.1\r\n\r\n",
+            b"GET / HTTP/2.0\r\n\r\n",
+            b"GET / HTTP/1.1\r\nX: \x80\r\n\r\n",
+            b"GET / HTTP/1.1\r\nExpect: nothing\r\n\r\n",
+            b"POST / HTTP/1.1\r\nContent-Length: 00000000005\r\n\r\nabcde",
+            b"POST / HTTP/1.1\r\nContent-Length: 4097\r\n\r\n",
+            b"POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nabc",
+            b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3 ;a\r\nabc\r\n0\r\n\r\n",
+            b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n",
+            &big_head,
+            &many,
+        ];
+        for r in not_judged {
+            assert!(
+                !plainly_acceptable(r, &limits),
+                "{}",
+                String::from_utf8_lossy(r)
+            );
+        }
+    }
+
     /// Requests pipelined in one read are framed in turn, each from the bytes the one before
     /// left, until one that closes the connection: what follows it is never read.
     #[test]
@@ -381,7 +590,7 @@ mod tests {
             (b"", third.len()),
         ];
         assert_eq!(got, want);
-        check_plain_reading(&data, &framed);
+        check_plain_reading(&data, &framed, &Limits::default());
         for split in [0x00, 0x40, 0x80, 0xff] {
             let mut input = vec![split, 0x80];
             input.extend_from_slice(&data);
@@ -396,7 +605,7 @@ mod tests {
         .concat();
         let framed = frame_in_pieces(&open, &[7, 70], &Limits::default());
         assert_eq!((framed.requests.len(), &framed.end), (3, &End::MoreBytes));
-        check_plain_reading(&open, &framed);
+        check_plain_reading(&open, &framed, &Limits::default());
     }
 
     /// The plain reading finds a request framed one byte short or long, or a body cut wrong,
@@ -407,8 +616,8 @@ mod tests {
             POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\ncdGET / HTTP/1.1\r\n\r\n";
         let framed = frame_in_pieces(data, &[], &Limits::default());
         assert_eq!(framed.requests.len(), 3);
-        check_plain_reading(data, &framed);
-        let wrong: [&dyn Fn(&mut Frames); 5] = [
+        check_plain_reading(data, &framed, &Limits::default());
+        let wrong: [&dyn Fn(&mut Frames); 7] = [
             &|f| f.requests[0].consumed -= 1,
             &|f| f.requests[0].consumed += 1,
             &|f| f.requests[1].body.push(b'G'),
@@ -417,11 +626,21 @@ mod tests {
                 f.requests.pop();
                 f.end = End::MoreBytes;
             },
+            // Refusing a plain request, its head or its body.
+            &|f| {
+                f.requests.pop();
+                f.end = End::Refused(HttpError::BadRequest("invalid token in request line"));
+            },
+            &|f| {
+                f.requests.truncate(1);
+                f.end = End::Refused(HttpError::BodyTooLarge);
+            },
         ];
         for (i, spoil) in wrong.iter().enumerate() {
             let mut framed = frame_in_pieces(data, &[], &Limits::default());
             spoil(&mut framed);
-            let caught = std::panic::catch_unwind(|| check_plain_reading(data, &framed));
+            let caught =
+                std::panic::catch_unwind(|| check_plain_reading(data, &framed, &Limits::default()));
             assert!(caught.is_err(), "spoiled framing {i} passed");
         }
     }
