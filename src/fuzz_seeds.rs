@@ -124,6 +124,7 @@ fn write_fuzz_seeds() {
                         gap: [1_785_369_600_000, 86_400_000][usize::from(i)],
                         prices: [Some((2, -7)); 8],
                         window: (i == 1).then_some((59_400, 1_800, [Some((1, -7)); 8])),
+                        tier: (i == 0).then_some((200_000, [Some((4, -7)); 8])),
                     })
                     .collect(),
                 provider: span["provider"].as_str().map(str::to_owned),

@@ -53,6 +53,9 @@ pub struct Change {
     /// A daily window (seconds after midnight UTC where it opens and closes, below 86400)
     /// with prices of its own.
     pub window: Option<(u32, u32, [Option<WrittenPrice>; 8])>,
+    /// A long-context tier of the change's own prices, as `FuzzCall::tier` is of the base's
+    /// (its window's prices have none).
+    pub tier: Option<(u64, [Option<WrittenPrice>; 8])>,
 }
 
 /// How a call's start time is picked: near one of the schedule's change points, or anywhere.
@@ -170,10 +173,16 @@ impl FuzzCall {
             delta: b.u64(),
         };
         let changes = (0..b.u8() % 4)
-            .map(|_| Change {
-                gap: b.shifted().1,
-                prices: b.prices(),
-                window: (b.u8() & 1 == 1).then(|| (b.u32() % DAY_S, b.u32() % DAY_S, b.prices())),
+            .map(|_| {
+                let (gap, prices) = (b.shifted().1, b.prices());
+                // Bit 0: a window; bit 1: a tier.
+                let has = b.u8();
+                Change {
+                    gap,
+                    prices,
+                    window: (has & 1 == 1).then(|| (b.u32() % DAY_S, b.u32() % DAY_S, b.prices())),
+                    tier: (has & 2 == 2).then(|| (b.u64(), b.prices())),
+                }
             })
             .collect();
         let provider_len = b.u8();
@@ -229,10 +238,14 @@ impl FuzzCall {
             out.push(0);
             out.extend_from_slice(&c.gap.to_le_bytes());
             prices(&mut out, &c.prices);
-            out.push(u8::from(c.window.is_some()));
+            out.push(u8::from(c.window.is_some()) | u8::from(c.tier.is_some()) << 1);
             if let Some((from, to, ps)) = &c.window {
                 out.extend_from_slice(&from.to_le_bytes());
                 out.extend_from_slice(&to.to_le_bytes());
+                prices(&mut out, ps);
+            }
+            if let Some((threshold, ps)) = &c.tier {
+                out.extend_from_slice(&threshold.to_le_bytes());
                 prices(&mut out, ps);
             }
         }
@@ -275,30 +288,17 @@ fn parse_price(p: Option<WrittenPrice>) -> Option<(Price, WrittenPrice)> {
 }
 
 fn check_model(call: &FuzzCall, usage: Option<&Usage>) {
-    let (base, written_base) = rates_of(&call.base);
-    let mut written_tier = written_base;
-    let tiers: Vec<Tier> = call
-        .tier
-        .map(|(threshold, prices)| {
-            let (over, written) = rates_of(&prices);
-            for (i, w) in written.iter().enumerate() {
-                if w.is_some() {
-                    written_tier[i] = *w;
-                }
-            }
-            Tier {
-                threshold,
-                rates: base.overlaid(&over),
-            }
-        })
-        .into_iter()
-        .collect();
-    let mut periods = vec![Period::always(
-        PriceSet::tiered(base, tiers).expect("one tier"),
-    )];
-    // Each change's start, its prices as written, and its window's (from, to, prices).
+    let (base, written_base, base_tier) = price_set(&call.base, call.tier.as_ref());
+    let mut periods = vec![Period::always(base)];
+    // Each change's start, its prices as written, its window's (from, to, prices) and its
+    // tier's (threshold, prices).
     type Written = [Option<WrittenPrice>; 8];
-    type WrittenChange = (u64, Written, Option<(u32, u32, Written)>);
+    type WrittenChange = (
+        u64,
+        Written,
+        Option<(u32, u32, Written)>,
+        Option<(u64, Written)>,
+    );
     let mut schedule: Vec<WrittenChange> = Vec::new();
     let mut from = 0u64;
     for change in &call.changes {
@@ -306,7 +306,7 @@ fn check_model(call: &FuzzCall, usage: Option<&Usage>) {
             break;
         };
         from = next;
-        let (rates, written) = rates_of(&change.prices);
+        let (prices, written, tier) = price_set(&change.prices, change.tier.as_ref());
         let window = change.window.map(|(from_s, to_s, prices)| {
             let (rates, written) = rates_of(&prices);
             let window = Window {
@@ -318,10 +318,10 @@ fn check_model(call: &FuzzCall, usage: Option<&Usage>) {
         });
         periods.push(Period {
             from_ms: from,
-            prices: PriceSet::flat(rates),
+            prices,
             windows: window.iter().map(|(w, _)| w.clone()).collect(),
         });
-        schedule.push((from, written, window.map(|(_, w)| w)));
+        schedule.push((from, written, window.map(|(_, w)| w), tier));
     }
     assert_eq!(super::schedule::check_periods(&periods), Ok(()));
     let model = ModelPrice {
@@ -331,10 +331,10 @@ fn check_model(call: &FuzzCall, usage: Option<&Usage>) {
     let at = call.at.resolve(&model.periods);
 
     // The prices in force: the last change that began at or before `at` (a plain scan, all
-    // of them), else the base and its tier, which applies strictly above its threshold, to
-    // inputTokens + cacheWriteInputTokens. In a change, its window's prices if `at` falls in
-    // it on its own day or, for a window across midnight, in the one that opened the day
-    // before.
+    // of them), else the base. In a change, its window's prices if `at` falls in it on its own
+    // day or, for a window across midnight, in the one that opened the day before. Outside a
+    // window, the tier of the base or the change if one was written, which applies strictly
+    // above its threshold, to inputTokens + cacheWriteInputTokens.
     let mut changed = None;
     for (i, (from, ..)) in schedule.iter().enumerate() {
         if *from <= at {
@@ -352,15 +352,18 @@ fn check_model(call: &FuzzCall, usage: Option<&Usage>) {
                 .iter()
                 .any(|d| d + open <= at && at < d + close)
         });
-    let tier = changed.is_none()
-        && match (&call.tier, usage) {
-            (Some((threshold, _)), Some(u)) => {
-                let size = u128::from(u.input_tokens.unwrap_or(0))
-                    + u128::from(u.cache_write_input_tokens.unwrap_or(0));
-                size > u128::from(*threshold)
-            }
-            _ => false,
-        };
+    let tier_written = match changed {
+        _ if in_window.is_some() => None,
+        Some(i) => schedule[i].3,
+        None => base_tier,
+    };
+    let tier = tier_written.filter(|(threshold, _)| {
+        usage.is_some_and(|u| {
+            let size = u128::from(u.input_tokens.unwrap_or(0))
+                + u128::from(u.cache_write_input_tokens.unwrap_or(0));
+            size > u128::from(*threshold)
+        })
+    });
     let selected = model.select(usage, at);
     let want_from = changed.map_or(0, |i| schedule[i].0);
     assert_eq!(
@@ -372,12 +375,16 @@ fn check_model(call: &FuzzCall, usage: Option<&Usage>) {
         in_window.map(|(from_s, to_s, _)| (from_s, to_s)),
         "window at {at}: {call:?}"
     );
-    assert_eq!(selected.tier.is_some(), tier, "tier at {at}: {call:?}");
-    let written = match (changed, in_window) {
-        (Some(_), Some((.., w))) => w,
-        (Some(i), None) => schedule[i].1,
-        (None, _) if tier => written_tier,
-        (None, _) => written_base,
+    assert_eq!(
+        selected.tier,
+        tier.map(|(threshold, _)| threshold),
+        "tier at {at}: {call:?}"
+    );
+    let written = match (changed, in_window, tier) {
+        (Some(_), Some((.., w)), _) => w,
+        (_, _, Some((_, w))) => w,
+        (Some(i), None, None) => schedule[i].1,
+        (None, _, None) => written_base,
     };
     let counts = billable(
         usage,
@@ -417,6 +424,36 @@ fn check_model(call: &FuzzCall, usage: Option<&Usage>) {
         (Err(_), Err(())) => {}
         (got, want) => panic!("costs {got:?}, expected {want:?} at {at} for {call:?}"),
     }
+}
+
+/// A price set from written base prices and, if one is written, a tier laid over them: the
+/// set, the base prices it took, and the tier's threshold with the prices in force above it
+/// (the base's where the tier writes none).
+fn price_set(
+    base: &[Option<WrittenPrice>; 8],
+    tier: Option<&(u64, [Option<WrittenPrice>; 8])>,
+) -> (
+    PriceSet,
+    [Option<WrittenPrice>; 8],
+    Option<(u64, [Option<WrittenPrice>; 8])>,
+) {
+    let (rates, written) = rates_of(base);
+    let Some((threshold, prices)) = tier else {
+        return (PriceSet::flat(rates), written, None);
+    };
+    let (over, written_over) = rates_of(prices);
+    let mut above = written;
+    for (i, w) in written_over.iter().enumerate() {
+        if w.is_some() {
+            above[i] = *w;
+        }
+    }
+    let tiers = vec![Tier {
+        threshold: *threshold,
+        rates: rates.overlaid(&over),
+    }];
+    let set = PriceSet::tiered(rates, tiers).expect("one tier");
+    (set, written, Some((*threshold, above)))
 }
 
 /// Rates from written prices, through the public parser (which may refuse a price with too
@@ -591,11 +628,16 @@ mod tests {
                     gap: 1_785_369_600_000,
                     prices: [None, Some((2, -7)), None, None, None, None, None, None],
                     window: None,
+                    tier: None,
                 },
                 Change {
                     gap: 0,
                     prices: [None; 8],
                     window: Some((86_399, 0, [Some((1, 0)); 8])),
+                    tier: Some((
+                        999,
+                        [None, Some((3, -2)), None, None, None, None, None, None],
+                    )),
                 },
             ],
             provider: Some("openai.chat".into()),
@@ -607,6 +649,48 @@ mod tests {
             ..FuzzCall::default()
         };
         assert_eq!(FuzzCall::from_bytes(&none.to_bytes()), none);
+    }
+
+    /// A change's own tier is priced above its threshold and not below, and not inside the
+    /// change's window; the oracle and the model agree on each (`check_model` panics if not).
+    #[test]
+    fn a_changes_tier_applies_above_its_threshold_outside_its_window() {
+        let day = 1_785_369_600_000; // 2026-07-30 00:00 UTC
+        for (input, at_ms, want_tier) in [
+            (1_001, day + 1, Some(1_000)),
+            (1_000, day + 1, None),
+            (1_001, day + 3_600_000, None), // 01:00, in the window
+        ] {
+            let mut usage = [None; 9];
+            usage[0] = Some(input);
+            let call = FuzzCall {
+                usage: Some(usage),
+                base: [Some((1, -6)); 8],
+                at: AtPick::anywhere(at_ms),
+                changes: vec![Change {
+                    gap: day,
+                    prices: [Some((2, -6)); 8],
+                    window: Some((1_800, 7_200, [Some((3, -6)); 8])),
+                    tier: Some((1_000, [Some((4, -6)); 8])),
+                }],
+                model_id: "x".into(),
+                ..FuzzCall::default()
+            };
+            fuzz_price(&call.to_bytes());
+            let (prices, ..) = price_set(&call.changes[0].prices, call.changes[0].tier.as_ref());
+            let in_window = at_ms != day + 1;
+            let got = if in_window {
+                None
+            } else {
+                prices
+                    .select(Some(&Usage {
+                        input_tokens: Some(input),
+                        ..Usage::default()
+                    }))
+                    .1
+            };
+            assert_eq!(got, want_tier, "input {input} at {at_ms}");
+        }
     }
 
     #[test]
@@ -668,11 +752,13 @@ mod tests {
                     gap: 5_000,
                     prices: [Some((2, -6)); 8],
                     window: Some((59_400, 1_800, [Some((3, -6)); 8])),
+                    tier: None,
                 },
                 Change {
                     gap: 1,
                     prices: [Some((4, -6)); 8],
                     window: None,
+                    tier: None,
                 },
             ],
             ..FuzzCall::default()
@@ -755,6 +841,7 @@ mod tests {
                     gap: 1_785_369_600_000,
                     prices: [Some((5, -7)); 8],
                     window: None,
+                    tier: None,
                 }],
                 provider: Some("anthropic.messages".into()),
                 model_id: "claude-sonnet-4-5-20250929".into(),
@@ -782,6 +869,7 @@ mod tests {
                     gap: 1_785_369_600_000,
                     prices: [Some((2, -7)); 8],
                     window: None,
+                    tier: None,
                 }],
                 provider: Some("openai".into()),
                 model_id: "gpt-5.6-luna".into(),
@@ -796,6 +884,7 @@ mod tests {
                         gap: u64::MAX,
                         prices: [Some((u64::MAX, 127)); 8],
                         window: Some((0, 86_399, [Some((1, -128)); 8])),
+                        tier: Some((0, [Some((u64::MAX, 127)); 8])),
                     },
                     // Past `u64::MAX`: left out.
                     Change::default(),
