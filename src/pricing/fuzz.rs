@@ -26,6 +26,9 @@ use super::Pricer;
 /// A price as written: `mantissa x 10^exponent` USD per unit.
 pub type WrittenPrice = (u64, i8);
 
+/// A price per dimension (`Dimension` order) as written.
+type Written = [Option<WrittenPrice>; 8];
+
 /// One fuzz input, decoded from bytes (and encodable, for seeds).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FuzzCall {
@@ -292,7 +295,6 @@ fn check_model(call: &FuzzCall, usage: Option<&Usage>) {
     let mut periods = vec![Period::always(base)];
     // Each change's start, its prices as written, its window's (from, to, prices) and its
     // tier's (threshold, prices).
-    type Written = [Option<WrittenPrice>; 8];
     type WrittenChange = (
         u64,
         Written,
@@ -430,13 +432,9 @@ fn check_model(call: &FuzzCall, usage: Option<&Usage>) {
 /// set, the base prices it took, and the tier's threshold with the prices in force above it
 /// (the base's where the tier writes none).
 fn price_set(
-    base: &[Option<WrittenPrice>; 8],
-    tier: Option<&(u64, [Option<WrittenPrice>; 8])>,
-) -> (
-    PriceSet,
-    [Option<WrittenPrice>; 8],
-    Option<(u64, [Option<WrittenPrice>; 8])>,
-) {
+    base: &Written,
+    tier: Option<&(u64, Written)>,
+) -> (PriceSet, Written, Option<(u64, Written)>) {
     let (rates, written) = rates_of(base);
     let Some((threshold, prices)) = tier else {
         return (PriceSet::flat(rates), written, None);
