@@ -251,7 +251,7 @@ pub async fn sync_usage(
     for round in 1..=COUNTS {
         let ids: Vec<&str> = pending.iter().map(|&i| &*limited[i].org_id).collect();
         let counts = match store
-            .count_spans_by_org(&ids, month.start_s(), month.end_s())
+            .count_spans_by_org(&ids, month.start_s(), month.end_s(), (now_ms / 1000) as i64)
             .await
         {
             Ok(counts) => counts.into_iter().collect::<HashMap<String, u64>>(),

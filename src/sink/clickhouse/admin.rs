@@ -475,7 +475,9 @@ impl Store {
     ///
     /// Reads only the partitions a row ingested since `from_s` can be in
     /// (`partitions_written_since`): `ingested_at` is in no index, and without that bound every
-    /// count read the organisations' rows of every month stored.
+    /// count read the organisations' rows of every month stored. `now_s` is the time now on
+    /// the clock that stamps `ingested_at` (the server's, shifted in tests), which carries
+    /// `from_s` over to ClickHouse's clock.
     ///
     /// Counts rows as stored, without `FINAL`: a client's retry that the table has not merged
     /// away yet counts twice (it was accepted twice), and stops counting once merged. `FINAL`
@@ -489,10 +491,11 @@ impl Store {
         org_ids: &[&str],
         from_s: i64,
         to_s: i64,
+        now_s: i64,
     ) -> Result<Vec<(String, u64)>, StoreError> {
         let mut counts = Vec::new();
         let starts = match self
-            .partitions_written_since(from_s - CLOCK_MARGIN_S)
+            .partitions_written_since(from_s - CLOCK_MARGIN_S, now_s)
             .await?
         {
             Some(ranges) if ranges.is_empty() => return Ok(counts),
@@ -525,7 +528,8 @@ impl Store {
     /// The `start_time_ms` ranges of the span table's partitions that hold a part written or
     /// rewritten (`modification_time`) since `since_s`, every shard's in cluster mode; `None`
     /// when a partition is not the `YYYYMM` month `schema.rs` makes (a table laid out some
-    /// other way), so nothing can be left out.
+    /// other way), so nothing can be left out. `since_s` is on the clock that reads `now_s`
+    /// now; each node compares its parts' times with it moved onto its own clock.
     ///
     /// A row is in a part written after it was ingested, so one ingested since `since_s` is in
     /// a partition listed here (a merge makes its new part in the same partition). Each month
@@ -535,6 +539,7 @@ impl Store {
     async fn partitions_written_since(
         &self,
         since_s: i64,
+        now_s: i64,
     ) -> Result<Option<Vec<(i64, i64)>>, StoreError> {
         let db = sql_string(&self.database);
         let parts = match &self.cluster {
@@ -550,8 +555,8 @@ impl Store {
             &mut c,
             format!(
                 "SELECT DISTINCT partition AS s FROM {parts} AND database = {db} AND active \
-                 AND modification_time >= toDateTime({})",
-                since_s.max(0)
+                 AND toInt64(toUInt32(modification_time)) >= \
+                 {since_s} - {now_s} + toInt64(toUInt32(now()))"
             ),
         )
         .await?;
@@ -559,9 +564,10 @@ impl Store {
     }
 }
 
-/// How far the ClickHouse server's clock may be behind the servers' that stamp `ingested_at`
-/// before a usage count can miss rows (`Store::partitions_written_since`).
-const CLOCK_MARGIN_S: i64 = 86_400;
+/// How far the clocks that stamp `ingested_at` (every replica's) and ClickHouse's may drift
+/// apart, beyond the difference the count measures between its own and ClickHouse's, before a
+/// usage count can miss rows (`Store::partitions_written_since`).
+pub(super) const CLOCK_MARGIN_S: i64 = 86_400;
 
 /// `[from, to)` in epoch ms for each `YYYYMM` partition, a day wider on each side, overlapping
 /// ones joined; `None` if one is not such a month.
@@ -593,15 +599,26 @@ fn month_ranges(months: &[String]) -> Option<Vec<(i64, i64)>> {
     Some(joined)
 }
 
-/// `start_time_ms` within any of `ranges`, as the table's partition bounds can prune by (a
-/// condition on `toYYYYMM(...)` itself reads every partition on 18.16).
+/// `start_time_ms` within any of `ranges`, or past `DateTime`'s range, as the table's partition
+/// bounds can prune by (a condition on `toYYYYMM(...)` itself reads every partition on 18.16).
+///
+/// A start time from February 2106 on is not in its own month's partition (a client may send
+/// up to 2^53 ms): past 2^32 s `toDateTime` wraps to some month between 1970 and 2106, and in
+/// the last day or two before it 18.16's date table has ended (in UTC from 2106-02-07 00:00,
+/// `toYYYYMM` gives 197001). Such rows are always read, or a client could keep its spans out
+/// of the count with far-future times.
 fn start_time_ranges(ranges: &[(i64, i64)]) -> String {
     ranges
         .iter()
         .map(|(from, to)| format!("(start_time_ms >= {from} AND start_time_ms < {to})"))
+        .chain([format!("start_time_ms >= {PAST_DATETIME_MS}")])
         .collect::<Vec<_>>()
         .join(" OR ")
 }
+
+/// Start times (epoch ms) from 2106-02-05 00:00 UTC, a day before 18.16's date table ends in
+/// the most eastern time zone, on: read whatever their partition.
+const PAST_DATETIME_MS: u64 = 4_294_771_200_000;
 
 /// The one string column `s` of what `sql` answers.
 async fn strings(c: &mut ClientHandle, sql: String) -> Result<Vec<String>, StoreError> {
@@ -682,7 +699,8 @@ mod tests {
         }
         assert_eq!(
             start_time_ranges(&[(1, 2), (5, 9)]),
-            "(start_time_ms >= 1 AND start_time_ms < 2) OR (start_time_ms >= 5 AND start_time_ms < 9)"
+            "(start_time_ms >= 1 AND start_time_ms < 2) OR (start_time_ms >= 5 AND start_time_ms < 9) \
+             OR start_time_ms >= 4294771200000"
         );
     }
 }

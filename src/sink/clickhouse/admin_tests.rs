@@ -111,8 +111,14 @@ fn orgs_put_get_list_and_monthly_counts() {
     batches.push(RowBatch::from_rows(&corrected));
     rt.block_on(store.insert_spans(&batches)).unwrap();
     let november = (1_698_796_800, 1_701_388_800);
+    let now = crate::clock::now_s() as i64;
     let mut counts = rt
-        .block_on(store.count_spans_by_org(&["org-a", "org-b'q", "org-c"], november.0, november.1))
+        .block_on(store.count_spans_by_org(
+            &["org-a", "org-b'q", "org-c"],
+            november.0,
+            november.1,
+            now,
+        ))
         .unwrap();
     counts.sort();
     assert_eq!(
@@ -120,14 +126,15 @@ fn orgs_put_get_list_and_monthly_counts() {
         vec![("org-a".to_string(), 3), ("org-b'q".to_string(), 2)]
     );
     let december = rt
-        .block_on(store.count_spans_by_org(&["org-a"], 1_701_388_800, 1_704_067_200))
+        .block_on(store.count_spans_by_org(&["org-a"], 1_701_388_800, 1_704_067_200, now))
         .unwrap();
     assert_eq!(december, vec![("org-a".to_string(), 4)]);
 }
 
 /// A usage count reads only the partitions written since its month began (less a day for the
-/// clocks): a row ingested this month is counted whatever month it started in, and rows in
-/// parts written before the month are not read, even stamped with its time.
+/// clocks): a row ingested this month is counted whatever month it started in (even past
+/// 2106, where the partition's month wraps), and rows in parts written before the month are
+/// not read, even stamped with its time.
 #[test]
 fn a_monthly_count_reads_only_partitions_written_since_the_month_began() {
     if skip() {
@@ -139,16 +146,24 @@ fn a_monthly_count_reads_only_partitions_written_since_the_month_began() {
     rt.block_on(store.migrate()).unwrap();
     let now_s = crate::clock::now_ms() / 1000;
     let month = crate::calendar::Month::of_ms(now_s * 1000);
-    // Started in 2019 and in this month, ingested now: two partitions, both written now.
+    // Started in 2019, in this month, on 2106-02-07 and in 2128, ingested now: the last two
+    // are in partitions 197001 and 199205 (18.16's dates end, then `toDateTime` wraps), and all
+    // are written now.
     let old_start = 1_550_000_000_000;
-    let now_rows: Vec<RowRef> = [("s0", old_start), ("s1", now_s * 1000), ("s2", old_start)]
-        .iter()
-        .map(|&(id, start)| RowRef {
-            ingested_at: now_s as u32,
-            version: now_s * 1000,
-            ..row("org-a", "t1", id, start, true)
-        })
-        .collect();
+    let now_rows: Vec<RowRef> = [
+        ("s0", old_start),
+        ("s1", now_s * 1000),
+        ("s2", old_start),
+        ("s5", 4_294_950_000_000),
+        ("s6", 5_000_000_000_000),
+    ]
+    .iter()
+    .map(|&(id, start)| RowRef {
+        ingested_at: now_s as u32,
+        version: now_s * 1000,
+        ..row("org-a", "t1", id, start, true)
+    })
+    .collect();
     // Stamped in January 2100 (a server clock far ahead), written now: before that month.
     let later_s: u64 = 4_102_444_800;
     let later_rows: Vec<RowRef> = ["s3", "s4"]
@@ -164,14 +179,15 @@ fn a_monthly_count_reads_only_partitions_written_since_the_month_began() {
         RowBatch::from_rows(&later_rows),
     ];
     rt.block_on(store.insert_spans(&batches)).unwrap();
-    let count = |from: i64, to: i64| {
-        rt.block_on(store.count_spans_by_org(&["org-a"], from, to))
+    let count = |from: i64, to: i64, now: i64| {
+        rt.block_on(store.count_spans_by_org(&["org-a"], from, to, now))
             .unwrap()
     };
+    let now = now_s as i64;
     assert_eq!(
-        count(month.start_s(), month.end_s()),
-        vec![("org-a".to_string(), 3)],
-        "both partitions read"
+        count(month.start_s(), month.end_s(), now),
+        vec![("org-a".to_string(), 5)],
+        "every partition written read, a far-future start time's too"
     );
     let all: u64 = json_rows(&format!(
         "SELECT count() AS n FROM `{}`.spans WHERE ingested_at >= toDateTime({later_s})",
@@ -182,9 +198,64 @@ fn a_monthly_count_reads_only_partitions_written_since_the_month_began() {
         .parse()
         .unwrap();
     assert_eq!(all, 2, "the rows are there");
+    let january_2100 = (later_s as i64, later_s as i64 + 31 * 86_400);
     assert_eq!(
-        count(later_s as i64, later_s as i64 + 31 * 86_400),
+        count(january_2100.0, january_2100.1, now),
         vec![],
         "but in parts written long before their month"
     );
+    // A stamping clock that reads 2100 now (a test clock, or one far off) wrote them in that
+    // month as ClickHouse's clock sees it.
+    assert_eq!(
+        count(january_2100.0, january_2100.1, later_s as i64 + 3600),
+        vec![("org-a".to_string(), 2)],
+        "counted by a clock in their month"
+    );
+}
+
+/// Partitions are left out of a count by when their parts were written: of two rows ingested
+/// in the same month, one started in 2019 and written before the (shifted) month began, one
+/// started in 2020 and written after, only the second is counted. ClickHouse's own clock says
+/// where "before" ends; the count's `now` moves the month's start onto it.
+#[test]
+fn a_monthly_count_leaves_out_partitions_written_before_the_month() {
+    if skip() {
+        return;
+    }
+    let db = TestDb::new("count_prune");
+    let store = Store::new(NATIVE_URL, &db.0).unwrap();
+    let rt = rt();
+    rt.block_on(store.migrate()).unwrap();
+    let clickhouse_now = || -> i64 {
+        json_rows("SELECT toUInt32(now()) AS t")[0]["t"]
+            .as_u64()
+            .unwrap() as i64
+    };
+    // Both ingested on 2024-03-10, one started in February 2019, the other in May 2020.
+    let ingested: u64 = 1_710_028_800;
+    let insert = |span: &str, start: u64| {
+        let rows = [RowRef {
+            ingested_at: ingested as u32,
+            version: ingested * 1000,
+            ..row("org-a", span, span, start, true)
+        }];
+        rt.block_on(store.insert_spans(&[RowBatch::from_rows(&rows)]))
+            .unwrap();
+    };
+    insert("before", 1_550_000_000_000);
+    let between = clickhouse_now() + 1;
+    while clickhouse_now() <= between {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    insert("after", 1_590_000_000_000);
+    let march = crate::calendar::Month::of_ms(ingested * 1000);
+    let count = |now: i64| {
+        rt.block_on(store.count_spans_by_org(&["org-a"], march.start_s(), march.end_s(), now))
+            .unwrap()
+    };
+    // The stamping clock's now such that the month began (less the margin) at `at` on
+    // ClickHouse's clock: at `between`, only the part written after; a minute earlier, both.
+    let shifted = |at: i64| march.start_s() - super::admin::CLOCK_MARGIN_S + clickhouse_now() - at;
+    assert_eq!(count(shifted(between)), vec![("org-a".to_string(), 1)]);
+    assert_eq!(count(shifted(between - 60)), vec![("org-a".to_string(), 2)]);
 }
