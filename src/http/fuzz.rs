@@ -262,11 +262,8 @@ fn plain_field(line: &[u8]) -> bool {
 /// `max_body` bytes: chunk lines of at most 256 bytes, trailers of at most 1 KiB, 64 KiB in all
 /// (well inside the parser's bounds on each).
 fn plain_chunked_within(bytes: &[u8], max_body: u64) -> bool {
-    let line = |from: usize| {
-        let n = bytes[from..].windows(2).position(|w| w == b"\r\n")?;
-        let line = &bytes[from..from + n];
-        (!line.contains(&b'\r') && !line.contains(&b'\n')).then_some(line)
-    };
+    let line =
+        |from: usize| crlf_line(bytes, from).filter(|l| !l.contains(&b'\r') && !l.contains(&b'\n'));
     let (mut at, mut decoded) = (0usize, 0u64);
     loop {
         let Some(size_line) = line(at) else {
@@ -343,6 +340,12 @@ enum Plain {
     Malformed,
 }
 
+/// The bytes from `from` up to the next CRLF, if one follows.
+fn crlf_line(bytes: &[u8], from: usize) -> Option<&[u8]> {
+    let n = bytes[from..].windows(2).position(|w| w == b"\r\n")?;
+    Some(&bytes[from..from + n])
+}
+
 /// A body framed by its head's framing, read as RFC 9112 §7.1 says: a chunk-size line (hex,
 /// then extensions that are skipped), that many bytes and CRLF, until a zero size; then
 /// trailer lines until an empty one.
@@ -354,12 +357,7 @@ fn plain_body(framing: Framing, bytes: &[u8]) -> Plain {
             _ => Plain::Incomplete,
         },
         Framing::Chunked => {
-            let line = |from: usize| {
-                bytes[from..]
-                    .windows(2)
-                    .position(|w| w == b"\r\n")
-                    .map(|n| &bytes[from..from + n])
-            };
+            let line = |from: usize| crlf_line(bytes, from);
             let mut body = Vec::new();
             let mut at = 0;
             loop {
