@@ -11,6 +11,7 @@ use clickhouse_rs::ClientHandle;
 
 use super::admin_state::{made_again, parts_to_read, AdminTables, KeysToRead, Part};
 use super::errors::StoreError;
+use super::usage::{CountStats, OnNode, PartCounts};
 use super::{sql_string, Store};
 use crate::auth::parse_hex;
 use crate::calendar::Month;
@@ -19,9 +20,6 @@ use crate::clock;
 /// How many rounds of new parts one key-set load reads (a round more each time parts it was
 /// about to read were merged away first) before it reads every key instead.
 const MERGE_ROUNDS: usize = 3;
-
-/// Most organisations named in one usage count, to keep the query text small.
-const COUNT_ORGS_PER_QUERY: usize = 1000;
 
 /// Epoch seconds as the `DateTime` the client writes.
 #[inline]
@@ -471,21 +469,23 @@ impl Store {
     }
 
     /// Spans stored per organisation with `ingested_at` in `[from_s, to_s)` (Unix seconds), for
-    /// the given organisations; an organisation without spans is absent from the answer.
+    /// the given organisations, in their order; an organisation without spans is absent from
+    /// the answer.
     ///
-    /// Reads only the partitions a row ingested since `from_s` can be in
-    /// (`partitions_written_since`): `ingested_at` is in no index, and without that bound every
-    /// count read the organisations' rows of every month stored. `now_s` is the time now on
-    /// the clock that stamps `ingested_at` (the server's, shifted in tests), which carries
-    /// `from_s` over to ClickHouse's clock.
+    /// Reads only the parts written since `from_s` (less `CLOCK_MARGIN_S`) that the last
+    /// counts of this `Store` had not counted (`usage.rs`): parts never change, so their
+    /// counts are kept, and a count every few seconds reads what was inserted or merged since
+    /// the last one instead of every row of the month. `now_s` is the time now on the clock
+    /// that stamps `ingested_at` (the server's, shifted in tests), which carries `from_s` over
+    /// to ClickHouse's clock.
     ///
     /// Counts rows as stored, without `FINAL`: a client's retry that the table has not merged
-    /// away yet counts twice (it was accepted twice), and stops counting once merged. `FINAL`
-    /// over a month of spans every few seconds would cost far more than that is worth. A
-    /// corrected copy `reprice` wrote is not an ingest and is not counted: an ingested row's
-    /// `version` is its ingest time in ms (`ingested_at` in seconds), a correction's is in a
-    /// later second (`clickhouse::correction_version`). (Counted, every repriced span took its organisation's quota twice
-    /// until the parts merged.)
+    /// away yet counts twice (it was accepted twice), and stops counting once merged (the
+    /// merged part is counted anew). `FINAL` over a month of spans would cost far more than
+    /// that is worth. A corrected copy `reprice` wrote is not an ingest and is not counted: an
+    /// ingested row's `version` is its ingest time in ms (`ingested_at` in seconds), a
+    /// correction's is in a later second (`clickhouse::correction_version`). (Counted, every
+    /// repriced span took its organisation's quota twice until the parts merged.)
     pub async fn count_spans_by_org(
         &self,
         org_ids: &[&str],
@@ -493,85 +493,129 @@ impl Store {
         to_s: i64,
         now_s: i64,
     ) -> Result<Vec<(String, u64)>, StoreError> {
-        let mut counts = Vec::new();
-        let starts = match self
-            .partitions_written_since(from_s - CLOCK_MARGIN_S, now_s)
-            .await?
-        {
-            Some(ranges) if ranges.is_empty() => return Ok(counts),
-            Some(ranges) => format!("AND ({}) ", start_time_ranges(&ranges)),
-            None => String::new(),
-        };
-        for chunk in org_ids.chunks(COUNT_ORGS_PER_QUERY) {
-            let list = chunk
-                .iter()
-                .map(|o| sql_string(o))
-                .collect::<Vec<_>>()
-                .join(",");
-            let block = self
-                .fetch(format!(
-                    "SELECT org_id, count() AS n FROM {} \
-                     WHERE org_id IN ({list}) {starts}\
-                     AND ingested_at >= toDateTime({from_s}) AND ingested_at < toDateTime({to_s}) \
-                     AND intDiv(version, 1000) = toUInt64(toUnixTimestamp(ingested_at)) \
-                     GROUP BY org_id",
-                    self.spans_table
-                ))
-                .await?;
-            for row in block.rows() {
-                counts.push((row.get("org_id")?, row.get("n")?));
+        if org_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Taken out for the count (a count running at the same time on this `Store` starts
+        // from none, and is as right), and put back whatever happens: a failed count leaves
+        // only counts that hold (`usage.rs`).
+        let (mut kept, _) =
+            std::mem::take(&mut *self.usage.lock().unwrap_or_else(|e| e.into_inner()));
+        let orgs = kept.prepare(from_s, to_s, org_ids).to_vec();
+        let mut totals = vec![0u64; orgs.len()];
+        let mut stats = CountStats::default();
+        let counted = self
+            .count_places(&mut kept, (from_s, to_s, now_s), &mut totals, &mut stats)
+            .await;
+        *self.usage.lock().unwrap_or_else(|e| e.into_inner()) = (kept, stats);
+        counted?;
+        let mut answer: Vec<(String, u64)> = Vec::new();
+        for org in org_ids {
+            let Ok(i) = orgs.binary_search_by(|o| o.as_str().cmp(org)) else {
+                continue;
+            };
+            if totals[i] > 0 && !answer.iter().any(|(o, _)| o == org) {
+                answer.push((org.to_string(), totals[i]));
             }
         }
-        Ok(counts)
+        Ok(answer)
     }
 
-    /// The `start_time_ms` ranges of the span table's partitions that hold a part written or
-    /// rewritten (`modification_time`) since `since_s`, every shard's in cluster mode; `None`
-    /// when a partition is not the `YYYYMM` month `schema.rs` makes (a table laid out some
-    /// other way), so nothing can be left out. `since_s` is on the clock that reads `now_s`
-    /// now; each node compares its parts' times with it moved onto its own clock.
-    ///
-    /// A row is in a part written after it was ingested, so one ingested since `since_s` is in
-    /// a partition listed here (a merge makes its new part in the same partition). Each month
-    /// is widened by a day on both sides: `toYYYYMM` puts a row in the month of the server's
-    /// time zone, which these UTC bounds then cover wherever it is. A partition first written
-    /// after this look is counted by the next count, like any row written after it.
-    async fn partitions_written_since(
+    /// What the last `count_spans_by_org` on this `Store` read.
+    pub fn last_count_stats(&self) -> CountStats {
+        self.usage.lock().unwrap_or_else(|e| e.into_inner()).1
+    }
+
+    /// The span table a usage count reads over `c`: `spans`, or a shard's `spans_local`.
+    fn usage_place<'c>(
+        &'c self,
+        c: &'c mut ClientHandle,
+        (from_s, to_s, now_s): (i64, i64, i64),
+    ) -> OnNode<'c> {
+        OnNode {
+            c,
+            database: &self.database,
+            table: match self.cluster {
+                Some(_) => super::cluster::local_name("spans"),
+                None => "spans",
+            },
+            from_s,
+            to_s,
+            since_s: from_s - CLOCK_MARGIN_S,
+            now_s,
+        }
+    }
+
+    /// Adds every place's count to `totals` (`usage.rs`): the single server (the first node
+    /// that answers), or each shard on the first of its replicas that answers and counts.
+    async fn count_places(
         &self,
-        since_s: i64,
-        now_s: i64,
-    ) -> Result<Option<Vec<(i64, i64)>>, StoreError> {
-        let db = sql_string(&self.database);
-        let parts = match &self.cluster {
-            Some(name) => format!(
-                "cluster({}, system, parts) WHERE table = '{}'",
-                sql_string(name),
-                super::cluster::local_name("spans")
-            ),
-            None => "system.parts WHERE table = 'spans'".to_string(),
+        kept: &mut PartCounts,
+        (from_s, to_s, now_s): (i64, i64, i64),
+        totals: &mut [u64],
+        stats: &mut CountStats,
+    ) -> Result<(), StoreError> {
+        let times = (from_s, to_s, now_s);
+        let add = |totals: &mut [u64], place: &[u64]| {
+            for (t, n) in totals.iter_mut().zip(place) {
+                *t += n;
+            }
         };
-        let mut c = self.handle().await?;
-        let months = strings(
-            &mut c,
-            format!(
-                "SELECT DISTINCT partition AS s FROM {parts} AND database = {db} AND active \
-                 AND toInt64(toUInt32(modification_time)) >= \
-                 {since_s} - {now_s} + toInt64(toUInt32(now()))"
-            ),
-        )
-        .await?;
-        Ok(month_ranges(&months))
+        let Some(cluster) = &self.cluster else {
+            let (node, mut c) = self.nodes.any_handle_indexed().await?;
+            let mut place = vec![0; totals.len()];
+            kept.count_place(
+                node,
+                &mut self.usage_place(&mut c, times),
+                &mut place,
+                stats,
+            )
+            .await?;
+            add(totals, &place);
+            return Ok(());
+        };
+        let topology = self.topology(cluster).await?;
+        for (shard, replicas) in topology.shards.iter().enumerate() {
+            let mut last = None;
+            let mut counted = false;
+            for node in self.nodes.order(replicas, 0) {
+                let mut c = match self.nodes.handle_at(node).await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        last = Some(StoreError::from(e));
+                        continue;
+                    }
+                };
+                // Per replica tried: a count that fails half-way adds nothing.
+                let mut place = vec![0; totals.len()];
+                let mut on = self.usage_place(&mut c, times);
+                match kept.count_place(shard, &mut on, &mut place, stats).await {
+                    Ok(()) => {
+                        add(totals, &place);
+                        counted = true;
+                        break;
+                    }
+                    Err(e) => last = Some(e),
+                }
+            }
+            if !counted {
+                return Err(last.unwrap_or_else(|| {
+                    StoreError::new(format!("shard {} has no replica to count on", shard + 1))
+                }));
+            }
+        }
+        Ok(())
     }
 }
 
 /// How far the clocks that stamp `ingested_at` (every replica's) and ClickHouse's may drift
 /// apart, beyond the difference the count measures between its own and ClickHouse's, before a
-/// usage count can miss rows (`Store::partitions_written_since`).
+/// usage count can miss rows (`OnNode::list` leaves out parts written before the month).
 pub(super) const CLOCK_MARGIN_S: i64 = 86_400;
 
 /// `[from, to)` in epoch ms for each `YYYYMM` partition, a day wider on each side, overlapping
 /// ones joined; `None` if one is not such a month.
-fn month_ranges(months: &[String]) -> Option<Vec<(i64, i64)>> {
+pub(super) fn month_ranges(months: &[String]) -> Option<Vec<(i64, i64)>> {
     const DAY_MS: i64 = 86_400_000;
     let mut ranges = Vec::with_capacity(months.len());
     for m in months {
@@ -607,7 +651,7 @@ fn month_ranges(months: &[String]) -> Option<Vec<(i64, i64)>> {
 /// the last day or two before it 18.16's date table has ended (in UTC from 2106-02-07 00:00,
 /// `toYYYYMM` gives 197001). Such rows are always read, or a client could keep its spans out
 /// of the count with far-future times.
-fn start_time_ranges(ranges: &[(i64, i64)]) -> String {
+pub(super) fn start_time_ranges(ranges: &[(i64, i64)]) -> String {
     ranges
         .iter()
         .map(|(from, to)| format!("(start_time_ms >= {from} AND start_time_ms < {to})"))

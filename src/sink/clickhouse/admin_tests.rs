@@ -259,3 +259,74 @@ fn a_monthly_count_leaves_out_partitions_written_before_the_month() {
     assert_eq!(count(shifted(between)), vec![("org-a".to_string(), 1)]);
     assert_eq!(count(shifted(between - 60)), vec![("org-a".to_string(), 2)]);
 }
+
+/// A usage count reads a part once: later counts add up the counts kept, read only the parts
+/// inserted since, and read a merge's part anew (so a retry's duplicate merged away stops
+/// counting). Some of the organisations again are counted from what is kept; another month,
+/// or an organisation not counted yet, counts every part again.
+#[test]
+fn a_monthly_count_reads_each_part_once_and_a_merged_part_anew() {
+    if skip() {
+        return;
+    }
+    let db = TestDb::new("count_kept");
+    let store = Store::new(NATIVE_URL, &db.0).unwrap();
+    let rt = rt();
+    rt.block_on(store.migrate()).unwrap();
+    http_query(&format!("SYSTEM STOP MERGES `{}`.spans", db.0));
+    // `batch` rows are ingested at 1_700_000_100 (November 2023); one insert, one part.
+    let insert = |b: RowBatch| rt.block_on(store.insert_spans(&[b])).unwrap();
+    insert(batch("org-a", "t1", 3, 0));
+    insert(batch("org-b", "t2", 2, 0));
+    // A client's retry of one of the first spans: stored twice until merged.
+    insert(batch("org-a", "t1", 1, 0));
+    let november = (1_698_796_800, 1_701_388_800);
+    let now = crate::clock::now_s() as i64;
+    let count = |orgs: &[&str], month: (i64, i64)| {
+        let counts = rt
+            .block_on(store.count_spans_by_org(orgs, month.0, month.1, now))
+            .unwrap();
+        let s = store.last_count_stats();
+        (counts, (s.parts_counted, s.parts_added, s.whole))
+    };
+    let counts = |a: u64, b: u64| vec![("org-a".to_string(), a), ("org-b".to_string(), b)];
+    assert_eq!(
+        count(&["org-a", "org-b"], november),
+        (counts(4, 2), (3, 3, 0))
+    );
+    assert_eq!(
+        count(&["org-a", "org-b"], november),
+        (counts(4, 2), (0, 3, 0)),
+        "nothing new: no rows read"
+    );
+    insert(batch("org-b", "t3", 5, 0));
+    assert_eq!(
+        count(&["org-a", "org-b"], november),
+        (counts(4, 7), (1, 4, 0)),
+        "only the new part read"
+    );
+    http_query(&format!("SYSTEM START MERGES `{}`.spans", db.0));
+    http_query(&format!("OPTIMIZE TABLE `{}`.spans FINAL", db.0));
+    assert_eq!(
+        count(&["org-a", "org-b"], november),
+        (counts(3, 7), (1, 1, 0)),
+        "the merged part read anew, without the retry's copy"
+    );
+    assert_eq!(
+        count(&["org-b"], november),
+        (vec![("org-b".to_string(), 7)], (0, 1, 0)),
+        "some of the organisations again: from the counts kept"
+    );
+    assert_eq!(
+        count(&["org-c", "org-a"], november),
+        (vec![("org-a".to_string(), 3)], (1, 1, 0)),
+        "an organisation not counted yet: every part counted again"
+    );
+    assert_eq!(
+        count(&["org-a", "org-b", "org-c"], november),
+        (counts(3, 7), (0, 1, 0)),
+        "and kept for all of them"
+    );
+    let december = (1_701_388_800, 1_704_067_200);
+    assert_eq!(count(&["org-b"], december), (vec![], (1, 1, 0)));
+}

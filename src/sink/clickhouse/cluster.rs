@@ -177,7 +177,7 @@ impl Nodes {
     /// `candidates` in the order to try them: those in rotation first (from `start` on, so
     /// that callers can spread their load), then those out of it, soonest back first (when
     /// none is in rotation, one of them must be tried: that is the probe).
-    fn order(&self, candidates: &[usize], start: usize) -> Vec<usize> {
+    pub(super) fn order(&self, candidates: &[usize], start: usize) -> Vec<usize> {
         let health: Vec<&Health> = candidates.iter().map(|&i| &self.list[i].health).collect();
         health::order(&health, start, now_ms())
             .into_iter()
@@ -189,13 +189,18 @@ impl Nodes {
     /// same keys, organisations and, through `Distributed` tables, spans). For these reads a
     /// connection whose handshake was answered is the node's probe: it counts as a success.
     pub(super) async fn any_handle(&self) -> Result<ClientHandle, ChError> {
+        Ok(self.any_handle_indexed().await?.1)
+    }
+
+    /// `any_handle`, with the node's index in the list.
+    pub(super) async fn any_handle_indexed(&self) -> Result<(usize, ClientHandle), ChError> {
         let all: Vec<usize> = (0..self.list.len()).collect();
         let mut last = None;
         for i in self.order(&all, 0) {
             match self.list[i].handle().await {
                 Ok(h) => {
                     self.list[i].succeeded();
-                    return Ok(h);
+                    return Ok((i, h));
                 }
                 Err(e) => last = Some(e),
             }

@@ -52,6 +52,7 @@ mod schema;
 pub(crate) mod test_support;
 #[cfg(test)]
 mod tests;
+mod usage;
 mod version;
 
 use std::fmt;
@@ -97,6 +98,9 @@ pub struct Store {
     keys_table: String,
     /// `` `db`.`orgs` ``, ready for SQL.
     orgs_table: String,
+    /// The usage count's counts per part, kept between counts (`usage.rs`), and what the
+    /// last count did.
+    usage: Mutex<(usage::PartCounts, usage::CountStats)>,
 }
 
 impl fmt::Debug for Store {
@@ -144,6 +148,7 @@ impl Store {
             spans_table: format!("`{database}`.`spans`"),
             keys_table: format!("`{database}`.`api_keys`"),
             orgs_table: format!("`{database}`.`orgs`"),
+            usage: Mutex::default(),
         })
     }
 

@@ -1,0 +1,530 @@
+//! The monthly usage count (`Store::count_spans_by_org`), kept part by part between counts.
+//!
+//! A MergeTree part never changes once written: an insert writes a new part, a merge or a
+//! mutation replaces parts by a new one of another name. So the organisations' rows of the
+//! month in a part, once counted, stay its count for as long as the part is active. Each count
+//! lists the active parts written since the month began (`system.parts`, no rows read), counts
+//! rows only in the parts it has no count of (`_part IN (...)`, which 18.16 prunes parts by),
+//! and adds up the counts of the parts listed. Every 5 s this reads the parts inserted since
+//! the last count and those merges made, instead of the month's rows of every organisation with
+//! a quota.
+//!
+//! A part merged away between the listing and its count gives no rows. A count ends only on a
+//! listing in which every part has a count: a part active when listed and again at a later
+//! listing was active in between, when its count was taken, so that count is right; a part
+//! merged away is in no later listing, and its count is never used (the part it went into is
+//! new, and counted). After `ROUNDS` listings that each found new parts (merges faster than
+//! the counts), the place's rows are counted whole, as before this cache.
+//!
+//! A place is the single server (by its index in `INGEST_CLICKHOUSE_URL`), or in cluster mode
+//! a shard, read on one of its replicas: the replicas of a shard name the same parts alike, so
+//! a count taken on one replica holds on another. A part is known by its name, rows and time
+//! written, so a table made again with parts of the same names is counted again (unless made
+//! within the same second with the same row counts).
+
+use std::collections::{HashMap, HashSet};
+
+use clickhouse_rs::ClientHandle;
+
+use super::errors::StoreError;
+use super::sql_string;
+
+/// Listings one place's count may take before it counts the place's rows whole instead.
+pub(super) const ROUNDS: usize = 4;
+
+/// Most parts named in one count query, to keep the query text small.
+const PARTS_PER_QUERY: usize = 500;
+
+/// Most organisations named in one count query.
+pub(super) const ORGS_PER_QUERY: usize = 1000;
+
+/// An active part of the span table, as listed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct Listed {
+    pub name: String,
+    pub partition: String,
+    pub rows: u64,
+    pub modified: u32,
+}
+
+/// A part's counts are kept under its place and what the listing says of it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct PartId {
+    place: usize,
+    part: Listed,
+}
+
+/// What the kept counts are of: the month's bounds and the organisations counted (sorted,
+/// distinct).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Of {
+    from_s: i64,
+    to_s: i64,
+    orgs: Vec<String>,
+}
+
+/// Counts kept between usage counts: per part, its rows of each organisation (by index in
+/// `Of::orgs`; absent: none). Only parts of the last listing of each place are kept.
+#[derive(Debug, Default)]
+pub(super) struct PartCounts {
+    of: Option<Of>,
+    parts: HashMap<PartId, Vec<(u32, u64)>>,
+}
+
+/// What a place's count did, for the tests and the log.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CountStats {
+    /// Parts whose rows were counted.
+    pub parts_counted: usize,
+    /// Parts whose counts make the total: every part listed last (counted by this count or
+    /// an earlier one).
+    pub parts_added: usize,
+    /// Places counted whole (merges kept outrunning the listings).
+    pub whole: usize,
+}
+
+/// One place's reads: its active parts, the rows of some of them, or all its rows.
+pub(super) trait Place {
+    /// The active parts written since the month began (less the clocks' margin).
+    async fn list(&mut self) -> Result<Vec<Listed>, StoreError>;
+    /// Rows of each organisation in each of `parts` (names), as (part, org, rows).
+    async fn count(
+        &mut self,
+        parts: &[&str],
+        orgs: &[String],
+    ) -> Result<Vec<(String, String, u64)>, StoreError>;
+    /// Rows of each organisation in the whole place, bounded by the partitions of `listed`.
+    async fn count_all(
+        &mut self,
+        listed: &[Listed],
+        orgs: &[String],
+    ) -> Result<Vec<(String, u64)>, StoreError>;
+}
+
+impl PartCounts {
+    /// Makes the kept counts those of `[from_s, to_s)` and of at least `orgs`, and returns
+    /// the organisations they are of (sorted, distinct), by whose indexes the totals go. The
+    /// counts are kept for the same month when `orgs` are among those counted (a count again of
+    /// some of them, as `sync_usage` makes of those whose rows were flushed meanwhile); an
+    /// organisation not counted yet drops them, and every part is counted again for all of
+    /// them (an organisation given a quota is rare; it is then counted with the others).
+    pub(super) fn prepare(&mut self, from_s: i64, to_s: i64, orgs: &[&str]) -> &[String] {
+        let same_month = self
+            .of
+            .as_ref()
+            .is_some_and(|of| of.from_s == from_s && of.to_s == to_s);
+        let known: &[String] = match (&self.of, same_month) {
+            (Some(of), true) => &of.orgs,
+            _ => &[],
+        };
+        let counted = |org: &&str| known.binary_search_by(|o| o.as_str().cmp(org)).is_ok();
+        if !same_month || !orgs.iter().all(counted) {
+            let mut all: Vec<String> = known.to_vec();
+            all.extend(orgs.iter().map(|o| o.to_string()));
+            all.sort_unstable();
+            all.dedup();
+            self.parts.clear();
+            self.of = Some(Of {
+                from_s,
+                to_s,
+                orgs: all,
+            });
+        }
+        &self.of.as_ref().expect("set above").orgs
+    }
+
+    /// Adds `place`'s rows of each organisation (by index in the prepared `orgs`) to
+    /// `totals`: counting the parts it has no count of, as the module's doc says.
+    pub(super) async fn count_place<P: Place>(
+        &mut self,
+        place: usize,
+        reader: &mut P,
+        totals: &mut [u64],
+        stats: &mut CountStats,
+    ) -> Result<(), StoreError> {
+        let orgs = match &self.of {
+            Some(of) => of.orgs.clone(),
+            None => return Ok(()),
+        };
+        let index: HashMap<&str, u32> = orgs
+            .iter()
+            .enumerate()
+            .map(|(i, o)| (o.as_str(), i as u32))
+            .collect();
+        let id = |part: &Listed| PartId {
+            place,
+            part: part.clone(),
+        };
+        for round in 0..ROUNDS {
+            let listed = reader.list().await?;
+            let new: Vec<&Listed> = listed
+                .iter()
+                .filter(|p| !self.parts.contains_key(&id(p)))
+                .collect();
+            if new.is_empty() {
+                for part in &listed {
+                    for &(org, n) in &self.parts[&id(part)] {
+                        totals[org as usize] += n;
+                    }
+                }
+                stats.parts_added += listed.len();
+                self.keep_only(place, &listed);
+                return Ok(());
+            }
+            if round + 1 == ROUNDS {
+                for (org, n) in reader.count_all(&listed, &orgs).await? {
+                    if let Some(&i) = index.get(org.as_str()) {
+                        totals[i as usize] += n;
+                    }
+                }
+                stats.whole += 1;
+                self.keep_only(place, &listed);
+                return Ok(());
+            }
+            // Every part listed gets an entry, its organisations' rows or none.
+            let mut counted: HashMap<&str, Vec<(u32, u64)>> =
+                new.iter().map(|p| (p.name.as_str(), Vec::new())).collect();
+            for chunk in new.chunks(PARTS_PER_QUERY) {
+                let names: Vec<&str> = chunk.iter().map(|p| p.name.as_str()).collect();
+                for (part, org, n) in reader.count(&names, &orgs).await? {
+                    if let (Some(rows), Some(&i)) =
+                        (counted.get_mut(part.as_str()), index.get(org.as_str()))
+                    {
+                        rows.push((i, n));
+                    }
+                }
+            }
+            stats.parts_counted += new.len();
+            for part in new {
+                let rows = counted.remove(part.name.as_str()).unwrap_or_default();
+                self.parts.insert(id(part), rows);
+            }
+        }
+        unreachable!("the last round counts the place whole")
+    }
+
+    /// Drops `place`'s counts of parts not in `listed` (merged away, or written before the
+    /// month).
+    fn keep_only(&mut self, place: usize, listed: &[Listed]) {
+        let now: HashSet<&Listed> = listed.iter().collect();
+        self.parts
+            .retain(|k, _| k.place != place || now.contains(&k.part));
+    }
+}
+
+/// A place read over one connection: the single server's `spans`, or a shard's `spans_local`
+/// on one of its replicas.
+pub(super) struct OnNode<'c> {
+    pub c: &'c mut ClientHandle,
+    /// The database, as given.
+    pub database: &'c str,
+    /// The span table's name in `system.parts` (`spans` or `spans_local`).
+    pub table: &'c str,
+    /// The month's bounds (epoch s) and `since` moved onto ClickHouse's clock: parts whose
+    /// time written is at least `since_s - now_s + now()`.
+    pub from_s: i64,
+    pub to_s: i64,
+    pub since_s: i64,
+    pub now_s: i64,
+}
+
+impl OnNode<'_> {
+    /// `` `db`.`table` ``.
+    fn table(&self) -> String {
+        format!("`{}`.`{}`", self.database, self.table)
+    }
+
+    /// The conditions every counted row meets besides its organisation: ingested in the
+    /// month, and an ingest rather than a corrected copy `reprice` wrote (an ingested row's
+    /// `version` is its ingest time in ms, a correction's is in a later second).
+    fn month(&self) -> String {
+        format!(
+            "ingested_at >= toDateTime({}) AND ingested_at < toDateTime({}) \
+             AND intDiv(version, 1000) = toUInt64(toUnixTimestamp(ingested_at))",
+            self.from_s, self.to_s
+        )
+    }
+}
+
+/// `o1,o2,...` quoted for SQL.
+fn quoted(items: &[impl AsRef<str>]) -> String {
+    items
+        .iter()
+        .map(|s| sql_string(s.as_ref()))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+impl Place for OnNode<'_> {
+    async fn list(&mut self) -> Result<Vec<Listed>, StoreError> {
+        let block = self
+            .c
+            .query(format!(
+                "SELECT name, partition, rows, toUInt32(modification_time) AS modified \
+                 FROM system.parts WHERE database = {} AND table = {} AND active \
+                 AND toInt64(toUInt32(modification_time)) >= \
+                 {} - {} + toInt64(toUInt32(now()))",
+                sql_string(self.database),
+                sql_string(self.table),
+                self.since_s,
+                self.now_s
+            ))
+            .fetch_all()
+            .await?;
+        let mut parts = Vec::with_capacity(block.row_count());
+        for row in block.rows() {
+            parts.push(Listed {
+                name: row.get("name")?,
+                partition: row.get("partition")?,
+                rows: row.get("rows")?,
+                modified: row.get("modified")?,
+            });
+        }
+        Ok(parts)
+    }
+
+    async fn count(
+        &mut self,
+        parts: &[&str],
+        orgs: &[String],
+    ) -> Result<Vec<(String, String, u64)>, StoreError> {
+        let mut out = Vec::new();
+        for chunk in orgs.chunks(ORGS_PER_QUERY) {
+            let block = self
+                .c
+                .query(format!(
+                    "SELECT _part AS part, org_id, count() AS n FROM {} \
+                     WHERE _part IN ({}) AND org_id IN ({}) AND {} GROUP BY part, org_id",
+                    self.table(),
+                    quoted(parts),
+                    quoted(chunk),
+                    self.month()
+                ))
+                .fetch_all()
+                .await?;
+            for row in block.rows() {
+                out.push((row.get("part")?, row.get("org_id")?, row.get("n")?));
+            }
+        }
+        Ok(out)
+    }
+
+    async fn count_all(
+        &mut self,
+        listed: &[Listed],
+        orgs: &[String],
+    ) -> Result<Vec<(String, u64)>, StoreError> {
+        let months: Vec<String> = listed.iter().map(|p| p.partition.clone()).collect();
+        let starts = match super::admin::month_ranges(&months) {
+            Some(ranges) if ranges.is_empty() => return Ok(Vec::new()),
+            Some(ranges) => format!("AND ({}) ", super::admin::start_time_ranges(&ranges)),
+            None => String::new(),
+        };
+        let mut out = Vec::new();
+        for chunk in orgs.chunks(ORGS_PER_QUERY) {
+            let block = self
+                .c
+                .query(format!(
+                    "SELECT org_id, count() AS n FROM {} WHERE org_id IN ({}) {starts}AND {} \
+                     GROUP BY org_id",
+                    self.table(),
+                    quoted(chunk),
+                    self.month()
+                ))
+                .fetch_all()
+                .await?;
+            for row in block.rows() {
+                out.push((row.get("org_id")?, row.get("n")?));
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A place whose listings are scripted, one per call, and whose rows are given per part.
+    struct Scripted {
+        listings: Vec<Vec<Listed>>,
+        /// (part, org, rows) of parts that are still there when counted.
+        rows: Vec<(&'static str, &'static str, u64)>,
+        /// Parts gone by the time they are counted (merged away after the listing).
+        gone: Vec<&'static str>,
+        counted: Vec<Vec<String>>,
+        whole: usize,
+    }
+
+    fn part(name: &str) -> Listed {
+        Listed {
+            name: name.to_string(),
+            partition: "202611".to_string(),
+            rows: 10,
+            modified: 1,
+        }
+    }
+
+    impl Place for Scripted {
+        async fn list(&mut self) -> Result<Vec<Listed>, StoreError> {
+            Ok(self.listings.remove(0))
+        }
+        async fn count(
+            &mut self,
+            parts: &[&str],
+            _orgs: &[String],
+        ) -> Result<Vec<(String, String, u64)>, StoreError> {
+            self.counted
+                .push(parts.iter().map(|s| s.to_string()).collect());
+            Ok(self
+                .rows
+                .iter()
+                .filter(|(p, _, _)| parts.contains(p) && !self.gone.contains(p))
+                .map(|&(p, o, n)| (p.to_string(), o.to_string(), n))
+                .collect())
+        }
+        async fn count_all(
+            &mut self,
+            listed: &[Listed],
+            _orgs: &[String],
+        ) -> Result<Vec<(String, u64)>, StoreError> {
+            self.whole += 1;
+            let mut by_org: HashMap<String, u64> = HashMap::new();
+            for (p, o, n) in &self.rows {
+                if listed.iter().any(|l| l.name == *p) {
+                    *by_org.entry(o.to_string()).or_default() += n;
+                }
+            }
+            Ok(by_org.into_iter().collect())
+        }
+    }
+
+    fn run(cache: &mut PartCounts, place: &mut Scripted) -> (Vec<u64>, CountStats) {
+        let mut totals = vec![0; 2];
+        let mut stats = CountStats::default();
+        block_on(cache.count_place(0, place, &mut totals, &mut stats)).unwrap();
+        (totals, stats)
+    }
+
+    /// Drives a future that never waits (the scripted place answers at once).
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    fn orgs() -> [&'static str; 2] {
+        ["a", "b"]
+    }
+
+    #[test]
+    fn parts_counted_once_are_added_up_and_only_new_parts_are_read() {
+        let mut cache = PartCounts::default();
+        cache.prepare(0, 100, &orgs());
+        let (p1, p2, p3) = (part("p_1_1_0"), part("p_2_2_0"), part("p_3_3_0"));
+        let rows = vec![
+            ("p_1_1_0", "a", 3),
+            ("p_2_2_0", "b", 2),
+            ("p_3_3_0", "a", 1),
+        ];
+        let mut place = Scripted {
+            listings: vec![vec![p1.clone(), p2.clone()], vec![p1.clone(), p2.clone()]],
+            rows: rows.clone(),
+            gone: vec![],
+            counted: vec![],
+            whole: 0,
+        };
+        let (totals, stats) = run(&mut cache, &mut place);
+        assert_eq!(totals, vec![3, 2]);
+        assert_eq!(place.counted, vec![vec!["p_1_1_0", "p_2_2_0"]]);
+        assert_eq!((stats.parts_counted, stats.parts_added), (2, 2));
+        // An insert: only its part is read.
+        let mut place = Scripted {
+            listings: vec![
+                vec![p1.clone(), p2.clone(), p3.clone()],
+                vec![p1.clone(), p2.clone(), p3.clone()],
+            ],
+            rows: rows.clone(),
+            gone: vec![],
+            counted: vec![],
+            whole: 0,
+        };
+        let (totals, stats) = run(&mut cache, &mut place);
+        assert_eq!(totals, vec![4, 2]);
+        assert_eq!(place.counted, vec![vec!["p_3_3_0"]]);
+        assert_eq!((stats.parts_counted, stats.parts_added), (1, 3));
+        // Nothing new: nothing read.
+        let mut place = Scripted {
+            listings: vec![vec![p1.clone(), p3.clone()]],
+            rows,
+            gone: vec![],
+            counted: vec![],
+            whole: 0,
+        };
+        let (totals, _) = run(&mut cache, &mut place);
+        assert_eq!(
+            totals,
+            vec![4, 0],
+            "a part no longer listed no longer counts"
+        );
+        assert!(place.counted.is_empty());
+        assert_eq!(cache.parts.len(), 2, "and its count is dropped");
+        // Some of the organisations again: kept, totals by the kept list's indexes.
+        assert_eq!(cache.prepare(0, 100, &["b"]), ["a", "b"]);
+        assert_eq!(cache.parts.len(), 2);
+        // An organisation not counted yet: counted afresh, with the others.
+        assert_eq!(cache.prepare(0, 100, &["c", "a"]), ["a", "b", "c"]);
+        assert!(cache.parts.is_empty());
+        // Another month: afresh, only those asked for.
+        assert_eq!(cache.prepare(100, 200, &["b"]), ["b"]);
+    }
+
+    #[test]
+    fn a_part_merged_away_before_its_count_is_not_used_and_its_merge_is_counted() {
+        let mut cache = PartCounts::default();
+        cache.prepare(0, 100, &orgs());
+        let (p1, p2, p12) = (part("p_1_1_0"), part("p_2_2_0"), part("p_1_2_1"));
+        let mut place = Scripted {
+            // p2 is listed, then merged with p1 into p12 before its count.
+            listings: vec![vec![p1.clone(), p2.clone()], vec![p12.clone()], vec![p12]],
+            rows: vec![
+                ("p_1_1_0", "a", 3),
+                ("p_2_2_0", "a", 2),
+                ("p_1_2_1", "a", 5),
+            ],
+            gone: vec!["p_1_1_0", "p_2_2_0"],
+            counted: vec![],
+            whole: 0,
+        };
+        let (totals, stats) = run(&mut cache, &mut place);
+        assert_eq!(totals, vec![5, 0]);
+        assert_eq!(
+            place.counted,
+            vec![vec!["p_1_1_0", "p_2_2_0"], vec!["p_1_2_1"]]
+        );
+        assert_eq!((stats.parts_counted, stats.whole), (3, 0));
+        assert_eq!(cache.parts.len(), 1, "only the listed part's count is kept");
+    }
+
+    #[test]
+    fn merges_outrunning_the_listings_count_the_place_whole() {
+        let mut cache = PartCounts::default();
+        cache.prepare(0, 100, &orgs());
+        let listings: Vec<Vec<Listed>> = (0..ROUNDS)
+            .map(|i| vec![part(&format!("p_1_{i}_{i}"))])
+            .collect();
+        let rows = vec![("p_1_3_3", "b", 7)];
+        let mut place = Scripted {
+            listings,
+            rows,
+            gone: vec![],
+            counted: vec![],
+            whole: 0,
+        };
+        let (totals, stats) = run(&mut cache, &mut place);
+        assert_eq!(totals, vec![0, 7]);
+        assert_eq!((place.whole, stats.whole), (1, 1));
+        assert_eq!(place.counted.len(), ROUNDS - 1);
+    }
+}
