@@ -42,7 +42,7 @@ use crate::calendar::Month;
 use crate::clock;
 use crate::fleet::Leaser;
 use crate::server::Shared;
-use crate::sink::clickhouse::{AdminLoad, AdminTables, KeyRows, Store};
+use crate::sink::clickhouse::{AdminLoad, AdminTables, CountStats, KeptCounts, KeyRows, Store};
 
 /// Builds key sets and keeps one `Account` per organisation for the life of the process.
 pub struct Refresher {
@@ -379,9 +379,11 @@ impl PriceReload {
 }
 
 /// Starts the control thread. It opens its own connections to ClickHouse (a pool belongs to
-/// the runtime that opened it).
+/// the runtime that opened it); `counts` are the usage count's counts per part from the count
+/// at start (`Store::take_kept_counts`), so its first count reads only what is new since.
 pub fn spawn(
     mut refresher: Refresher,
+    counts: KeptCounts,
     shared: Arc<Shared>,
     reload_prices: Arc<PriceReload>,
     stop: Arc<AtomicBool>,
@@ -402,6 +404,7 @@ pub fn spawn(
                     return;
                 }
             };
+            usage_store.keep_counts(counts);
             let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
                 Ok(rt) => rt,
                 Err(e) => {
@@ -475,6 +478,8 @@ pub fn spawn(
             };
             let usage_loop = async {
                 let mut next = Instant::now() + config.quota_sync;
+                // What the counts had read when last added to `/metrics`.
+                let mut published = CountStats::default();
                 let mut failing = Failing::new("quota usage sync");
                 while !stop.load(Ordering::Acquire) {
                     let asked = std::mem::take(&mut *count_now.borrow_mut());
@@ -487,6 +492,11 @@ pub fn spawn(
                     } else {
                         None
                     };
+                    if counted.is_some() {
+                        let now = usage_store.count_stats();
+                        shared.metrics.add_usage(now.since(published));
+                        published = now;
+                    }
                     match counted {
                         Some(Ok(_)) => failing.ok(),
                         Some(Err(e)) => failing.failed(&e),

@@ -369,6 +369,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         fleet: Arc::default(),
         config: config.clone(),
     });
+    shared.metrics.add_usage(store.count_stats());
 
     let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
         .context("cannot install signal handlers")?;
@@ -376,6 +377,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let stop_control = Arc::new(AtomicBool::new(false));
     let control = control::spawn(
         refresher,
+        store.take_kept_counts(),
         shared.clone(),
         reload_prices.clone(),
         stop_control.clone(),

@@ -70,9 +70,25 @@ pub struct Metrics {
     pub otlp_rejected_spans: AtomicU64,
     pub otlp_truncated_strings: AtomicU64,
     pub otlp_dropped_attributes: AtomicU64,
+    /// The monthly usage counts so far (`add_usage`): counts made, parts whose rows they
+    /// read, places they counted whole.
+    pub usage_counts: AtomicU64,
+    pub usage_parts_read: AtomicU64,
+    pub usage_whole_reads: AtomicU64,
 }
 
 impl Metrics {
+    /// Adds what usage counts read (a `Store`'s `count_stats` since the last time it was
+    /// added): the count at start, then the control thread's after each of its counts.
+    pub fn add_usage(&self, s: crate::sink::clickhouse::CountStats) {
+        self.usage_counts
+            .fetch_add(s.counts as u64, Ordering::Relaxed);
+        self.usage_parts_read
+            .fetch_add(s.parts_counted as u64, Ordering::Relaxed);
+        self.usage_whole_reads
+            .fetch_add(s.whole as u64, Ordering::Relaxed);
+    }
+
     /// Counts an OTLP export that was answered `200`: its spans as accepted, and what was
     /// left out or cut.
     pub fn count_export(&self, e: &crate::ingest::Exported) {
@@ -158,6 +174,9 @@ pub struct Snapshot {
     otlp_rejected_spans: u64,
     otlp_truncated_strings: u64,
     otlp_dropped_attributes: u64,
+    usage_counts: u64,
+    usage_parts_read: u64,
+    usage_whole_reads: u64,
     pub flush_batches: u64,
     pub flush_rows: u64,
     pub flush_errors: u64,
@@ -228,6 +247,9 @@ impl Snapshot {
             otlp_rejected_spans: load(&metrics.otlp_rejected_spans),
             otlp_truncated_strings: load(&metrics.otlp_truncated_strings),
             otlp_dropped_attributes: load(&metrics.otlp_dropped_attributes),
+            usage_counts: load(&metrics.usage_counts),
+            usage_parts_read: load(&metrics.usage_parts_read),
+            usage_whole_reads: load(&metrics.usage_whole_reads),
             flush_latency: flush_latency.snapshot(),
             ..Snapshot::default()
         }
@@ -286,6 +308,24 @@ impl Collector for Snapshot {
             "traceingest_request_body_bytes",
             "Request body bytes read on /ingest and /v1/traces after authentication",
             self.body_bytes,
+        )?;
+        counter(
+            &mut enc,
+            "traceingest_usage_counts",
+            "Monthly usage counts made for organisations with a quota (at start, then every INGEST_QUOTA_SYNC_MS and when asked)",
+            self.usage_counts,
+        )?;
+        counter(
+            &mut enc,
+            "traceingest_usage_parts_read",
+            "Parts of spans whose rows the usage counts read: those written or merged since the count before (a part's count is kept while it exists)",
+            self.usage_parts_read,
+        )?;
+        counter(
+            &mut enc,
+            "traceingest_usage_whole_reads",
+            "Usage counts that read a server's or shard's rows of the month whole, because merges kept outrunning its listings of the parts",
+            self.usage_whole_reads,
         )?;
         counter(
             &mut enc,

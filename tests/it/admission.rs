@@ -598,3 +598,67 @@ fn ready_turns_false_while_clickhouse_is_unreachable() {
         (server.get("/ready").status == 200).then_some(())
     });
 }
+
+/// The usage count reads each part of `spans` once: the count at start reads the parts there,
+/// the control thread's counts after it (every 200 ms here) read none of them again (the start
+/// count's counts are handed to it), and a new part is read once. `/metrics` says what they
+/// read; merges are stopped so that the parts stay as they are.
+#[test]
+fn usage_counts_read_each_part_once_across_a_restart() {
+    let mut server = Server::start_with(&[
+        ("INGEST_PLANS", "tiny:1000:unlimited"),
+        ("INGEST_DEFAULT_PLAN", "tiny"),
+        ("INGEST_QUOTA_SYNC_MS", "200"),
+    ]);
+    let key = server.ready_key("org-parts");
+    server.ch_exec(&format!("SYSTEM STOP MERGES {}.spans", server.database));
+    // Three inserts: three parts.
+    for i in 0..3u64 {
+        let r = server.post_ingest(&key, &batch(&format!("part{i}"), 1, 10));
+        assert_eq!(r.status, 202, "{}", body_text(&r));
+        server.wait_rows(10 * (i + 1));
+    }
+    let parts = |server: &Server| -> f64 {
+        let v = server.ch_json(&format!(
+            "SELECT count() AS n FROM system.parts WHERE database = '{}' AND table = 'spans' \
+             AND active FORMAT JSONEachRow",
+            server.database
+        ));
+        v[0]["n"].as_str().unwrap().parse().unwrap()
+    };
+    assert_eq!(parts(&server), 3.0);
+    server.signal(SIGTERM);
+    assert_eq!(server.wait_exit(Duration::from_secs(20)), 0);
+    server.spawn();
+    let counts = || server.metric_value("traceingest_usage_counts_total");
+    eventually(
+        "the start count and three more",
+        Duration::from_secs(10),
+        || (counts() >= 4.0).then_some(()),
+    );
+    assert_eq!(
+        server.metric_value("traceingest_usage_parts_read_total"),
+        3.0,
+        "each part read once, by the count at start"
+    );
+    let r = server.post_ingest(&key, &batch("part3", 1, 10));
+    assert_eq!(r.status, 202, "{}", body_text(&r));
+    server.wait_rows(40);
+    let after = counts();
+    eventually(
+        "two counts after the insert",
+        Duration::from_secs(10),
+        || (counts() >= after + 2.0).then_some(()),
+    );
+    assert_eq!(parts(&server), 4.0);
+    assert_eq!(
+        server.metric_value("traceingest_usage_parts_read_total"),
+        4.0,
+        "and the new part once"
+    );
+    assert_eq!(
+        server.metric_value("traceingest_usage_whole_reads_total"),
+        0.0
+    );
+    server.ch_exec(&format!("SYSTEM START MERGES {}.spans", server.database));
+}

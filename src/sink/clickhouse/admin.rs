@@ -29,6 +29,10 @@ pub(super) fn utc(epoch_seconds: u32) -> DateTime<Tz> {
         .with_timezone(&Tz::UTC)
 }
 
+/// A `Store`'s counts per part for the usage count (`usage.rs`), on their way to another.
+#[derive(Debug, Default)]
+pub struct KeptCounts(PartCounts);
+
 /// What `Store::revoke_key` did.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Revoked {
@@ -499,7 +503,7 @@ impl Store {
         // Taken out for the count (a count running at the same time on this `Store` starts
         // from none, and is as right), and put back whatever happens: a failed count leaves
         // only counts that hold (`usage.rs`).
-        let (mut kept, _) =
+        let (mut kept, so_far) =
             std::mem::take(&mut *self.usage.lock().unwrap_or_else(|e| e.into_inner()));
         let orgs = kept.prepare(from_s, to_s, org_ids).to_vec();
         let mut totals = vec![0u64; orgs.len()];
@@ -507,7 +511,8 @@ impl Store {
         let counted = self
             .count_places(&mut kept, (from_s, to_s, now_s), &mut totals, &mut stats)
             .await;
-        *self.usage.lock().unwrap_or_else(|e| e.into_inner()) = (kept, stats);
+        stats.counts = usize::from(counted.is_ok());
+        *self.usage.lock().unwrap_or_else(|e| e.into_inner()) = (kept, so_far.plus(stats));
         counted?;
         let mut answer: Vec<(String, u64)> = Vec::new();
         for org in org_ids {
@@ -521,8 +526,24 @@ impl Store {
         Ok(answer)
     }
 
-    /// What the last `count_spans_by_org` on this `Store` read.
-    pub fn last_count_stats(&self) -> CountStats {
+    /// The counts per part the usage counts of this `Store` keep, taken out of it (it keeps
+    /// none), for another `Store` of the same configuration (`keep_counts`): the server's
+    /// count at start hands them to the control thread's, whose next count then reads only
+    /// what is new since.
+    pub fn take_kept_counts(&self) -> KeptCounts {
+        KeptCounts(std::mem::take(
+            &mut self.usage.lock().unwrap_or_else(|e| e.into_inner()).0,
+        ))
+    }
+
+    /// Counts `take_kept_counts` took from a `Store` of the same configuration, kept by this
+    /// one in place of its own.
+    pub fn keep_counts(&self, kept: KeptCounts) {
+        self.usage.lock().unwrap_or_else(|e| e.into_inner()).0 = kept.0;
+    }
+
+    /// What the `count_spans_by_org` calls on this `Store` read so far.
+    pub fn count_stats(&self) -> CountStats {
         self.usage.lock().unwrap_or_else(|e| e.into_inner()).1
     }
 

@@ -283,11 +283,21 @@ fn a_monthly_count_reads_each_part_once_and_a_merged_part_anew() {
     let november = (1_698_796_800, 1_701_388_800);
     let now = crate::clock::now_s() as i64;
     let count = |orgs: &[&str], month: (i64, i64)| {
+        let before = store.count_stats();
         let counts = rt
             .block_on(store.count_spans_by_org(orgs, month.0, month.1, now))
             .unwrap();
-        let s = store.last_count_stats();
-        (counts, (s.parts_counted, s.parts_added, s.whole))
+        let s = store.count_stats();
+        assert_eq!(s.counts, before.counts + 1);
+        let read = |f: fn(&CountStats) -> usize| f(&s) - f(&before);
+        (
+            counts,
+            (
+                read(|s| s.parts_counted),
+                read(|s| s.parts_added),
+                read(|s| s.whole),
+            ),
+        )
     };
     let counts = |a: u64, b: u64| vec![("org-a".to_string(), a), ("org-b".to_string(), b)];
     assert_eq!(

@@ -65,13 +65,14 @@ use clickhouse_rs::{ClientHandle, Options, Pool};
 
 use cluster::{Node, Nodes, Topology};
 
-pub use admin::{ActiveKey, AdminLoad, KeyRecord, KeyRow, KeyRows, OrgRecord, Revoked};
+pub use admin::{ActiveKey, AdminLoad, KeptCounts, KeyRecord, KeyRow, KeyRows, OrgRecord, Revoked};
 pub use admin_state::AdminTables;
 pub use block::{Inserted, RowRun};
 pub use cluster::{shard_hash, ShardsDone};
 pub use errors::{InsertError, Retry, StoreError};
 pub use reprice::{correction_version, Correction, SpanFilter, SpanKey, StoredSpan};
 pub use schema::{Migrated, Unchecked, API_KEYS_COLUMNS, ORGS_COLUMNS};
+pub use usage::CountStats;
 pub use version::ServerVersion;
 
 /// Connection pools to the ClickHouse servers plus the database the service owns.
@@ -99,7 +100,7 @@ pub struct Store {
     /// `` `db`.`orgs` ``, ready for SQL.
     orgs_table: String,
     /// The usage count's counts per part, kept between counts (`usage.rs`), and what the
-    /// last count did.
+    /// counts read so far.
     usage: Mutex<(usage::PartCounts, usage::CountStats)>,
 }
 

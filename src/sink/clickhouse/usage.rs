@@ -71,9 +71,11 @@ pub(super) struct PartCounts {
     parts: HashMap<PartId, Vec<(u32, u64)>>,
 }
 
-/// What a place's count did, for the tests and the log.
+/// What usage counts did (one, or all of a `Store`'s so far): for `/metrics` and the tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CountStats {
+    /// Counts made (each `Store::count_spans_by_org` that succeeded).
+    pub counts: usize,
     /// Parts whose rows were counted.
     pub parts_counted: usize,
     /// Parts whose counts make the total: every part listed last (counted by this count or
@@ -81,6 +83,28 @@ pub struct CountStats {
     pub parts_added: usize,
     /// Places counted whole (merges kept outrunning the listings).
     pub whole: usize,
+}
+
+impl CountStats {
+    /// These and `more` together.
+    pub(super) fn plus(self, more: CountStats) -> CountStats {
+        CountStats {
+            counts: self.counts + more.counts,
+            parts_counted: self.parts_counted + more.parts_counted,
+            parts_added: self.parts_added + more.parts_added,
+            whole: self.whole + more.whole,
+        }
+    }
+
+    /// What these read past `earlier` (stats of the same `Store`, taken before).
+    pub fn since(self, earlier: CountStats) -> CountStats {
+        CountStats {
+            counts: self.counts - earlier.counts,
+            parts_counted: self.parts_counted - earlier.parts_counted,
+            parts_added: self.parts_added - earlier.parts_added,
+            whole: self.whole - earlier.whole,
+        }
+    }
 }
 
 /// One place's reads: its active parts, the rows of some of them, or all its rows.
