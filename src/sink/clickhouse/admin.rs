@@ -489,7 +489,9 @@ impl Store {
     /// that is worth. A corrected copy `reprice` wrote is not an ingest and is not counted: an
     /// ingested row's `version` is its ingest time in ms (`ingested_at` in seconds), a
     /// correction's is in a later second (`clickhouse::correction_version`). (Counted, every
-    /// repriced span took its organisation's quota twice until the parts merged.)
+    /// repriced span took its organisation's quota twice until the parts merged.) Known limit:
+    /// a merge of the copy with the row it corrects keeps only the copy, and the span stops
+    /// counting (README, "Monthly quota").
     pub async fn count_spans_by_org(
         &self,
         org_ids: &[&str],
