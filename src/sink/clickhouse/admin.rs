@@ -570,7 +570,8 @@ impl Store {
     }
 
     /// Adds every place's count to `totals` (`usage.rs`): the single server (the first node
-    /// that answers), or each shard on the first of its replicas that answers and counts.
+    /// that answers), or each shard on one of its replicas (this process's, else the next
+    /// that answers and counts).
     async fn count_places(
         &self,
         kept: &mut PartCounts,
@@ -601,7 +602,10 @@ impl Store {
         for (shard, replicas) in topology.shards.iter().enumerate() {
             let mut last = None;
             let mut counted = false;
-            for node in self.nodes.order(replicas, 0) {
+            // Each server process starts at its own replica (by its process id), so that a
+            // fleet's counts spread over a shard's replicas; the same one every time, so that a
+            // lagging replica does not make one count lower than the count before.
+            for node in self.nodes.order(replicas, std::process::id() as usize) {
                 let mut c = match self.nodes.handle_at(node).await {
                     Ok(c) => c,
                     Err(e) => {
