@@ -324,7 +324,7 @@ impl Collector for Snapshot {
         counter(
             &mut enc,
             "traceingest_usage_whole_reads",
-            "Usage counts that read a server's or shard's rows of the month whole, because merges kept outrunning its listings of the parts",
+            "Servers or shards whose rows of the month a usage count read whole, because merges kept outrunning its listings of the parts",
             self.usage_whole_reads,
         )?;
         counter(

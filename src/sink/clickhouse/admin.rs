@@ -14,7 +14,6 @@ use super::errors::StoreError;
 use super::usage::{CountStats, OnNode, PartCounts};
 use super::{sql_string, Store};
 use crate::auth::parse_hex;
-use crate::calendar::Month;
 use crate::clock;
 
 /// How many rounds of new parts one key-set load reads (a round more each time parts it was
@@ -28,6 +27,11 @@ pub(super) fn utc(epoch_seconds: u32) -> DateTime<Tz> {
         .unwrap_or_default()
         .with_timezone(&Tz::UTC)
 }
+
+/// How far behind its shard (`system.replicas.absolute_delay`, seconds) a replica may be and
+/// still be counted on while another one is there: 18.16's own bound for `Distributed` reads
+/// (`max_replica_delay_for_distributed_queries`).
+const STALE_REPLICA_S: u32 = 300;
 
 /// A `Store`'s counts per part for the usage count (`usage.rs`), on their way to another.
 #[derive(Debug, Default)]
@@ -505,8 +509,7 @@ impl Store {
         // Taken out for the count (a count running at the same time on this `Store` starts
         // from none, and is as right), and put back whatever happens: a failed count leaves
         // only counts that hold (`usage.rs`).
-        let (mut kept, so_far) =
-            std::mem::take(&mut *self.usage.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut kept = std::mem::take(&mut self.usage.lock().unwrap_or_else(|e| e.into_inner()).0);
         let orgs = kept.prepare(from_s, to_s, org_ids).to_vec();
         let mut totals = vec![0u64; orgs.len()];
         let mut stats = CountStats::default();
@@ -514,14 +517,20 @@ impl Store {
             .count_places(&mut kept, (from_s, to_s, now_s), &mut totals, &mut stats)
             .await;
         stats.counts = usize::from(counted.is_ok());
-        *self.usage.lock().unwrap_or_else(|e| e.into_inner()) = (kept, so_far.plus(stats));
+        {
+            let mut usage = self.usage.lock().unwrap_or_else(|e| e.into_inner());
+            usage.0 = kept;
+            usage.1 = usage.1.plus(stats);
+        }
         counted?;
+        let mut answered = vec![false; orgs.len()];
         let mut answer: Vec<(String, u64)> = Vec::new();
         for org in org_ids {
             let Ok(i) = orgs.binary_search_by(|o| o.as_str().cmp(org)) else {
                 continue;
             };
-            if totals[i] > 0 && !answer.iter().any(|(o, _)| o == org) {
+            if totals[i] > 0 && !answered[i] {
+                answered[i] = true;
                 answer.push((org.to_string(), totals[i]));
             }
         }
@@ -569,9 +578,28 @@ impl Store {
         }
     }
 
+    /// Whether the replica `c` is connected to cannot be counted on: its `spans_local` is
+    /// read-only (no ZooKeeper session) or lags more than `STALE_REPLICA_S` behind its shard.
+    async fn replica_stale(&self, c: &mut ClientHandle) -> Result<bool, StoreError> {
+        let block = c
+            .query(format!(
+                "SELECT toUInt8(is_readonly OR absolute_delay > {STALE_REPLICA_S}) AS stale \
+                 FROM system.replicas WHERE database = {} AND table = {}",
+                sql_string(&self.database),
+                sql_string(super::cluster::local_name("spans"))
+            ))
+            .fetch_all()
+            .await?;
+        let mut stale = false;
+        for row in block.rows() {
+            stale |= row.get::<u8, _>("stale")? == 1;
+        }
+        Ok(stale)
+    }
+
     /// Adds every place's count to `totals` (`usage.rs`): the single server (the first node
     /// that answers), or each shard on one of its replicas (this process's, else the next
-    /// that answers and counts).
+    /// that answers, is not stale and counts).
     async fn count_places(
         &self,
         kept: &mut PartCounts,
@@ -605,7 +633,8 @@ impl Store {
             // Each server process starts at its own replica (by its process id), so that a
             // fleet's counts spread over a shard's replicas; the same one every time, so that a
             // lagging replica does not make one count lower than the count before.
-            for node in self.nodes.order(replicas, std::process::id() as usize) {
+            let order = self.nodes.order(replicas, std::process::id() as usize);
+            for (tried, &node) in order.iter().enumerate() {
                 let mut c = match self.nodes.handle_at(node).await {
                     Ok(c) => c,
                     Err(e) => {
@@ -613,6 +642,25 @@ impl Store {
                         continue;
                     }
                 };
+                // As a `Distributed` read would, leave a replica that is read-only or lags
+                // for one that does not (the last one tried is read whatever it is).
+                if tried + 1 < order.len() {
+                    match self.replica_stale(&mut c).await {
+                        Ok(false) => {}
+                        Ok(true) => {
+                            last = Some(StoreError::new(format!(
+                                "replica {} of shard {} is read-only or lags",
+                                self.nodes.list[node].address,
+                                shard + 1
+                            )));
+                            continue;
+                        }
+                        Err(e) => {
+                            last = Some(e);
+                            continue;
+                        }
+                    }
+                }
                 // Per replica tried: a count that fails half-way adds nothing.
                 let mut place = vec![0; totals.len()];
                 let mut on = self.usage_place(&mut c, times);
@@ -639,57 +687,6 @@ impl Store {
 /// apart, beyond the difference the count measures between its own and ClickHouse's, before a
 /// usage count can miss rows (`OnNode::list` leaves out parts written before the month).
 pub(super) const CLOCK_MARGIN_S: i64 = 86_400;
-
-/// `[from, to)` in epoch ms for each `YYYYMM` partition, a day wider on each side, overlapping
-/// ones joined; `None` if one is not such a month.
-pub(super) fn month_ranges(months: &[String]) -> Option<Vec<(i64, i64)>> {
-    const DAY_MS: i64 = 86_400_000;
-    let mut ranges = Vec::with_capacity(months.len());
-    for m in months {
-        if m.len() != 6 || !m.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        let (year, month) = (m[..4].parse::<u32>().ok()?, m[4..].parse::<u32>().ok()?);
-        if year < 1970 || !(1..=12).contains(&month) {
-            return None;
-        }
-        let month = Month((year - 1970) * 12 + month - 1);
-        ranges.push((
-            (month.start_s() * 1000 - DAY_MS).max(0),
-            month.end_s() * 1000 + DAY_MS,
-        ));
-    }
-    ranges.sort_unstable();
-    let mut joined: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
-    for (from, to) in ranges {
-        match joined.last_mut() {
-            Some(last) if from <= last.1 => last.1 = last.1.max(to),
-            _ => joined.push((from, to)),
-        }
-    }
-    Some(joined)
-}
-
-/// `start_time_ms` within any of `ranges`, or past `DateTime`'s range, as the table's partition
-/// bounds can prune by (a condition on `toYYYYMM(...)` itself reads every partition on 18.16).
-///
-/// A start time from February 2106 on is not in its own month's partition (a client may send
-/// up to 2^53 ms): past 2^32 s `toDateTime` wraps to some month between 1970 and 2106, and in
-/// the last day or two before it 18.16's date table has ended (in UTC from 2106-02-07 00:00,
-/// `toYYYYMM` gives 197001). Such rows are always read, or a client could keep its spans out
-/// of the count with far-future times.
-pub(super) fn start_time_ranges(ranges: &[(i64, i64)]) -> String {
-    ranges
-        .iter()
-        .map(|(from, to)| format!("(start_time_ms >= {from} AND start_time_ms < {to})"))
-        .chain([format!("start_time_ms >= {PAST_DATETIME_MS}")])
-        .collect::<Vec<_>>()
-        .join(" OR ")
-}
-
-/// Start times (epoch ms) from 2106-02-05 00:00 UTC, a day before 18.16's date table ends in
-/// the most eastern time zone, on: read whatever their partition.
-const PAST_DATETIME_MS: u64 = 4_294_771_200_000;
 
 /// The one string column `s` of what `sql` answers.
 async fn strings(c: &mut ClientHandle, sql: String) -> Result<Vec<String>, StoreError> {
@@ -742,36 +739,4 @@ fn active_keys(keys: Vec<(KeyRecord, u64)>) -> Vec<ActiveKey> {
             project_id: k.project_id,
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn partitions_are_months_a_day_wider_each_side_joined_where_they_touch() {
-        let months =
-            |m: &[&str]| month_ranges(&m.iter().map(|s| s.to_string()).collect::<Vec<_>>());
-        const DAY: i64 = 86_400_000;
-        // 2026-10-01, 2026-11-01, 2026-12-01 and 2019-02-01, 2019-03-01 in epoch ms.
-        let (oct, nov, dec) = (1_790_812_800_000, 1_793_491_200_000, 1_796_083_200_000);
-        let (feb19, mar19) = (1_548_979_200_000, 1_551_398_400_000);
-        assert_eq!(months(&["202611"]), Some(vec![(nov - DAY, dec + DAY)]));
-        assert_eq!(
-            months(&["202611", "201902", "202610"]),
-            Some(vec![(feb19 - DAY, mar19 + DAY), (oct - DAY, dec + DAY)])
-        );
-        assert_eq!(months(&["197001"]), Some(vec![(0, 31 * DAY + DAY)]));
-        assert_eq!(months(&[]), Some(vec![]));
-        for other in [
-            "all", "20261", "2026110", "202613", "202600", "196912", "2026-1", "tuple()",
-        ] {
-            assert_eq!(months(&["202611", other]), None, "{other}");
-        }
-        assert_eq!(
-            start_time_ranges(&[(1, 2), (5, 9)]),
-            "(start_time_ms >= 1 AND start_time_ms < 2) OR (start_time_ms >= 5 AND start_time_ms < 9) \
-             OR start_time_ms >= 4294771200000"
-        );
-    }
 }

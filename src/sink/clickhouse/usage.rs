@@ -3,24 +3,31 @@
 //! A MergeTree part never changes once written: an insert writes a new part, a merge or a
 //! mutation replaces parts by a new one of another name. So the organisations' rows of the
 //! month in a part, once counted, stay its count for as long as the part is active. Each count
-//! lists the active parts written since the month began (`system.parts`, no rows read), counts
-//! rows only in the parts it has no count of (`_part IN (...)`, which 18.16 prunes parts by),
-//! and adds up the counts of the parts listed. Every 5 s this reads the parts inserted since
-//! the last count and those merges made, instead of the month's rows of every organisation with
-//! a quota.
+//! lists the active parts of the partitions holding a part written since the month began, less
+//! a day (`system.parts`, no rows read), counts rows only in the parts it has no count of
+//! (`_part IN (...)`, which 18.16 prunes parts by), and adds up the counts of the parts
+//! listed. Every 5 s this reads the parts inserted since the last count and those merges made
+//! (a merge into a large part makes the next count read that part again), instead of the
+//! month's rows of every organisation with a quota.
 //!
-//! A part merged away between the listing and its count gives no rows. A count ends only on a
-//! listing in which every part has a count: a part active when listed and again at a later
-//! listing was active in between, when its count was taken, so that count is right; a part
-//! merged away is in no later listing, and its count is never used (the part it went into is
-//! new, and counted). After `ROUNDS` listings that each found new parts (merges faster than
-//! the counts), the place's rows are counted whole, as before this cache.
+//! A part merged away between the listing and its count gives no rows. So after counting, a
+//! count lists the parts again, and ends only on a listing in which every part has a count,
+//! new inserts aside: a part active when listed and again at a later listing was active in
+//! between, when its count was taken, so that count is right; a part merged away is in no later
+//! listing, and its count is never used (the part it went into is new, and counted). A new
+//! insert's part (level 0, never mutated) in a later listing holds rows written after the count
+//! began, which it may leave to the next count like any row written after it; a new merged or
+//! mutated part holds rows counted before in the parts it replaced, so it takes another round.
+//! After `ROUNDS` listings that each found such parts (merges faster than the counts), the
+//! place's rows are counted whole, as before this cache.
 //!
 //! A place is the single server (by its index in `INGEST_CLICKHOUSE_URL`), or in cluster mode
-//! a shard, read on one of its replicas: the replicas of a shard name the same parts alike, so
-//! a count taken on one replica holds on another. A part is known by its name, rows and time
-//! written, so a table made again with parts of the same names is counted again (unless made
-//! within the same second with the same row counts).
+//! a shard, read on one of its replicas. A part is known by its name, rows and time written, so
+//! a table made again with parts of the same names is counted again (unless made within the
+//! same second with the same row counts); each replica stamps its own time on the parts it
+//! fetches or merges, so a count moving to another replica counts that shard's parts again.
+//! Counts of a place a count did not read this time (another node after a failover) are kept
+//! until the month or the organisations change.
 
 use std::collections::{HashMap, HashSet};
 
@@ -28,6 +35,7 @@ use clickhouse_rs::ClientHandle;
 
 use super::errors::StoreError;
 use super::sql_string;
+use crate::calendar::Month;
 
 /// Listings one place's count may take before it counts the place's rows whole instead.
 pub(super) const ROUNDS: usize = 4;
@@ -45,6 +53,8 @@ pub(super) struct Listed {
     pub partition: String,
     pub rows: u64,
     pub modified: u32,
+    /// Written by an insert: level 0 (nothing merged into it) and never mutated.
+    pub insert: bool,
 }
 
 /// A part's counts are kept under its place and what the listing says of it.
@@ -74,14 +84,15 @@ pub(super) struct PartCounts {
 /// What usage counts did (one, or all of a `Store`'s so far): for `/metrics` and the tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CountStats {
-    /// Counts made (each `Store::count_spans_by_org` that succeeded).
+    /// Counts made (each `Store::count_spans_by_org` that succeeded; the other fields count
+    /// failed attempts' work too).
     pub counts: usize,
     /// Parts whose rows were counted.
     pub parts_counted: usize,
-    /// Parts whose counts make the total: every part listed last (counted by this count or
-    /// an earlier one).
-    pub parts_added: usize,
-    /// Places counted whole (merges kept outrunning the listings).
+    /// Parts whose counts make the total: the parts listed last that have a count (taken by
+    /// this count or an earlier one).
+    pub parts_summed: usize,
+    /// Places (the server, or a shard) counted whole: merges kept outrunning the listings.
     pub whole: usize,
 }
 
@@ -91,7 +102,7 @@ impl CountStats {
         CountStats {
             counts: self.counts + more.counts,
             parts_counted: self.parts_counted + more.parts_counted,
-            parts_added: self.parts_added + more.parts_added,
+            parts_summed: self.parts_summed + more.parts_summed,
             whole: self.whole + more.whole,
         }
     }
@@ -99,10 +110,10 @@ impl CountStats {
     /// What these read past `earlier` (stats of the same `Store`, taken before).
     pub fn since(self, earlier: CountStats) -> CountStats {
         CountStats {
-            counts: self.counts - earlier.counts,
-            parts_counted: self.parts_counted - earlier.parts_counted,
-            parts_added: self.parts_added - earlier.parts_added,
-            whole: self.whole - earlier.whole,
+            counts: self.counts.saturating_sub(earlier.counts),
+            parts_counted: self.parts_counted.saturating_sub(earlier.parts_counted),
+            parts_summed: self.parts_summed.saturating_sub(earlier.parts_summed),
+            whole: self.whole.saturating_sub(earlier.whole),
         }
     }
 }
@@ -166,10 +177,12 @@ impl PartCounts {
         totals: &mut [u64],
         stats: &mut CountStats,
     ) -> Result<(), StoreError> {
-        let orgs = match &self.of {
-            Some(of) => of.orgs.clone(),
-            None => return Ok(()),
-        };
+        let orgs = self
+            .of
+            .as_ref()
+            .expect("`prepare` before a count")
+            .orgs
+            .clone();
         let index: HashMap<&str, u32> = orgs
             .iter()
             .enumerate()
@@ -179,19 +192,22 @@ impl PartCounts {
             place,
             part: part.clone(),
         };
+        let mut listed = reader.list().await?;
         for round in 0..ROUNDS {
-            let listed = reader.list().await?;
             let new: Vec<&Listed> = listed
                 .iter()
                 .filter(|p| !self.parts.contains_key(&id(p)))
                 .collect();
-            if new.is_empty() {
+            // The first listing's parts are all counted; a later one's new inserts may wait.
+            if new.is_empty() || (round > 0 && new.iter().all(|p| p.insert)) {
                 for part in &listed {
-                    for &(org, n) in &self.parts[&id(part)] {
-                        totals[org as usize] += n;
+                    if let Some(rows) = self.parts.get(&id(part)) {
+                        for &(org, n) in rows {
+                            totals[org as usize] += n;
+                        }
+                        stats.parts_summed += 1;
                     }
                 }
-                stats.parts_added += listed.len();
                 self.keep_only(place, &listed);
                 return Ok(());
             }
@@ -205,7 +221,7 @@ impl PartCounts {
                 self.keep_only(place, &listed);
                 return Ok(());
             }
-            // Every part listed gets an entry, its organisations' rows or none.
+            // Every part counted gets an entry, its organisations' rows or none.
             let mut counted: HashMap<&str, Vec<(u32, u64)>> =
                 new.iter().map(|p| (p.name.as_str(), Vec::new())).collect();
             for chunk in new.chunks(PARTS_PER_QUERY) {
@@ -223,6 +239,7 @@ impl PartCounts {
                 let rows = counted.remove(part.name.as_str()).unwrap_or_default();
                 self.parts.insert(id(part), rows);
             }
+            listed = reader.list().await?;
         }
         unreachable!("the last round counts the place whole")
     }
@@ -244,8 +261,9 @@ pub(super) struct OnNode<'c> {
     pub database: &'c str,
     /// The span table's name in `system.parts` (`spans` or `spans_local`).
     pub table: &'c str,
-    /// The month's bounds (epoch s) and `since` moved onto ClickHouse's clock: parts whose
-    /// time written is at least `since_s - now_s + now()`.
+    /// The month's bounds (epoch s), and `since` moved onto ClickHouse's clock: the parts of
+    /// the partitions holding a part whose time written is at least `since_s - now_s + now()`
+    /// are listed.
     pub from_s: i64,
     pub to_s: i64,
     pub since_s: i64,
@@ -284,14 +302,19 @@ impl Place for OnNode<'_> {
         let block = self
             .c
             .query(format!(
-                "SELECT name, partition, rows, toUInt32(modification_time) AS modified \
-                 FROM system.parts WHERE database = {} AND table = {} AND active \
+                "SELECT name, partition, rows, toUInt32(modification_time) AS modified, \
+                 level = 0 AND data_version = min_block_number AS insert \
+                 FROM system.parts WHERE {this} AND active AND partition IN \
+                 (SELECT partition FROM system.parts WHERE {this} AND active \
                  AND toInt64(toUInt32(modification_time)) >= \
-                 {} - {} + toInt64(toUInt32(now()))",
-                sql_string(self.database),
-                sql_string(self.table),
+                 {} - {} + toInt64(toUInt32(now())))",
                 self.since_s,
-                self.now_s
+                self.now_s,
+                this = format_args!(
+                    "database = {} AND table = {}",
+                    sql_string(self.database),
+                    sql_string(self.table)
+                ),
             ))
             .fetch_all()
             .await?;
@@ -302,6 +325,7 @@ impl Place for OnNode<'_> {
                 partition: row.get("partition")?,
                 rows: row.get("rows")?,
                 modified: row.get("modified")?,
+                insert: row.get::<u8, _>("insert")? == 1,
             });
         }
         Ok(parts)
@@ -339,9 +363,9 @@ impl Place for OnNode<'_> {
         orgs: &[String],
     ) -> Result<Vec<(String, u64)>, StoreError> {
         let months: Vec<String> = listed.iter().map(|p| p.partition.clone()).collect();
-        let starts = match super::admin::month_ranges(&months) {
+        let starts = match month_ranges(&months) {
             Some(ranges) if ranges.is_empty() => return Ok(Vec::new()),
-            Some(ranges) => format!("AND ({}) ", super::admin::start_time_ranges(&ranges)),
+            Some(ranges) => format!("AND ({}) ", start_time_ranges(&ranges)),
             None => String::new(),
         };
         let mut out = Vec::new();
@@ -365,9 +389,87 @@ impl Place for OnNode<'_> {
     }
 }
 
+/// `[from, to)` in epoch ms for each `YYYYMM` partition, a day wider on each side, overlapping
+/// ones joined; `None` if one is not such a month.
+fn month_ranges(months: &[String]) -> Option<Vec<(i64, i64)>> {
+    const DAY_MS: i64 = 86_400_000;
+    let mut ranges = Vec::with_capacity(months.len());
+    for m in months {
+        if m.len() != 6 || !m.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let (year, month) = (m[..4].parse::<u32>().ok()?, m[4..].parse::<u32>().ok()?);
+        if year < 1970 || !(1..=12).contains(&month) {
+            return None;
+        }
+        let month = Month((year - 1970) * 12 + month - 1);
+        ranges.push((
+            (month.start_s() * 1000 - DAY_MS).max(0),
+            month.end_s() * 1000 + DAY_MS,
+        ));
+    }
+    ranges.sort_unstable();
+    let mut joined: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
+    for (from, to) in ranges {
+        match joined.last_mut() {
+            Some(last) if from <= last.1 => last.1 = last.1.max(to),
+            _ => joined.push((from, to)),
+        }
+    }
+    Some(joined)
+}
+
+/// `start_time_ms` within any of `ranges`, or past `DateTime`'s range, as the table's partition
+/// bounds can prune by (a condition on `toYYYYMM(...)` itself reads every partition on 18.16).
+///
+/// A start time from February 2106 on is not in its own month's partition (a client may send
+/// up to 2^53 ms): past 2^32 s `toDateTime` wraps to some month between 1970 and 2106, and in
+/// the last day or two before it 18.16's date table has ended (in UTC from 2106-02-07 00:00,
+/// `toYYYYMM` gives 197001). Such rows are always read, or a client could keep its spans out
+/// of the count with far-future times.
+fn start_time_ranges(ranges: &[(i64, i64)]) -> String {
+    ranges
+        .iter()
+        .map(|(from, to)| format!("(start_time_ms >= {from} AND start_time_ms < {to})"))
+        .chain([format!("start_time_ms >= {PAST_DATETIME_MS}")])
+        .collect::<Vec<_>>()
+        .join(" OR ")
+}
+
+/// Start times (epoch ms) from 2106-02-05 00:00 UTC, a day before 18.16's date table ends in
+/// the most eastern time zone, on: read whatever their partition.
+const PAST_DATETIME_MS: u64 = 4_294_771_200_000;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn partitions_are_months_a_day_wider_each_side_joined_where_they_touch() {
+        let months =
+            |m: &[&str]| month_ranges(&m.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        const DAY: i64 = 86_400_000;
+        // 2026-10-01, 2026-11-01, 2026-12-01 and 2019-02-01, 2019-03-01 in epoch ms.
+        let (oct, nov, dec) = (1_790_812_800_000, 1_793_491_200_000, 1_796_083_200_000);
+        let (feb19, mar19) = (1_548_979_200_000, 1_551_398_400_000);
+        assert_eq!(months(&["202611"]), Some(vec![(nov - DAY, dec + DAY)]));
+        assert_eq!(
+            months(&["202611", "201902", "202610"]),
+            Some(vec![(feb19 - DAY, mar19 + DAY), (oct - DAY, dec + DAY)])
+        );
+        assert_eq!(months(&["197001"]), Some(vec![(0, 31 * DAY + DAY)]));
+        assert_eq!(months(&[]), Some(vec![]));
+        for other in [
+            "all", "20261", "2026110", "202613", "202600", "196912", "2026-1", "tuple()",
+        ] {
+            assert_eq!(months(&["202611", other]), None, "{other}");
+        }
+        assert_eq!(
+            start_time_ranges(&[(1, 2), (5, 9)]),
+            "(start_time_ms >= 1 AND start_time_ms < 2) OR (start_time_ms >= 5 AND start_time_ms < 9) \
+             OR start_time_ms >= 4294771200000"
+        );
+    }
 
     /// A place whose listings are scripted, one per call, and whose rows are given per part.
     struct Scripted {
@@ -380,12 +482,14 @@ mod tests {
         whole: usize,
     }
 
+    /// A part of the name given: an insert's when its level (the last field) is 0.
     fn part(name: &str) -> Listed {
         Listed {
             name: name.to_string(),
             partition: "202611".to_string(),
             rows: 10,
             modified: 1,
+            insert: name.ends_with("_0"),
         }
     }
 
@@ -462,7 +566,7 @@ mod tests {
         let (totals, stats) = run(&mut cache, &mut place);
         assert_eq!(totals, vec![3, 2]);
         assert_eq!(place.counted, vec![vec!["p_1_1_0", "p_2_2_0"]]);
-        assert_eq!((stats.parts_counted, stats.parts_added), (2, 2));
+        assert_eq!((stats.parts_counted, stats.parts_summed), (2, 2));
         // An insert: only its part is read.
         let mut place = Scripted {
             listings: vec![
@@ -477,7 +581,7 @@ mod tests {
         let (totals, stats) = run(&mut cache, &mut place);
         assert_eq!(totals, vec![4, 2]);
         assert_eq!(place.counted, vec![vec!["p_3_3_0"]]);
-        assert_eq!((stats.parts_counted, stats.parts_added), (1, 3));
+        assert_eq!((stats.parts_counted, stats.parts_summed), (1, 3));
         // Nothing new: nothing read.
         let mut place = Scripted {
             listings: vec![vec![p1.clone(), p3.clone()]],
@@ -529,6 +633,46 @@ mod tests {
         );
         assert_eq!((stats.parts_counted, stats.whole), (3, 0));
         assert_eq!(cache.parts.len(), 1, "only the listed part's count is kept");
+    }
+
+    #[test]
+    fn inserts_listed_after_the_count_began_wait_for_the_next_count() {
+        let mut cache = PartCounts::default();
+        cache.prepare(0, 100, &orgs());
+        let (p1, p2, p3) = (part("p_1_1_0"), part("p_2_2_0"), part("p_1_3_1"));
+        let rows = vec![
+            ("p_1_1_0", "a", 3),
+            ("p_2_2_0", "a", 2),
+            ("p_1_3_1", "b", 4),
+        ];
+        let mut place = Scripted {
+            // p2 is inserted while p1 is counted: no other round for it.
+            listings: vec![vec![p1.clone()], vec![p1.clone(), p2.clone()]],
+            rows: rows.clone(),
+            gone: vec![],
+            counted: vec![],
+            whole: 0,
+        };
+        let (totals, stats) = run(&mut cache, &mut place);
+        assert_eq!(totals, vec![3, 0]);
+        assert_eq!(place.counted, vec![vec!["p_1_1_0"]]);
+        assert_eq!((stats.parts_counted, stats.parts_summed), (1, 1));
+        // The next count reads it; a merge listed after its count takes another round.
+        let mut place = Scripted {
+            listings: vec![
+                vec![p1.clone(), p2.clone()],
+                vec![p3.clone()],
+                vec![p3.clone()],
+            ],
+            rows,
+            gone: vec!["p_1_1_0"],
+            counted: vec![],
+            whole: 0,
+        };
+        let (totals, stats) = run(&mut cache, &mut place);
+        assert_eq!(totals, vec![0, 4]);
+        assert_eq!(place.counted, vec![vec!["p_2_2_0"], vec!["p_1_3_1"]]);
+        assert_eq!((stats.parts_counted, stats.parts_summed), (2, 1));
     }
 
     #[test]
