@@ -493,6 +493,22 @@ mod tests {
         }
     }
 
+    impl Scripted {
+        fn new(
+            listings: Vec<Vec<Listed>>,
+            rows: Vec<(&'static str, &'static str, u64)>,
+            gone: Vec<&'static str>,
+        ) -> Scripted {
+            Scripted {
+                listings,
+                rows,
+                gone,
+                counted: vec![],
+                whole: 0,
+            }
+        }
+    }
+
     impl Place for Scripted {
         async fn list(&mut self) -> Result<Vec<Listed>, StoreError> {
             Ok(self.listings.remove(0))
@@ -556,40 +572,30 @@ mod tests {
             ("p_2_2_0", "b", 2),
             ("p_3_3_0", "a", 1),
         ];
-        let mut place = Scripted {
-            listings: vec![vec![p1.clone(), p2.clone()], vec![p1.clone(), p2.clone()]],
-            rows: rows.clone(),
-            gone: vec![],
-            counted: vec![],
-            whole: 0,
-        };
+        let mut place = Scripted::new(
+            vec![vec![p1.clone(), p2.clone()], vec![p1.clone(), p2.clone()]],
+            rows.clone(),
+            vec![],
+        );
         let (totals, stats) = run(&mut cache, &mut place);
         assert_eq!(totals, vec![3, 2]);
         assert_eq!(place.counted, vec![vec!["p_1_1_0", "p_2_2_0"]]);
         assert_eq!((stats.parts_counted, stats.parts_summed), (2, 2));
         // An insert: only its part is read.
-        let mut place = Scripted {
-            listings: vec![
+        let mut place = Scripted::new(
+            vec![
                 vec![p1.clone(), p2.clone(), p3.clone()],
                 vec![p1.clone(), p2.clone(), p3.clone()],
             ],
-            rows: rows.clone(),
-            gone: vec![],
-            counted: vec![],
-            whole: 0,
-        };
+            rows.clone(),
+            vec![],
+        );
         let (totals, stats) = run(&mut cache, &mut place);
         assert_eq!(totals, vec![4, 2]);
         assert_eq!(place.counted, vec![vec!["p_3_3_0"]]);
         assert_eq!((stats.parts_counted, stats.parts_summed), (1, 3));
         // Nothing new: nothing read.
-        let mut place = Scripted {
-            listings: vec![vec![p1.clone(), p3.clone()]],
-            rows,
-            gone: vec![],
-            counted: vec![],
-            whole: 0,
-        };
+        let mut place = Scripted::new(vec![vec![p1.clone(), p3.clone()]], rows, vec![]);
         let (totals, _) = run(&mut cache, &mut place);
         assert_eq!(
             totals,
@@ -613,18 +619,16 @@ mod tests {
         let mut cache = PartCounts::default();
         cache.prepare(0, 100, &orgs());
         let (p1, p2, p12) = (part("p_1_1_0"), part("p_2_2_0"), part("p_1_2_1"));
-        let mut place = Scripted {
+        let mut place = Scripted::new(
             // p2 is listed, then merged with p1 into p12 before its count.
-            listings: vec![vec![p1.clone(), p2.clone()], vec![p12.clone()], vec![p12]],
-            rows: vec![
+            vec![vec![p1.clone(), p2.clone()], vec![p12.clone()], vec![p12]],
+            vec![
                 ("p_1_1_0", "a", 3),
                 ("p_2_2_0", "a", 2),
                 ("p_1_2_1", "a", 5),
             ],
-            gone: vec!["p_1_1_0", "p_2_2_0"],
-            counted: vec![],
-            whole: 0,
-        };
+            vec!["p_1_1_0", "p_2_2_0"],
+        );
         let (totals, stats) = run(&mut cache, &mut place);
         assert_eq!(totals, vec![5, 0]);
         assert_eq!(
@@ -645,30 +649,26 @@ mod tests {
             ("p_2_2_0", "a", 2),
             ("p_1_3_1", "b", 4),
         ];
-        let mut place = Scripted {
+        let mut place = Scripted::new(
             // p2 is inserted while p1 is counted: no other round for it.
-            listings: vec![vec![p1.clone()], vec![p1.clone(), p2.clone()]],
-            rows: rows.clone(),
-            gone: vec![],
-            counted: vec![],
-            whole: 0,
-        };
+            vec![vec![p1.clone()], vec![p1.clone(), p2.clone()]],
+            rows.clone(),
+            vec![],
+        );
         let (totals, stats) = run(&mut cache, &mut place);
         assert_eq!(totals, vec![3, 0]);
         assert_eq!(place.counted, vec![vec!["p_1_1_0"]]);
         assert_eq!((stats.parts_counted, stats.parts_summed), (1, 1));
         // The next count reads it; a merge listed after its count takes another round.
-        let mut place = Scripted {
-            listings: vec![
+        let mut place = Scripted::new(
+            vec![
                 vec![p1.clone(), p2.clone()],
                 vec![p3.clone()],
                 vec![p3.clone()],
             ],
             rows,
-            gone: vec!["p_1_1_0"],
-            counted: vec![],
-            whole: 0,
-        };
+            vec!["p_1_1_0"],
+        );
         let (totals, stats) = run(&mut cache, &mut place);
         assert_eq!(totals, vec![0, 4]);
         assert_eq!(place.counted, vec![vec!["p_2_2_0"], vec!["p_1_3_1"]]);
