@@ -312,7 +312,7 @@ impl Collector for Snapshot {
         counter(
             &mut enc,
             "traceingest_usage_counts",
-            "Monthly usage counts made for organisations with a quota (at start, then every INGEST_QUOTA_SYNC_MS and when asked)",
+            "Monthly usage counts made for organisations with a quota (at start, then every INGEST_QUOTA_SYNC_MS and when asked; a sync counts again, up to 3 times, organisations whose rows were flushed while it counted)",
             self.usage_counts,
         )?;
         counter(

@@ -578,6 +578,27 @@ impl Store {
         }
     }
 
+    /// Counts place `place` (`usage.rs`: the node, or in cluster mode the shard) over `c`,
+    /// adding its rows to `totals` only when the whole count succeeds.
+    async fn count_on(
+        &self,
+        kept: &mut PartCounts,
+        place: usize,
+        c: &mut ClientHandle,
+        times: (i64, i64, i64),
+        totals: &mut [u64],
+        stats: &mut CountStats,
+    ) -> Result<(), StoreError> {
+        let mut counted = vec![0; totals.len()];
+        let mut on = self.usage_place(c, times);
+        kept.count_place(place, &mut on, &mut counted, stats)
+            .await?;
+        for (t, n) in totals.iter_mut().zip(&counted) {
+            *t += n;
+        }
+        Ok(())
+    }
+
     /// Whether the replica `c` is connected to cannot be counted on: its `spans_local` is
     /// read-only (no ZooKeeper session) or lags more than `STALE_REPLICA_S` behind its shard.
     async fn replica_stale(&self, c: &mut ClientHandle) -> Result<bool, StoreError> {
@@ -599,32 +620,19 @@ impl Store {
 
     /// Adds every place's count to `totals` (`usage.rs`): the single server (the first node
     /// that answers), or each shard on one of its replicas (this process's, else the next
-    /// that answers, is not stale and counts).
+    /// that answers, is not stale and counts; a stale one when none other does).
     async fn count_places(
         &self,
         kept: &mut PartCounts,
-        (from_s, to_s, now_s): (i64, i64, i64),
+        times: (i64, i64, i64),
         totals: &mut [u64],
         stats: &mut CountStats,
     ) -> Result<(), StoreError> {
-        let times = (from_s, to_s, now_s);
-        let add = |totals: &mut [u64], place: &[u64]| {
-            for (t, n) in totals.iter_mut().zip(place) {
-                *t += n;
-            }
-        };
         let Some(cluster) = &self.cluster else {
             let (node, mut c) = self.nodes.any_handle_indexed().await?;
-            let mut place = vec![0; totals.len()];
-            kept.count_place(
-                node,
-                &mut self.usage_place(&mut c, times),
-                &mut place,
-                stats,
-            )
-            .await?;
-            add(totals, &place);
-            return Ok(());
+            return self
+                .count_on(kept, node, &mut c, times, totals, stats)
+                .await;
         };
         let topology = self.topology(cluster).await?;
         for (shard, replicas) in topology.shards.iter().enumerate() {
@@ -634,7 +642,10 @@ impl Store {
             // fleet's counts spread over a shard's replicas; the same one every time, so that a
             // lagging replica does not make one count lower than the count before.
             let order = self.nodes.order(replicas, std::process::id() as usize);
-            for (tried, &node) in order.iter().enumerate() {
+            // As a `Distributed` read would, a replica that is read-only or lags is counted on
+            // only when no other one answers and counts.
+            let mut stale = Vec::new();
+            for &node in &order {
                 let mut c = match self.nodes.handle_at(node).await {
                     Ok(c) => c,
                     Err(e) => {
@@ -642,34 +653,37 @@ impl Store {
                         continue;
                     }
                 };
-                // As a `Distributed` read would, leave a replica that is read-only or lags
-                // for one that does not (the last one tried is read whatever it is).
-                if tried + 1 < order.len() {
-                    match self.replica_stale(&mut c).await {
-                        Ok(false) => {}
-                        Ok(true) => {
-                            last = Some(StoreError::new(format!(
-                                "replica {} of shard {} is read-only or lags",
-                                self.nodes.list[node].address,
-                                shard + 1
-                            )));
-                            continue;
-                        }
-                        Err(e) => {
-                            last = Some(e);
-                            continue;
-                        }
+                match self.replica_stale(&mut c).await {
+                    Ok(false) => {}
+                    Ok(true) => {
+                        stale.push(c);
+                        continue;
+                    }
+                    Err(e) => {
+                        last = Some(e);
+                        continue;
                     }
                 }
-                // Per replica tried: a count that fails half-way adds nothing.
-                let mut place = vec![0; totals.len()];
-                let mut on = self.usage_place(&mut c, times);
-                match kept.count_place(shard, &mut on, &mut place, stats).await {
+                match self
+                    .count_on(kept, shard, &mut c, times, totals, stats)
+                    .await
+                {
                     Ok(()) => {
-                        add(totals, &place);
                         counted = true;
                         break;
                     }
+                    Err(e) => last = Some(e),
+                }
+            }
+            for mut c in stale {
+                if counted {
+                    break;
+                }
+                match self
+                    .count_on(kept, shard, &mut c, times, totals, stats)
+                    .await
+                {
+                    Ok(()) => counted = true,
                     Err(e) => last = Some(e),
                 }
             }

@@ -25,7 +25,8 @@
 //! a shard, read on one of its replicas. A part is known by its name, rows and time written, so
 //! a table made again with parts of the same names is counted again (unless made within the
 //! same second with the same row counts); each replica stamps its own time on the parts it
-//! fetches or merges, so a count moving to another replica counts that shard's parts again.
+//! fetches or merges, so a count moving to another replica counts again the parts whose time
+//! differs there (one of the same name, rows and second holds the same rows).
 //! Counts of a place a count did not read this time (another node after a failover) are kept
 //! until the month or the organisations change.
 
@@ -170,12 +171,37 @@ impl PartCounts {
 
     /// Adds `place`'s rows of each organisation (by index in the prepared `orgs`) to
     /// `totals`: counting the parts it has no count of, as the module's doc says.
+    ///
+    /// A count that fails keeps none of the counts it took: a part it counted after the part
+    /// was merged away (no rows) is checked only by a later listing, which a failed count may
+    /// not have made, and another replica may still have that part.
     pub(super) async fn count_place<P: Place>(
         &mut self,
         place: usize,
         reader: &mut P,
         totals: &mut [u64],
         stats: &mut CountStats,
+    ) -> Result<(), StoreError> {
+        let mut added = Vec::new();
+        let counted = self
+            .count_place_keeping(place, reader, totals, stats, &mut added)
+            .await;
+        if counted.is_err() {
+            for id in &added {
+                self.parts.remove(id);
+            }
+        }
+        counted
+    }
+
+    /// `count_place`, naming in `added` the parts whose counts it adds to those kept.
+    async fn count_place_keeping<P: Place>(
+        &mut self,
+        place: usize,
+        reader: &mut P,
+        totals: &mut [u64],
+        stats: &mut CountStats,
+        added: &mut Vec<PartId>,
     ) -> Result<(), StoreError> {
         let orgs = self
             .of
@@ -237,6 +263,7 @@ impl PartCounts {
             stats.parts_counted += new.len();
             for part in new {
                 let rows = counted.remove(part.name.as_str()).unwrap_or_default();
+                added.push(id(part));
                 self.parts.insert(id(part), rows);
             }
             listed = reader.list().await?;
@@ -494,6 +521,8 @@ mod tests {
     }
 
     impl Scripted {
+        /// The listings given are all there is: a listing asked for past them fails, as a
+        /// replica going away in the middle of a count.
         fn new(
             listings: Vec<Vec<Listed>>,
             rows: Vec<(&'static str, &'static str, u64)>,
@@ -511,6 +540,9 @@ mod tests {
 
     impl Place for Scripted {
         async fn list(&mut self) -> Result<Vec<Listed>, StoreError> {
+            if self.listings.is_empty() {
+                return Err(StoreError::new("the replica went away"));
+            }
             Ok(self.listings.remove(0))
         }
         async fn count(
@@ -673,6 +705,32 @@ mod tests {
         assert_eq!(totals, vec![0, 4]);
         assert_eq!(place.counted, vec![vec!["p_2_2_0"], vec!["p_1_3_1"]]);
         assert_eq!((stats.parts_counted, stats.parts_summed), (2, 1));
+    }
+
+    #[test]
+    fn a_failed_count_keeps_none_of_its_counts() {
+        let mut cache = PartCounts::default();
+        cache.prepare(0, 100, &orgs());
+        let (p1, p2) = (part("p_1_1_0"), part("p_2_2_0"));
+        let rows = vec![("p_1_1_0", "a", 3), ("p_2_2_0", "a", 2)];
+        // p2 is merged away on this replica before its count, and the replica goes away.
+        let mut place = Scripted::new(
+            vec![vec![p1.clone(), p2.clone()]],
+            rows.clone(),
+            vec!["p_2_2_0"],
+        );
+        let mut totals = vec![0; 2];
+        let mut stats = CountStats::default();
+        assert!(block_on(cache.count_place(0, &mut place, &mut totals, &mut stats)).is_err());
+        assert!(cache.parts.is_empty());
+        // Another replica still has both parts: both counted there.
+        let mut place = Scripted::new(
+            vec![vec![p1.clone(), p2.clone()], vec![p1, p2]],
+            rows,
+            vec![],
+        );
+        let (totals, _) = run(&mut cache, &mut place);
+        assert_eq!(totals, vec![5, 0]);
     }
 
     #[test]
