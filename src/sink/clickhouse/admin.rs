@@ -480,8 +480,9 @@ impl Store {
     /// the given organisations, in their order; an organisation without spans is absent from
     /// the answer.
     ///
-    /// Reads only the parts written since `from_s` (less `CLOCK_MARGIN_S`) that the last
-    /// counts of this `Store` had not counted (`usage.rs`): parts never change, so their
+    /// Reads only the parts that the last counts of this `Store` had not counted, of the
+    /// partitions holding a part written since `from_s` (less `CLOCK_MARGIN_S`) (`usage.rs`):
+    /// parts never change, so their
     /// counts are kept, and a count every few seconds reads what was inserted or merged since
     /// the last one instead of every row of the month. `now_s` is the time now on the clock
     /// that stamps `ingested_at` (the server's, shifted in tests), which carries `from_s` over
@@ -644,26 +645,33 @@ impl Store {
             let order = self.nodes.order(replicas, std::process::id() as usize);
             // As a `Distributed` read would, a replica that is read-only or lags is counted on
             // only when no other one answers and counts.
-            let mut stale = Vec::new();
-            for &node in &order {
-                let mut c = match self.nodes.handle_at(node).await {
-                    Ok(c) => c,
-                    Err(e) => {
-                        last = Some(StoreError::from(e));
-                        continue;
+            let mut candidates = order.iter();
+            let mut stale = std::collections::VecDeque::new();
+            loop {
+                let mut c = if let Some(&node) = candidates.next() {
+                    let mut c = match self.nodes.handle_at(node).await {
+                        Ok(c) => c,
+                        Err(e) => {
+                            last = Some(StoreError::from(e));
+                            continue;
+                        }
+                    };
+                    match self.replica_stale(&mut c).await {
+                        Ok(false) => c,
+                        Ok(true) => {
+                            stale.push_back(c);
+                            continue;
+                        }
+                        Err(e) => {
+                            last = Some(e);
+                            continue;
+                        }
                     }
+                } else if let Some(c) = stale.pop_front() {
+                    c
+                } else {
+                    break;
                 };
-                match self.replica_stale(&mut c).await {
-                    Ok(false) => {}
-                    Ok(true) => {
-                        stale.push(c);
-                        continue;
-                    }
-                    Err(e) => {
-                        last = Some(e);
-                        continue;
-                    }
-                }
                 match self
                     .count_on(kept, shard, &mut c, times, totals, stats)
                     .await
@@ -672,18 +680,6 @@ impl Store {
                         counted = true;
                         break;
                     }
-                    Err(e) => last = Some(e),
-                }
-            }
-            for mut c in stale {
-                if counted {
-                    break;
-                }
-                match self
-                    .count_on(kept, shard, &mut c, times, totals, stats)
-                    .await
-                {
-                    Ok(()) => counted = true,
                     Err(e) => last = Some(e),
                 }
             }
@@ -699,7 +695,8 @@ impl Store {
 
 /// How far the clocks that stamp `ingested_at` (every replica's) and ClickHouse's may drift
 /// apart, beyond the difference the count measures between its own and ClickHouse's, before a
-/// usage count can miss rows (`OnNode::list` leaves out parts written before the month).
+/// usage count can miss rows (`OnNode::list` leaves out partitions with no part written since
+/// the month began).
 pub(super) const CLOCK_MARGIN_S: i64 = 86_400;
 
 /// The one string column `s` of what `sql` answers.

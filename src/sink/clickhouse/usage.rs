@@ -39,13 +39,13 @@ use super::sql_string;
 use crate::calendar::Month;
 
 /// Listings one place's count may take before it counts the place's rows whole instead.
-pub(super) const ROUNDS: usize = 4;
+const ROUNDS: usize = 4;
 
 /// Most parts named in one count query, to keep the query text small.
 const PARTS_PER_QUERY: usize = 500;
 
 /// Most organisations named in one count query.
-pub(super) const ORGS_PER_QUERY: usize = 1000;
+const ORGS_PER_QUERY: usize = 1000;
 
 /// An active part of the span table, as listed.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -121,7 +121,8 @@ impl CountStats {
 
 /// One place's reads: its active parts, the rows of some of them, or all its rows.
 pub(super) trait Place {
-    /// The active parts written since the month began (less the clocks' margin).
+    /// The active parts of the partitions holding a part written since the month began (less
+    /// the clocks' margin).
     async fn list(&mut self) -> Result<Vec<Listed>, StoreError>;
     /// Rows of each organisation in each of `parts` (names), as (part, org, rows).
     async fn count(
