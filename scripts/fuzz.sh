@@ -5,11 +5,28 @@
 # Fails if a target finds a crash, a hang (over 10 s on one input) or a leak; the input is left
 # in fuzz/artifacts/TARGET/ and must become a named regression test.
 # `scripts/fuzz.sh build` only installs cargo-fuzz and builds the targets (what .ci/run does
-# in the background while the tests run).
+# in the background while the tests run). `scripts/fuzz.sh seeds` only writes the seeds, and
+# `scripts/fuzz.sh SECONDS --seeded` fuzzes without writing them again (.ci/run on a small
+# disk: it writes them from the test build, then removes that build before building these).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SECONDS_PER_TARGET="${1:-60}"
+write_seeds=1
+case "${2:-}" in
+  "") ;;
+  --seeded) write_seeds=0 ;;
+  *) echo "usage: scripts/fuzz.sh [SECONDS [--seeded] | build | seeds]" >&2; exit 2 ;;
+esac
+# The seeds: a unit test that writes them (src/fuzz_seeds.rs), from the test build test.sh made.
+seeds() {
+  TRACEINGEST_FUZZ_SEEDS="$PWD/fuzz/corpus" cargo test --quiet --lib -- --ignored --exact \
+    fuzz_seeds::write_fuzz_seeds
+}
+if [[ "$SECONDS_PER_TARGET" == seeds ]]; then
+  seeds
+  exit 0
+fi
 # Only for cargo fuzz: in cargo's fingerprint, so a plain `cargo test` with it set rebuilds the
 # whole test build (about 80 s in CI) and the next one without it rebuilds it again.
 fuzz() { RUSTC_BOOTSTRAP=1 cargo fuzz "$@"; }
@@ -26,9 +43,9 @@ fuzz build
 if [[ "$SECONDS_PER_TARGET" == build ]]; then
   exit 0
 fi
-# The seeds: a unit test that writes them (src/fuzz_seeds.rs), from the test build test.sh made.
-TRACEINGEST_FUZZ_SEEDS="$PWD/fuzz/corpus" cargo test --quiet --lib -- --ignored --exact \
-  fuzz_seeds::write_fuzz_seeds
+if ((write_seeds)); then
+  seeds
+fi
 
 # One target per core at a time (libFuzzer uses one), so CI waits for the slowest pair, not
 # the sum of all four.
