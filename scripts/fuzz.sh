@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every cargo-fuzz target in fuzz/ for SECONDS (default 60) each, one per core at a time,
 # on stable Rust (RUSTC_BOOTSTRAP=1 lets stable accept the sanitizer flags cargo-fuzz passes).
-# Installs cargo-fuzz if missing and seeds the corpora from the perf fixtures before fuzzing.
+# Installs cargo-fuzz if missing and seeds the corpora from the perf fixtures before fuzzing
+# (unless told `--seeded`).
 # Fails if a target finds a crash, a hang (over 10 s on one input) or a leak; the input is left
 # in fuzz/artifacts/TARGET/ and must become a named regression test.
 # `scripts/fuzz.sh build` only installs cargo-fuzz and builds the targets (what .ci/run does
@@ -11,13 +12,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+usage() {
+  echo "usage: scripts/fuzz.sh [SECONDS [--seeded] | build | seeds]" >&2
+  exit 2
+}
 SECONDS_PER_TARGET="${1:-60}"
 write_seeds=1
 case "${2:-}" in
   "") ;;
   --seeded) write_seeds=0 ;;
-  *) echo "usage: scripts/fuzz.sh [SECONDS [--seeded] | build | seeds]" >&2; exit 2 ;;
+  *) usage ;;
 esac
+# libFuzzer reads a -max_total_time it cannot parse as 0, no limit: CI would hang, not fail.
+if [[ ! "$SECONDS_PER_TARGET" =~ ^([1-9][0-9]*|build|seeds)$ ]]; then
+  usage
+fi
 # The seeds: a unit test that writes them (src/fuzz_seeds.rs), from the test build test.sh made.
 seeds() {
   TRACEINGEST_FUZZ_SEEDS="$PWD/fuzz/corpus" cargo test --quiet --lib -- --ignored --exact \
@@ -36,7 +45,8 @@ scripts/build-deps.sh
 if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "installing cargo-fuzz..." >&2
   # Unoptimised: it only drives cargo and libFuzzer, and builds in 65 CPU-s instead of 107.
-  cargo install cargo-fuzz --locked --debug
+  # Without debug info: it builds under $TMPDIR while the tests' build is at its largest.
+  CARGO_PROFILE_DEV_DEBUG=0 cargo install cargo-fuzz --locked --debug
 fi
 
 fuzz build
