@@ -24,7 +24,8 @@ if [[ -f ../shared/reference/genai-prices-v2-data.json ]]; then
   export TRACEINGEST_REFERENCE_TESTS=required
 fi
 # On a small disk (TRACEINGEST_TEST_LEAN=1; .ci/run sets it below 6 GB free) the lints and
-# the vendored clickhouse-rs tests build in target directories of their own (0.3 and 0.5 GB),
+# the vendored clickhouse-rs tests build in target directories of their own (0.3 and 0.5 GB
+# measured alone, the latter still with debug info: perf/RESULTS.md, "CI's disk"),
 # each removed once done, and the vendored tests run before the main build rather than beside
 # the cluster tests: the builds are never on disk at once.
 lean="${TRACEINGEST_TEST_LEAN:-}"
