@@ -14,6 +14,7 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use traceingest::admission::Accounts;
 use traceingest::auth::KeyStore;
+use traceingest::cli::deadletter::DeadLetterCommand;
 use traceingest::cli::keys::KeysCommand;
 use traceingest::cli::orgs::OrgsCommand;
 use traceingest::cli::price::PriceArgs;
@@ -79,6 +80,12 @@ enum Command {
     /// Recompute the costs of stored spans with the prices in force now and write corrected
     /// rows (see README, "Re-pricing").
     Reprice(RepriceArgs),
+    /// Insert the rows of a dead-letter file again once their refusal is mended (see README,
+    /// "Guarantees").
+    Deadletter {
+        #[command(subcommand)]
+        command: DeadLetterCommand,
+    },
 }
 
 /// Parses the command line, or exits as clap does (status 2). A value clap cannot parse that
@@ -163,6 +170,7 @@ fn main() {
         } => block_on(cli::orgs::run(&command, &plans, &store)),
         Command::Price(args) => cli::price::run(&args),
         Command::Reprice(args) => block_on(cli::reprice::run(&args)),
+        Command::Deadletter { command } => block_on(cli::deadletter::run(&command)),
     };
     if let Err(e) = result {
         eprintln!("traceingest: {e:#}");

@@ -1,5 +1,5 @@
 //! Commands other than `serve`: key and organisation management, price checks, re-pricing
-//! stored spans.
+//! stored spans, replaying dead-lettered rows.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,6 +40,7 @@ pub fn stdout_gone() -> bool {
     STDOUT_GONE.load(Ordering::Relaxed)
 }
 
+pub mod deadletter;
 pub mod keys;
 pub mod orgs;
 pub mod price;

@@ -315,6 +315,25 @@ pub fn format_money(value: Money) -> String {
     format!("{sign}{int}.{frac:010}")
 }
 
+/// The inverse of [`format_money`]: an optional `-`, digits, `.` and exactly 10 digits, within
+/// `Decimal(18, 10)` (at most [`MAX_MONEY`] units either way). `None` for anything else.
+pub fn parse_money(text: &str) -> Option<Money> {
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (int, frac) = digits.split_once('.')?;
+    let all_digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !all_digits(int) || !all_digits(frac) || frac.len() != 10 || int.len() > 8 {
+        return None;
+    }
+    let units = int.parse::<Money>().ok()? * 10_000_000_000 + frac.parse::<Money>().ok()?;
+    if units > MAX_MONEY {
+        return None;
+    }
+    Some(if negative { -units } else { units })
+}
+
 /// `mantissa / 10^scale` written out exactly, without trailing zeros after the point.
 fn decimal_string(mantissa: u128, scale: i32) -> String {
     let digits = mantissa.to_string();
@@ -438,5 +457,29 @@ mod tests {
         assert_eq!(format_money(MAX_MONEY), "99999999.9999999999");
         assert_eq!(format_money(-1), "-0.0000000001");
         assert_eq!(format_money(i64::MIN), "-922337203.6854775808");
+    }
+
+    #[test]
+    fn money_parses_back_exactly_what_it_formats() {
+        for units in [0, 1, -1, 25_000, 125_000_000_000, MAX_MONEY, -MAX_MONEY] {
+            assert_eq!(parse_money(&format_money(units)), Some(units), "{units}");
+        }
+        for bad in [
+            "",
+            "1",
+            "1.5",
+            ".0000000001",
+            "1.",
+            "+1.0000000000",
+            "1.00000000001",
+            "--1.0000000000",
+            " 1.0000000000",
+            "1e3.0000000000",
+            "100000000.0000000000",
+            "-922337203.6854775808",
+            "1.000000000\u{0661}",
+        ] {
+            assert_eq!(parse_money(bad), None, "{bad:?}");
+        }
     }
 }

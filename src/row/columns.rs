@@ -3,8 +3,9 @@
 //! New columns go last: an existing table gets them by `ADD COLUMN`, and a spool record written
 //! before them reads back with them filled (`RowBatch::from_older_parts`).
 
+use super::read::Value;
 use super::write::Writer;
-use super::{RowRef, RowSource};
+use super::{MetaPairs, RowRef, RowSource};
 
 /// How a column is laid out, and which type its values have in `RowRef`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,6 +152,70 @@ macro_rules! write_column {
     };
 }
 
+/// One column's value as `RowRef` holds it, from what `RowReader` reads back (`Value`), or
+/// `None` when the value is not of the column's kind. The metadata columns give the pairs
+/// `row_from_values` was handed (both columns name the one `metadata` field).
+macro_rules! from_value {
+    (Str, $v:expr, $pairs:expr) => {
+        match $v {
+            Value::Str(s) => Some(*s),
+            _ => None,
+        }
+    };
+    (U64, $v:expr, $pairs:expr) => {
+        match $v {
+            Value::U64(n) => Some(*n),
+            _ => None,
+        }
+    };
+    (Time, $v:expr, $pairs:expr) => {
+        match $v {
+            Value::U32(n) => Some(*n),
+            _ => None,
+        }
+    };
+    (OptU64, $v:expr, $pairs:expr) => {
+        match $v {
+            Value::U64(n) => Some(Some(*n)),
+            Value::Null => Some(None),
+            _ => None,
+        }
+    };
+    (OptF64, $v:expr, $pairs:expr) => {
+        match $v {
+            Value::F64(f) => Some(Some(*f)),
+            Value::Null => Some(None),
+            _ => None,
+        }
+    };
+    (Money, $v:expr, $pairs:expr) => {
+        match $v {
+            Value::I64(n) => Some(Some(*n)),
+            Value::Null => Some(None),
+            _ => None,
+        }
+    };
+    (OptTime, $v:expr, $pairs:expr) => {
+        match $v {
+            Value::U32(n) => Some(Some(*n)),
+            Value::Null => Some(None),
+            _ => None,
+        }
+    };
+    (Ints, $v:expr, $pairs:expr) => {
+        match $v {
+            Value::Ints(v) => Some(v.as_slice()),
+            _ => None,
+        }
+    };
+    (MetaKeys, $v:expr, $pairs:expr) => {
+        Some(MetaPairs::from($pairs))
+    };
+    (MetaValues, $v:expr, $pairs:expr) => {
+        Some(MetaPairs::from($pairs))
+    };
+}
+
 /// Declares the `spans` columns in table order as `name: Kind(row.field.path)`.
 macro_rules! spans_columns {
     ($($name:ident: $kind:ident($($field:ident).+)),* $(,)?) => {
@@ -189,7 +254,38 @@ macro_rules! spans_columns {
         ) {
             $(write_column!($kind, w, col::$name, items, |i| source.row(i).$($field).+);)*
         }
+
+        /// A row from its values in column order, as `RowReader` reads them back (the inverse
+        /// of writing it), with `pairs` its metadata (`metadata_pairs`); `Err(c)` names the
+        /// first column `c` whose value is not of its kind.
+        pub fn row_from_values<'a>(
+            values: &'a [Value<'a>],
+            pairs: &'a [(&'a str, &'a str)],
+        ) -> Result<RowRef<'a>, usize> {
+            if values.len() != COLUMNS {
+                return Err(values.len().min(COLUMNS));
+            }
+            let mut r = RowRef::default();
+            $(r.$($field).+ = from_value!($kind, &values[col::$name], pairs).ok_or(col::$name)?;)*
+            Ok(r)
+        }
     };
+}
+
+/// A row's metadata pairs from its `metadata_keys` and `metadata_values` values (as
+/// `RowReader` reads them back), or the column at fault: a value that is no array of strings,
+/// or values of another length than the keys.
+pub fn metadata_pairs<'a>(values: &[Value<'a>]) -> Result<Vec<(&'a str, &'a str)>, usize> {
+    match (
+        values.get(col::metadata_keys),
+        values.get(col::metadata_values),
+    ) {
+        (Some(Value::Strs(keys)), Some(Value::Strs(vals))) if keys.len() == vals.len() => {
+            Ok(keys.iter().copied().zip(vals.iter().copied()).collect())
+        }
+        (Some(Value::Strs(_)), _) => Err(col::metadata_values),
+        _ => Err(col::metadata_keys),
+    }
 }
 
 /// The number of `spans` columns.

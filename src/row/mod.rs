@@ -33,7 +33,9 @@ mod write;
 pub use batch::{
     walked_index, walked_region, GroupStart, Measure, RowBatch, RowSource, TooLarge, WALKED,
 };
-pub use columns::{col, varint_len, Kind, COLUMNS, KINDS, REGIONS, SPANS_COLUMNS};
+pub use columns::{
+    col, metadata_pairs, row_from_values, varint_len, Kind, COLUMNS, KINDS, REGIONS, SPANS_COLUMNS,
+};
 pub use read::{skip_strings, RowReader, Value};
 
 pub use crate::pricing::{CostColumns, Money, StoredUsage};

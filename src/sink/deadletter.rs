@@ -4,9 +4,10 @@
 //!
 //! A line is `{"dead_lettered_at_ms", "code", "error", "org_id", "trace_id", "span_id", "row"}`
 //! where `row` has one key per `spans` column with the exact values that were refused (money as
-//! decimal strings, times as epoch seconds), so an operator can see why, fix and re-insert. The
-//! file is opened, appended and fsynced for each refused insert (a rare event), and never read
-//! or truncated by the service, so it may be rotated or moved away at any time.
+//! decimal strings, times as epoch seconds), so an operator can see why, fix and re-insert
+//! (`traceingest deadletter replay`, which reads a row back with [`row_values`]). The file is
+//! opened, appended and fsynced for each refused insert (a rare event), and never read or
+//! truncated by the service, so it may be rotated or moved away at any time.
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};
@@ -14,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use super::clickhouse::{InsertError, RowRun};
 use crate::clock::now_ms;
-use crate::row::{Kind, Value, COLUMNS, KINDS, SPANS_COLUMNS};
+use crate::row::{col, version_of_ingested_at, Kind, Value, COLUMNS, KINDS, SPANS_COLUMNS};
 
 /// Where refused rows go.
 #[derive(Debug, Clone)]
@@ -25,9 +26,12 @@ pub struct DeadLetters {
 impl DeadLetters {
     /// The file `dir/spans.jsonl`; the directory is created on first use.
     pub fn new(dir: &Path) -> DeadLetters {
-        DeadLetters {
-            path: dir.join("spans.jsonl"),
-        }
+        DeadLetters::at(dir.join("spans.jsonl"))
+    }
+
+    /// The file at `path` (what a replay still cannot insert).
+    pub fn at(path: PathBuf) -> DeadLetters {
+        DeadLetters { path }
     }
 
     pub fn path(&self) -> &Path {
@@ -105,6 +109,88 @@ pub fn row_json(values: Vec<Value<'_>>) -> serde_json::Map<String, serde_json::V
     m
 }
 
+/// The values of a dead-letter line's `row` ([`row_json`]'s inverse), in column order, as
+/// `RowReader` gives them; an error names the column and what is wrong with it. Columns this
+/// build added after `ingested_at` that a file of an earlier build lacks get what `migrate`
+/// gives stored rows (empty, zero or NULL; `version` from `ingested_at`); every other column
+/// must be there, and no key may be other than a column.
+pub fn row_values(
+    row: &serde_json::Map<String, serde_json::Value>,
+) -> Result<Vec<Value<'_>>, String> {
+    use serde_json::Value as J;
+    if let Some(extra) = row
+        .keys()
+        .find(|k| !SPANS_COLUMNS.iter().any(|(name, _)| name == k))
+    {
+        return Err(format!(
+            "`{extra}` is not a column of this build's spans table"
+        ));
+    }
+    let mut values = Vec::with_capacity(COLUMNS);
+    for (c, (&(name, sql), &kind)) in SPANS_COLUMNS.iter().zip(KINDS).enumerate() {
+        let Some(j) = row.get(name) else {
+            if c <= col::ingested_at {
+                return Err(format!("no value for column `{name}`"));
+            }
+            values.push(match kind {
+                _ if c == col::version => {
+                    let Value::U32(at) = values[col::ingested_at] else {
+                        unreachable!("ingested_at is read first")
+                    };
+                    Value::U64(version_of_ingested_at(at))
+                }
+                Kind::Str => Value::Str(""),
+                Kind::U64 => Value::U64(0),
+                Kind::Time => Value::U32(0),
+                Kind::Ints => Value::Ints(Vec::new()),
+                Kind::MetaKeys | Kind::MetaValues => Value::Strs(Vec::new()),
+                Kind::OptU64 | Kind::OptF64 | Kind::Money | Kind::OptTime => Value::Null,
+            });
+            continue;
+        };
+        let nullable = kind.tail_width() > 0;
+        let v = match (kind, j) {
+            (_, J::Null) if nullable => Some(Value::Null),
+            (Kind::Str, J::String(s)) => Some(Value::Str(s)),
+            (Kind::U64 | Kind::OptU64, J::Number(n)) => n.as_u64().map(Value::U64),
+            (Kind::Time | Kind::OptTime, J::Number(n)) => n
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .map(Value::U32),
+            (Kind::OptF64, J::Number(n)) => n.as_f64().map(Value::F64),
+            (Kind::Money, J::String(s)) => crate::pricing::parse_money(s).map(Value::I64),
+            (Kind::Ints, J::Array(a)) => a
+                .iter()
+                .map(J::as_u64)
+                .collect::<Option<Vec<u64>>>()
+                .map(Value::Ints),
+            (Kind::MetaKeys | Kind::MetaValues, J::Array(a)) => a
+                .iter()
+                .map(J::as_str)
+                .collect::<Option<Vec<&str>>>()
+                .map(Value::Strs),
+            _ => None,
+        };
+        let what = match kind {
+            Kind::Money => "a decimal string with 10 places such as \"0.0000250000\", or null",
+            Kind::Time => "epoch seconds",
+            Kind::OptTime => "epoch seconds, or null",
+            _ => sql,
+        };
+        values.push(v.ok_or_else(|| format!("column `{name}` must be {what}, got {}", shown(j)))?);
+    }
+    Ok(values)
+}
+
+/// A JSON value for a message: at most 60 characters of it.
+fn shown(j: &serde_json::Value) -> String {
+    let text = j.to_string();
+    match text.char_indices().nth(60) {
+        Some((at, _)) => format!("{}...", &text[..at]),
+        None => text,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +239,100 @@ mod tests {
             row.as_object().unwrap().len(),
             crate::row::SPANS_COLUMNS.len()
         );
+    }
+
+    /// What `row_json` writes, `row_values` reads back as it was, through the JSON text.
+    #[test]
+    fn a_row_reads_back_from_its_line_as_it_was_written() {
+        use crate::row::test_rows::row;
+        use crate::row::{RowBatch, RowRef};
+        let mut full = row("org-1", "trace-1", "span \"1\"", 1_700_000_000_000, true);
+        full.costs.total = Some(-crate::pricing::MAX_MONEY);
+        full.ttft_ms = Some(0.1 + 0.2);
+        // One that serde_json's default parser reads one unit in the last place off.
+        full.chunk_jitter_p90 = Some(123_456_789.123_456_79);
+        let rows: Vec<RowRef<'_>> = vec![full, row("org-1", "trace-1", "s2", 5, false)];
+        let b = RowBatch::from_rows(&rows);
+        let mut reader = b.reader(0..2);
+        while let Some(values) = reader.next_row() {
+            let text = serde_json::to_string(&row_json(values.clone())).unwrap();
+            let back: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(&text).unwrap();
+            assert_eq!(row_values(&back).unwrap(), values);
+        }
+    }
+
+    #[test]
+    fn a_line_of_an_earlier_build_or_a_wrong_one_is_read_or_named() {
+        use crate::row::test_rows::batch;
+        let b = batch("org-1", "trace-1", 1, 1_700_000_000_000);
+        let values = b.reader(0..1).next_row().unwrap();
+        let line = row_json(values.clone());
+        // Written before `customer_id` and the columns after it existed.
+        let mut older = line.clone();
+        for (name, _) in &SPANS_COLUMNS[col::customer_id..] {
+            older.remove(*name);
+        }
+        let back = row_values(&older).unwrap();
+        assert_eq!(back[..col::customer_id], values[..col::customer_id]);
+        assert_eq!(back[col::customer_id], Value::Str(""));
+        assert_eq!(back[col::response_time_ms], Value::Null);
+        assert_eq!(back[col::version], Value::U64(1_700_000_100_000));
+        assert_eq!(back[col::reported_cost], Value::Null);
+
+        let wrong = |edit: &dyn Fn(&mut serde_json::Map<String, serde_json::Value>)| {
+            let mut l = line.clone();
+            edit(&mut l);
+            row_values(&l).unwrap_err()
+        };
+        assert_eq!(
+            wrong(&|l| {
+                l.remove("ingested_at");
+            }),
+            "no value for column `ingested_at`"
+        );
+        assert_eq!(
+            wrong(&|l| {
+                l.insert("poison".into(), 1.into());
+            }),
+            "`poison` is not a column of this build's spans table"
+        );
+        let e = wrong(&|l| {
+            l.insert("total_cost".into(), 0.5.into());
+        });
+        assert!(
+            e.starts_with("column `total_cost` must be a decimal string"),
+            "{e}"
+        );
+        let e = wrong(&|l| {
+            l.insert("input_tokens".into(), (-1).into());
+        });
+        assert_eq!(e, "column `input_tokens` must be UInt64, got -1");
+        let e = wrong(&|l| {
+            l.insert("ingested_at".into(), (1u64 << 32).into());
+        });
+        assert_eq!(
+            e,
+            "column `ingested_at` must be epoch seconds, got 4294967296"
+        );
+        let e = wrong(&|l| {
+            l.insert("input".into(), "x".repeat(1000).into());
+            l.insert("span_id".into(), serde_json::Value::Null);
+        });
+        assert_eq!(e, "column `span_id` must be String, got null");
+        let e = wrong(&|l| {
+            l.insert("org_id".into(), "y".repeat(1000).into());
+            l.insert("trace_id".into(), "y".repeat(1000).into());
+            l.insert("chunk_tokens".into(), serde_json::json!([1, "2"]));
+        });
+        assert_eq!(
+            e,
+            "column `chunk_tokens` must be Array(UInt64), got [1,\"2\"]"
+        );
+        let e = wrong(&|l| {
+            l.insert("metadata_keys".into(), "y".repeat(100).into());
+        });
+        assert!(e.ends_with(&format!("got \"{}...", "y".repeat(59))), "{e}");
     }
 
     /// Found in review: a write that failed after some of its lines reached the file (a full

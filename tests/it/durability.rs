@@ -335,6 +335,136 @@ fn a_row_clickhouse_refuses_goes_to_the_dead_letter_file_and_the_rest_is_stored(
     );
 }
 
+/// Rows dead-lettered while `spans` refused them go in again with `traceingest deadletter
+/// replay` once it takes them, every column as the same batch's rows stored directly (the
+/// extremes of `edge_batch`: the largest decimal, a 1 MB input, 96 metadata pairs) and with
+/// their own `ingested_at` and `version`. A line that is not a dead-letter line stops the
+/// command before anything is inserted; a row still refused goes to the refused file with its
+/// new error and fails the command; replaying again stores nothing twice.
+#[test]
+fn dead_lettered_rows_go_in_again_with_replay_as_they_were_refused() {
+    let dir = std::env::temp_dir().join(format!("ti-replay-prices-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let prices = dir.join("prices.json");
+    std::fs::write(&prices, EDGE_PRICES).unwrap();
+    let server = Server::start_with(&[("INGEST_PRICING_FILE", prices.to_str().unwrap())]);
+    let direct = server.ready_key("org-direct");
+    let refused = server.ready_key("org-refused");
+    let body = edge_batch();
+    assert_eq!(server.post_ingest(&direct, &body).status, 202);
+    server.wait_rows(3);
+    let poison = |condition: &str| {
+        server.ch_exec(&format!(
+            "ALTER TABLE {}.spans ADD COLUMN poison UInt8 MATERIALIZED throwIf({condition})",
+            server.database
+        ));
+    };
+    let cure = || {
+        server.ch_exec(&format!(
+            "ALTER TABLE {}.spans DROP COLUMN poison",
+            server.database
+        ));
+    };
+    poison("org_id = 'org-refused'");
+    assert_eq!(server.post_ingest(&refused, &body).status, 202);
+    let live = server.data_dir().join("deadletter/spans.jsonl");
+    wait_until("three dead letters", Duration::from_secs(30), || {
+        std::fs::read_to_string(&live).is_ok_and(|t| t.lines().count() == 3)
+    });
+    // Moved away first, as README says: the server starts a new file for what comes later.
+    let file = server.data_dir().join("replay.jsonl");
+    std::fs::rename(&live, &file).unwrap();
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let path = file.to_str().unwrap();
+    let run = |args: &[&str]| {
+        let out = server.cli(args);
+        (
+            out.status.code(),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+
+    let (code, out, err) = run(&["deadletter", "replay", path, "--dry-run"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("3 rows to replay (org-refused 3)"), "{out}");
+    assert!(out.contains("nothing inserted"), "{out}");
+
+    let (code, _, err) = run(&["deadletter", "replay", path, "--refused", path]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("is the file being replayed"), "{err}");
+
+    // A damaged copy: refused whole, naming the line; nothing inserted.
+    let damaged = server.data_dir().join("damaged.jsonl");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let first = text.lines().next().unwrap();
+    std::fs::write(&damaged, format!("{first}\n\n{{\"row\": {{}}}}\n")).unwrap();
+    let (code, _, err) = run(&["deadletter", "replay", damaged.to_str().unwrap()]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("damaged.jsonl: line 3: no value for column `org_id`"),
+        "{err}"
+    );
+    assert_eq!(server.raw_count(), 3, "nothing inserted");
+
+    // Mended but for one span: the others go in, that one goes to the refused file.
+    cure();
+    poison("org_id = 'org-refused' AND span_id = 'tiny'");
+    let (code, out, err) = run(&["deadletter", "replay", path]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(out.contains("inserted 2 rows"), "{out}");
+    assert!(err.contains("1 rows still refused by ClickHouse"), "{err}");
+    let again = format!("{path}.refused");
+    let left: Vec<serde_json::Value> = std::fs::read_to_string(&again)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0]["span_id"], "tiny");
+    assert_eq!(left[0]["code"], 395);
+    assert_eq!(server.count(), 5);
+
+    // Mended: the refused file replays in turn, and the whole file again stores nothing twice.
+    cure();
+    let (code, out, err) = run(&["deadletter", "replay", &again]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("inserted 1 rows"), "{out}");
+    let (code, out, err) = run(&["deadletter", "replay", path]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("inserted 3 rows"), "{out}");
+    assert_eq!(server.count(), 6, "one copy per span");
+
+    let want = stored_rows(&server, "org-direct");
+    let got = stored_rows(&server, "org-refused");
+    assert_eq!(got.len(), 3);
+    for (g, w) in got.iter().zip(&want) {
+        for (k, wv) in w.as_object().unwrap() {
+            assert_eq!(&g[k], wv, "column {k} of span {}", w["span_id"]);
+        }
+    }
+    // Their own ingest time and version, not the replay's.
+    for line in &lines {
+        let row = &line["row"];
+        let stored = server.rows(
+            "toUInt32(ingested_at) AS at, toString(version) AS version",
+            &format!(
+                "WHERE org_id = 'org-refused' AND span_id = '{}'",
+                row["span_id"].as_str().unwrap().replace('\'', "\\'")
+            ),
+        );
+        assert_eq!(stored.len(), 1);
+        assert_eq!(stored[0]["at"], row["ingested_at"]);
+        assert_eq!(stored[0]["version"], row["version"].to_string());
+    }
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// In write-ahead mode a batch the log refuses (spool full) gets its rate-limit credit and its
 /// quota back: refusals never turn into `429`, and once ClickHouse has the rows the
 /// organisation can still send exactly up to its hard limit.
