@@ -246,14 +246,7 @@ fn batch_of(lines: &[(usize, String)]) -> Result<RowBatch, String> {
         .zip(&pairs)
         .map(|(v, p)| row_from_values(v, p).expect("row_values gives every column its kind"))
         .collect();
-    rows.sort_by(|a, b| {
-        (a.org_id, a.trace_id, a.start_time_ms, a.span_id).cmp(&(
-            b.org_id,
-            b.trace_id,
-            b.start_time_ms,
-            b.span_id,
-        ))
-    });
+    rows.sort_by_key(RowRef::table_key);
     Ok(RowBatch::from_rows(&rows))
 }
 

@@ -157,50 +157,25 @@ macro_rules! write_column {
 /// `row_from_values` was handed (both columns name the one `metadata` field).
 macro_rules! from_value {
     (Str, $v:expr, $pairs:expr) => {
-        match $v {
-            Value::Str(s) => Some(*s),
-            _ => None,
-        }
+        from_value!(@one Str, $v)
     };
     (U64, $v:expr, $pairs:expr) => {
-        match $v {
-            Value::U64(n) => Some(*n),
-            _ => None,
-        }
+        from_value!(@one U64, $v)
     };
     (Time, $v:expr, $pairs:expr) => {
-        match $v {
-            Value::U32(n) => Some(*n),
-            _ => None,
-        }
+        from_value!(@one U32, $v)
     };
     (OptU64, $v:expr, $pairs:expr) => {
-        match $v {
-            Value::U64(n) => Some(Some(*n)),
-            Value::Null => Some(None),
-            _ => None,
-        }
+        from_value!(@nullable U64, $v)
     };
     (OptF64, $v:expr, $pairs:expr) => {
-        match $v {
-            Value::F64(f) => Some(Some(*f)),
-            Value::Null => Some(None),
-            _ => None,
-        }
+        from_value!(@nullable F64, $v)
     };
     (Money, $v:expr, $pairs:expr) => {
-        match $v {
-            Value::I64(n) => Some(Some(*n)),
-            Value::Null => Some(None),
-            _ => None,
-        }
+        from_value!(@nullable I64, $v)
     };
     (OptTime, $v:expr, $pairs:expr) => {
-        match $v {
-            Value::U32(n) => Some(Some(*n)),
-            Value::Null => Some(None),
-            _ => None,
-        }
+        from_value!(@nullable U32, $v)
     };
     (Ints, $v:expr, $pairs:expr) => {
         match $v {
@@ -213,6 +188,19 @@ macro_rules! from_value {
     };
     (MetaValues, $v:expr, $pairs:expr) => {
         Some(MetaPairs::from($pairs))
+    };
+    (@one $variant:ident, $v:expr) => {
+        match $v {
+            Value::$variant(x) => Some(*x),
+            _ => None,
+        }
+    };
+    (@nullable $variant:ident, $v:expr) => {
+        match $v {
+            Value::$variant(x) => Some(Some(*x)),
+            Value::Null => Some(None),
+            _ => None,
+        }
     };
 }
 

@@ -156,3 +156,10 @@ pub struct RowRef<'a> {
     /// The cost the client reported for the call (OTLP), next to ours; `None` when it sent none.
     pub reported_cost: Option<Money>,
 }
+
+impl<'a> RowRef<'a> {
+    /// The `spans` table's sorting key: organisation, trace id, start time, span id.
+    pub fn table_key(&self) -> (&'a str, &'a str, u64, &'a str) {
+        (self.org_id, self.trace_id, self.start_time_ms, self.span_id)
+    }
+}

@@ -343,11 +343,8 @@ fn a_row_clickhouse_refuses_goes_to_the_dead_letter_file_and_the_rest_is_stored(
 /// new error and fails the command; replaying again stores nothing twice.
 #[test]
 fn dead_lettered_rows_go_in_again_with_replay_as_they_were_refused() {
-    let dir = std::env::temp_dir().join(format!("ti-replay-prices-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let prices = dir.join("prices.json");
-    std::fs::write(&prices, EDGE_PRICES).unwrap();
-    let server = Server::start_with(&[("INGEST_PRICING_FILE", prices.to_str().unwrap())]);
+    let (dir, prices) = edge_prices_file("replay");
+    let server = Server::start_with(&[("INGEST_PRICING_FILE", &prices)]);
     let direct = server.ready_key("org-direct");
     let refused = server.ready_key("org-refused");
     let body = edge_batch();
@@ -440,13 +437,7 @@ fn dead_lettered_rows_go_in_again_with_replay_as_they_were_refused() {
     assert_eq!(server.count(), 6, "one copy per span");
 
     let want = stored_rows(&server, "org-direct");
-    let got = stored_rows(&server, "org-refused");
-    assert_eq!(got.len(), 3);
-    for (g, w) in got.iter().zip(&want) {
-        for (k, wv) in w.as_object().unwrap() {
-            assert_eq!(&g[k], wv, "column {k} of span {}", w["span_id"]);
-        }
-    }
+    assert_same_rows(&stored_rows(&server, "org-refused"), &want, "replayed");
     // Their own ingest time and version, not the replay's.
     for line in &lines {
         let row = &line["row"];
@@ -593,6 +584,26 @@ const EDGE_PRICES: &str = r#"{"models": [
     {"id": "acme/tiny-model", "prompt": "0.0000000001"}
 ]}"#;
 
+/// `EDGE_PRICES` in a file of a temporary directory named after `tag`: (the directory, the
+/// file's path).
+fn edge_prices_file(tag: &str) -> (std::path::PathBuf, String) {
+    let dir = std::env::temp_dir().join(format!("ti-{tag}-prices-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let prices = dir.join("prices.json");
+    std::fs::write(&prices, EDGE_PRICES).unwrap();
+    (dir, prices.to_str().unwrap().to_string())
+}
+
+/// `got` has `want`'s rows (as `stored_rows` reads them), every column equal.
+fn assert_same_rows(got: &[serde_json::Value], want: &[serde_json::Value], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (g, w) in got.iter().zip(want) {
+        for (k, wv) in w.as_object().unwrap() {
+            assert_eq!(&g[k], wv, "{what}: column {k} of span {}", w["span_id"]);
+        }
+    }
+}
+
 /// Every column of an org's rows as ClickHouse returns them, but those stamped at ingest
 /// (`org_id`, `ingested_at`, `priced_at`, `version`); money and doubles as their exact text.
 fn stored_rows(server: &Server, org: &str) -> Vec<serde_json::Value> {
@@ -626,11 +637,8 @@ fn stored_rows(server: &Server, org: &str) -> Vec<serde_json::Value> {
 /// direct row holds what was sent.
 #[test]
 fn a_replayed_row_is_the_row_inserted_directly_in_every_column() {
-    let dir = std::env::temp_dir().join(format!("ti-edge-prices-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let prices = dir.join("prices.json");
-    std::fs::write(&prices, EDGE_PRICES).unwrap();
-    let prices = prices.to_str().unwrap();
+    let (dir, prices) = edge_prices_file("edge");
+    let prices = prices.as_str();
     let mut ch = PrivateClickHouse::start();
     let mut buffered = server_on(
         &ch,
@@ -684,13 +692,7 @@ fn a_replayed_row_is_the_row_inserted_directly_in_every_column() {
     assert_eq!(tiny["prompt_cost"], "0.0000000001");
     assert_eq!(tiny["total_cost"], "0.0000000001");
     for (server, org) in [(&buffered, "org-spooled"), (&logged, "org-walled")] {
-        let got = stored_rows(server, org);
-        assert_eq!(got.len(), want.len(), "{org}");
-        for (g, w) in got.iter().zip(&want) {
-            for (k, wv) in w.as_object().unwrap() {
-                assert_eq!(&g[k], wv, "{org}: column {k} of span {}", w["span_id"]);
-            }
-        }
+        assert_same_rows(&stored_rows(server, org), &want, org);
     }
     drop(buffered);
     drop(logged);

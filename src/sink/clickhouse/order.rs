@@ -239,14 +239,7 @@ mod tests {
                     })
                     .collect();
                 if rng.next(3) > 0 {
-                    rows.sort_by(|a, b| {
-                        (a.org_id, a.trace_id, a.start_time_ms, a.span_id).cmp(&(
-                            b.org_id,
-                            b.trace_id,
-                            b.start_time_ms,
-                            b.span_id,
-                        ))
-                    });
+                    rows.sort_by_key(RowRef::table_key);
                 }
                 batches.push(RowBatch::from_rows(&rows));
             }
