@@ -214,7 +214,8 @@ impl State {
                     error = %e,
                     dead_letter = %self.dead.path().display(),
                     dead_lettered = written.is_ok(),
-                    "ClickHouse refused a span for good"
+                    "ClickHouse refused a span for good; once it takes it again, `traceingest \
+                     deadletter replay` inserts the dead-letter file's rows"
                 );
             }
         }

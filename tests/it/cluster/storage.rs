@@ -1,7 +1,7 @@
 //! Exactly once in a cluster: two ingest replicas sharing the load, a ClickHouse replica
 //! killed or hung during load, a retried block on the other replica, a whole shard down, a
 //! stop during an unfinished insert (replayed as the same blocks), re-pricing through the
-//! `Distributed` table.
+//! `Distributed` table, dead-lettered rows replayed into their shards.
 
 use super::*;
 
@@ -532,4 +532,78 @@ fn reprice_through_the_distributed_table_corrects_every_shard() {
     assert_eq!(server.count(), 16);
     assert_eq!(priced_at("0.0040000000"), 16);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `deadletter replay` in cluster mode: rows every shard refused go in again once the shards
+/// take them, each on its own span's shard, stored once; replaying the same file again sends
+/// the same blocks, which the replicated tables drop as duplicates.
+#[test]
+fn dead_lettered_rows_replay_into_their_shards_once() {
+    let Some(cluster) = Cluster::get() else {
+        return;
+    };
+    let mut cleanup = DropDb(&cluster, String::new());
+    let server = cluster.server("s1r1", None, &[]);
+    cleanup.1 = server.database.clone();
+    let db = server.database.clone();
+    let key = server.ready_key("org-replay");
+    // On every shard (one replica each; ZooKeeper takes the change to the other), and on
+    // every replica before the rows come.
+    let on_every_replica = |present: bool| {
+        wait_until(
+            "the column change on every replica",
+            Duration::from_secs(30),
+            || {
+                cluster.nodes.iter().all(|n| {
+                    let n = cluster.count_at(
+                        &n.name,
+                        &format!(
+                            "SELECT count() FROM system.columns WHERE database = '{db}' \
+                             AND table = 'spans_local' AND name = 'poison'"
+                        ),
+                    );
+                    (n == 1) == present
+                })
+            },
+        );
+    };
+    for node in ["s1r1", "s2r1"] {
+        cluster.sql_at(
+            node,
+            &format!(
+                "ALTER TABLE `{db}`.spans_local ADD COLUMN poison UInt8 \
+                 MATERIALIZED throwIf(org_id = 'org-replay')"
+            ),
+        );
+    }
+    on_every_replica(true);
+    assert_eq!(server.post_ingest(&key, &batch("dl", 8, 3)).status, 202);
+    let live = server.data_dir().join("deadletter/spans.jsonl");
+    wait_until("24 dead letters", Duration::from_secs(60), || {
+        std::fs::read_to_string(&live).is_ok_and(|t| t.lines().count() == 24)
+    });
+    for node in ["s1r1", "s2r1"] {
+        cluster.sql_at(
+            node,
+            &format!("ALTER TABLE `{db}`.spans_local DROP COLUMN poison"),
+        );
+    }
+    on_every_replica(false);
+    let file = server.data_dir().join("replay.jsonl");
+    std::fs::rename(&live, &file).unwrap();
+    for round in 0..2 {
+        let out = server.cli(&["deadletter", "replay", file.to_str().unwrap()]);
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "round {round}: {stdout}{stderr}"
+        );
+        assert!(stdout.contains("inserted 24 rows"), "{stdout}");
+        // The second round's blocks are the first's: dropped, so raw counts stay at 24.
+        check_stored_once(&cluster, &server, 24);
+    }
 }
