@@ -637,59 +637,71 @@ impl Store {
         };
         let topology = self.topology(cluster).await?;
         for (shard, replicas) in topology.shards.iter().enumerate() {
-            let mut last = None;
-            let mut counted = false;
             // Each server process starts at its own replica (by its process id), so that a
             // fleet's counts spread over a shard's replicas; the same one every time, so that a
             // lagging replica does not make one count lower than the count before.
             let order = self.nodes.order(replicas, std::process::id() as usize);
-            // As a `Distributed` read would, a replica that is read-only or lags is counted on
-            // only when no other one answers and counts.
-            let mut candidates = order.iter();
-            let mut stale = std::collections::VecDeque::new();
-            loop {
-                let mut c = if let Some(&node) = candidates.next() {
-                    let mut c = match self.nodes.handle_at(node).await {
-                        Ok(c) => c,
-                        Err(e) => {
-                            last = Some(StoreError::from(e));
-                            continue;
-                        }
-                    };
-                    match self.replica_stale(&mut c).await {
-                        Ok(false) => c,
-                        Ok(true) => {
-                            stale.push_back(c);
-                            continue;
-                        }
-                        Err(e) => {
-                            last = Some(e);
-                            continue;
-                        }
-                    }
-                } else if let Some(c) = stale.pop_front() {
-                    c
-                } else {
-                    break;
-                };
-                match self
-                    .count_on(kept, shard, &mut c, times, totals, stats)
-                    .await
-                {
-                    Ok(()) => {
-                        counted = true;
-                        break;
-                    }
-                    Err(e) => last = Some(e),
-                }
-            }
-            if !counted {
-                return Err(last.unwrap_or_else(|| {
+            on_one_replica(
+                &order,
+                async |node| Ok::<_, StoreError>(self.nodes.handle_at(node).await?),
+                async |c: &mut ClientHandle| self.replica_stale(c).await,
+                async |c: &mut ClientHandle| {
+                    self.count_on(kept, shard, c, times, totals, stats).await
+                },
+            )
+            .await
+            .map_err(|last| {
+                last.unwrap_or_else(|| {
                     StoreError::new(format!("shard {} has no replica to count on", shard + 1))
-                }));
-            }
+                })
+            })?;
         }
         Ok(())
+    }
+}
+
+/// Runs `count` on one replica of a shard, as a `Distributed` read would choose it: the first
+/// of `order` that connects and is not stale (read-only, or lagging); when none of those
+/// counts, each stale one in turn, in `order`. Errs with the last error (`None`: `order` is
+/// empty) when no replica counted.
+async fn on_one_replica<C, E>(
+    order: &[usize],
+    mut connect: impl AsyncFnMut(usize) -> Result<C, E>,
+    mut stale: impl AsyncFnMut(&mut C) -> Result<bool, E>,
+    mut count: impl AsyncFnMut(&mut C) -> Result<(), E>,
+) -> Result<(), Option<E>> {
+    let mut last = None;
+    let mut stale_ones = std::collections::VecDeque::new();
+    let mut candidates = order.iter();
+    loop {
+        let mut c = if let Some(&node) = candidates.next() {
+            let mut c = match connect(node).await {
+                Ok(c) => c,
+                Err(e) => {
+                    last = Some(e);
+                    continue;
+                }
+            };
+            match stale(&mut c).await {
+                Ok(false) => c,
+                Ok(true) => {
+                    stale_ones.push_back(c);
+                    continue;
+                }
+                Err(e) => {
+                    last = Some(e);
+                    continue;
+                }
+            }
+        } else if let Some(c) = stale_ones.pop_front() {
+            c
+        } else {
+            return Err(last);
+        };
+        match count(&mut c).await {
+            Ok(()) => return Ok(()),
+            Err(e) => last = Some(e),
+        }
     }
 }
 
@@ -750,4 +762,132 @@ fn active_keys(keys: Vec<(KeyRecord, u64)>) -> Vec<ActiveKey> {
             project_id: k.project_id,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod replica_tests {
+    use std::cell::RefCell;
+
+    use super::on_one_replica;
+
+    /// Replicas 0..n: which ones fail to connect, are stale, fail to check, fail to count.
+    #[derive(Default)]
+    struct Shard {
+        down: Vec<usize>,
+        stale: Vec<usize>,
+        unchecked: Vec<usize>,
+        failing: Vec<usize>,
+    }
+
+    /// What `on_one_replica` does over `order` on `shard`: each step it took, and the result
+    /// (the replica counted on, or the last error).
+    fn run(shard: &Shard, order: &[usize]) -> (Vec<String>, Result<usize, Option<String>>) {
+        let steps = RefCell::new(Vec::new());
+        let counted = RefCell::new(None);
+        let step = |s: String| steps.borrow_mut().push(s);
+        let result = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(on_one_replica(
+                order,
+                async |n| {
+                    step(format!("connect {n}"));
+                    if shard.down.contains(&n) {
+                        Err(format!("{n} down"))
+                    } else {
+                        Ok(n)
+                    }
+                },
+                async |n: &mut usize| {
+                    step(format!("check {n}"));
+                    if shard.unchecked.contains(n) {
+                        return Err(format!("{n} unchecked"));
+                    }
+                    Ok(shard.stale.contains(n))
+                },
+                async |n: &mut usize| {
+                    step(format!("count {n}"));
+                    if shard.failing.contains(n) {
+                        return Err(format!("{n} failed"));
+                    }
+                    *counted.borrow_mut() = Some(*n);
+                    Ok(())
+                },
+            ));
+        let result = result.map(|()| counted.borrow().expect("counted on one"));
+        (steps.into_inner(), result)
+    }
+
+    #[test]
+    fn a_stale_replica_is_counted_on_only_when_no_other_counts() {
+        // The first fresh replica that answers, past one down and one stale.
+        let shard = Shard {
+            down: vec![0],
+            stale: vec![1],
+            ..Shard::default()
+        };
+        let (steps, got) = run(&shard, &[0, 1, 2]);
+        assert_eq!(got, Ok(2));
+        assert_eq!(
+            steps,
+            [
+                "connect 0",
+                "connect 1",
+                "check 1",
+                "connect 2",
+                "check 2",
+                "count 2"
+            ]
+        );
+
+        // The fresh one fails to count: the stale ones, in the order they were found.
+        let shard = Shard {
+            stale: vec![0, 2],
+            failing: vec![1, 0],
+            ..Shard::default()
+        };
+        let (steps, got) = run(&shard, &[0, 1, 2]);
+        assert_eq!(got, Ok(2));
+        assert_eq!(
+            steps,
+            [
+                "connect 0",
+                "check 0",
+                "connect 1",
+                "check 1",
+                "count 1",
+                "connect 2",
+                "check 2",
+                "count 0",
+                "count 2"
+            ]
+        );
+
+        // One whose check fails is not counted on at all, stale or not.
+        let shard = Shard {
+            unchecked: vec![0],
+            stale: vec![1],
+            ..Shard::default()
+        };
+        assert_eq!(run(&shard, &[0, 1]).1, Ok(1));
+        let shard = Shard {
+            unchecked: vec![0],
+            ..Shard::default()
+        };
+        assert_eq!(run(&shard, &[1, 0]).1, Ok(1));
+
+        // None counts: the last error; no replica at all: none.
+        let shard = Shard {
+            down: vec![0],
+            stale: vec![1],
+            failing: vec![1],
+            ..Shard::default()
+        };
+        for order in [[1, 0], [0, 1]] {
+            // The stale one's count comes last, after every other replica was tried.
+            assert_eq!(run(&shard, &order).1, Err(Some("1 failed".to_string())));
+        }
+        assert_eq!(run(&shard, &[0]).1, Err(Some("0 down".to_string())));
+        assert_eq!(run(&Shard::default(), &[]).1, Err(None));
+    }
 }
