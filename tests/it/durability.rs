@@ -456,6 +456,55 @@ fn dead_lettered_rows_go_in_again_with_replay_as_they_were_refused() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A `spans` table changed by hand so that it cannot take the rows (a column's type): each
+/// insert is dead-lettered whole at once, neither retried nor split, and logged in a few
+/// lines (10 spans one by one, then one line for the rest), not one per span. Once the column
+/// is put back, new rows go in, and the dead-lettered ones replay.
+#[test]
+fn a_table_that_cannot_take_the_columns_dead_letters_each_insert_at_once_in_a_few_log_lines() {
+    let server = Server::start();
+    let key = server.ready_key("org-mismatch");
+    let name_type = |ty: &str| {
+        server.ch_exec(&format!(
+            "ALTER TABLE {}.spans MODIFY COLUMN name {ty}",
+            server.database
+        ));
+    };
+    name_type("UInt8");
+    assert_eq!(server.post_ingest(&key, &batch("mm", 5, 5)).status, 202);
+    let file = server.data_dir().join("deadletter/spans.jsonl");
+    wait_until("25 dead letters", Duration::from_secs(20), || {
+        std::fs::read_to_string(&file).is_ok_and(|t| t.lines().count() == 25)
+    });
+    let log = server.log();
+    let lines = |text: &str| log.lines().filter(|l| l.contains(text)).count();
+    assert_eq!(lines("splitting it to isolate"), 0, "not split:\n{log}");
+    assert_eq!(lines("will retry"), 0, "not retried:\n{log}");
+    assert_eq!(lines("refused a span for good"), 10, "{log}");
+    let rest: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("refused more spans of this insert"))
+        .collect();
+    assert_eq!(rest.len(), 1, "{log}");
+    assert!(rest[0].contains("rows=15"), "{}", rest[0]);
+    assert_eq!(
+        server.metric_value("traceingest_flush_rejected_rows_total"),
+        25.0
+    );
+
+    name_type("String");
+    assert_eq!(server.post_ingest(&key, &batch("after", 1, 3)).status, 202);
+    server.wait_rows(3);
+    let out = server.cli(&["deadletter", "replay", file.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    server.wait_rows(28);
+}
+
 /// In write-ahead mode a batch the log refuses (spool full) gets its rate-limit credit and its
 /// quota back: refusals never turn into `429`, and once ClickHouse has the rows the
 /// organisation can still send exactly up to its hard limit.

@@ -13,6 +13,9 @@ use crate::sink::clickhouse::{InsertError, Retry, RowRun};
 /// Migrate-then-retry cycles on the same rows before they are treated as refused.
 const MAX_MIGRATE_ATTEMPTS: u32 = 3;
 
+/// Refused rows logged one line each per dead-letter write; the rest get one line.
+pub(super) const LOGGED_ROWS: usize = 10;
+
 /// Back-off between tries to write held refused rows to the dead-letter file.
 const DEAD_LETTER_RETRY_MIN: Duration = Duration::from_secs(1);
 const DEAD_LETTER_RETRY_MAX: Duration = Duration::from_secs(60);
@@ -185,8 +188,10 @@ impl State {
         }
     }
 
-    /// Writes `refused` to the dead-letter file with `e`, logging each row on the `first` try
-    /// (with whether it was written) and, for rows held after it, again once written.
+    /// Writes `refused` to the dead-letter file with `e`, logging rows on the `first` try (with
+    /// whether they were written) and, for rows held after it, again once written: the first
+    /// `LOGGED_ROWS` one line each, then one line for the rest, so that a table refusing every
+    /// insert (a column changed by hand) logs a few lines an insert, not one a span.
     fn dead_letter(&self, refused: &[Piece], e: &InsertError, first: bool) -> std::io::Result<()> {
         let runs: Vec<RowRun<'_>> = refused
             .iter()
@@ -199,9 +204,15 @@ impl State {
         if !first && written.is_err() {
             return written.map(drop);
         }
-        for p in refused {
+        let rows: usize = refused.iter().map(Piece::len).sum();
+        let mut logged = 0;
+        'rows: for p in refused {
             let mut reader = p.entry.batch.reader(p.start..p.end);
             while let Some(values) = reader.next_row() {
+                if logged == LOGGED_ROWS {
+                    break 'rows;
+                }
+                logged += 1;
                 let id = |c: usize| match &values[c] {
                     Value::Str(s) => *s,
                     _ => "",
@@ -218,6 +229,17 @@ impl State {
                      deadletter replay` inserts the dead-letter file's rows"
                 );
             }
+        }
+        if rows > logged {
+            tracing::error!(
+                rows = rows - logged,
+                code = e.code,
+                error = %e,
+                dead_letter = %self.dead.path().display(),
+                dead_lettered = written.is_ok(),
+                "ClickHouse refused more spans of this insert for good (not logged one by one; \
+                 each is a line of the dead-letter file with its ids)"
+            );
         }
         written.map(drop)
     }
