@@ -66,12 +66,21 @@ impl DeadLetters {
         }
         let mut f = OpenOptions::new()
             .create(true)
+            .read(true)
             .append(true)
             .open(&self.path)?;
         // A failed write is tried again later (the flush thread holds the rows): what part of
         // it reached the file is cut off first, so a retry neither repeats rows nor leaves half
         // a line in front of the next.
         let before = f.metadata()?.len();
+        // A line a crash cut short stays a line of its own: the next row does not join it.
+        let mut last = [b'\n'];
+        if before > 0 {
+            std::os::unix::fs::FileExt::read_exact_at(&f, &mut last, before - 1)?;
+        }
+        if last[0] != b'\n' {
+            out.insert(0, b'\n');
+        }
         let written = f.write_all(&out).and_then(|()| {
             #[cfg(test)]
             crate::sink::faults::check(crate::sink::faults::Site::DeadLetterSync, libc::EIO)?;
@@ -111,9 +120,10 @@ pub fn row_json(values: Vec<Value<'_>>) -> serde_json::Map<String, serde_json::V
 
 /// The values of a dead-letter line's `row` ([`row_json`]'s inverse), in column order, as
 /// `RowReader` gives them; an error names the column and what is wrong with it. Columns this
-/// build added after `ingested_at` that a file of an earlier build lacks get what `migrate`
-/// gives stored rows (empty, zero or NULL; `version` from `ingested_at`); every other column
-/// must be there, and no key may be other than a column.
+/// build added after `ingested_at` that a file of an earlier build lacks (the last ones, all
+/// of them from the first one missing) get what `migrate` gives stored rows (empty, zero or
+/// NULL; `version` from `ingested_at`); every other column must be there, and no key may be
+/// other than a column.
 pub fn row_values(
     row: &serde_json::Map<String, serde_json::Value>,
 ) -> Result<Vec<Value<'_>>, String> {
@@ -129,7 +139,11 @@ pub fn row_values(
     let mut values = Vec::with_capacity(COLUMNS);
     for (c, (&(name, sql), &kind)) in SPANS_COLUMNS.iter().zip(KINDS).enumerate() {
         let Some(j) = row.get(name) else {
-            if c <= col::ingested_at {
+            // An earlier build lacks the columns added since: only a run to the last column.
+            let later = SPANS_COLUMNS[c + 1..]
+                .iter()
+                .find(|(later, _)| row.contains_key(*later));
+            if c <= col::ingested_at || later.is_some() {
                 return Err(format!("no value for column `{name}`"));
             }
             values.push(match kind {
@@ -241,6 +255,29 @@ mod tests {
         );
     }
 
+    /// A line a crash cut short (no newline at its end) is not joined by the next row.
+    #[test]
+    fn a_line_cut_short_stays_a_line_of_its_own() {
+        let dir = TestDir::new("deadletter-cut");
+        let dl = DeadLetters::new(&dir.path().join("deadletter"));
+        std::fs::create_dir_all(dir.path().join("deadletter")).unwrap();
+        std::fs::write(dl.path(), "{\"row\": {\"org_id\"").unwrap();
+        let b = batch_then("org-1", "trace-1", 1, 1_700_000_000_000, "s");
+        let err = InsertError {
+            retry: Retry::Split,
+            code: Some(395),
+            message: "refused".into(),
+        };
+        assert_eq!(dl.write(&[RowRun::whole(&b)], &err).unwrap(), 2);
+        let text = std::fs::read_to_string(dl.path()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(lines[0], "{\"row\": {\"org_id\"");
+        for l in &lines[1..] {
+            serde_json::from_str::<serde_json::Value>(l).unwrap();
+        }
+    }
+
     /// What `row_json` writes, `row_values` reads back as it was, through the JSON text.
     #[test]
     fn a_row_reads_back_from_its_line_as_it_was_written() {
@@ -290,6 +327,13 @@ mod tests {
                 l.remove("ingested_at");
             }),
             "no value for column `ingested_at`"
+        );
+        assert_eq!(
+            wrong(&|l| {
+                l.remove("version");
+            }),
+            "no value for column `version`",
+            "a column missing before one present: no build wrote that"
         );
         assert_eq!(
             wrong(&|l| {

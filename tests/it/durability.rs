@@ -400,12 +400,14 @@ fn dead_lettered_rows_go_in_again_with_replay_as_they_were_refused() {
     let text = std::fs::read_to_string(&file).unwrap();
     let first = text.lines().next().unwrap();
     std::fs::write(&damaged, format!("{first}\n\n{{\"row\": {{}}}}\n")).unwrap();
-    let (code, _, err) = run(&["deadletter", "replay", damaged.to_str().unwrap()]);
+    let damaged = damaged.to_str().unwrap();
+    let (code, _, err) = run(&["deadletter", "replay", damaged]);
     assert_eq!(code, Some(1));
     assert!(
-        err.contains("damaged.jsonl: line 3: no value for column `org_id`"),
+        err.contains("damaged.jsonl line 3: no value for column `org_id`"),
         "{err}"
     );
+    assert!(err.contains("--skip-damaged"), "{err}");
     assert_eq!(server.raw_count(), 3, "nothing inserted");
 
     // Mended but for one span: the others go in, that one goes to the refused file.
@@ -413,28 +415,58 @@ fn dead_lettered_rows_go_in_again_with_replay_as_they_were_refused() {
     poison("org_id = 'org-refused' AND span_id = 'tiny'");
     let (code, out, err) = run(&["deadletter", "replay", path]);
     assert_eq!(code, Some(1), "{out}{err}");
-    assert!(out.contains("inserted 2 rows"), "{out}");
-    assert!(err.contains("1 rows still refused by ClickHouse"), "{err}");
+    assert!(out.contains("2 of 3 rows inserted"), "{out}");
+    assert!(err.contains("1 row still refused by ClickHouse"), "{err}");
     let again = format!("{path}.refused");
-    let left: Vec<serde_json::Value> = std::fs::read_to_string(&again)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let refused_lines = || -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&again)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let left = refused_lines();
     assert_eq!(left.len(), 1);
     assert_eq!(left[0]["span_id"], "tiny");
     assert_eq!(left[0]["code"], 395);
     assert_eq!(server.count(), 5);
+    // Again: the refused file holds this run's refusals, not both runs'.
+    let (code, _, err) = run(&["deadletter", "replay", path]);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(refused_lines().len(), 1, "not repeated");
 
-    // Mended: the refused file replays in turn, and the whole file again stores nothing twice.
+    // Mended: the refused file replays in turn; the whole file again stores nothing twice,
+    // and removes the refused file of the runs before, now that no row is refused. Its last
+    // line cut short (a crash in the middle of a write) is left out, and said so.
     cure();
     let (code, out, err) = run(&["deadletter", "replay", &again]);
     assert_eq!(code, Some(0), "{out}{err}");
-    assert!(out.contains("inserted 1 rows"), "{out}");
+    assert!(out.contains("1 of 1 row inserted"), "{out}");
+    let mut cut = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .unwrap();
+    std::io::Write::write_all(&mut cut, &first.as_bytes()[..100]).unwrap();
     let (code, out, err) = run(&["deadletter", "replay", path]);
     assert_eq!(code, Some(0), "{out}{err}");
-    assert!(out.contains("inserted 3 rows"), "{out}");
+    assert!(out.contains("3 of 3 rows inserted"), "{out}");
+    assert!(
+        out.contains("the last 100 bytes are not a whole line"),
+        "{out}"
+    );
+    assert!(!std::path::Path::new(&again).exists(), "{out}");
     assert_eq!(server.count(), 6, "one copy per span");
+
+    // The damaged copy with --skip-damaged: its good line goes in, the other is listed.
+    let (code, out, err) = run(&["deadletter", "replay", damaged, "--skip-damaged"]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(out.contains("1 of 1 row inserted"), "{out}");
+    assert!(
+        err.contains("damaged.jsonl line 3: no value for column `org_id`; left out"),
+        "{err}"
+    );
+    assert!(err.contains("1 damaged line of"), "{err}");
+    assert_eq!(server.count(), 6);
 
     let want = stored_rows(&server, "org-direct");
     assert_same_rows(&stored_rows(&server, "org-refused"), &want, "replayed");
