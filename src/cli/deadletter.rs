@@ -95,16 +95,24 @@ async fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         .refused
         .clone()
         .unwrap_or_else(|| with_suffix(file, ".refused"));
-    if same_file(file, &refused_path) {
-        bail!(
-            "--refused {} is the file being replayed; name another",
-            refused_path.display()
-        );
+    let aside = with_suffix(&refused_path, ".partial");
+    for other in [&refused_path, &aside] {
+        if same_file(file, other) {
+            bail!(
+                "the refused rows would be written to {}, the file being replayed; name another \
+                 --refused",
+                other.display()
+            );
+        }
     }
-    let (size, tail) = whole_lines(file)?;
+    let source =
+        std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let (size, tail) = whole_lines(&source, file)?;
+    // The run replaces the refused file: only when every row in it is in FILE too.
+    let mut earlier = refused_keys(&refused_path)?;
     let mut per_org: BTreeMap<String, u64> = BTreeMap::new();
     let mut total = 0u64;
-    let mut chunks = Chunks::open(file, size, args.skip_damaged)?;
+    let mut chunks = Chunks::open(&source, file, size, args.skip_damaged)?;
     while let Some((batch, _)) = chunks.next_batch()? {
         total += batch.len() as u64;
         let mut reader = batch.reader(0..batch.len());
@@ -112,7 +120,19 @@ async fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
             if let Value::Str(org) = values[col::org_id] {
                 *per_org.entry(org.to_string()).or_default() += 1;
             }
+            if !earlier.is_empty() {
+                earlier.remove(&RowKey::of(&values));
+            }
         }
+    }
+    if !earlier.is_empty() {
+        bail!(
+            "{} holds {} that {} does not (the refused rows of another file's replay?); this run \
+             would replace it: replay it or move it away first, or name another --refused",
+            refused_path.display(),
+            rows(earlier.len() as u64),
+            file.display()
+        );
     }
     let orgs = per_org
         .iter()
@@ -141,7 +161,17 @@ async fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         let store = args.store.open()?;
         // As `reprice` does: the table must have every column the rows have.
         store.migrate().await?;
-        insert_all(&store, file, size, &refused_path, total).await?;
+        let mut chunks = Chunks::open(&source, file, size, args.skip_damaged)?;
+        insert_all(&store, &mut chunks, &refused_path, &aside, total).await?;
+        if chunks.damaged.len() != damaged {
+            bail!(
+                "{} changed while it was replayed: {} damaged lines the first time, {} then; \
+                 every row read was inserted or refused, run the command again to see",
+                file.display(),
+                damaged,
+                chunks.damaged.len()
+            );
+        }
     }
     if damaged > 0 {
         bail!(
@@ -153,77 +183,112 @@ async fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Inserts the rows of the first `size` bytes of `file` (`total` rows), the ones still
-/// refused going to `refused_path` (replaced; removed when this run refused none).
+/// What tells a refused row from another: its key in the table and its version.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct RowKey(String, String, u64, String, u64);
+
+impl RowKey {
+    fn of(values: &[Value<'_>]) -> RowKey {
+        let text = |c: usize| match &values[c] {
+            Value::Str(s) => s.to_string(),
+            _ => String::new(),
+        };
+        let number = |c: usize| match &values[c] {
+            Value::U64(n) => *n,
+            _ => 0,
+        };
+        RowKey(
+            text(col::org_id),
+            text(col::trace_id),
+            number(col::start_time_ms),
+            text(col::span_id),
+            number(col::version),
+        )
+    }
+}
+
+/// The rows of a refused file an earlier run left (none if there is none).
+fn refused_keys(path: &Path) -> anyhow::Result<std::collections::HashSet<RowKey>> {
+    let mut keys = std::collections::HashSet::new();
+    let f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(keys),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let (size, _) = whole_lines(&f, path)?;
+    let mut chunks = Chunks::open(&f, path, size, false)?;
+    while let Some((batch, _)) = chunks.next_batch()? {
+        let mut reader = batch.reader(0..batch.len());
+        while let Some(values) = reader.next_row() {
+            keys.insert(RowKey::of(&values));
+        }
+    }
+    Ok(keys)
+}
+
+/// Inserts the rows `chunks` reads (`total` rows), the ones still refused going to
+/// `refused_path` through `aside`: replaced when this run refused rows, removed when it tried
+/// every row and refused none, left as it is when it stopped without refusing any.
 async fn insert_all(
     store: &Store,
-    file: &Path,
-    size: u64,
+    chunks: &mut Chunks<'_>,
     refused_path: &Path,
+    aside: &Path,
     total: u64,
 ) -> anyhow::Result<()> {
     // Written aside, so that the refused file only ever holds one run's rows.
-    let aside = with_suffix(refused_path, ".partial");
-    match std::fs::remove_file(&aside) {
+    match std::fs::remove_file(aside) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             return Err(e).with_context(|| format!("cannot remove {}", aside.display()))
         }
         _ => {}
     }
-    let refused = DeadLetters::at(aside.clone());
+    let refused = DeadLetters::at(aside.to_path_buf());
     let mut outcome = Outcome::default();
-    let mut chunks = Chunks::open(file, size, true)?;
     let mut stopped = None;
-    while let Some((batch, lines)) = chunks.next_batch()? {
+    loop {
+        let (batch, lines) = match chunks.next_batch() {
+            Ok(Some(next)) => next,
+            Ok(None) => break,
+            Err(e) => {
+                stopped = Some(e);
+                break;
+            }
+        };
         if let Err(e) = insert_isolating(store, &batch, &refused, &mut outcome).await {
             stopped = Some(e.context(format!(
                 "stopped at lines {} to {} of {}",
                 lines.start(),
                 lines.end(),
-                file.display()
+                chunks.file.display()
             )));
             break;
         }
     }
-    // What this run refused replaces what an earlier run did (those rows are still in FILE).
-    let kept = if outcome.refused > 0 {
-        std::fs::rename(&aside, refused_path).with_context(|| {
-            format!(
-                "cannot rename {} to {}",
-                aside.display(),
-                refused_path.display()
-            )
-        })?;
-        format!(
-            ", {} refused (in {})",
-            rows(outcome.refused),
-            refused_path.display()
-        )
-    } else {
-        match std::fs::remove_file(refused_path) {
-            Ok(()) => format!(
-                "; {} of an earlier run removed: this run refused no row",
-                refused_path.display()
-            ),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => {
-                return Err(e).with_context(|| format!("cannot remove {}", refused_path.display()))
-            }
-        }
-    };
+    let settled = settle_refused(refused_path, aside, outcome.refused, stopped.is_some());
     let summary = format!(
-        "{} of {} inserted into {}.spans{kept}",
+        "{} of {} inserted into {}.spans",
         outcome.inserted,
         rows(total),
         store.database()
     );
+    let kept = match settled {
+        Ok(kept) => kept,
+        Err(e) => {
+            let e = e.context(summary);
+            return Err(match stopped {
+                Some(first) => e.context(format!("{first:#}")),
+                None => e,
+            });
+        }
+    };
     if let Some(e) = stopped {
         return Err(e.context(format!(
-            "{summary}; the rest was not tried: run the same command again once ClickHouse takes \
-             inserts (a row inserted twice is stored once)"
+            "{summary}{kept}; the rest was not tried: run the same command again once \
+             ClickHouse takes inserts (a row inserted twice is stored once)"
         )));
     }
-    outln!("{summary}");
+    outln!("{summary}{kept}");
     if outcome.refused > 0 {
         bail!(
             "{} still refused by ClickHouse: written to {} with the error of each",
@@ -232,6 +297,53 @@ async fn insert_all(
         );
     }
     Ok(())
+}
+
+/// Puts this run's refused rows (`refused` of them, in `aside`) in place of `refused_path`;
+/// says what it did, for the summary.
+fn settle_refused(
+    refused_path: &Path,
+    aside: &Path,
+    refused: u64,
+    stopped: bool,
+) -> anyhow::Result<String> {
+    let said = if refused > 0 {
+        std::fs::rename(aside, refused_path).with_context(|| {
+            format!(
+                "cannot rename {} to {} (this run's refused rows are in the first)",
+                aside.display(),
+                refused_path.display()
+            )
+        })?;
+        format!(
+            ", {} refused (in {})",
+            rows(refused),
+            refused_path.display()
+        )
+    } else if stopped {
+        String::new()
+    } else {
+        // Every row of FILE was tried, and those of the earlier refused file are in FILE.
+        match std::fs::remove_file(refused_path) {
+            Ok(()) => format!(
+                "; {} of an earlier run removed: this run refused no row",
+                refused_path.display()
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot remove {}", refused_path.display()))
+            }
+        }
+    };
+    // The rename or removal survives a crash (best effort: the rows are in FILE anyway).
+    let dir = match refused_path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(said)
 }
 
 /// `path` with `suffix` added to its file name.
@@ -249,11 +361,12 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// The bytes of `file`'s whole lines (up to and including its last newline now: what the
-/// server appends meanwhile waits for the next replay), and how many bytes follow them.
-fn whole_lines(file: &Path) -> anyhow::Result<(u64, u64)> {
-    let cannot = || format!("cannot read {}", file.display());
-    let mut f = std::fs::File::open(file).with_context(cannot)?;
+/// The bytes of `f`'s whole lines (up to and including its last newline now: what the server
+/// appends meanwhile waits for the next replay), and how many bytes follow them. `path` is
+/// for messages.
+fn whole_lines(f: &std::fs::File, path: &Path) -> anyhow::Result<(u64, u64)> {
+    let cannot = || format!("cannot read {}", path.display());
+    let mut f = f;
     let size = f.metadata().with_context(cannot)?.len();
     let mut end = size;
     let mut window = vec![0u8; 64 << 10];
@@ -274,6 +387,7 @@ fn whole_lines(file: &Path) -> anyhow::Result<(u64, u64)> {
 /// The first `size` bytes of a dead-letter file, read as batches of up to `CHUNK_ROWS` lines
 /// or `CHUNK_BYTES`; blank lines are skipped.
 struct Chunks<'p> {
+    /// For messages.
     file: &'p Path,
     reader: BufReader<std::io::Take<std::fs::File>>,
     /// Lines read so far.
@@ -285,9 +399,16 @@ struct Chunks<'p> {
 }
 
 impl<'p> Chunks<'p> {
-    fn open(file: &'p Path, size: u64, skip_damaged: bool) -> anyhow::Result<Chunks<'p>> {
-        let f =
-            std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?;
+    /// The first `size` bytes of `source` from its start (`file` names it in messages).
+    fn open(
+        source: &std::fs::File,
+        file: &'p Path,
+        size: u64,
+        skip_damaged: bool,
+    ) -> anyhow::Result<Chunks<'p>> {
+        let cannot = || format!("cannot read {}", file.display());
+        let mut f = source.try_clone().with_context(cannot)?;
+        f.seek(SeekFrom::Start(0)).with_context(cannot)?;
         Ok(Chunks {
             file,
             reader: BufReader::new(f.take(size)),
@@ -300,24 +421,38 @@ impl<'p> Chunks<'p> {
     /// The next lines' rows and the lines they came from, or `None` at the end; an error names
     /// the file and the line.
     fn next_batch(&mut self) -> anyhow::Result<Option<(RowBatch, RangeInclusive<usize>)>> {
+        // Lines whose values are all damaged make an empty batch: read on.
+        loop {
+            match self.next_lines()? {
+                Some((batch, _)) if batch.is_empty() => {}
+                next => return Ok(next),
+            }
+        }
+    }
+
+    /// `next_batch`, which may be empty when every line's values are damaged.
+    fn next_lines(&mut self) -> anyhow::Result<Option<(RowBatch, RangeInclusive<usize>)>> {
         let mut chunk: Vec<(usize, serde_json::Map<String, serde_json::Value>)> = Vec::new();
         let mut bytes = 0;
-        let first = self.number + 1;
+        let mut line = Vec::new();
         while chunk.len() < CHUNK_ROWS && bytes < CHUNK_BYTES {
-            let mut line = String::new();
+            line.clear();
             let n = self
                 .reader
-                .read_line(&mut line)
+                .read_until(b'\n', &mut line)
                 .with_context(|| format!("{} line {}", self.file.display(), self.number + 1))?;
             if n == 0 {
                 break;
             }
             self.number += 1;
-            if line.trim().is_empty() {
+            if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
             bytes += line.len();
-            match row_object(&line) {
+            let object = std::str::from_utf8(&line)
+                .map_err(|e| format!("not UTF-8: {e}"))
+                .and_then(row_object);
+            match object {
                 Ok(row) => chunk.push((self.number, row)),
                 Err(why) if self.skip_damaged => self.damaged.push((self.number, why)),
                 Err(why) => bail!(
@@ -328,11 +463,10 @@ impl<'p> Chunks<'p> {
                 ),
             }
         }
-        if chunk.is_empty() {
+        let (Some(&(first, _)), Some(&(last, _))) = (chunk.first(), chunk.last()) else {
             return Ok(None);
-        }
-        let lines = first..=self.number;
-        Ok(Some((self.batch_of(chunk)?, lines)))
+        };
+        Ok(Some((self.batch_of(chunk)?, first..=last)))
     }
 
     /// The rows of checked lines as one batch, in the table's key order; a line whose values
@@ -476,12 +610,35 @@ mod tests {
             ("no newline", (0, 10)),
         ] {
             std::fs::write(&file, text).unwrap();
-            assert_eq!(whole_lines(&file).unwrap(), want, "{text:?}");
+            let f = std::fs::File::open(&file).unwrap();
+            assert_eq!(whole_lines(&f, &file).unwrap(), want, "{text:?}");
         }
         // A last line longer than the window read from the end at a time.
         let long = format!("{}\n{}", "a".repeat(100_000), "b".repeat(70_000));
         std::fs::write(&file, &long).unwrap();
-        assert_eq!(whole_lines(&file).unwrap(), (100_001, 70_000));
+        let f = std::fs::File::open(&file).unwrap();
+        assert_eq!(whole_lines(&f, &file).unwrap(), (100_001, 70_000));
+    }
+
+    #[test]
+    fn damaged_lines_are_named_or_left_out_with_their_numbers() {
+        let dir = TestDir::new("replay-damaged");
+        let path = dir.path().join("f.jsonl");
+        std::fs::write(&path, b"\n\xff\xfe\n{\"row\": {}}\n  \n").unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        let (size, tail) = whole_lines(&f, &path).unwrap();
+        assert_eq!((size, tail), (19, 0));
+        let err = Chunks::open(&f, &path, size, false)
+            .unwrap()
+            .next_batch()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("f.jsonl line 2: not UTF-8"), "{err}");
+        let mut chunks = Chunks::open(&f, &path, size, true).unwrap();
+        assert!(chunks.next_batch().unwrap().is_none(), "no row left");
+        let lines: Vec<usize> = chunks.damaged.iter().map(|(n, _)| *n).collect();
+        assert_eq!(lines, [2, 3]);
+        assert_eq!(chunks.damaged[1].1, "no value for column `org_id`");
     }
 
     #[test]

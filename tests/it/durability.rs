@@ -393,7 +393,7 @@ fn dead_lettered_rows_go_in_again_with_replay_as_they_were_refused() {
 
     let (code, _, err) = run(&["deadletter", "replay", path, "--refused", path]);
     assert_eq!(code, Some(1));
-    assert!(err.contains("is the file being replayed"), "{err}");
+    assert!(err.contains(", the file being replayed"), "{err}");
 
     // A damaged copy: refused whole, naming the line; nothing inserted.
     let damaged = server.data_dir().join("damaged.jsonl");
@@ -434,6 +434,21 @@ fn dead_lettered_rows_go_in_again_with_replay_as_they_were_refused() {
     let (code, _, err) = run(&["deadletter", "replay", path]);
     assert_eq!(code, Some(1), "{err}");
     assert_eq!(refused_lines().len(), 1, "not repeated");
+    // A replay of another file would replace it, and that file does not hold its row: refused.
+    let others = server.data_dir().join("others.jsonl");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let not_tiny: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.contains("\"span_id\":\"tiny\""))
+        .collect();
+    assert_eq!(not_tiny.len(), 2);
+    std::fs::write(&others, not_tiny.join("\n") + "\n").unwrap();
+    let others = others.to_str().unwrap();
+    let (code, _, err) = run(&["deadletter", "replay", others, "--refused", &again]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("holds 1 row that"), "{err}");
+    assert_eq!(refused_lines().len(), 1, "kept");
+    assert_eq!(server.count(), 5);
 
     // Mended: the refused file replays in turn; the whole file again stores nothing twice,
     // and removes the refused file of the runs before, now that no row is refused. Its last
