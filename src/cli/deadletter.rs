@@ -15,8 +15,10 @@
 //! What ClickHouse refuses is treated as the flush thread does: an insert refused for some
 //! rows' values is split in halves until those rows are found, and they are written, with the
 //! new error, to the refused file (by default `FILE.refused`), which is itself a dead-letter
-//! file to replay later. Each run replaces it with what that run refused (it is written aside
-//! and renamed at the end), so running the command again never repeats a row there. An error
+//! file to replay later. Each run replaces it with what that run refused (it is written aside,
+//! in a file locked for the run, and renamed at the end), so running the command again never
+//! repeats a row there; a run replaces it only when every row in it is also in FILE, and one
+//! that stops before the end without refusing any leaves it as it was. An error
 //! that refuses any rows (the table does not take these columns) or that lasts (ClickHouse
 //! unreachable for `TRIES` tries) stops the command, saying how many rows were inserted before.
 
@@ -58,7 +60,8 @@ pub struct ReplayArgs {
     /// The dead-letter file: `INGEST_DATA_DIR/deadletter/spans.jsonl`, best moved away first
     /// (the server starts a new one), or the refused file of an earlier replay.
     pub file: PathBuf,
-    /// Where the rows ClickHouse still refuses go, replaced by each run [default: FILE.refused].
+    /// Where the rows ClickHouse still refuses go, replaced by each run (only when FILE holds
+    /// every row already there) [default: FILE.refused].
     #[arg(long)]
     pub refused: Option<PathBuf>,
     /// Leave out lines that are not dead-letter lines (listing them) instead of stopping.
@@ -105,6 +108,12 @@ async fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
             );
         }
     }
+    // One run at a time writes to a refused file (through its aside, locked for the run).
+    let lock = if args.dry_run {
+        None
+    } else {
+        Some(lock_aside(&aside)?)
+    };
     let source =
         std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?;
     let (size, tail) = whole_lines(&source, file)?;
@@ -125,7 +134,7 @@ async fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
             }
         }
     }
-    if !earlier.is_empty() {
+    if !earlier.is_empty() && total > 0 {
         bail!(
             "{} holds {} that {} does not (the refused rows of another file's replay?); this run \
              would replace it: replay it or move it away first, or name another --refused",
@@ -155,6 +164,7 @@ async fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         eprintln!("{} line {line}: {why}; left out", file.display());
     }
     let damaged = chunks.damaged.len();
+    let mut damaged_lines = std::mem::take(&mut chunks.damaged);
     if args.dry_run {
         outln!("nothing inserted (--dry-run)");
     } else if total > 0 {
@@ -162,16 +172,21 @@ async fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         // As `reprice` does: the table must have every column the rows have.
         store.migrate().await?;
         let mut chunks = Chunks::open(&source, file, size, args.skip_damaged)?;
-        insert_all(&store, &mut chunks, &refused_path, &aside, total).await?;
-        if chunks.damaged.len() != damaged {
-            bail!(
-                "{} changed while it was replayed: {} damaged lines the first time, {} then; \
-                 every row read was inserted or refused, run the command again to see",
-                file.display(),
-                damaged,
-                chunks.damaged.len()
-            );
-        }
+        let first_pass = std::mem::take(&mut damaged_lines);
+        let locked = lock.as_ref().expect("locked unless a dry run");
+        let aside = Aside {
+            path: &locked.path,
+            file: &locked.file,
+        };
+        insert_all(
+            &store,
+            &mut chunks,
+            &first_pass,
+            &refused_path,
+            aside,
+            total,
+        )
+        .await?;
     }
     if damaged > 0 {
         bail!(
@@ -183,27 +198,35 @@ async fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// What tells a refused row from another: its key in the table and its version.
+/// What tells a refused row from another: its key in the table and its version, as the first
+/// 16 bytes of their SHA-256 (so that a refused file of millions of rows stays small in memory).
 #[derive(Debug, PartialEq, Eq, Hash)]
-struct RowKey(String, String, u64, String, u64);
+struct RowKey([u8; 16]);
 
 impl RowKey {
     fn of(values: &[Value<'_>]) -> RowKey {
-        let text = |c: usize| match &values[c] {
-            Value::Str(s) => s.to_string(),
-            _ => String::new(),
-        };
-        let number = |c: usize| match &values[c] {
-            Value::U64(n) => *n,
-            _ => 0,
-        };
-        RowKey(
-            text(col::org_id),
-            text(col::trace_id),
-            number(col::start_time_ms),
-            text(col::span_id),
-            number(col::version),
-        )
+        use sha2::Digest as _;
+        let mut h = sha2::Sha256::new();
+        for c in [
+            col::org_id,
+            col::trace_id,
+            col::start_time_ms,
+            col::span_id,
+            col::version,
+        ] {
+            match &values[c] {
+                Value::Str(s) => {
+                    h.update((s.len() as u64).to_le_bytes());
+                    h.update(s.as_bytes());
+                }
+                Value::U64(n) => h.update(n.to_le_bytes()),
+                _ => h.update([0xff]),
+            }
+        }
+        let digest = h.finalize();
+        let mut key = [0; 16];
+        key.copy_from_slice(&digest[..16]);
+        RowKey(key)
     }
 }
 
@@ -215,8 +238,17 @@ fn refused_keys(path: &Path) -> anyhow::Result<std::collections::HashSet<RowKey>
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(keys),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
     };
-    let (size, _) = whole_lines(&f, path)?;
+    let (size, tail) = whole_lines(&f, path)?;
+    if tail > 0 {
+        bail!(
+            "{}, the refused file of an earlier run, ends in a line without its newline: mend it, \
+             move it away or name another --refused",
+            path.display()
+        );
+    }
     let mut chunks = Chunks::open(&f, path, size, false)?;
+    chunks.mend = "it is the refused file of an earlier run: mend it, move it away or name \
+                   another --refused";
     while let Some((batch, _)) = chunks.next_batch()? {
         let mut reader = batch.reader(0..batch.len());
         while let Some(values) = reader.next_row() {
@@ -232,18 +264,18 @@ fn refused_keys(path: &Path) -> anyhow::Result<std::collections::HashSet<RowKey>
 async fn insert_all(
     store: &Store,
     chunks: &mut Chunks<'_>,
+    first_pass: &[(usize, String)],
     refused_path: &Path,
-    aside: &Path,
+    aside: Aside<'_>,
     total: u64,
 ) -> anyhow::Result<()> {
-    // Written aside, so that the refused file only ever holds one run's rows.
-    match std::fs::remove_file(aside) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(e).with_context(|| format!("cannot remove {}", aside.display()))
-        }
-        _ => {}
-    }
-    let refused = DeadLetters::at(aside.to_path_buf());
+    // Written aside, so that the refused file only ever holds one run's rows: emptied of what
+    // a run killed before its end left there.
+    aside
+        .file
+        .set_len(0)
+        .with_context(|| format!("cannot empty {}", aside.path.display()))?;
+    let refused = DeadLetters::at(aside.path.to_path_buf());
     let mut outcome = Outcome::default();
     let mut stopped = None;
     loop {
@@ -265,7 +297,18 @@ async fn insert_all(
             break;
         }
     }
-    let settled = settle_refused(refused_path, aside, outcome.refused, stopped.is_some());
+    // The second pass must read what the first checked: else rows may not have been tried.
+    if stopped.is_none()
+        && (chunks.damaged != first_pass || outcome.inserted + outcome.refused != total)
+    {
+        stopped = Some(anyhow::anyhow!(
+            "{} changed while it was replayed ({} rows checked, {} inserted or refused)",
+            chunks.file.display(),
+            total,
+            outcome.inserted + outcome.refused
+        ));
+    }
+    let settled = settle_refused(refused_path, aside.path, outcome.refused, stopped.is_some());
     let summary = format!(
         "{} of {} inserted into {}.spans",
         outcome.inserted,
@@ -299,6 +342,61 @@ async fn insert_all(
     Ok(())
 }
 
+/// Where a run writes its refused rows until its end, and that file, locked for the run.
+#[derive(Clone, Copy)]
+struct Aside<'a> {
+    path: &'a Path,
+    file: &'a std::fs::File,
+}
+
+/// The aside file of a run, locked; removed when dropped if it is still there (a run that
+/// wrote nothing to it, or stopped early), and still this run's file.
+struct LockedAside {
+    path: PathBuf,
+    file: std::fs::File,
+}
+
+impl Drop for LockedAside {
+    fn drop(&mut self) {
+        use std::os::unix::fs::MetadataExt as _;
+        let ours = |m: std::fs::Metadata| {
+            self.file
+                .metadata()
+                .is_ok_and(|f| (f.dev(), f.ino()) == (m.dev(), m.ino()))
+        };
+        if std::fs::metadata(&self.path).is_ok_and(ours) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Opens (creating) `aside` and locks it for this process, or says that another replay has it.
+fn lock_aside(aside: &Path) -> anyhow::Result<LockedAside> {
+    use std::os::fd::AsRawFd as _;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(aside)
+        .with_context(|| format!("cannot open {}", aside.display()))?;
+    // SAFETY: `flock` on a descriptor this function owns; no memory is passed.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() == std::io::ErrorKind::WouldBlock {
+            bail!(
+                "another `deadletter replay` is writing its refused rows to {}: wait for it to \
+                 end, or name another --refused",
+                aside.display()
+            );
+        }
+        return Err(e).with_context(|| format!("cannot lock {}", aside.display()));
+    }
+    Ok(LockedAside {
+        path: aside.to_path_buf(),
+        file: f,
+    })
+}
+
 /// Puts this run's refused rows (`refused` of them, in `aside`) in place of `refused_path`;
 /// says what it did, for the summary.
 fn settle_refused(
@@ -320,9 +418,11 @@ fn settle_refused(
             rows(refused),
             refused_path.display()
         )
-    } else if stopped {
-        String::new()
     } else {
+        // The empty aside goes when its lock does (`LockedAside`).
+        if stopped {
+            return Ok(String::new());
+        }
         // Every row of FILE was tried, and those of the earlier refused file are in FILE.
         match std::fs::remove_file(refused_path) {
             Ok(()) => format!(
@@ -394,9 +494,14 @@ struct Chunks<'p> {
     number: usize,
     /// Leave out damaged lines instead of failing.
     skip_damaged: bool,
+    /// What to do about a damaged line, for the message that stops at one.
+    mend: &'static str,
     /// The damaged lines left out so far: number and what is wrong.
     damaged: Vec<(usize, String)>,
 }
+
+/// `Chunks::mend` for a file to replay.
+const MEND_LINE: &str = "mend or delete the line, or pass --skip-damaged to replay the others";
 
 impl<'p> Chunks<'p> {
     /// The first `size` bytes of `source` from its start (`file` names it in messages).
@@ -414,6 +519,7 @@ impl<'p> Chunks<'p> {
             reader: BufReader::new(f.take(size)),
             number: 0,
             skip_damaged,
+            mend: MEND_LINE,
             damaged: Vec::new(),
         })
     }
@@ -448,18 +554,22 @@ impl<'p> Chunks<'p> {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            bytes += line.len();
             let object = std::str::from_utf8(&line)
                 .map_err(|e| format!("not UTF-8: {e}"))
                 .and_then(row_object);
             match object {
-                Ok(row) => chunk.push((self.number, row)),
+                // Only lines kept count towards the chunk's bound: damaged ones, however long,
+                // never end the reading.
+                Ok(row) => {
+                    bytes += line.len();
+                    chunk.push((self.number, row));
+                }
                 Err(why) if self.skip_damaged => self.damaged.push((self.number, why)),
                 Err(why) => bail!(
-                    "{} line {}: {why} (mend or delete the line, or pass --skip-damaged to \
-                     replay the others)",
+                    "{} line {}: {why} ({})",
                     self.file.display(),
-                    self.number
+                    self.number,
+                    self.mend
                 ),
             }
         }
@@ -490,11 +600,7 @@ impl<'p> Chunks<'p> {
             match checked {
                 Ok(vp) => values.push(vp),
                 Err(why) if self.skip_damaged => self.damaged.push((*n, why)),
-                Err(why) => bail!(
-                    "{} line {n}: {why} (mend or delete the line, or pass --skip-damaged to \
-                     replay the others)",
-                    self.file.display()
-                ),
+                Err(why) => bail!("{} line {n}: {why} ({})", self.file.display(), self.mend),
             }
         }
         let mut rows: Vec<RowRef<'_>> = values
@@ -639,6 +745,75 @@ mod tests {
         let lines: Vec<usize> = chunks.damaged.iter().map(|(n, _)| *n).collect();
         assert_eq!(lines, [2, 3]);
         assert_eq!(chunks.damaged[1].1, "no value for column `org_id`");
+    }
+
+    /// Dead-letter lines of `spans` rows of one trace, as the server writes them.
+    fn dead_letter_lines(spans: usize) -> String {
+        let dir = TestDir::new("replay-lines-src");
+        let dl = DeadLetters::new(dir.path());
+        let b = crate::row::test_rows::batch("org-1", "trace-1", spans, 1_700_000_000_000);
+        let err = InsertError {
+            retry: Retry::Split,
+            code: Some(395),
+            message: "refused".into(),
+        };
+        dl.write(&[RowRun::whole(&b)], &err).unwrap();
+        std::fs::read_to_string(dl.path()).unwrap()
+    }
+
+    /// Found in review: damaged lines counted towards a chunk's 64 MB, and a chunk of nothing
+    /// but damaged lines read as the end of the file, so the rows after them were never tried.
+    #[test]
+    fn rows_after_64_mb_of_damaged_lines_are_read() {
+        let dir = TestDir::new("replay-long-damage");
+        let path = dir.path().join("f.jsonl");
+        let garbage = "x".repeat(CHUNK_BYTES + 1);
+        std::fs::write(&path, format!("{garbage}\n{}", dead_letter_lines(2))).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        let (size, _) = whole_lines(&f, &path).unwrap();
+        let mut chunks = Chunks::open(&f, &path, size, true).unwrap();
+        let (batch, lines) = chunks.next_batch().unwrap().expect("the rows after it");
+        assert_eq!((batch.len(), lines), (2, 2..=3));
+        assert!(chunks.next_batch().unwrap().is_none());
+        assert_eq!(chunks.damaged.len(), 1);
+    }
+
+    #[test]
+    fn an_earlier_refused_file_is_read_whole_or_refused() {
+        let dir = TestDir::new("replay-earlier");
+        let path = dir.path().join("f.refused");
+        assert!(refused_keys(&path).unwrap().is_empty(), "none there");
+        let lines = dead_letter_lines(3);
+        std::fs::write(&path, &lines).unwrap();
+        assert_eq!(refused_keys(&path).unwrap().len(), 3);
+        // Its last row without a newline would go unchecked: refused.
+        std::fs::write(&path, lines.trim_end()).unwrap();
+        let e = format!("{:#}", refused_keys(&path).unwrap_err());
+        assert!(e.contains("ends in a line without its newline"), "{e}");
+        // A damaged line: not the advice for a file to replay.
+        std::fs::write(&path, format!("{lines}{{\"row\": 1}}\n")).unwrap();
+        let e = format!("{:#}", refused_keys(&path).unwrap_err());
+        assert!(e.contains("line 4: no `row` object"), "{e}");
+        assert!(e.contains("refused file of an earlier run"), "{e}");
+        assert!(!e.contains("--skip-damaged"), "{e}");
+    }
+
+    #[test]
+    fn one_run_at_a_time_writes_aside_and_its_file_goes_with_it() {
+        let dir = TestDir::new("replay-lock");
+        let aside = dir.path().join("f.refused.partial");
+        let first = lock_aside(&aside).unwrap();
+        let e = format!("{:#}", lock_aside(&aside).err().expect("locked"));
+        assert!(e.contains("another `deadletter replay`"), "{e}");
+        drop(first);
+        assert!(!aside.exists(), "an unused aside is removed");
+        // Renamed away (rows were refused), and a new file at its path: not removed.
+        let second = lock_aside(&aside).unwrap();
+        std::fs::rename(&aside, dir.path().join("f.refused")).unwrap();
+        std::fs::write(&aside, "another run's").unwrap();
+        drop(second);
+        assert!(aside.exists(), "not this run's file");
+        assert!(dir.path().join("f.refused").exists());
     }
 
     #[test]

@@ -86,12 +86,19 @@ impl DeadLetters {
         // it reached the file is cut off first, so a retry neither repeats rows nor leaves half
         // a line in front of the next.
         let before = f.metadata()?.len();
-        // A line a crash cut short stays a line of its own: the next row does not join it.
-        let mut last = [b'\n'];
-        if before > 0 && readable {
-            std::os::unix::fs::FileExt::read_exact_at(&f, &mut last, before - 1)?;
-        }
-        if last[0] != b'\n' {
+        // A line a crash cut short stays a line of its own: the next row does not join it. A
+        // file this process cannot read may end in one: a blank line costs nothing (replay
+        // skips those).
+        let ends_a_line = match (before, readable) {
+            (0, _) => true,
+            (_, false) => false,
+            (_, true) => {
+                let mut last = [0];
+                std::os::unix::fs::FileExt::read_exact_at(&f, &mut last, before - 1)?;
+                last[0] == b'\n'
+            }
+        };
+        if !ends_a_line {
             out.insert(0, b'\n');
         }
         let written = f.write_all(&out).and_then(|()| {
