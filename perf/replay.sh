@@ -83,7 +83,8 @@ for round in 1 2; do
   read -r wall user sys rss <"$OUT/time"
   stored=$(ch "SELECT count() FROM replay.spans FINAL")
   raw=$(ch "SELECT count() FROM replay.spans")
-  echo "replay $round: wall ${wall} s, CPU $(echo "$user + $sys" | bc) s (user $user, sys $sys)," \
-    "peak RSS $((rss / 1024)) MB, $(echo "scale=0; $ROWS / $wall" | bc) rows/s;" \
-    "table: $stored rows (FINAL), $raw stored"
+  cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN {printf "%.2f", u + s}')
+  rate=$(awk -v r="$ROWS" -v w="$wall" 'BEGIN {printf "%.0f", r / w}')
+  echo "replay $round: wall ${wall} s, CPU $cpu s (user $user, sys $sys)," \
+    "peak RSS $((rss / 1024)) MB, $rate rows/s; table: $stored rows (FINAL), $raw stored"
 done

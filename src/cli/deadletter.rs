@@ -349,52 +349,68 @@ struct Aside<'a> {
     file: &'a std::fs::File,
 }
 
-/// The aside file of a run, locked; removed when dropped if it is still there (a run that
-/// wrote nothing to it, or stopped early), and still this run's file.
+/// The aside file of a run, locked. Dropped, it is removed if its path still names it and it
+/// is empty (a run that refused nothing, or stopped before writing there); refused rows that
+/// were not renamed onto the refused file (a failed rename, a panic) stay there.
 struct LockedAside {
     path: PathBuf,
     file: std::fs::File,
 }
 
+impl LockedAside {
+    /// Whether `path` names this very file now.
+    fn named(&self) -> bool {
+        use std::os::unix::fs::MetadataExt as _;
+        match (std::fs::metadata(&self.path), self.file.metadata()) {
+            (Ok(p), Ok(f)) => (p.dev(), p.ino()) == (f.dev(), f.ino()),
+            _ => false,
+        }
+    }
+}
+
 impl Drop for LockedAside {
     fn drop(&mut self) {
-        use std::os::unix::fs::MetadataExt as _;
-        let ours = |m: std::fs::Metadata| {
-            self.file
-                .metadata()
-                .is_ok_and(|f| (f.dev(), f.ino()) == (m.dev(), m.ino()))
-        };
-        if std::fs::metadata(&self.path).is_ok_and(ours) {
+        if self.named() && self.file.metadata().is_ok_and(|m| m.len() == 0) {
             let _ = std::fs::remove_file(&self.path);
         }
     }
 }
 
 /// Opens (creating) `aside` and locks it for this process, or says that another replay has it.
+/// While this process holds the lock, the path names the locked file: only its holder removes
+/// or renames it, and a file locked after its path went elsewhere is let go and opened again.
 fn lock_aside(aside: &Path) -> anyhow::Result<LockedAside> {
     use std::os::fd::AsRawFd as _;
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(aside)
-        .with_context(|| format!("cannot open {}", aside.display()))?;
-    // SAFETY: `flock` on a descriptor this function owns; no memory is passed.
-    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let e = std::io::Error::last_os_error();
-        if e.kind() == std::io::ErrorKind::WouldBlock {
-            bail!(
-                "another `deadletter replay` is writing its refused rows to {}: wait for it to \
-                 end, or name another --refused",
-                aside.display()
-            );
+    loop {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(aside)
+            .with_context(|| format!("cannot open {}", aside.display()))?;
+        // SAFETY: `flock` on a descriptor this function owns; no memory is passed.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::WouldBlock {
+                bail!(
+                    "another `deadletter replay` is writing its refused rows to {}: wait for it \
+                     to end, or name another --refused",
+                    aside.display()
+                );
+            }
+            return Err(e).with_context(|| format!("cannot lock {}", aside.display()));
         }
-        return Err(e).with_context(|| format!("cannot lock {}", aside.display()));
+        let locked = LockedAside {
+            path: aside.to_path_buf(),
+            file,
+        };
+        if locked.named() {
+            return Ok(locked);
+        }
+        // Its holder removed or renamed it between our open and our lock: let it go (its drop
+        // leaves what the path names alone) and open the path again.
+        drop(locked);
     }
-    Ok(LockedAside {
-        path: aside.to_path_buf(),
-        file: f,
-    })
 }
 
 /// Puts this run's refused rows (`refused` of them, in `aside`) in place of `refused_path`;
@@ -814,6 +830,17 @@ mod tests {
         drop(second);
         assert!(aside.exists(), "not this run's file");
         assert!(dir.path().join("f.refused").exists());
+        std::fs::remove_file(&aside).unwrap();
+        // Refused rows not renamed away (a failed rename) stay where the message says.
+        let third = lock_aside(&aside).unwrap();
+        std::fs::write(&aside, "refused rows").unwrap();
+        drop(third);
+        assert_eq!(std::fs::read_to_string(&aside).unwrap(), "refused rows");
+        // A locked file whose path went elsewhere is not the path's file any more.
+        std::fs::remove_file(&aside).unwrap();
+        let fourth = lock_aside(&aside).unwrap();
+        std::fs::remove_file(&aside).unwrap();
+        assert!(!fourth.named());
     }
 
     #[test]

@@ -86,19 +86,7 @@ impl DeadLetters {
         // it reached the file is cut off first, so a retry neither repeats rows nor leaves half
         // a line in front of the next.
         let before = f.metadata()?.len();
-        // A line a crash cut short stays a line of its own: the next row does not join it. A
-        // file this process cannot read may end in one: a blank line costs nothing (replay
-        // skips those).
-        let ends_a_line = match (before, readable) {
-            (0, _) => true,
-            (_, false) => false,
-            (_, true) => {
-                let mut last = [0];
-                std::os::unix::fs::FileExt::read_exact_at(&f, &mut last, before - 1)?;
-                last[0] == b'\n'
-            }
-        };
-        if !ends_a_line {
+        if !ends_a_line(&f, before, readable)? {
             out.insert(0, b'\n');
         }
         let written = f.write_all(&out).and_then(|()| {
@@ -111,6 +99,21 @@ impl DeadLetters {
             return Err(e);
         }
         Ok(rows)
+    }
+}
+
+/// Whether the next line may start at `f`'s end (`before` bytes): a line a crash cut short
+/// stays a line of its own, the next row does not join it. A file this process cannot read
+/// may end in one: a blank line costs nothing (replay skips those).
+fn ends_a_line(f: &std::fs::File, before: u64, readable: bool) -> io::Result<bool> {
+    match (before, readable) {
+        (0, _) => Ok(true),
+        (_, false) => Ok(false),
+        (_, true) => {
+            let mut last = [0];
+            std::os::unix::fs::FileExt::read_exact_at(f, &mut last, before - 1)?;
+            Ok(last[0] == b'\n')
+        }
     }
 }
 
@@ -297,6 +300,26 @@ mod tests {
         assert_eq!(lines[0], "{\"row\": {\"org_id\"");
         for l in &lines[1..] {
             serde_json::from_str::<serde_json::Value>(l).unwrap();
+        }
+    }
+
+    /// Found in review: with a file it may only write, the writer could not look at its end
+    /// and joined a cut line; it now starts on a new line (a blank one, if it was not cut).
+    #[test]
+    fn a_file_that_cannot_be_read_gets_a_newline_first() {
+        let dir = TestDir::new("deadletter-end");
+        let path = dir.path().join("f");
+        for (text, readable, want) in [
+            ("", false, true),
+            ("cut", true, false),
+            ("whole\n", true, true),
+            ("whole\n", false, false),
+            ("cut", false, false),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let f = std::fs::File::open(&path).unwrap();
+            let before = text.len() as u64;
+            assert_eq!(ends_a_line(&f, before, readable).unwrap(), want, "{text:?}");
         }
     }
 
