@@ -160,11 +160,10 @@ async fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
              short): left out"
         );
     }
-    for (line, why) in &chunks.damaged {
+    let first_pass = std::mem::take(&mut chunks.damaged);
+    for (line, why) in &first_pass {
         eprintln!("{} line {line}: {why}; left out", file.display());
     }
-    let damaged = chunks.damaged.len();
-    let mut damaged_lines = std::mem::take(&mut chunks.damaged);
     if args.dry_run {
         outln!("nothing inserted (--dry-run)");
     } else if total > 0 {
@@ -172,12 +171,7 @@ async fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         // As `reprice` does: the table must have every column the rows have.
         store.migrate().await?;
         let mut chunks = Chunks::open(&source, file, size, args.skip_damaged)?;
-        let first_pass = std::mem::take(&mut damaged_lines);
-        let locked = lock.as_ref().expect("locked unless a dry run");
-        let aside = Aside {
-            path: &locked.path,
-            file: &locked.file,
-        };
+        let aside = lock.as_ref().expect("locked unless a dry run");
         insert_all(
             &store,
             &mut chunks,
@@ -188,6 +182,7 @@ async fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         )
         .await?;
     }
+    let damaged = first_pass.len();
     if damaged > 0 {
         bail!(
             "{damaged} damaged line{} of {} left out (listed above)",
@@ -266,7 +261,7 @@ async fn insert_all(
     chunks: &mut Chunks<'_>,
     first_pass: &[(usize, String)],
     refused_path: &Path,
-    aside: Aside<'_>,
+    aside: &LockedAside,
     total: u64,
 ) -> anyhow::Result<()> {
     // Written aside, so that the refused file only ever holds one run's rows: emptied of what
@@ -308,7 +303,12 @@ async fn insert_all(
             outcome.inserted + outcome.refused
         ));
     }
-    let settled = settle_refused(refused_path, aside.path, outcome.refused, stopped.is_some());
+    let settled = settle_refused(
+        refused_path,
+        &aside.path,
+        outcome.refused,
+        stopped.is_some(),
+    );
     let summary = format!(
         "{} of {} inserted into {}.spans",
         outcome.inserted,
@@ -343,15 +343,9 @@ async fn insert_all(
 }
 
 /// Where a run writes its refused rows until its end, and that file, locked for the run.
-#[derive(Clone, Copy)]
-struct Aside<'a> {
-    path: &'a Path,
-    file: &'a std::fs::File,
-}
-
-/// The aside file of a run, locked. Dropped, it is removed if its path still names it and it
-/// is empty (a run that refused nothing, or stopped before writing there); refused rows that
-/// were not renamed onto the refused file (a failed rename, a panic) stay there.
+/// Dropped, it is removed if its path still names it and it is empty (a run that refused
+/// nothing, or stopped before writing there); refused rows that were not renamed onto the
+/// refused file (a failed rename, a panic) stay there.
 struct LockedAside {
     path: PathBuf,
     file: std::fs::File,
