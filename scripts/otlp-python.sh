@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A Python with the OpenTelemetry SDK and its OTLP/HTTP exporter, for the live exporter test
-# (tests/it/otlp.rs, `a_live_python_exporter`): makes target/otlp-live/venv if missing or if the
+# A Python with the OpenTelemetry SDK and its OTLP/HTTP and gRPC exporters, for the live exporter
+# test (tests/it/otlp.rs, `a_live_python_exporter`): makes target/otlp-live/venv if missing or if the
 # pins changed, installs the pinned packages from PyPI, and prints the interpreter's path.
 # Idempotent; the pins are the capture programs' (scripts/otlp-capture/requirements.txt).
 set -euo pipefail
@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 VENV=target/otlp-live/venv
 PINS="opentelemetry-api==1.45.2 opentelemetry-sdk==1.45.2 opentelemetry-proto==1.45.2 \
 opentelemetry-exporter-otlp-proto-common==1.45.2 opentelemetry-exporter-otlp-proto-http==1.45.2 \
-opentelemetry-semantic-conventions==0.66b2"
+opentelemetry-exporter-otlp-proto-grpc==1.45.2 opentelemetry-semantic-conventions==0.66b2"
 
 if [ ! -f "$VENV/pins" ] || [ "$(cat "$VENV/pins")" != "$PINS" ]; then
   echo "installing the OpenTelemetry Python SDK into $VENV..." >&2

@@ -17,7 +17,7 @@ Traces recorded (4 traces, 7 spans):
   chat claude-sonnet-4-20250514       CLIENT   anthropic: 3000 in (1024 cache read, 512 cache creation), 250 out
   embeddings text-embedding-3-small   CLIENT   8 in
 
-Usage: python_sdk_genai.py [--gzip]
+Usage: python_sdk_genai.py [--gzip] [--grpc]   (--grpc: the OTLP gRPC exporter, for the live test)
 """
 import json
 import sys
@@ -32,7 +32,9 @@ from otel_setup import make_provider, shutdown
 def main():
     gzip = "--gzip" in sys.argv[1:]
     provider = make_provider(
-        "capture-python-sdk-genai", compression=Compression.Gzip if gzip else Compression.NoCompression
+        "capture-python-sdk-genai",
+        compression=Compression.Gzip if gzip else Compression.NoCompression,
+        grpc="--grpc" in sys.argv[1:],
     )
     tracer = trace.get_tracer("capture.genai.manual", "1.0.0")
 

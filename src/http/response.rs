@@ -214,7 +214,7 @@ fn write_raw(
 }
 
 /// The `google.rpc.Code` of a refusal's status, for an OTLP `Status` body.
-fn grpc_code(status: u16) -> i32 {
+pub fn grpc_code(status: u16) -> i32 {
     match status {
         401 => code::UNAUTHENTICATED,
         403 => code::PERMISSION_DENIED,

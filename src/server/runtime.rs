@@ -277,7 +277,7 @@ async fn worker_main(
 /// socket closed as the task's state is dropped), not the worker thread with every other
 /// connection on it and its listener left open with nobody accepting. Nothing a request sends
 /// should panic (the parsers are fuzzed); this is for the bug that was missed.
-struct Contained<F>(F);
+pub(crate) struct Contained<F>(pub(crate) F);
 
 impl<F: Future<Output = ()>> Future for Contained<F> {
     type Output = ();

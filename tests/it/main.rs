@@ -15,6 +15,7 @@ mod connections;
 mod contract;
 mod durability;
 mod fleet;
+mod grpc;
 mod hardening;
 mod keys;
 mod operations;

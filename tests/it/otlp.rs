@@ -46,7 +46,7 @@ pub(crate) fn post(
 const PROTOBUF: &str = "application/x-protobuf";
 pub(crate) const JSON: &str = "application/json";
 
-fn capture(file: &str) -> Vec<u8> {
+pub(crate) fn capture(file: &str) -> Vec<u8> {
     std::fs::read(format!("{FIXTURES}/{file}")).expect("capture")
 }
 
@@ -72,7 +72,7 @@ fn capture_headers(file: &str) -> (String, Option<String>) {
 }
 
 /// The expected lines of a capture (shared with `src/ingest/otlp/captures.rs`).
-fn expected(name: &str) -> Vec<String> {
+pub(crate) fn expected(name: &str) -> Vec<String> {
     std::fs::read_to_string(format!("{FIXTURES}/expected/{name}.txt"))
         .unwrap()
         .lines()
@@ -83,7 +83,7 @@ fn expected(name: &str) -> Vec<String> {
 
 /// The stored rows of `org`, as the expected files write them; and the check that no trace
 /// costs more than its model calls.
-fn stored_lines(server: &Server, org: &str) -> Vec<String> {
+pub(crate) fn stored_lines(server: &Server, org: &str) -> Vec<String> {
     let rows = server.rows(
         "trace_id, span_id, parent_span_id, span_type, name, provider, model_id, input_tokens, \
          output_tokens, cached_input_tokens, cache_write_input_tokens, reasoning_tokens, \
@@ -223,7 +223,7 @@ fn wait_for(what: &str, cond: impl FnMut() -> bool) {
 }
 
 /// A one-span export (OTLP/JSON), valid unless `span_id` or the times say otherwise.
-fn json_export(spans: &[(&str, u64, u64)]) -> Vec<u8> {
+pub(crate) fn json_export(spans: &[(&str, u64, u64)]) -> Vec<u8> {
     let spans: Vec<Value> = spans
         .iter()
         .map(|&(id, start_ns, end_ns)| {
@@ -251,7 +251,7 @@ fn json_export(spans: &[(&str, u64, u64)]) -> Vec<u8> {
     .unwrap()
 }
 
-const T0: u64 = 1_780_000_000_000_000_000;
+pub(crate) const T0: u64 = 1_780_000_000_000_000_000;
 
 /// `google.rpc.Status` as protobuf: (code, message).
 fn status_protobuf(body: &[u8]) -> (u64, String) {
@@ -905,8 +905,9 @@ fn a_semconv_provider_is_priced() {
     );
 }
 
-/// The Python SDK's own OTLP/HTTP exporter (protobuf, gzip) against the server: its export
-/// succeeds and its spans are stored as the capture of the same program says.
+/// The Python SDK's own OTLP exporters against the server, OTLP/HTTP (protobuf, gzip) and
+/// gRPC (gzip, on the same port): each export succeeds and its spans are stored as the capture
+/// of the same program says.
 #[test]
 fn a_live_python_exporter() {
     let Some(python) = std::env::var_os("TRACEINGEST_OTLP_PYTHON") else {
@@ -918,28 +919,35 @@ fn a_live_python_exporter() {
         return;
     };
     let server = Server::start();
-    let key = server.ready_key("org-live");
     let program = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/scripts/otlp-capture/python_sdk_genai.py"
     );
-    let out = std::process::Command::new(python)
-        .arg(program)
-        .arg("--gzip")
-        .env(
-            "OTLP_CAPTURE_ENDPOINT",
-            format!("http://{}/v1/traces", server.addr),
-        )
-        .env("OTEL_EXPORTER_OTLP_HEADERS", format!("x-api-key={key}"))
-        .output()
-        .expect("run the Python exporter");
-    assert!(
-        out.status.success(),
-        "the exporter failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
     let want = expected("python-sdk-genai");
-    server.wait_rows(want.len() as u64);
-    assert_eq!(stored_lines(&server, "org-live"), want);
+    for (n, (org, grpc)) in [("org-live", false), ("org-live-grpc", true)]
+        .into_iter()
+        .enumerate()
+    {
+        let key = server.ready_key(org);
+        let (endpoint, args) = if grpc {
+            (format!("http://{}", server.addr), vec!["--gzip", "--grpc"])
+        } else {
+            (format!("http://{}/v1/traces", server.addr), vec!["--gzip"])
+        };
+        let out = std::process::Command::new(&python)
+            .arg(program)
+            .args(args)
+            .env("OTLP_CAPTURE_ENDPOINT", endpoint)
+            .env("OTEL_EXPORTER_OTLP_HEADERS", format!("x-api-key={key}"))
+            .output()
+            .expect("run the Python exporter");
+        assert!(
+            out.status.success(),
+            "the exporter ({org}) failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        server.wait_rows((n + 1) as u64 * want.len() as u64);
+        assert_eq!(stored_lines(&server, org), want, "{org}");
+    }
 }

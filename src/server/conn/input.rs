@@ -9,6 +9,7 @@ use monoio::buf::IoBufMut;
 use monoio::io::{AsyncWriteRent, CancelableAsyncReadRent};
 
 use super::{Conn, Stop, GROW_BUF, IDLE_LOOK, LINGER, SMALL_BUF};
+use crate::config::Config;
 use crate::http::refusal::{refusal, ConnError, Refusal};
 use crate::http::request::{self, ChunkedDecoder, Framing, Head, Parsed};
 use crate::http::response::Outcome;
@@ -135,16 +136,9 @@ impl Conn {
         head: &Head,
         body_started: Instant,
     ) -> Instant {
-        let config = &shared.config;
-        let stalled = Instant::now() + config.idle_timeout;
-        if config.min_body_rate == 0 {
-            return stalled;
-        }
         // Raw bytes on the wire (chunk framing included) received so far.
-        let received = (self.buf.len() - self.start - head.len) as u128;
-        let micros = received * 1_000_000 / u128::from(config.min_body_rate);
-        let earned = Duration::from_micros(micros.min(u128::from(u64::MAX)) as u64);
-        stalled.min(body_started + earned.max(config.body_rate_grace))
+        let received = self.buf.len() - self.start - head.len;
+        rate_deadline(&shared.config, received, body_started)
     }
 
     /// Reads at least one more byte into `buf`, first writing pending answers. `idle` means no
@@ -261,6 +255,20 @@ impl Conn {
             self.out = Vec::new();
         }
     }
+}
+
+/// When the next bytes of a body that started at `body_started` and of which `received` bytes
+/// arrived must be there: within the idle timeout, and, past the grace period, soon enough
+/// that the average rate stays at or above `INGEST_MIN_BODY_RATE_BYTES_PER_SEC`. HTTP/1 bodies
+/// and gRPC messages alike.
+pub(super) fn rate_deadline(config: &Config, received: usize, body_started: Instant) -> Instant {
+    let stalled = Instant::now() + config.idle_timeout;
+    if config.min_body_rate == 0 {
+        return stalled;
+    }
+    let micros = received as u128 * 1_000_000 / u128::from(config.min_body_rate);
+    let earned = Duration::from_micros(micros.min(u128::from(u64::MAX)) as u64);
+    stalled.min(body_started + earned.max(config.body_rate_grace))
 }
 
 #[cold]

@@ -29,17 +29,20 @@ use crate::admission::LimitHeaders;
 use crate::auth::refresh::UNKNOWN_KEY_WAIT;
 use crate::auth::{AuthError, Principal};
 use crate::http::otlp::Format;
-use crate::http::refusal::{otlp_refusal, refusal, ConnError, Refused};
+use crate::http::refusal::{otlp_refusal, refusal, ConnError, Refusal, Refused};
 use crate::http::request::{self, Framing, Head, HttpError, MediaType, Method, Parsed, Route};
 use crate::http::response::{self, ExtraHeaders, Outcome};
-use crate::ingest::{DecodeError, IngestError, OtlpFormat, Pipeline};
+use crate::ingest::{DecodeError, Exported, IngestError, OtlpFormat, Pipeline};
 use crate::server::drain::DrainSignal;
 use crate::server::keywait::KeyWaits;
 use crate::server::{ops, Shared};
+use crate::sink::Handed;
 
+mod grpc;
 mod input;
 
-use input::Read;
+use grpc::Sniff;
+use input::{rate_deadline, Read};
 
 /// Read buffer of a new connection, and all an idle one keeps: most request heads fit, and
 /// 2000 idle connections hold 4 MiB of buffers between them.
@@ -101,6 +104,8 @@ impl Drop for ActiveGuard {
 enum Stop {
     /// Peer closed, timed out, failed, or we decided to close.
     Close,
+    /// The connection opened with HTTP/2's preface: gRPC (`grpc.rs`) takes it over.
+    Http2,
 }
 
 struct Conn {
@@ -137,7 +142,11 @@ pub async fn serve(stream: TcpStream, slot: ActiveGuard) {
         closing: false,
         canceller: Canceller::new(),
     };
-    let _ = conn.run(&worker).await;
+    if let Err(Stop::Http2) = conn.run(&worker).await {
+        let Conn { stream, buf, .. } = conn;
+        grpc::serve(stream, buf, worker).await;
+        return;
+    }
     let flushed = conn.out.is_empty() || conn.flush().await.is_ok();
     if flushed && conn.closing {
         conn.linger(&worker.shared).await;
@@ -148,11 +157,23 @@ impl Conn {
     async fn run(&mut self, worker: &Worker) -> Result<(), Stop> {
         let shared = &*worker.shared;
         let limits = shared.config.limits;
+        let mut first = true;
         loop {
-            // 1. A complete head, within the header timeout of its first byte.
+            // 1. A complete head, within the header timeout of its first byte. The first bytes
+            // of a connection may instead be HTTP/2's preface (gRPC).
             let mut head_started: Option<Instant> = None;
             let head = loop {
-                match request::parse_head(&self.buf[self.start..], &limits) {
+                let sniffed = if first {
+                    grpc::sniff(&self.buf[self.start..])
+                } else {
+                    Sniff::Http1
+                };
+                let parsed = match sniffed {
+                    Sniff::Http2 => return Err(Stop::Http2),
+                    Sniff::Undecided => Ok(Parsed::Partial),
+                    Sniff::Http1 => request::parse_head(&self.buf[self.start..], &limits),
+                };
+                match parsed {
                     Ok(Parsed::Complete(h)) => break h,
                     Ok(Parsed::Partial) => {
                         let idle = self.start == self.buf.len();
@@ -186,6 +207,7 @@ impl Conn {
                     }
                 }
             };
+            first = false;
             let keep_alive = self.handle(worker, &head).await?;
             if !keep_alive {
                 return Err(Stop::Close);
@@ -290,12 +312,7 @@ impl Conn {
         // other asker, at most `UNKNOWN_KEY_WAIT`), and look again.
         let principal = match self.authenticate(shared, head) {
             Err(AuthError::Unknown) => {
-                let target = shared.keys.demand.ask();
-                let deadline = Instant::now() + UNKNOWN_KEY_WAIT;
-                worker
-                    .key_waits
-                    .until_loaded(&worker.shared, target, deadline)
-                    .await;
+                wait_for_new_key(worker).await;
                 self.authenticate(shared, head)
             }
             known => known,
@@ -397,28 +414,12 @@ impl Conn {
                         &mut extra.limits,
                     )
                 });
-                match result {
-                    Ok((handed, exported)) => {
-                        let settled = match handed {
-                            Some(h) => h.settle().await.map(|_| ()),
-                            None => Ok(()),
-                        };
-                        match settled {
-                            Ok(()) => {
-                                shared.metrics.count_export(&exported);
-                                Ok(Outcome::Exported {
-                                    format: extra.otlp.unwrap_or(Format::Json),
-                                    partial: exported.message.map(|m| (exported.rejected, m)),
-                                })
-                            }
-                            Err(e) => {
-                                extra.limits = refunded_limits(shared, &principal);
-                                Err(refuse(Refused::Ingest(IngestError::from(e))))
-                            }
-                        }
-                    }
-                    Err(e) => Err(refuse(Refused::Ingest(e))),
-                }
+                finish_export(shared, &principal, result, &mut extra.limits)
+                    .await
+                    .map(|partial| Outcome::Exported {
+                        format: extra.otlp.unwrap_or(Format::Json),
+                        partial,
+                    })
             }
         };
         self.consume(head.len + body.raw);
@@ -555,6 +556,44 @@ impl Conn {
         self.out = out;
         res.map(|_| ()).map_err(|_| Stop::Close)
     }
+}
+
+/// Settles an OTLP export the pipeline took (in write-ahead mode, waits for its fsync) and
+/// counts it. Ok holds what `partial_success` reports (spans left out, and why); a refusal
+/// leaves the key's limits after its refund in `limits`. Shared by OTLP/HTTP and gRPC.
+async fn finish_export(
+    shared: &Shared,
+    principal: &Principal,
+    result: Result<(Option<Handed>, Exported), IngestError>,
+    limits: &mut LimitHeaders,
+) -> Result<Option<(u64, String)>, Refusal> {
+    let (handed, exported) = result.map_err(|e| otlp_refusal(Refused::Ingest(e)))?;
+    let settled = match handed {
+        Some(h) => h.settle().await.map(|_| ()),
+        None => Ok(()),
+    };
+    match settled {
+        Ok(()) => {
+            shared.metrics.count_export(&exported);
+            Ok(exported.message.map(|m| (exported.rejected, m)))
+        }
+        Err(e) => {
+            *limits = refunded_limits(shared, principal);
+            Err(otlp_refusal(Refused::Ingest(IngestError::from(e))))
+        }
+    }
+}
+
+/// Waits (at most `UNKNOWN_KEY_WAIT`) for an early key-set load, asked for by a request with a
+/// key the set in force does not know: it may have been created since the last refresh. Every
+/// asker on every worker shares the one load.
+async fn wait_for_new_key(worker: &Worker) {
+    let target = worker.shared.keys.demand.ask();
+    let deadline = Instant::now() + UNKNOWN_KEY_WAIT;
+    worker
+        .key_waits
+        .until_loaded(&worker.shared, target, deadline)
+        .await;
 }
 
 /// The key's limits after a refusal in the write-ahead log gave back what the admission took

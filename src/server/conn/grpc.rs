@@ -1,0 +1,737 @@
+//! OTLP over gRPC: `opentelemetry.proto.collector.trace.v1.TraceService/Export` on the same
+//! port as `/ingest` and `/v1/traces`.
+//!
+//! A connection whose first bytes are HTTP/2's connection preface (gRPC's "prior knowledge"
+//! h2c) is handed here by `Conn::run` with what it read so far. hyper's `h2` does the framing,
+//! HPACK and flow control on the connection through monoio's poll-io adapter. Each stream is
+//! one export, run in a task of its own on this worker: its metadata is checked (path,
+//! content type, `grpc-encoding`, the API key in `authorization` or `x-api-key`), its one
+//! length-prefixed message read into a buffer of its own (under the same deadline and minimum
+//! rate as an HTTP/1 body), then it goes through the same pipeline as an OTLP/HTTP protobuf
+//! export (`Pipeline::ingest_otlp`, `finish_export`). The answer is an
+//! `ExportTraceServiceResponse` and `grpc-status: 0`, or a trailers-only error whose
+//! `grpc-status` is the refusal's `google.rpc.Code` (`grpc_code`): the OTLP/HTTP twin's, with
+//! a `RetryInfo` where the refusal has a `Retry-After` (`retry_info`), so exporters retry
+//! `RESOURCE_EXHAUSTED` and `UNAVAILABLE` after the delay the server asks for, and never retry
+//! a used-up quota (`PERMISSION_DENIED`) or an export too large (`INVALID_ARGUMENT`).
+//!
+//! The connection closes after the idle timeout without a stream, and on the drain: a
+//! `GOAWAY` lets the exports in flight finish; the drain's cut-off ends it.
+
+use std::cell::Cell;
+use std::io;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use h2::server::SendResponse;
+use h2::RecvStream;
+use http::{HeaderMap, HeaderValue, Request, Response};
+use monoio::io::IntoPollIo;
+use monoio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use super::{finish_export, rate_deadline, wait_for_new_key, wait_for_room, Worker};
+use crate::auth::AuthError;
+use crate::http::otlp::{self as answer, code, Format};
+use crate::http::refusal::{otlp_refusal, ConnError, Refusal, Refused};
+use crate::http::request::HttpError;
+use crate::http::response::grpc_code as http_grpc_code;
+use crate::ingest::body::{PaddedBody, BODY_PADDING};
+use crate::ingest::compress::Encoding;
+use crate::ingest::OtlpFormat;
+use crate::server::runtime::Contained;
+use crate::server::Shared;
+
+/// HTTP/2's connection preface: what a gRPC client sends first on a plaintext connection.
+pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// The one method served.
+pub const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
+
+/// Exports in flight on one connection; a client opening more waits for one to finish. An
+/// SDK exports one batch at a time; a collector runs several consumers over one connection.
+const MAX_STREAMS: u32 = 8;
+/// Flow-control window of a stream and of the connection: how much a client may send ahead
+/// of what the worker has taken. A stream's body is moved into its own buffer as it arrives.
+const STREAM_WINDOW: u32 = 1 << 20;
+const CONN_WINDOW: u32 = 4 << 20;
+/// Largest header block (HPACK-decoded) a client may send.
+const MAX_HEADER_LIST: u32 = 16 * 1024;
+/// gRPC's message prefix: a compressed flag, then the length (big-endian `u32`).
+const PREFIX: usize = 5;
+/// How long a closing connection waits for its streams and its `GOAWAY` to go out.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
+/// What the first bytes of a connection say about its protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sniff {
+    /// The whole preface: HTTP/2.
+    Http2,
+    /// A prefix of the preface so far (possibly nothing): read more to tell.
+    Undecided,
+    /// Not the preface: HTTP/1.
+    Http1,
+}
+
+/// Tells an HTTP/2 connection from an HTTP/1 one by its first bytes.
+pub fn sniff(first: &[u8]) -> Sniff {
+    let n = first.len().min(PREFACE.len());
+    if first[..n] != PREFACE[..n] {
+        Sniff::Http1
+    } else if n == PREFACE.len() {
+        Sniff::Http2
+    } else {
+        Sniff::Undecided
+    }
+}
+
+/// Serves an HTTP/2 connection whose first bytes, `read`, were already taken from `stream`.
+pub async fn serve(stream: TcpStream, read: Vec<u8>, worker: Rc<Worker>) {
+    let shared = worker.shared.clone();
+    let io = match stream.into_poll_io() {
+        Ok(io) => Prefixed { read, at: 0, io },
+        Err(e) => {
+            tracing::debug!(error = %e, "gRPC connection: no poll-io");
+            return;
+        }
+    };
+    let mut builder = h2::server::Builder::new();
+    builder
+        .max_concurrent_streams(MAX_STREAMS)
+        .initial_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONN_WINDOW)
+        .max_header_list_size(MAX_HEADER_LIST);
+    let handshake = monoio::time::timeout(shared.config.header_timeout, builder.handshake(io));
+    let mut conn = match handshake.await {
+        Ok(Ok(conn)) => conn,
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "gRPC connection: handshake failed");
+            return;
+        }
+        Err(_) => return,
+    };
+    // Accept streams; each runs in a task of its own, driven by this loop's polling of the
+    // connection. After the idle timeout without a stream, or on the drain, a `GOAWAY` (h2
+    // then closes once the streams in flight are done); a client that does not answer it is
+    // dropped after `CLOSE_WAIT` if it has no stream left, and the drain's cut-off ends all.
+    let last_busy = Rc::new(Cell::new(Instant::now()));
+    let mut closing_since: Option<Instant> = None;
+    loop {
+        if worker.drain.is_cut_off() {
+            return;
+        }
+        let now = Instant::now();
+        if closing_since.is_none() && shared.is_draining() {
+            conn.graceful_shutdown();
+            closing_since = Some(now);
+        }
+        let wake = match closing_since {
+            None => Some(last_busy.get() + shared.config.idle_timeout),
+            Some(since) if now < since + CLOSE_WAIT => Some(since + CLOSE_WAIT),
+            Some(_) if !conn.has_streams() => return,
+            // Streams in flight, each under its own deadlines: wait for them.
+            Some(_) => None,
+        };
+        let timer = async {
+            match wake {
+                Some(at) => monoio::time::sleep_until(monoio::time::Instant::from_std(at)).await,
+                None => std::future::pending().await,
+            }
+        };
+        let next = monoio::select! {
+            next = conn.accept() => Some(next),
+            _ = timer => None,
+            // Idle: the drain; closing: its cut-off.
+            _ = worker.drain.wait(closing_since.is_none()) => None,
+        };
+        match next {
+            Some(Some(Ok((request, respond)))) => {
+                last_busy.set(Instant::now());
+                let worker = worker.clone();
+                let last_busy = last_busy.clone();
+                // A panic ends the stream (reset as its handles drop), not the worker.
+                monoio::spawn(Contained(async move {
+                    export(&worker, request, respond).await;
+                    last_busy.set(Instant::now());
+                }));
+            }
+            Some(Some(Err(e))) => {
+                tracing::debug!(error = %e, "gRPC connection failed");
+                return;
+            }
+            // Closed, every stream done.
+            Some(None) => return,
+            // A timer or the drain: the next turn decides.
+            None if closing_since.is_none() && conn.has_streams() => {
+                last_busy.set(Instant::now());
+            }
+            None if closing_since.is_none()
+                && Instant::now() >= last_busy.get() + shared.config.idle_timeout =>
+            {
+                conn.graceful_shutdown();
+                closing_since = Some(Instant::now());
+            }
+            None => {}
+        }
+    }
+}
+
+/// Runs one stream (an export) and answers it.
+async fn export(worker: &Worker, request: Request<RecvStream>, mut respond: SendResponse<Bytes>) {
+    let shared = &*worker.shared;
+    let mut org: Option<Arc<str>> = None;
+    let answer = run(worker, request, &mut org).await;
+    let (status, codename) = match &answer {
+        Ok(_) => (200, "exported"),
+        Err(r) => {
+            tracing::debug!(
+                status = r.status,
+                code = r.code,
+                org = org.as_deref().unwrap_or(""),
+                grpc = true,
+                "refused request"
+            );
+            (r.status, r.code)
+        }
+    };
+    shared.metrics.count_response(status, codename);
+    if let Err(e) = respond_with(&mut respond, answer) {
+        tracing::debug!(error = %e, "gRPC answer not sent");
+    }
+}
+
+/// Writes the answer: the response message and `grpc-status: 0`, or a trailers-only error.
+fn respond_with(
+    respond: &mut SendResponse<Bytes>,
+    answer: Result<Option<(u64, String)>, Refusal>,
+) -> Result<(), h2::Error> {
+    match answer {
+        Ok(partial) => {
+            let mut message = vec![0; PREFIX];
+            let partial = partial.as_ref().map(|(n, m)| (*n, m.as_str()));
+            answer::export_response(Format::Protobuf, partial, &mut message);
+            let len = (message.len() - PREFIX) as u32;
+            message[1..PREFIX].copy_from_slice(&len.to_be_bytes());
+            let mut sending = respond.send_response(head(), false)?;
+            sending.send_data(Bytes::from(message), false)?;
+            let mut trailers = HeaderMap::new();
+            trailers.insert("grpc-status", HeaderValue::from_static("0"));
+            sending.send_trailers(trailers)
+        }
+        Err(refusal) => {
+            let mut response = head();
+            let headers = response.headers_mut();
+            let code = grpc_code(&refusal);
+            headers.insert("grpc-status", HeaderValue::from(code));
+            // As an OTLP/HTTP `Status`: the message, then the v1 code in parentheses.
+            let message = format!("{} ({})", refusal.message, refusal.code);
+            if let Ok(v) = HeaderValue::from_bytes(&percent_encode(&message)) {
+                headers.insert("grpc-message", v);
+            }
+            if let Some(retry) = retry_info(code, &message, refusal.retry_after) {
+                for (name, value) in [
+                    ("google.rpc.retryinfo-bin", retry.retry_info),
+                    ("grpc-status-details-bin", retry.status_details),
+                ] {
+                    if let Ok(v) = HeaderValue::from_bytes(&value) {
+                        headers.insert(name, v);
+                    }
+                }
+            }
+            if refusal.status == 415 {
+                headers.insert(
+                    "grpc-accept-encoding",
+                    HeaderValue::from_static("identity,gzip,deflate,zstd"),
+                );
+            }
+            respond.send_response(response, true).map(|_| ())
+        }
+    }
+}
+
+/// `:status 200` and gRPC's content type: every gRPC answer, errors included, has them.
+fn head() -> Response<()> {
+    let mut response = Response::new(());
+    response
+        .headers_mut()
+        .insert("content-type", HeaderValue::from_static("application/grpc"));
+    response
+}
+
+/// Checks the stream's metadata, reads its message and exports it. `org` is set once the key
+/// is known, for the log. Ok holds what `partial_success` reports.
+async fn run(
+    worker: &Worker,
+    request: Request<RecvStream>,
+    org: &mut Option<Arc<str>>,
+) -> Result<Option<(u64, String)>, Refusal> {
+    let shared = &*worker.shared;
+    let (parts, mut body) = request.into_parts();
+    let headers = &parts.headers;
+    if parts.uri.path() != EXPORT_PATH {
+        return Err(unknown_method(parts.uri.path()));
+    }
+    if !is_grpc_proto(headers.get("content-type")) {
+        return Err(Refusal {
+            message: "send gRPC exports as content-type: application/grpc (protobuf)".into(),
+            ..otlp_refusal(ConnError::UnsupportedMediaType)
+        });
+    }
+    let encoding = match headers.get("grpc-encoding").map(HeaderValue::as_bytes) {
+        None | Some(b"identity") => Encoding::Identity,
+        Some(name) => match Encoding::from_header(Some(name)) {
+            Ok(e) => e,
+            Err(_) => {
+                return Err(Refusal {
+                    message: format!(
+                        "grpc-encoding '{}' is not supported; use identity, gzip, deflate or zstd",
+                        String::from_utf8_lossy(name)
+                    ),
+                    ..otlp_refusal(ConnError::UnsupportedMediaType)
+                })
+            }
+        },
+    };
+    if shared.is_draining() {
+        return Err(refuse(Refused::Conn(ConnError::Draining)));
+    }
+    let key = |headers: &HeaderMap| {
+        shared.keys.authenticate(
+            headers.get("authorization").map(HeaderValue::as_bytes),
+            headers.get("x-api-key").map(HeaderValue::as_bytes),
+        )
+    };
+    let principal = match key(headers) {
+        Err(AuthError::Unknown) => {
+            wait_for_new_key(worker).await;
+            key(headers)
+        }
+        known => known,
+    }
+    .map_err(|e| refuse(Refused::Auth(e)))?;
+    *org = Some(principal.org_id.clone());
+    let max_body = shared.config.otlp_max_body_bytes;
+    let mut message = read_message(shared, &mut body, max_body).await?;
+    let (compressed, len) = (message[0] == 1, message.len() - PREFIX);
+    if compressed && encoding == Encoding::Identity {
+        return Err(invalid(
+            "a message is flagged compressed but the call's grpc-encoding is identity",
+        ));
+    }
+    shared
+        .metrics
+        .body_bytes
+        .fetch_add(len as u64, Ordering::Relaxed);
+    if wait_for_room(shared).await {
+        shared.metrics.room_waits.fetch_add(1, Ordering::Relaxed);
+    }
+    message.resize(PREFIX + len + BODY_PADDING, 0);
+    let body = PaddedBody::new(&mut message[PREFIX..], len);
+    let mut limits = crate::admission::LimitHeaders::default();
+    let result = worker.pipeline.borrow_mut().ingest_otlp(
+        &principal,
+        body,
+        OtlpFormat::Protobuf,
+        if compressed {
+            encoding
+        } else {
+            Encoding::Identity
+        },
+        max_body as usize,
+        &mut limits,
+    );
+    // The message is parsed and its rows built: its memory goes before the fsync wait.
+    drop(message);
+    let partial = finish_export(shared, &principal, result, &mut limits).await?;
+    shared
+        .metrics
+        .batches_accepted
+        .fetch_add(1, Ordering::Relaxed);
+    Ok(partial)
+}
+
+/// Reads a unary call's one message, prefix included, within the idle timeout per piece and
+/// the minimum rate since the first. A message larger than `max_body` is refused from its
+/// prefix, before it is read.
+async fn read_message(
+    shared: &Shared,
+    body: &mut RecvStream,
+    max_body: u64,
+) -> Result<Vec<u8>, Refusal> {
+    let started = Instant::now();
+    let mut message: Vec<u8> = Vec::new();
+    let mut want: Option<usize> = None;
+    loop {
+        let deadline = rate_deadline(&shared.config, message.len(), started);
+        let piece =
+            monoio::time::timeout_at(monoio::time::Instant::from_std(deadline), body.data()).await;
+        let piece = match piece {
+            Err(_) => return Err(refuse(Refused::Conn(ConnError::SlowBody))),
+            Ok(None) => break,
+            Ok(Some(Err(e))) => {
+                tracing::debug!(error = %e, "gRPC stream failed");
+                return Err(invalid(&format!(
+                    "the stream ended before its message: {e}"
+                )));
+            }
+            Ok(Some(Ok(piece))) => piece,
+        };
+        let _ = body.flow_control().release_capacity(piece.len());
+        // Before the prefix is known, `message` holds at most 4 bytes: a piece (one frame, at
+        // most 16 KiB) past them is all it may overshoot by before a check below.
+        message.extend_from_slice(&piece);
+        if want.is_none() && message.len() >= PREFIX {
+            let len = u32::from_be_bytes(message[1..PREFIX].try_into().expect("4 bytes"));
+            if message[0] > 1 {
+                return Err(invalid("a message's compressed flag is neither 0 nor 1"));
+            }
+            if u64::from(len) > max_body {
+                return Err(refuse(Refused::Conn(ConnError::Http {
+                    error: HttpError::BodyTooLarge,
+                    max_body,
+                })));
+            }
+            want = Some(PREFIX + len as usize);
+        }
+        if let Some(total) = want {
+            if message.len() > total {
+                return Err(invalid("the call carries more than one message"));
+            }
+            // Room for the whole message and the padding at once.
+            message.reserve_exact(total + BODY_PADDING - message.len());
+        }
+    }
+    match want {
+        Some(total) if message.len() == total => Ok(message),
+        _ => Err(invalid(
+            "the call ended without one whole length-prefixed message",
+        )),
+    }
+}
+
+/// `application/grpc` or `application/grpc+proto`, with parameters or not.
+fn is_grpc_proto(value: Option<&HeaderValue>) -> bool {
+    let Some(v) = value.and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let media = v.split(';').next().unwrap_or("").trim();
+    media.eq_ignore_ascii_case("application/grpc")
+        || media.eq_ignore_ascii_case("application/grpc+proto")
+}
+
+fn refuse(why: impl Into<Refused>) -> Refusal {
+    otlp_refusal(why)
+}
+
+fn invalid(message: &str) -> Refusal {
+    Refusal {
+        message: message.into(),
+        ..otlp_refusal(Refused::Conn(ConnError::Http {
+            error: HttpError::BadRequest("not one gRPC message"),
+            max_body: 0,
+        }))
+    }
+}
+
+fn unknown_method(path: &str) -> Refusal {
+    Refusal {
+        message: format!("unknown method {path}; this server serves {EXPORT_PATH}"),
+        ..otlp_refusal(ConnError::NotFound)
+    }
+}
+
+/// A refusal's `grpc-status`: the `google.rpc.Code` of its OTLP/HTTP twin's `Status` body,
+/// except that an unknown method or an unsupported content type or encoding is
+/// `UNIMPLEMENTED`, as gRPC has it.
+pub fn grpc_code(r: &Refusal) -> i32 {
+    match r.status {
+        404 | 415 => code::UNIMPLEMENTED,
+        s => http_grpc_code(s),
+    }
+}
+
+/// The delay a refusal with a `Retry-After` asks for, as exporters read it: a
+/// `google.rpc.RetryInfo`, alone (`google.rpc.retryinfo-bin`, which the Python exporter reads)
+/// and in the details of a `google.rpc.Status` (`grpc-status-details-bin`, which the Go
+/// exporter and the collector read), each base64 without padding. The Go exporter retries
+/// `RESOURCE_EXHAUSTED` only with it; both wait the delay it gives.
+fn retry_info(code: i32, message: &str, retry_after: Option<u64>) -> Option<RetryMetadata> {
+    use crate::ingest::otlp::protowire::write;
+    let seconds = retry_after?;
+    // google.protobuf.Duration { int64 seconds = 1; }
+    let mut delay = Vec::new();
+    write::uint(&mut delay, 1, seconds);
+    // google.rpc.RetryInfo { Duration retry_delay = 1; }
+    let mut retry = Vec::new();
+    write::bytes(&mut retry, 1, &delay);
+    // google.protobuf.Any { string type_url = 1; bytes value = 2; }
+    let mut any = Vec::new();
+    write::bytes(&mut any, 1, b"type.googleapis.com/google.rpc.RetryInfo");
+    write::bytes(&mut any, 2, &retry);
+    // google.rpc.Status { int32 code = 1; string message = 2; repeated Any details = 3; }
+    let mut status = Vec::new();
+    answer::status(Format::Protobuf, code, message, &mut status);
+    write::bytes(&mut status, 3, &any);
+    Some(RetryMetadata {
+        retry_info: base64(&retry),
+        status_details: base64(&status),
+    })
+}
+
+/// `google.rpc.retryinfo-bin` and `grpc-status-details-bin`, coded.
+#[derive(Debug, PartialEq, Eq)]
+struct RetryMetadata {
+    retry_info: Vec<u8>,
+    status_details: Vec<u8>,
+}
+
+/// Standard base64 without padding, as gRPC writes binary metadata.
+fn base64(bytes: &[u8]) -> Vec<u8> {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = Vec::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]);
+        }
+    }
+    out
+}
+
+/// `grpc-message`'s encoding: bytes outside printable ASCII, and `%`, as `%XX`.
+fn percent_encode(message: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(message.len());
+    for &b in message.as_bytes() {
+        if (0x20..=0x7e).contains(&b) && b != b'%' {
+            out.push(b);
+        } else {
+            out.extend_from_slice(format!("%{b:02X}").as_bytes());
+        }
+    }
+    out
+}
+
+/// The connection for `h2`: the bytes the sniffing read first, then the socket.
+struct Prefixed {
+    read: Vec<u8>,
+    at: usize,
+    io: monoio::net::tcp::stream_poll::TcpStreamPoll,
+}
+
+impl AsyncRead for Prefixed {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if self.at < self.read.len() {
+            let n = buf.remaining().min(self.read.len() - self.at);
+            let at = self.at;
+            buf.put_slice(&self.read[at..at + n]);
+            self.at += n;
+            if self.at == self.read.len() {
+                self.read = Vec::new();
+                self.at = 0;
+            }
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Prefixed {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_preface_is_told_from_http1_by_its_first_bytes() {
+        assert_eq!(sniff(b""), Sniff::Undecided);
+        assert_eq!(sniff(b"P"), Sniff::Undecided);
+        assert_eq!(sniff(b"PRI * HTTP/2"), Sniff::Undecided);
+        assert_eq!(sniff(PREFACE), Sniff::Http2);
+        let mut more = PREFACE.to_vec();
+        more.extend_from_slice(b"\x00\x00\x12\x04");
+        assert_eq!(sniff(&more), Sniff::Http2);
+        assert_eq!(sniff(b"POST /ingest HTTP/1.1\r\n"), Sniff::Http1);
+        assert_eq!(sniff(b"PRI * HTTP/1.1\r\n"), Sniff::Http1);
+        assert_eq!(sniff(b"GET / HTTP/1.1\r\n"), Sniff::Http1);
+    }
+
+    #[test]
+    fn base64_matches_rfc_4648_without_padding() {
+        for (plain, coded) in [
+            ("", ""),
+            ("f", "Zg"),
+            ("fo", "Zm8"),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg"),
+            ("fooba", "Zm9vYmE"),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(plain.as_bytes()), coded.as_bytes(), "{plain}");
+        }
+        assert_eq!(base64(&[0xff, 0xfe, 0xfd]), b"//79");
+    }
+
+    #[test]
+    fn grpc_messages_are_percent_encoded() {
+        assert_eq!(percent_encode("plain text: ok"), b"plain text: ok");
+        assert_eq!(percent_encode("100% é\n"), b"100%25 %C3%A9%0A");
+    }
+
+    #[test]
+    fn refusals_get_the_grpc_codes_exporters_act_on() {
+        let code_of = |why: Refused| grpc_code(&otlp_refusal(why));
+        assert_eq!(
+            code_of(Refused::Auth(AuthError::Missing)),
+            code::UNAUTHENTICATED
+        );
+        assert_eq!(
+            code_of(Refused::Conn(ConnError::Draining)),
+            code::UNAVAILABLE
+        );
+        assert_eq!(
+            code_of(Refused::Conn(ConnError::NotFound)),
+            code::UNIMPLEMENTED
+        );
+        assert_eq!(
+            code_of(Refused::Conn(ConnError::UnsupportedMediaType)),
+            code::UNIMPLEMENTED
+        );
+        assert_eq!(
+            code_of(Refused::Conn(ConnError::SlowBody)),
+            code::DEADLINE_EXCEEDED
+        );
+        // Too large is not retried: the same export would be refused again.
+        assert_eq!(
+            code_of(Refused::Conn(ConnError::Http {
+                error: HttpError::BodyTooLarge,
+                max_body: 1
+            })),
+            code::INVALID_ARGUMENT
+        );
+    }
+
+    /// `RetryInfo` as prost decodes it, inside the `Status` of `grpc-status-details-bin`.
+    #[test]
+    fn retry_info_decodes_with_prost() {
+        use prost::Message;
+        #[derive(Clone, PartialEq, prost::Message)]
+        struct Duration {
+            #[prost(int64, tag = "1")]
+            seconds: i64,
+            #[prost(int32, tag = "2")]
+            nanos: i32,
+        }
+        #[derive(Clone, PartialEq, prost::Message)]
+        struct RetryInfo {
+            #[prost(message, optional, tag = "1")]
+            retry_delay: Option<Duration>,
+        }
+        #[derive(Clone, PartialEq, prost::Message)]
+        struct Any {
+            #[prost(string, tag = "1")]
+            type_url: String,
+            #[prost(bytes = "vec", tag = "2")]
+            value: Vec<u8>,
+        }
+        #[derive(Clone, PartialEq, prost::Message)]
+        struct Status {
+            #[prost(int32, tag = "1")]
+            code: i32,
+            #[prost(string, tag = "2")]
+            message: String,
+            #[prost(message, repeated, tag = "3")]
+            details: Vec<Any>,
+        }
+        let message = "draining (draining)";
+        let coded = retry_info(code::UNAVAILABLE, message, Some(7)).expect("a Retry-After");
+        let alone = RetryInfo::decode(&unbase64(&coded.retry_info)[..]).expect("a RetryInfo");
+        assert_eq!(
+            alone.retry_delay,
+            Some(Duration {
+                seconds: 7,
+                nanos: 0
+            })
+        );
+        let bytes = unbase64(&coded.status_details);
+        let status = Status::decode(&bytes[..]).expect("a Status");
+        assert_eq!(status.code, code::UNAVAILABLE);
+        assert_eq!(status.message, message);
+        assert_eq!(status.details.len(), 1);
+        assert_eq!(
+            status.details[0].type_url,
+            "type.googleapis.com/google.rpc.RetryInfo"
+        );
+        let retry = RetryInfo::decode(&status.details[0].value[..]).expect("a RetryInfo");
+        assert_eq!(
+            retry.retry_delay,
+            Some(Duration {
+                seconds: 7,
+                nanos: 0
+            })
+        );
+        assert_eq!(retry_info(code::UNAVAILABLE, message, None), None);
+    }
+
+    /// The test's own base64 reader (standard alphabet, no padding).
+    fn unbase64(coded: &[u8]) -> Vec<u8> {
+        let value = |c: u8| match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => panic!("not base64: {c}"),
+        };
+        let mut out = Vec::new();
+        let (mut acc, mut bits) = (0u32, 0);
+        for &c in coded {
+            acc = acc << 6 | u32::from(value(c));
+            bits += 6;
+            if bits >= 8 {
+                bits -= 8;
+                out.push((acc >> bits) as u8);
+            }
+        }
+        out
+    }
+}

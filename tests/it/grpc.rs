@@ -1,0 +1,450 @@
+//! OTLP over gRPC against the real server, on the port of `/ingest`: tonic's client (hyper's
+//! h2, as Rust exporters and the collector's Go client speak it) exports real captures, plain
+//! and gzip, and they are stored span by span as over OTLP/HTTP; a raw h2 client sends what
+//! no well-behaved client sends (unknown methods, wrong content types and codings, broken and
+//! missing messages, more than one, one too large); and the refusals carry the `grpc-status`
+//! and `RetryInfo` that exporters act on.
+
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_client::TraceServiceClient;
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
+use prost::Message;
+use tonic::codec::CompressionEncoding;
+use tonic::Code;
+
+use crate::otlp::{capture, expected, json_export, post, stored_lines, JSON, T0};
+use crate::support::*;
+
+const EXPORT: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// One export with tonic's generated client on a new channel, the key as `x-api-key`.
+fn export(
+    addr: SocketAddr,
+    key: &str,
+    request: ExportTraceServiceRequest,
+    gzip: bool,
+) -> Result<ExportTraceServiceResponse, tonic::Status> {
+    runtime().block_on(async {
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .expect("an endpoint")
+            .connect()
+            .await
+            .expect("connect");
+        let mut client = TraceServiceClient::new(channel);
+        if gzip {
+            client = client.send_compressed(CompressionEncoding::Gzip);
+        }
+        let mut request = tonic::Request::new(request);
+        if !key.is_empty() {
+            request
+                .metadata_mut()
+                .insert("x-api-key", key.parse().expect("ASCII"));
+        }
+        client
+            .export(request)
+            .await
+            .map(tonic::Response::into_inner)
+    })
+}
+
+/// The Python SDK's capture (7 spans over 4 traces) as the request message.
+fn python_capture() -> ExportTraceServiceRequest {
+    ExportTraceServiceRequest::decode(&capture("python-sdk-genai-plain.pb")[..]).expect("decodes")
+}
+
+/// A gRPC answer as a raw h2 client sees it.
+#[derive(Debug)]
+struct Raw {
+    /// `grpc-status` (from the trailers, or the headers of a trailers-only answer).
+    status: Option<i32>,
+    message: String,
+    headers: http::HeaderMap,
+    data: Vec<u8>,
+}
+
+/// One call with a raw h2 client: `headers` beside `:path` and the key, then `body` as DATA.
+fn raw_call(addr: SocketAddr, path: &str, headers: &[(&str, &str)], body: Vec<u8>) -> Raw {
+    runtime().block_on(async {
+        let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let (mut client, conn) = h2::client::handshake(tcp).await.expect("h2 handshake");
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let mut request = http::Request::builder()
+            .method("POST")
+            .uri(format!("http://{addr}{path}"));
+        for (k, v) in headers {
+            request = request.header(*k, *v);
+        }
+        let (answer, mut sending) = client
+            .send_request(request.body(()).unwrap(), body.is_empty())
+            .expect("send the request");
+        if !body.is_empty() {
+            sending
+                .send_data(Bytes::from(body), true)
+                .expect("send the body");
+        }
+        let answer = answer.await.expect("an answer");
+        assert_eq!(answer.status(), 200, "gRPC answers are all HTTP 200");
+        let (parts, mut recv) = answer.into_parts();
+        let mut data = Vec::new();
+        while let Some(piece) = recv.data().await {
+            let piece = piece.expect("data");
+            let _ = recv.flow_control().release_capacity(piece.len());
+            data.extend_from_slice(&piece);
+        }
+        let trailers = recv.trailers().await.expect("trailers");
+        let meta = trailers.as_ref().unwrap_or(&parts.headers);
+        let text = |name: &str| meta.get(name).map(|v| v.to_str().unwrap().to_string());
+        Raw {
+            status: text("grpc-status").map(|s| s.parse().unwrap()),
+            message: text("grpc-message").unwrap_or_default(),
+            headers: parts.headers,
+            data,
+        }
+    })
+}
+
+/// `message` behind gRPC's prefix (compressed flag, big-endian length).
+fn framed(compressed: bool, message: &[u8]) -> Vec<u8> {
+    let mut out = vec![u8::from(compressed)];
+    out.extend_from_slice(&(message.len() as u32).to_be_bytes());
+    out.extend_from_slice(message);
+    out
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+/// The real SDK capture exported over gRPC, plain and gzip, is stored span by span exactly as
+/// the same capture over OTLP/HTTP (the expected lines of `otlp.rs`), and HTTP/1 keeps working
+/// on the same port.
+#[test]
+fn grpc_exports_are_stored_as_their_http_twins() {
+    let server = Server::start();
+    let want = expected("python-sdk-genai");
+    for (org, gzip) in [("org-grpc", false), ("org-grpc-gz", true)] {
+        let key = server.ready_key(org);
+        let answer = export(server.addr, &key, python_capture(), gzip).expect("exported");
+        assert_eq!(answer.partial_success, None, "{org}");
+        server.wait_rows(want.len() as u64 * if gzip { 2 } else { 1 });
+        assert_eq!(stored_lines(&server, org), want, "{org}");
+    }
+    let exported = server.metric("traceingest_responses_total{status=\"200\",code=\"exported\"}");
+    assert_eq!(exported, Some(2.0), "{}", server.metrics_text());
+    let body_bytes = server.metric_value("traceingest_request_body_bytes_total");
+    let plain = python_capture().encoded_len() as f64;
+    assert!(
+        body_bytes > plain && body_bytes < 2.0 * plain,
+        "the plain message and the smaller gzip one: {body_bytes} against {plain}"
+    );
+    // Plain HTTP/1 on the same port, after the HTTP/2 connections.
+    let key = server.ready_key("org-http");
+    let r = post(
+        &server,
+        &key,
+        JSON,
+        &[],
+        &json_export(&[("0000000000000001", T0, T0 + 1)]),
+    );
+    assert_eq!(r.status, 200);
+}
+
+/// Spans with bad ids or an end before their start are left out one by one, as over HTTP,
+/// and reported in `partial_success`.
+#[test]
+fn a_grpc_partial_success_names_the_rejected_spans() {
+    let server = Server::start();
+    let key = server.ready_key("org-grpc-partial");
+    let mut request = python_capture();
+    let spans = &mut request.resource_spans[0].scope_spans[0].spans;
+    let total = spans.len();
+    spans[0].span_id = vec![1, 2, 3];
+    let answer = export(server.addr, &key, request, false).expect("exported");
+    let partial = answer.partial_success.expect("a partial success");
+    assert_eq!(partial.rejected_spans, 1);
+    assert!(partial.error_message.contains("span"), "{partial:?}");
+    server.wait_rows(total as u64 - 1);
+}
+
+/// Every refusal a client can provoke, with the `grpc-status` the OTLP exporters act on (they
+/// retry only `UNAVAILABLE`, `RESOURCE_EXHAUSTED` and the like) and a message that says why.
+#[test]
+fn grpc_refusals_carry_their_codes_and_why() {
+    let server = Server::start_with(&[("INGEST_OTLP_MAX_BODY_BYTES", "100000")]);
+    let key = server.ready_key("org-grpc-edges");
+    let message = python_capture().encode_to_vec();
+    let grpc = [
+        ("content-type", "application/grpc"),
+        ("x-api-key", key.as_str()),
+    ];
+    let call = |path: &str, extra: &[(&str, &str)], body: Vec<u8>| {
+        let mut headers = grpc.to_vec();
+        for (k, v) in extra {
+            headers.retain(|(h, _)| h != k);
+            headers.push((k, v));
+        }
+        raw_call(server.addr, path, &headers, body)
+    };
+    // The raw client's well-formed call is taken: the cases below differ from it in one way.
+    let ok = call(EXPORT, &[], framed(false, &message));
+    assert_eq!(ok.status, Some(0), "{ok:?}");
+    assert_eq!(
+        &ok.data[..],
+        &framed(false, &[])[..],
+        "an empty ExportTraceServiceResponse"
+    );
+    assert_eq!(
+        ok.headers.get("content-type").unwrap(),
+        "application/grpc",
+        "{ok:?}"
+    );
+    // gzip, flagged on the message as gRPC has it (another organisation: the same spans).
+    let key_gz = server.ready_key("org-grpc-edges-gz");
+    let zipped = call(
+        EXPORT,
+        &[("grpc-encoding", "gzip"), ("x-api-key", &key_gz)],
+        framed(true, &gzip(&message)),
+    );
+    assert_eq!(zipped.status, Some(0), "{zipped:?}");
+
+    const INVALID_ARGUMENT: i32 = 3;
+    const UNIMPLEMENTED: i32 = 12;
+    const UNAUTHENTICATED: i32 = 16;
+    let cases: Vec<(&str, Raw, i32, &str)> = vec![
+        (
+            "unknown method",
+            call(
+                "/opentelemetry.proto.collector.logs.v1.LogsService/Export",
+                &[],
+                framed(false, &message),
+            ),
+            UNIMPLEMENTED,
+            "unknown method",
+        ),
+        (
+            "gRPC-JSON",
+            call(
+                EXPORT,
+                &[("content-type", "application/grpc+json")],
+                framed(false, &message),
+            ),
+            UNIMPLEMENTED,
+            "application/grpc",
+        ),
+        (
+            "snappy",
+            call(
+                EXPORT,
+                &[("grpc-encoding", "snappy")],
+                framed(true, &message),
+            ),
+            UNIMPLEMENTED,
+            "snappy",
+        ),
+        (
+            "no key",
+            raw_call(server.addr, EXPORT, &grpc[..1], framed(false, &message)),
+            UNAUTHENTICATED,
+            "API key",
+        ),
+        (
+            "unknown key",
+            call(
+                EXPORT,
+                &[("x-api-key", "tk_unknown_0000000000000000")],
+                framed(false, &message),
+            ),
+            UNAUTHENTICATED,
+            "unknown",
+        ),
+        (
+            "not protobuf",
+            call(EXPORT, &[], framed(false, b"\xff\xff\xff\xff")),
+            INVALID_ARGUMENT,
+            "",
+        ),
+        (
+            "a message cut short",
+            call(EXPORT, &[], framed(false, &message)[..100].to_vec()),
+            INVALID_ARGUMENT,
+            "one whole",
+        ),
+        (
+            "no message",
+            call(EXPORT, &[], Vec::new()),
+            INVALID_ARGUMENT,
+            "one whole",
+        ),
+        (
+            "two messages",
+            call(
+                EXPORT,
+                &[],
+                [framed(false, &message), framed(false, &message)].concat(),
+            ),
+            INVALID_ARGUMENT,
+            "more than one message",
+        ),
+        (
+            "flagged compressed, sent plain",
+            call(EXPORT, &[], framed(true, &message)),
+            INVALID_ARGUMENT,
+            "identity",
+        ),
+        (
+            "larger than INGEST_OTLP_MAX_BODY_BYTES",
+            call(EXPORT, &[], framed(false, &vec![0; 100_001])),
+            INVALID_ARGUMENT,
+            "100000",
+        ),
+        (
+            "a gzip bomb",
+            call(
+                EXPORT,
+                &[("grpc-encoding", "gzip")],
+                framed(true, &gzip(&vec![0; 1_000_000])),
+            ),
+            INVALID_ARGUMENT,
+            "100000",
+        ),
+    ];
+    for (what, got, code, says) in cases {
+        assert_eq!(got.status, Some(code), "{what}: {got:?}");
+        assert!(got.message.contains(says), "{what}: {got:?}");
+        assert!(got.data.is_empty(), "{what}: trailers only: {got:?}");
+    }
+    let snappy = call(
+        EXPORT,
+        &[("grpc-encoding", "snappy")],
+        framed(true, &message),
+    );
+    assert_eq!(
+        snappy.headers.get("grpc-accept-encoding").unwrap(),
+        "identity,gzip,deflate,zstd"
+    );
+    // Only the two good calls were stored.
+    server.wait_rows(14);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert_eq!(server.count(), 14);
+}
+
+/// A rate-limited export is `RESOURCE_EXHAUSTED` with the delay in a `RetryInfo`, which the
+/// exporters wait; a used-up quota is `PERMISSION_DENIED`, which none retries.
+#[test]
+fn grpc_rate_limits_say_when_and_quotas_are_final() {
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct Duration {
+        #[prost(int64, tag = "1")]
+        seconds: i64,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct RetryInfo {
+        #[prost(message, optional, tag = "1")]
+        retry_delay: Option<Duration>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct Any {
+        #[prost(string, tag = "1")]
+        type_url: String,
+        #[prost(bytes = "vec", tag = "2")]
+        value: Vec<u8>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct Status {
+        #[prost(int32, tag = "1")]
+        code: i32,
+        #[prost(message, repeated, tag = "3")]
+        details: Vec<Any>,
+    }
+
+    let server = Server::start_with(&[("INGEST_RATE_LIMIT_RPS", "1")]);
+    let key = server.ready_key("org-grpc-rate");
+    // 1 span a second, and a burst: the bucket runs dry within a few exports of 7 spans.
+    let refused = (0..5)
+        .find_map(|_| export(server.addr, &key, python_capture(), false).err())
+        .expect("refused within 5 exports of 7 spans at 1/s");
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert!(refused.message().contains("rate_limited"), "{refused:?}");
+    let status = Status::decode(refused.details()).expect("grpc-status-details-bin");
+    assert_eq!(status.code, Code::ResourceExhausted as i32);
+    assert_eq!(status.details.len(), 1, "{status:?}");
+    assert_eq!(
+        status.details[0].type_url,
+        "type.googleapis.com/google.rpc.RetryInfo"
+    );
+    let retry = RetryInfo::decode(&status.details[0].value[..]).unwrap();
+    let seconds = retry.retry_delay.as_ref().expect("a delay").seconds;
+    assert!((1..=10).contains(&seconds), "{seconds}");
+    let alone = refused
+        .metadata()
+        .get_bin("google.rpc.retryinfo-bin")
+        .expect("the Python exporter's RetryInfo")
+        .to_bytes()
+        .unwrap();
+    assert_eq!(RetryInfo::decode(&alone[..]).unwrap(), retry);
+    drop(server);
+
+    let server = Server::start_with(&[("INGEST_PLANS", "tiny:1"), ("INGEST_DEFAULT_PLAN", "tiny")]);
+    let key = server.ready_key("org-grpc-quota");
+    let refused = export(server.addr, &key, python_capture(), false).expect_err("over quota");
+    assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
+    assert!(refused.message().contains("quota"), "{refused:?}");
+    assert!(
+        refused
+            .metadata()
+            .get_bin("google.rpc.retryinfo-bin")
+            .is_none(),
+        "no delay: not to be retried"
+    );
+    let missing = export(server.addr, "", python_capture(), false).expect_err("no key");
+    assert_eq!(missing.code(), Code::Unauthenticated, "{missing:?}");
+}
+
+/// Opens an HTTP/2 connection, starts no stream, and waits (at most `within`) for the server
+/// to close it: whether it did.
+async fn closed_by_the_server(addr: SocketAddr, within: std::time::Duration) -> bool {
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let (_client, conn) = h2::client::handshake(tcp).await.expect("h2 handshake");
+    matches!(tokio::time::timeout(within, conn).await, Ok(Ok(())))
+}
+
+/// An HTTP/2 connection without a stream is closed (`GOAWAY`) after the idle timeout, as an
+/// idle HTTP/1 one is; and one open when the server drains does not hold up its exit.
+#[test]
+fn idle_grpc_connections_close_on_their_timeout_and_on_the_drain() {
+    use std::time::{Duration, Instant};
+    let server = Server::start_with(&[("INGEST_IDLE_TIMEOUT_MS", "300")]);
+    let started = Instant::now();
+    assert!(runtime().block_on(closed_by_the_server(server.addr, Duration::from_secs(10))));
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "not before the timeout"
+    );
+    drop(server);
+
+    let mut server = Server::start();
+    let addr = server.addr;
+    let holder = std::thread::spawn(move || {
+        runtime().block_on(closed_by_the_server(addr, Duration::from_secs(30)))
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    server.signal(libc::SIGTERM);
+    assert_eq!(server.wait_exit(Duration::from_secs(15)), 0);
+    assert!(holder.join().unwrap(), "the drain closed the connection");
+}
