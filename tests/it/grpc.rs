@@ -166,10 +166,10 @@ fn grpc_exports_are_stored_as_their_http_twins() {
 }
 
 /// Spans with bad ids or an end before their start are left out one by one, as over HTTP,
-/// and reported in `partial_success`.
+/// and reported in `partial_success`; in write-ahead mode, after the fsync.
 #[test]
 fn a_grpc_partial_success_names_the_rejected_spans() {
-    let server = Server::start();
+    let server = Server::start_with(&[("INGEST_DURABILITY", "wal")]);
     let key = server.ready_key("org-grpc-partial");
     let mut request = python_capture();
     let spans = &mut request.resource_spans[0].scope_spans[0].spans;
@@ -180,6 +180,10 @@ fn a_grpc_partial_success_names_the_rejected_spans() {
     assert_eq!(partial.rejected_spans, 1);
     assert!(partial.error_message.contains("span"), "{partial:?}");
     server.wait_rows(total as u64 - 1);
+    assert!(
+        server.metric_value("traceingest_wal_batches_total") >= 1.0,
+        "the export waited for the write-ahead log"
+    );
 }
 
 /// Every refusal a client can provoke, with the `grpc-status` the OTLP exporters act on (they

@@ -60,6 +60,9 @@ const MAX_STREAMS: u32 = 8;
 /// of what the worker has taken. A stream's body is moved into its own buffer as it arrives.
 const STREAM_WINDOW: u32 = 1 << 20;
 const CONN_WINDOW: u32 = 4 << 20;
+/// Largest frame a client may send: one DATA frame can carry a typical export whole, so it is
+/// read in a few large reads and copied once.
+const MAX_FRAME: u32 = 1 << 20;
 /// Largest header block (HPACK-decoded) a client may send.
 const MAX_HEADER_LIST: u32 = 16 * 1024;
 /// gRPC's message prefix: a compressed flag, then the length (big-endian `u32`).
@@ -105,6 +108,7 @@ pub async fn serve(stream: TcpStream, read: Vec<u8>, worker: Rc<Worker>) {
         .max_concurrent_streams(MAX_STREAMS)
         .initial_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONN_WINDOW)
+        .max_frame_size(MAX_FRAME)
         .max_header_list_size(MAX_HEADER_LIST);
     let handshake = monoio::time::timeout(shared.config.header_timeout, builder.handshake(io));
     let mut conn = match handshake.await {
@@ -383,7 +387,7 @@ async fn read_message(
         };
         let _ = body.flow_control().release_capacity(piece.len());
         // Before the prefix is known, `message` holds at most 4 bytes: a piece (one frame, at
-        // most 16 KiB) past them is all it may overshoot by before a check below.
+        // most `MAX_FRAME`) past them is all it may overshoot by before a check below.
         message.extend_from_slice(&piece);
         if want.is_none() && message.len() >= PREFIX {
             let len = u32::from_be_bytes(message[1..PREFIX].try_into().expect("4 bytes"));
