@@ -452,3 +452,41 @@ fn idle_grpc_connections_close_on_their_timeout_and_on_the_drain() {
     assert_eq!(server.wait_exit(Duration::from_secs(15)), 0);
     assert!(holder.join().unwrap(), "the drain closed the connection");
 }
+
+/// Twenty exports at once on a new HTTP/2 connection (tonic multiplexes them, opening streams
+/// before it has the server's settings): every one is answered and stored.
+#[test]
+fn concurrent_grpc_exports_on_one_connection_are_all_stored() {
+    let server = Server::start();
+    let key = server.ready_key("org-grpc-many");
+    let answers = runtime().block_on(async {
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", server.addr))
+            .unwrap()
+            .connect()
+            .await
+            .expect("connect");
+        let calls = (0..20u8).map(|n| {
+            let mut client = TraceServiceClient::new(channel.clone());
+            let mut request = python_capture();
+            // Trace ids of this export's own.
+            for rs in &mut request.resource_spans {
+                for ss in &mut rs.scope_spans {
+                    for span in &mut ss.spans {
+                        span.trace_id[0] = n;
+                    }
+                }
+            }
+            let mut request = tonic::Request::new(request);
+            request
+                .metadata_mut()
+                .insert("x-api-key", key.parse().unwrap());
+            async move { client.export(request).await }
+        });
+        futures_util::future::join_all(calls).await
+    });
+    for (n, answer) in answers.into_iter().enumerate() {
+        let answer = answer.unwrap_or_else(|e| panic!("export {n}: {e:?}"));
+        assert_eq!(answer.into_inner().partial_success, None, "export {n}");
+    }
+    server.wait_rows(20 * 7);
+}

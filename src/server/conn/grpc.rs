@@ -53,9 +53,13 @@ pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// The one method served.
 pub const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
 
-/// Exports in flight on one connection; a client opening more waits for one to finish. An
-/// SDK exports one batch at a time; a collector runs several consumers over one connection.
-const MAX_STREAMS: u32 = 8;
+/// Exports in flight on one connection (HTTP/2's recommended least); a client opening more
+/// waits for one to finish. A client may open streams before it has the server's settings,
+/// and those past the limit are refused (`REFUSED_STREAM`), which not every client retries
+/// (hyper's does not): with 8, tonic's 9th concurrent export on a new connection failed. Each
+/// export holds at most its message (`INGEST_OTLP_MAX_BODY_BYTES`), as an HTTP/1 connection
+/// holds its body; the flow-control windows bound what arrives ahead of the reads.
+const MAX_STREAMS: u32 = 100;
 /// Flow-control window of a stream and of the connection: how much a client may send ahead
 /// of what the worker has taken. A stream's body is moved into its own buffer as it arrives.
 const STREAM_WINDOW: u32 = 1 << 20;
