@@ -197,6 +197,8 @@ fn grpc_refusals_carry_their_codes_and_why() {
         ("content-type", "application/grpc"),
         ("x-api-key", key.as_str()),
     ];
+    let unknown_key = format!("ti_{}", "A".repeat(key.len() - 3));
+    let loads = server.key_loads();
     let call = |path: &str, extra: &[(&str, &str)], body: Vec<u8>| {
         let mut headers = grpc.to_vec();
         for (k, v) in extra {
@@ -269,19 +271,20 @@ fn grpc_refusals_carry_their_codes_and_why() {
         ),
         (
             "unknown key",
+            // Well formed, in no key set: refused after the early key-set load it asks for.
             call(
                 EXPORT,
-                &[("x-api-key", "tk_unknown_0000000000000000")],
+                &[("x-api-key", &unknown_key)],
                 framed(false, &message),
             ),
             UNAUTHENTICATED,
-            "unknown",
+            "(invalid_api_key)",
         ),
         (
             "not protobuf",
             call(EXPORT, &[], framed(false, b"\xff\xff\xff\xff")),
             INVALID_ARGUMENT,
-            "",
+            "(invalid_otlp)",
         ),
         (
             "a message cut short",
@@ -333,6 +336,10 @@ fn grpc_refusals_carry_their_codes_and_why() {
         assert!(got.message.contains(says), "{what}: {got:?}");
         assert!(got.data.is_empty(), "{what}: trailers only: {got:?}");
     }
+    assert!(
+        server.key_loads() > loads,
+        "the unknown key asked for an early key-set load"
+    );
     let snappy = call(
         EXPORT,
         &[("grpc-encoding", "snappy")],
@@ -489,4 +496,84 @@ fn concurrent_grpc_exports_on_one_connection_are_all_stored() {
         assert_eq!(answer.into_inner().partial_success, None, "export {n}");
     }
     server.wait_rows(20 * 7);
+}
+
+/// An HTTP/2 frame: 24-bit length, type, flags, stream id, payload.
+fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut f = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+    f.extend_from_slice(&[kind, flags]);
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// A header as HPACK's literal without indexing, new name, no Huffman (lengths under 127).
+fn literal(name: &str, value: &str) -> Vec<u8> {
+    let mut out = vec![0x00, name.len() as u8];
+    out.extend_from_slice(name.as_bytes());
+    out.push(value.len() as u8);
+    out.extend_from_slice(value.as_bytes());
+    out
+}
+
+/// Reads and drops what the server sends until it closes the connection; how long that took.
+fn until_closed(
+    stream: &mut std::net::TcpStream,
+    within: std::time::Duration,
+) -> std::time::Duration {
+    use std::io::Read as _;
+    let started = std::time::Instant::now();
+    stream.set_read_timeout(Some(within)).unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return started.elapsed(),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return started.elapsed(),
+            Err(e) => panic!("the server did not close the connection within {within:?}: {e}"),
+        }
+    }
+}
+
+/// Clients h2 alone would keep forever: one that never answers the `GOAWAY`'s ping, and one
+/// that never lets the answer of its export out (a stream window of 0). Each is dropped once
+/// the idle timeout and `CLOSE_WAIT` (2 s) have passed without an export running; the export
+/// was stored all the same.
+#[test]
+fn grpc_clients_that_never_read_or_answer_are_dropped() {
+    use std::io::Write as _;
+    use std::time::Duration;
+    let server = Server::start_with(&[("INGEST_IDLE_TIMEOUT_MS", "500")]);
+    let key = server.ready_key("org-grpc-stuck");
+    let preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+    // No stream, and the server's frames never read (so its ping is never answered).
+    let mut silent = std::net::TcpStream::connect(server.addr).unwrap();
+    silent.write_all(preface).unwrap();
+    silent.write_all(&frame(0x4, 0, 0, &[])).unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let took = until_closed(&mut silent, Duration::from_secs(10));
+    assert!(took < Duration::from_secs(10), "{took:?}");
+
+    // An export whose answer cannot be sent: SETTINGS_INITIAL_WINDOW_SIZE (4) = 0.
+    let mut stuck = std::net::TcpStream::connect(server.addr).unwrap();
+    stuck.write_all(preface).unwrap();
+    stuck
+        .write_all(&frame(0x4, 0, 0, &[0, 4, 0, 0, 0, 0]))
+        .unwrap();
+    let headers = [
+        literal(":method", "POST"),
+        literal(":scheme", "http"),
+        literal(":path", EXPORT),
+        literal(":authority", "perf"),
+        literal("content-type", "application/grpc"),
+        literal("x-api-key", &key),
+    ]
+    .concat();
+    stuck.write_all(&frame(0x1, 0x4, 1, &headers)).unwrap();
+    let message = framed(false, &python_capture().encode_to_vec());
+    stuck.write_all(&frame(0x0, 0x1, 1, &message)).unwrap();
+    server.wait_rows(7);
+    let took = until_closed(&mut stuck, Duration::from_secs(10));
+    assert!(took < Duration::from_secs(10), "{took:?}");
 }

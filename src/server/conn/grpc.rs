@@ -15,16 +15,19 @@
 //! `RESOURCE_EXHAUSTED` and `UNAVAILABLE` after the delay the server asks for, and never retry
 //! a used-up quota (`PERMISSION_DENIED`) or an export too large (`INVALID_ARGUMENT`).
 //!
-//! The connection closes after the idle timeout without a stream, and on the drain: a
-//! `GOAWAY` lets the exports in flight finish; the drain's cut-off ends it.
+//! The connection gets a `GOAWAY` after the idle timeout with no export running, and on the
+//! drain; the exports in flight finish. A client that does not close it then (one that never
+//! reads, or never answers h2's ping) is dropped 2 s later once no export runs, whatever h2
+//! still holds open for it; the drain's cut-off ends everything.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::future::poll_fn;
 use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -57,21 +60,21 @@ pub const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceServ
 /// waits for one to finish. A client may open streams before it has the server's settings,
 /// and those past the limit are refused (`REFUSED_STREAM`), which not every client retries
 /// (hyper's does not): with 8, tonic's 9th concurrent export on a new connection failed. Each
-/// export holds at most its message (`INGEST_OTLP_MAX_BODY_BYTES`), as an HTTP/1 connection
-/// holds its body; the flow-control windows bound what arrives ahead of the reads.
+/// export being read holds at most its message (`INGEST_OTLP_MAX_BODY_BYTES`), as an HTTP/1
+/// connection holds its body.
 const MAX_STREAMS: u32 = 100;
-/// Flow-control window of a stream and of the connection: how much a client may send ahead
-/// of what the worker has taken. A stream's body is moved into its own buffer as it arrives.
-const STREAM_WINDOW: u32 = 1 << 20;
-const CONN_WINDOW: u32 = 4 << 20;
-/// Largest frame a client may send: one DATA frame can carry a typical export whole, so it is
-/// read in a few large reads and copied once.
-const MAX_FRAME: u32 = 1 << 20;
+/// Flow-control window of a stream and of the connection: what a client may send ahead of
+/// what the exports have taken. A stream is read only once its key is known, so this is also
+/// what a client without a valid key can make the server hold per connection (about what the
+/// kernel buffers for an HTTP/1 connection). 1 MiB lets an export arrive at full speed over a
+/// link with a large round trip, which h2's default of 64 KiB would not.
+const WINDOW: u32 = 1 << 20;
 /// Largest header block (HPACK-decoded) a client may send.
 const MAX_HEADER_LIST: u32 = 16 * 1024;
 /// gRPC's message prefix: a compressed flag, then the length (big-endian `u32`).
 const PREFIX: usize = 5;
-/// How long a closing connection waits for its streams and its `GOAWAY` to go out.
+/// How long a closing connection with no export running waits for the client to close it
+/// (to take its `GOAWAY` and answer h2's ping) before it is dropped.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 /// What the first bytes of a connection say about its protocol.
@@ -110,9 +113,8 @@ pub async fn serve(stream: TcpStream, read: Vec<u8>, worker: Rc<Worker>) {
     let mut builder = h2::server::Builder::new();
     builder
         .max_concurrent_streams(MAX_STREAMS)
-        .initial_window_size(STREAM_WINDOW)
-        .initial_connection_window_size(CONN_WINDOW)
-        .max_frame_size(MAX_FRAME)
+        .initial_window_size(WINDOW)
+        .initial_connection_window_size(WINDOW)
         .max_header_list_size(MAX_HEADER_LIST);
     let handshake = monoio::time::timeout(shared.config.header_timeout, builder.handshake(io));
     let mut conn = match handshake.await {
@@ -124,10 +126,12 @@ pub async fn serve(stream: TcpStream, read: Vec<u8>, worker: Rc<Worker>) {
         Err(_) => return,
     };
     // Accept streams; each runs in a task of its own, driven by this loop's polling of the
-    // connection. After the idle timeout without a stream, or on the drain, a `GOAWAY` (h2
-    // then closes once the streams in flight are done); a client that does not answer it is
-    // dropped after `CLOSE_WAIT` if it has no stream left, and the drain's cut-off ends all.
-    let last_busy = Rc::new(Cell::new(Instant::now()));
+    // connection, and counted in `running`. Idleness is this count, not h2's open streams (a
+    // stream whose answer a client never lets out stays open): after the idle timeout with no
+    // export running, or on the drain, a `GOAWAY`; h2 closes once the client has taken it,
+    // and a client that has not, `CLOSE_WAIT` later with no export running, is dropped. The
+    // exports end by their own deadlines; the drain's cut-off ends everything.
+    let running = Rc::new(Running::default());
     let mut closing_since: Option<Instant> = None;
     loop {
         if worker.drain.is_cut_off() {
@@ -138,11 +142,12 @@ pub async fn serve(stream: TcpStream, read: Vec<u8>, worker: Rc<Worker>) {
             conn.graceful_shutdown();
             closing_since = Some(now);
         }
+        let busy = running.count.get() > 0;
         let wake = match closing_since {
-            None => Some(last_busy.get() + shared.config.idle_timeout),
+            None if busy => None,
+            None => Some(running.last_busy.get() + shared.config.idle_timeout),
             Some(since) if now < since + CLOSE_WAIT => Some(since + CLOSE_WAIT),
-            Some(_) if !conn.has_streams() => return,
-            // Streams in flight, each under its own deadlines: wait for them.
+            Some(_) if !busy => return,
             Some(_) => None,
         };
         let timer = async {
@@ -154,18 +159,18 @@ pub async fn serve(stream: TcpStream, read: Vec<u8>, worker: Rc<Worker>) {
         let next = monoio::select! {
             next = conn.accept() => Some(next),
             _ = timer => None,
+            _ = running.until_none(), if busy => None,
             // Idle: the drain; closing: its cut-off.
             _ = worker.drain.wait(closing_since.is_none()) => None,
         };
         match next {
             Some(Some(Ok((request, respond)))) => {
-                last_busy.set(Instant::now());
                 let worker = worker.clone();
-                let last_busy = last_busy.clone();
+                let guard = running.start();
                 // A panic ends the stream (reset as its handles drop), not the worker.
                 monoio::spawn(Contained(async move {
                     export(&worker, request, respond).await;
-                    last_busy.set(Instant::now());
+                    drop(guard);
                 }));
             }
             Some(Some(Err(e))) => {
@@ -174,17 +179,70 @@ pub async fn serve(stream: TcpStream, read: Vec<u8>, worker: Rc<Worker>) {
             }
             // Closed, every stream done.
             Some(None) => return,
-            // A timer or the drain: the next turn decides.
-            None if closing_since.is_none() && conn.has_streams() => {
-                last_busy.set(Instant::now());
-            }
+            // A timer, the last export's end or the drain: the next turn decides.
             None if closing_since.is_none()
-                && Instant::now() >= last_busy.get() + shared.config.idle_timeout =>
+                && running.count.get() == 0
+                && Instant::now() >= running.last_busy.get() + shared.config.idle_timeout =>
             {
                 conn.graceful_shutdown();
                 closing_since = Some(Instant::now());
             }
             None => {}
+        }
+    }
+}
+
+/// The exports running on a connection, and when one last started or ended.
+struct Running {
+    count: Cell<usize>,
+    last_busy: Cell<Instant>,
+    /// The connection loop, waiting for the count to reach zero.
+    waiter: RefCell<Option<Waker>>,
+}
+
+impl Default for Running {
+    fn default() -> Running {
+        Running {
+            count: Cell::new(0),
+            last_busy: Cell::new(Instant::now()),
+            waiter: RefCell::new(None),
+        }
+    }
+}
+
+impl Running {
+    /// Counts an export in until the guard drops.
+    fn start(self: &Rc<Running>) -> RunningGuard {
+        self.count.set(self.count.get() + 1);
+        self.last_busy.set(Instant::now());
+        RunningGuard(self.clone())
+    }
+
+    /// Resolves once no export runs.
+    async fn until_none(&self) {
+        poll_fn(|cx| {
+            if self.count.get() == 0 {
+                return Poll::Ready(());
+            }
+            *self.waiter.borrow_mut() = Some(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+/// An export counted in `Running`; dropped when its task ends, however it ends.
+struct RunningGuard(Rc<Running>);
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        let running = &self.0;
+        running.count.set(running.count.get() - 1);
+        running.last_busy.set(Instant::now());
+        if running.count.get() == 0 {
+            if let Some(w) = running.waiter.borrow_mut().take() {
+                w.wake();
+            }
         }
     }
 }
@@ -391,7 +449,7 @@ async fn read_message(
         };
         let _ = body.flow_control().release_capacity(piece.len());
         // Before the prefix is known, `message` holds at most 4 bytes: a piece (one frame, at
-        // most `MAX_FRAME`) past them is all it may overshoot by before a check below.
+        // most 16 KiB) past them is all it may overshoot by before a check below.
         message.extend_from_slice(&piece);
         if want.is_none() && message.len() >= PREFIX {
             let len = u32::from_be_bytes(message[1..PREFIX].try_into().expect("4 bytes"));
