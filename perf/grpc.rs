@@ -26,7 +26,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use serde_json::{json, Value};
+use serde_json::json;
 
 struct Args {
     addr: SocketAddr,
@@ -100,19 +100,6 @@ impl Export {
             self.body[at..at + 8].copy_from_slice(&self.stamp.to_be_bytes());
         }
         &self.body
-    }
-}
-
-fn buffered(addr: SocketAddr) -> u64 {
-    let body = meter::http_get(addr, "/health", "");
-    let v: Value = serde_json::from_str(&body).unwrap_or_default();
-    v["buffered"].as_u64().unwrap_or(0)
-}
-
-fn wait_drained(addr: SocketAddr) {
-    let until = Instant::now() + Duration::from_secs(60);
-    while buffered(addr) > 0 && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -233,7 +220,7 @@ fn main() {
     };
     http_phase(&warm, &mut export);
     grpc_phase(&warm, &mut export);
-    wait_drained(warm.addr);
+    meter::wait_drained(warm.addr);
     let a = Args {
         secs: a.secs,
         only: a.only,
@@ -250,7 +237,7 @@ fn main() {
                 "http" => http_phase(&a, &mut export),
                 _ => grpc_phase(&a, &mut export),
             };
-            wait_drained(a.addr);
+            meter::wait_drained(a.addr);
             let window = t0.elapsed().as_secs_f64();
             let cpu = meter::Cpu::read(a.pid).since(&before);
             lat.sort_unstable();

@@ -184,3 +184,18 @@ pub fn metric(addr: SocketAddr, name: &str) -> u64 {
         .and_then(|v| v.trim().parse::<f64>().ok())
         .map_or(0, |v| v as u64)
 }
+
+/// Rows the server accepted and has not written yet, from the public port's `/health`.
+pub fn buffered(addr: SocketAddr) -> u64 {
+    let body = http_get(addr, "/health", "");
+    let v: Value = serde_json::from_str(&body).unwrap_or_default();
+    v["buffered"].as_u64().unwrap_or(0)
+}
+
+/// Waits until everything the server accepted is written (or 60 s).
+pub fn wait_drained(addr: SocketAddr) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while buffered(addr) > 0 && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -11,15 +11,9 @@ use serde_json::{json, Value};
 
 use crate::bill;
 use crate::drive::{drive, Fixture};
-use crate::meter::{self, http_get, Cpu};
+use crate::meter::{self, Cpu};
+pub use crate::meter::{buffered, wait_drained};
 use crate::Args;
-
-/// Rows accepted and not yet written, from `/health`.
-pub fn buffered(addr: SocketAddr) -> u64 {
-    let body = http_get(addr, "/health", "");
-    let v: Value = serde_json::from_str(&body).unwrap_or_default();
-    v["buffered"].as_u64().unwrap_or(0)
-}
 
 /// Polls `/health` in the background for the largest buffered row count.
 pub struct PeakBuffered {
@@ -46,14 +40,6 @@ impl PeakBuffered {
         self.stop.store(true, Ordering::Relaxed);
         let _ = self.handle.join();
         self.peak.load(Ordering::Relaxed)
-    }
-}
-
-/// Waits until everything accepted is written (or 60 s).
-pub fn wait_drained(addr: SocketAddr) {
-    let until = Instant::now() + Duration::from_secs(60);
-    while buffered(addr) > 0 && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

@@ -153,20 +153,6 @@ fn tasks(pid: u32) -> BTreeMap<String, Task> {
     out
 }
 
-/// Rows accepted and not yet written, from the public port's `/health`.
-fn buffered(addr: SocketAddr) -> u64 {
-    let body = meter::http_get(addr, "/health", "");
-    let v: Value = serde_json::from_str(&body).unwrap_or_default();
-    v["buffered"].as_u64().unwrap_or(0)
-}
-
-fn wait_drained(addr: SocketAddr) {
-    let until = Instant::now() + Duration::from_secs(60);
-    while buffered(addr) > 0 && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 static BATCH: AtomicU64 = AtomicU64::new(1);
 
 /// One keep-alive connection sending the fixture.
@@ -301,7 +287,7 @@ fn main() {
     };
     if a.warmup > 0.0 {
         drive(&a, &body, a.warmup);
-        wait_drained(a.addr);
+        meter::wait_drained(a.addr);
     }
     let hz = meter::ticks_per_second();
     let ch_before = a.ch_pid.map(meter::Cpu::read);
@@ -309,7 +295,7 @@ fn main() {
     let t0 = Instant::now();
     let (accepted, refused, mut lat) = drive(&a, &body, a.secs);
     let sent_s = t0.elapsed().as_secs_f64();
-    wait_drained(a.addr);
+    meter::wait_drained(a.addr);
     let window_s = t0.elapsed().as_secs_f64();
     let after = tasks(a.pid);
     let ch_cpu = match (a.ch_pid, ch_before) {
