@@ -198,7 +198,8 @@ fn grpc_refusals_carry_their_codes_and_why() {
         ("x-api-key", key.as_str()),
     ];
     let unknown_key = format!("ti_{}", "A".repeat(key.len() - 3));
-    let loads = server.key_loads();
+    let on_demand = || server.metric_value("traceingest_key_refreshes_on_demand_total");
+    let loads = on_demand();
     let call = |path: &str, extra: &[(&str, &str)], body: Vec<u8>| {
         let mut headers = grpc.to_vec();
         for (k, v) in extra {
@@ -337,7 +338,7 @@ fn grpc_refusals_carry_their_codes_and_why() {
         assert!(got.data.is_empty(), "{what}: trailers only: {got:?}");
     }
     assert!(
-        server.key_loads() > loads,
+        on_demand() > loads,
         "the unknown key asked for an early key-set load"
     );
     let snappy = call(
@@ -516,64 +517,131 @@ fn literal(name: &str, value: &str) -> Vec<u8> {
     out
 }
 
-/// Reads and drops what the server sends until it closes the connection; how long that took.
-fn until_closed(
-    stream: &mut std::net::TcpStream,
-    within: std::time::Duration,
-) -> std::time::Duration {
-    use std::io::Read as _;
-    let started = std::time::Instant::now();
-    stream.set_read_timeout(Some(within)).unwrap();
-    let mut buf = [0u8; 4096];
-    loop {
-        match stream.read(&mut buf) {
-            Ok(0) => return started.elapsed(),
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return started.elapsed(),
-            Err(e) => panic!("the server did not close the connection within {within:?}: {e}"),
+/// A raw HTTP/2 client that never answers the server's pings (so h2 never closes the
+/// connection by itself) and reads only when asked: the preface, empty settings and the ack of
+/// the server's, then one export's HEADERS with `key` (stream 1), and its message as DATA when
+/// `send_body` is called.
+struct RawClient {
+    stream: std::net::TcpStream,
+    message: Vec<u8>,
+}
+
+impl RawClient {
+    fn open(addr: SocketAddr, settings: &[u8], key: &str) -> RawClient {
+        use std::io::Write as _;
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        stream
+            .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+            .unwrap();
+        stream.write_all(&frame(0x4, 0, 0, settings)).unwrap();
+        stream.write_all(&frame(0x4, 0x1, 0, &[])).unwrap();
+        let headers = [
+            literal(":method", "POST"),
+            literal(":scheme", "http"),
+            literal(":path", EXPORT),
+            literal(":authority", "perf"),
+            literal("content-type", "application/grpc"),
+            literal("x-api-key", key),
+        ]
+        .concat();
+        if !key.is_empty() {
+            stream.write_all(&frame(0x1, 0x4, 1, &headers)).unwrap();
         }
+        RawClient {
+            stream,
+            message: framed(false, &python_capture().encode_to_vec()),
+        }
+    }
+
+    fn send_body(&mut self) {
+        use std::io::Write as _;
+        self.stream
+            .write_all(&frame(0x0, 0x1, 1, &self.message))
+            .unwrap();
+    }
+
+    /// Reads the server's frames until it closes the connection (at most 15 s): whether a DATA
+    /// frame on stream 1 held an empty `ExportTraceServiceResponse` (the export's answer).
+    fn until_closed(&mut self) -> bool {
+        use std::io::Read as _;
+        self.stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(15)))
+            .unwrap();
+        let mut all = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            match self.stream.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => all.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+                Err(e) => panic!("the server did not close the connection within 15 s: {e}"),
+            }
+        }
+        let (mut at, mut answered) = (0, false);
+        while at + 9 <= all.len() {
+            let len = u32::from_be_bytes([0, all[at], all[at + 1], all[at + 2]]) as usize;
+            let (kind, stream) = (
+                all[at + 3],
+                u32::from_be_bytes(all[at + 5..at + 9].try_into().unwrap()),
+            );
+            let payload = &all[at + 9..(at + 9 + len).min(all.len())];
+            answered |= kind == 0x0 && stream == 1 && payload == [0, 0, 0, 0, 0];
+            at += 9 + len;
+        }
+        answered
     }
 }
 
 /// Clients h2 alone would keep forever: one that never answers the `GOAWAY`'s ping, and one
 /// that never lets the answer of its export out (a stream window of 0). Each is dropped once
-/// the idle timeout and `CLOSE_WAIT` (2 s) have passed without an export running; the export
-/// was stored all the same.
+/// the idle timeout and `CLOSE_WAIT` (2 s) have passed with no export running, not before; the
+/// export was stored all the same.
 #[test]
 fn grpc_clients_that_never_read_or_answer_are_dropped() {
-    use std::io::Write as _;
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
     let server = Server::start_with(&[("INGEST_IDLE_TIMEOUT_MS", "500")]);
     let key = server.ready_key("org-grpc-stuck");
-    let preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
-    // No stream, and the server's frames never read (so its ping is never answered).
-    let mut silent = std::net::TcpStream::connect(server.addr).unwrap();
-    silent.write_all(preface).unwrap();
-    silent.write_all(&frame(0x4, 0, 0, &[])).unwrap();
-    std::thread::sleep(Duration::from_secs(3));
-    let took = until_closed(&mut silent, Duration::from_secs(10));
-    assert!(took < Duration::from_secs(10), "{took:?}");
+    // No stream: dropped 0.5 + 2 s after it connected.
+    let started = Instant::now();
+    let mut silent = RawClient::open(server.addr, &[], "");
+    assert!(!silent.until_closed());
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(2400),
+        "dropped too early: {took:?}"
+    );
 
     // An export whose answer cannot be sent: SETTINGS_INITIAL_WINDOW_SIZE (4) = 0.
-    let mut stuck = std::net::TcpStream::connect(server.addr).unwrap();
-    stuck.write_all(preface).unwrap();
-    stuck
-        .write_all(&frame(0x4, 0, 0, &[0, 4, 0, 0, 0, 0]))
-        .unwrap();
-    let headers = [
-        literal(":method", "POST"),
-        literal(":scheme", "http"),
-        literal(":path", EXPORT),
-        literal(":authority", "perf"),
-        literal("content-type", "application/grpc"),
-        literal("x-api-key", &key),
-    ]
-    .concat();
-    stuck.write_all(&frame(0x1, 0x4, 1, &headers)).unwrap();
-    let message = framed(false, &python_capture().encode_to_vec());
-    stuck.write_all(&frame(0x0, 0x1, 1, &message)).unwrap();
+    let mut stuck = RawClient::open(server.addr, &[0, 4, 0, 0, 0, 0], &key);
+    stuck.send_body();
+    let sent = Instant::now();
     server.wait_rows(7);
-    let took = until_closed(&mut stuck, Duration::from_secs(10));
-    assert!(took < Duration::from_secs(10), "{took:?}");
+    assert!(!stuck.until_closed(), "no window for the answer");
+    let took = sent.elapsed();
+    assert!(
+        took >= Duration::from_millis(2400),
+        "dropped too early: {took:?}"
+    );
+}
+
+/// An export in flight when the server drains, whose message ends more than `CLOSE_WAIT` after
+/// the `GOAWAY`, from a client that never answers pings: it is stored and answered, then the
+/// connection is closed and the server exits.
+#[test]
+fn a_grpc_export_in_flight_during_the_drain_is_answered() {
+    use std::time::Duration;
+    let mut server = Server::start_with(&[("INGEST_SHUTDOWN_TIMEOUT_MS", "30000")]);
+    let key = server.ready_key("org-grpc-drain");
+    let mut client = RawClient::open(server.addr, &[], &key);
+    std::thread::sleep(Duration::from_millis(300));
+    server.signal(libc::SIGTERM);
+    std::thread::sleep(Duration::from_secs(3));
+    client.send_body();
+    assert!(
+        client.until_closed(),
+        "the export's answer arrived before the close"
+    );
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), 0);
+    assert_eq!(server.count(), 7);
 }

@@ -16,9 +16,10 @@
 //! a used-up quota (`PERMISSION_DENIED`) or an export too large (`INVALID_ARGUMENT`).
 //!
 //! The connection gets a `GOAWAY` after the idle timeout with no export running, and on the
-//! drain; the exports in flight finish. A client that does not close it then (one that never
-//! reads, or never answers h2's ping) is dropped 2 s later once no export runs, whatever h2
-//! still holds open for it; the drain's cut-off ends everything.
+//! drain; the exports in flight finish and their answers go out. A client that does not close
+//! it then (one that never reads, or never answers h2's ping) is dropped 2 s after the
+//! `GOAWAY` or the last export's end, whichever is later, whatever h2 still holds open for it;
+//! the drain's cut-off ends everything.
 
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
@@ -65,16 +66,19 @@ pub const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceServ
 const MAX_STREAMS: u32 = 100;
 /// Flow-control window of a stream and of the connection: what a client may send ahead of
 /// what the exports have taken. A stream is read only once its key is known, so this is also
-/// what a client without a valid key can make the server hold per connection (about what the
-/// kernel buffers for an HTTP/1 connection). 1 MiB lets an export arrive at full speed over a
-/// link with a large round trip, which h2's default of 64 KiB would not.
+/// the message bytes a client without a valid key can make the server hold per connection
+/// (about what the kernel buffers for an HTTP/1 connection), besides each stream's headers
+/// (`MAX_HEADER_LIST`, for the 500 ms an unknown key waits). 1 MiB lets an export arrive at
+/// full speed over a link with a large round trip, which h2's default of 64 KiB would not.
 const WINDOW: u32 = 1 << 20;
-/// Largest header block (HPACK-decoded) a client may send.
-const MAX_HEADER_LIST: u32 = 16 * 1024;
+/// Largest header block (HPACK-decoded) a client may send: gRPC metadata is a few hundred
+/// bytes (path, content type, user agent, the key, a timeout).
+const MAX_HEADER_LIST: u32 = 8 * 1024;
 /// gRPC's message prefix: a compressed flag, then the length (big-endian `u32`).
 const PREFIX: usize = 5;
-/// How long a closing connection with no export running waits for the client to close it
-/// (to take its `GOAWAY` and answer h2's ping) before it is dropped.
+/// How long a closing connection waits, after its `GOAWAY` and after its last export's end,
+/// for the client to close it (to take the answers and the `GOAWAY` and answer h2's ping)
+/// before it is dropped.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 /// What the first bytes of a connection say about its protocol.
@@ -129,8 +133,9 @@ pub async fn serve(stream: TcpStream, read: Vec<u8>, worker: Rc<Worker>) {
     // connection, and counted in `running`. Idleness is this count, not h2's open streams (a
     // stream whose answer a client never lets out stays open): after the idle timeout with no
     // export running, or on the drain, a `GOAWAY`; h2 closes once the client has taken it,
-    // and a client that has not, `CLOSE_WAIT` later with no export running, is dropped. The
-    // exports end by their own deadlines; the drain's cut-off ends everything.
+    // and a client that has not is dropped `CLOSE_WAIT` after the `GOAWAY` or the last
+    // export's end, whichever is later. The exports end by their own deadlines; the drain's
+    // cut-off ends everything.
     let running = Rc::new(Running::default());
     let mut closing_since: Option<Instant> = None;
     loop {
@@ -146,9 +151,16 @@ pub async fn serve(stream: TcpStream, read: Vec<u8>, worker: Rc<Worker>) {
         let wake = match closing_since {
             None if busy => None,
             None => Some(running.last_busy.get() + shared.config.idle_timeout),
-            Some(since) if now < since + CLOSE_WAIT => Some(since + CLOSE_WAIT),
-            Some(_) if !busy => return,
-            Some(_) => None,
+            Some(_) if busy => None,
+            // From the `GOAWAY` or the last export's end, whichever is later: an answer
+            // queued in h2 goes out only while this loop polls the connection.
+            Some(since) => {
+                let from = since.max(running.last_busy.get());
+                if now >= from + CLOSE_WAIT {
+                    return;
+                }
+                Some(from + CLOSE_WAIT)
+            }
         };
         let timer = async {
             match wake {
