@@ -9,6 +9,7 @@
 # 19300/18423), its data in $CH_DIR; it is stopped at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. perf/server_addr.sh
 ROUNDS=3
 if [ $# -gt 0 ] && [ "$1" != "--" ]; then ROUNDS="$1"; shift; fi
 [ "${1:-}" = "--" ] && shift
@@ -35,12 +36,7 @@ BIN=target/release/traceingest
 KEY=$("$BIN" keys create --org perf-grpc 2>/dev/null)
 "$BIN" serve >"$OUT/server.stdout" 2>"$OUT/server.stderr" &
 SERVER=$!
-for _ in $(seq 1 100); do
-  grep -q "admin on" "$OUT/server.stdout" 2>/dev/null && break
-  sleep 0.1
-done
-ADDR=$(sed -n 's|.*listening on http://||p' "$OUT/server.stdout" | head -1)
-[ -n "$ADDR" ] || { echo "the server did not start: $OUT/server.stderr" >&2; exit 1; }
+ADDR=$(server_addr "$OUT/server.stdout" "$OUT/server.stderr")
 # The key set is reloaded every 500 ms.
 sleep 1.5
 target/release/examples/grpc --addr "$ADDR" --key "$KEY" --pid "$SERVER" --rounds "$ROUNDS" "$@"

@@ -11,6 +11,7 @@
 # perf/out/replay), removed again at the end; needs `cargo build --release` first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. perf/server_addr.sh
 
 REQUESTS="${1:-100}"
 BIN=target/release/traceingest
@@ -37,12 +38,7 @@ unset INGEST_CLICKHOUSE_CLUSTER
 KEY=$("$BIN" keys create --org replay 2>/dev/null)
 INGEST_DATA_DIR="$OUT/data" "$BIN" serve >"$OUT/server.stdout" 2>"$OUT/server.stderr" &
 SERVER=$!
-for _ in $(seq 1 100); do
-  grep -q "admin on" "$OUT/server.stdout" 2>/dev/null && break
-  sleep 0.1
-done
-ADDR=$(sed -n 's|.*listening on http://||p' "$OUT/server.stdout" | head -1)
-[ -n "$ADDR" ] || { echo "the server did not start; see $OUT/server.stderr" >&2; exit 1; }
+ADDR=$(server_addr "$OUT/server.stdout" "$OUT/server.stderr")
 # After the start, whose schema check would refuse the table.
 ch "ALTER TABLE replay.spans MODIFY COLUMN name UInt8"
 

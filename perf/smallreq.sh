@@ -11,6 +11,7 @@
 # so nothing else that uses the shared server lands in its CPU figures; it is stopped at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. perf/server_addr.sh
 OLD="$1"; NEW="$2"; shift 2
 ROUNDS=3
 if [ $# -gt 0 ] && [ "$1" != "--" ]; then ROUNDS="$1"; shift; fi
@@ -43,12 +44,7 @@ for which in old new; do
   "$bin" serve >"$OUT/$which.stdout" 2>"$OUT/$which.stderr" &
   PID[$which]=$!
   PIDS+=("$!")
-  for _ in $(seq 1 100); do
-    grep -q "admin on" "$OUT/$which.stdout" 2>/dev/null && break
-    sleep 0.1
-  done
-  ADDR[$which]=$(sed -n 's|.*listening on http://||p' "$OUT/$which.stdout" | head -1)
-  [ -n "${ADDR[$which]}" ] || { echo "$which server did not start: $OUT/$which.stderr" >&2; exit 1; }
+  ADDR[$which]=$(server_addr "$OUT/$which.stdout" "$OUT/$which.stderr")
   echo "$which: $bin pid ${PID[$which]} on ${ADDR[$which]}" >&2
 done
 # The key set is reloaded every 500 ms: let both servers know their key.

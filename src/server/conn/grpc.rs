@@ -376,7 +376,7 @@ async fn run(
         },
     };
     if shared.is_draining() {
-        return Err(refuse(Refused::Conn(ConnError::Draining)));
+        return Err(otlp_refusal(Refused::Conn(ConnError::Draining)));
     }
     let key = |headers: &HeaderMap| {
         shared.keys.authenticate(
@@ -391,7 +391,7 @@ async fn run(
         }
         known => known,
     }
-    .map_err(|e| refuse(Refused::Auth(e)))?;
+    .map_err(|e| otlp_refusal(Refused::Auth(e)))?;
     *org = Some(principal.org_id.clone());
     let max_body = shared.config.otlp_max_body_bytes;
     let mut message = read_message(shared, &mut body, max_body).await?;
@@ -449,7 +449,7 @@ async fn read_message(
         let piece =
             monoio::time::timeout_at(monoio::time::Instant::from_std(deadline), body.data()).await;
         let piece = match piece {
-            Err(_) => return Err(refuse(Refused::Conn(ConnError::SlowBody))),
+            Err(_) => return Err(otlp_refusal(Refused::Conn(ConnError::SlowBody))),
             Ok(None) => break,
             Ok(Some(Err(e))) => {
                 tracing::debug!(error = %e, "gRPC stream failed");
@@ -469,7 +469,7 @@ async fn read_message(
                 return Err(invalid("a message's compressed flag is neither 0 nor 1"));
             }
             if u64::from(len) > max_body {
-                return Err(refuse(Refused::Conn(ConnError::Http {
+                return Err(otlp_refusal(Refused::Conn(ConnError::Http {
                     error: HttpError::BodyTooLarge,
                     max_body,
                 })));
@@ -500,10 +500,6 @@ fn is_grpc_proto(value: Option<&HeaderValue>) -> bool {
     let media = v.split(';').next().unwrap_or("").trim();
     media.eq_ignore_ascii_case("application/grpc")
         || media.eq_ignore_ascii_case("application/grpc+proto")
-}
-
-fn refuse(why: impl Into<Refused>) -> Refusal {
-    otlp_refusal(why)
 }
 
 fn invalid(message: &str) -> Refusal {
