@@ -35,6 +35,16 @@ fn export(
     request: ExportTraceServiceRequest,
     gzip: bool,
 ) -> Result<ExportTraceServiceResponse, tonic::Status> {
+    export_answer(addr, key, request, gzip).map(tonic::Response::into_inner)
+}
+
+/// `export`, with the answer's metadata.
+fn export_answer(
+    addr: SocketAddr,
+    key: &str,
+    request: ExportTraceServiceRequest,
+    gzip: bool,
+) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
     runtime().block_on(async {
         let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
             .expect("an endpoint")
@@ -51,11 +61,13 @@ fn export(
                 .metadata_mut()
                 .insert("x-api-key", key.parse().expect("ASCII"));
         }
-        client
-            .export(request)
-            .await
-            .map(tonic::Response::into_inner)
+        client.export(request).await
     })
+}
+
+/// A metadata value as a number, if the answer has it.
+fn meta_u64(meta: &tonic::metadata::MetadataMap, name: &str) -> Option<u64> {
+    meta.get(name).map(|v| v.to_str().unwrap().parse().unwrap())
 }
 
 /// The Python SDK's capture (7 spans over 4 traces) as the request message.
@@ -385,12 +397,22 @@ fn grpc_rate_limits_say_when_and_quotas_are_final() {
         details: Vec<Any>,
     }
 
-    let server = Server::start_with(&[("INGEST_RATE_LIMIT_RPS", "1")]);
+    let server = Server::start_with(&[("INGEST_RATE_LIMIT_RPS", "10")]);
     let key = server.ready_key("org-grpc-rate");
-    // 1 span a second, and a burst: the bucket runs dry within a few exports of 7 spans.
-    let refused = (0..5)
-        .find_map(|_| export(server.addr, &key, python_capture(), false).err())
-        .expect("refused within 5 exports of 7 spans at 1/s");
+    // 10 spans a second, a bucket of 10: the first export of 7 spans leaves 3, the second
+    // finds too few. Both answers say what is left, as OTLP/HTTP's headers do.
+    let answer = export_answer(server.addr, &key, python_capture(), false).expect("exported");
+    let meta = answer.metadata();
+    assert_eq!(meta_u64(meta, "x-ratelimit-limit"), Some(10), "{meta:?}");
+    let left = meta_u64(meta, "x-ratelimit-remaining").expect("remaining");
+    assert!((3..=4).contains(&left), "{meta:?}");
+    let refused = export(server.addr, &key, python_capture(), false).expect_err("rate-limited");
+    let meta = refused.metadata();
+    assert_eq!(meta_u64(meta, "x-ratelimit-limit"), Some(10), "{meta:?}");
+    assert!(
+        meta_u64(meta, "x-ratelimit-remaining").expect("remaining") < 7,
+        "{meta:?}"
+    );
     assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
     assert!(refused.message().contains("rate_limited"), "{refused:?}");
     let status = Status::decode(refused.details()).expect("grpc-status-details-bin");
@@ -417,6 +439,10 @@ fn grpc_rate_limits_say_when_and_quotas_are_final() {
     let refused = export(server.addr, &key, python_capture(), false).expect_err("over quota");
     assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
     assert!(refused.message().contains("quota"), "{refused:?}");
+    let meta = refused.metadata();
+    assert_eq!(meta_u64(meta, "x-quota-limit"), Some(1), "{meta:?}");
+    assert_eq!(meta_u64(meta, "x-quota-used"), Some(0), "{meta:?}");
+    assert_eq!(meta.get("x-quota-warning").unwrap(), "90%");
     assert!(
         refused
             .metadata()

@@ -40,6 +40,7 @@ use monoio::net::TcpStream;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::{finish_export, rate_deadline, wait_for_new_key, wait_for_room, Worker};
+use crate::admission::{self, LimitHeaders};
 use crate::auth::AuthError;
 use crate::http::otlp::{self as answer, code, Format};
 use crate::http::refusal::{otlp_refusal, ConnError, Refusal, Refused};
@@ -263,7 +264,8 @@ impl Drop for RunningGuard {
 async fn export(worker: &Worker, request: Request<RecvStream>, mut respond: SendResponse<Bytes>) {
     let shared = &*worker.shared;
     let mut org: Option<Arc<str>> = None;
-    let answer = run(worker, request, &mut org).await;
+    let mut limits = LimitHeaders::default();
+    let answer = run(worker, request, &mut org, &mut limits).await;
     let (status, codename) = match &answer {
         Ok(_) => (200, "exported"),
         Err(r) => {
@@ -278,15 +280,17 @@ async fn export(worker: &Worker, request: Request<RecvStream>, mut respond: Send
         }
     };
     shared.metrics.count_response(status, codename);
-    if let Err(e) = respond_with(&mut respond, answer) {
+    if let Err(e) = respond_with(&mut respond, answer, &limits) {
         tracing::debug!(error = %e, "gRPC answer not sent");
     }
 }
 
 /// Writes the answer: the response message and `grpc-status: 0`, or a trailers-only error.
+/// Either carries the key's `limits` as metadata, named as OTLP/HTTP's headers.
 fn respond_with(
     respond: &mut SendResponse<Bytes>,
     answer: Result<Option<(u64, String)>, Refusal>,
+    limits: &LimitHeaders,
 ) -> Result<(), h2::Error> {
     match answer {
         Ok(partial) => {
@@ -295,7 +299,9 @@ fn respond_with(
             answer::export_response(Format::Protobuf, partial, &mut message);
             let len = (message.len() - PREFIX) as u32;
             message[1..PREFIX].copy_from_slice(&len.to_be_bytes());
-            let mut sending = respond.send_response(head(), false)?;
+            let mut response = head();
+            limit_metadata(limits, response.headers_mut());
+            let mut sending = respond.send_response(response, false)?;
             sending.send_data(Bytes::from(message), false)?;
             let mut trailers = HeaderMap::new();
             trailers.insert("grpc-status", HeaderValue::from_static("0"));
@@ -304,6 +310,7 @@ fn respond_with(
         Err(refusal) => {
             let mut response = head();
             let headers = response.headers_mut();
+            limit_metadata(limits, headers);
             let code = grpc_code(&refusal);
             headers.insert("grpc-status", HeaderValue::from(code));
             // As an OTLP/HTTP `Status`: the message, then the v1 code in parentheses.
@@ -332,6 +339,21 @@ fn respond_with(
     }
 }
 
+/// The key's rate limit and quota state as metadata: `x-ratelimit-limit` and
+/// `x-ratelimit-remaining`, and past 90% of the quota `x-quota-warning`, `x-quota-used` and
+/// `x-quota-limit`, as OTLP/HTTP sends them (`response::write_raw`).
+fn limit_metadata(limits: &LimitHeaders, headers: &mut HeaderMap) {
+    if let Some((limit, remaining)) = limits.rate {
+        headers.insert("x-ratelimit-limit", HeaderValue::from(limit));
+        headers.insert("x-ratelimit-remaining", HeaderValue::from(remaining));
+    }
+    if let Some((used, limit)) = limits.quota {
+        headers.insert("x-quota-warning", HeaderValue::from_static("90%"));
+        headers.insert("x-quota-used", HeaderValue::from(used));
+        headers.insert("x-quota-limit", HeaderValue::from(limit));
+    }
+}
+
 /// `:status 200` and gRPC's content type: every gRPC answer, errors included, has them.
 fn head() -> Response<()> {
     let mut response = Response::new(());
@@ -342,11 +364,13 @@ fn head() -> Response<()> {
 }
 
 /// Checks the stream's metadata, reads its message and exports it. `org` is set once the key
-/// is known, for the log. Ok holds what `partial_success` reports.
+/// is known, for the log, and `limits` then holds the key's limits for the answer. Ok holds
+/// what `partial_success` reports.
 async fn run(
     worker: &Worker,
     request: Request<RecvStream>,
     org: &mut Option<Arc<str>>,
+    limits: &mut LimitHeaders,
 ) -> Result<Option<(u64, String)>, Refusal> {
     let shared = &*worker.shared;
     let (parts, mut body) = request.into_parts();
@@ -393,6 +417,7 @@ async fn run(
     }
     .map_err(|e| otlp_refusal(Refused::Auth(e)))?;
     *org = Some(principal.org_id.clone());
+    *limits = admission::peek(&principal, shared.clock.mono_ns(), shared.clock.now_ms());
     let max_body = shared.config.otlp_max_body_bytes;
     let mut message = read_message(shared, &mut body, max_body).await?;
     let (compressed, len) = (message[0] == 1, message.len() - PREFIX);
@@ -410,7 +435,6 @@ async fn run(
     }
     message.resize(PREFIX + len + BODY_PADDING, 0);
     let body = PaddedBody::new(&mut message[PREFIX..], len);
-    let mut limits = crate::admission::LimitHeaders::default();
     let result = worker.pipeline.borrow_mut().ingest_otlp(
         &principal,
         body,
@@ -421,11 +445,11 @@ async fn run(
             Encoding::Identity
         },
         max_body as usize,
-        &mut limits,
+        limits,
     );
     // The message is parsed and its rows built: its memory goes before the fsync wait.
     drop(message);
-    let partial = finish_export(shared, &principal, result, &mut limits).await?;
+    let partial = finish_export(shared, &principal, result, limits).await?;
     shared
         .metrics
         .batches_accepted
