@@ -229,6 +229,10 @@ pub struct ServeArgs {
     /// Bytes the spool on disk may hold; with memory and spool full, `/ingest` answers 503.
     #[arg(long, env = "INGEST_SPOOL_MAX_BYTES", default_value_t = 1024 * 1024 * 1024)]
     pub spool_max_bytes: u64,
+    /// Bytes the dead-letter file may hold (at least 65536); rows ClickHouse refuses for good
+    /// past it are held in memory, counted against the buffer, until the file is moved away.
+    #[arg(long, env = "INGEST_DEAD_LETTER_MAX_BYTES", default_value_t = 1024 * 1024 * 1024)]
+    pub dead_letter_max_bytes: u64,
     /// Directory for the spool (and write-ahead log) and the dead-letter file.
     #[arg(long, env = "INGEST_DATA_DIR", default_value = "data")]
     pub data_dir: PathBuf,
@@ -338,6 +342,7 @@ pub struct Config {
     pub buffer_max_rows: u64,
     pub buffer_max_bytes: u64,
     pub spool_max_bytes: u64,
+    pub dead_letter_max_bytes: u64,
     pub data_dir: PathBuf,
     pub durability: Durability,
     pub shutdown_timeout: Duration,
@@ -441,6 +446,12 @@ impl ServeArgs {
             return Err(format!(
                 "INGEST_SPOOL_MAX_BYTES must be at least {MIN_BYTES} (64 KiB), got {}",
                 self.spool_max_bytes
+            ));
+        }
+        if self.dead_letter_max_bytes < MIN_BYTES {
+            return Err(format!(
+                "INGEST_DEAD_LETTER_MAX_BYTES must be at least {MIN_BYTES} (64 KiB), got {}",
+                self.dead_letter_max_bytes
             ));
         }
         if self.data_dir.as_os_str().is_empty() {
@@ -569,6 +580,7 @@ impl ServeArgs {
             buffer_max_rows: self.buffer_max_rows,
             buffer_max_bytes: self.buffer_max_bytes,
             spool_max_bytes: self.spool_max_bytes,
+            dead_letter_max_bytes: self.dead_letter_max_bytes,
             data_dir: self.data_dir.clone(),
             durability,
             shutdown_timeout: Duration::from_millis(self.shutdown_timeout_ms),
@@ -654,6 +666,11 @@ mod tests {
             "INGEST_FLUSH_MAX_BYTES must be at least 65536 (64 KiB), got 1000"
         );
         assert_eq!(c.spool_max_bytes, 1 << 30);
+        assert_eq!(c.dead_letter_max_bytes, 1 << 30);
+        assert_eq!(
+            resolve(&["--dead-letter-max-bytes", "65535"]).unwrap_err(),
+            "INGEST_DEAD_LETTER_MAX_BYTES must be at least 65536 (64 KiB), got 65535"
+        );
         let c = resolve(&[
             "--durability",
             "wal",

@@ -336,6 +336,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     flush_config.shutdown_timeout = config.shutdown_timeout;
     flush_config.budget = budget.clone();
     flush_config.dead_letter_dir = config.data_dir.join("deadletter");
+    flush_config.dead_letter_max_bytes = config.dead_letter_max_bytes;
     flush_config.stats = flush_stats.clone();
     // buffer: workers -> flush thread. wal: workers -> write-ahead thread -> flush thread.
     let (sender, input, wal) = match config.durability {

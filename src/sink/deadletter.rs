@@ -21,6 +21,8 @@ use crate::row::{col, version_of_ingested_at, Kind, Value, COLUMNS, KINDS, SPANS
 #[derive(Debug, Clone)]
 pub struct DeadLetters {
     path: PathBuf,
+    /// The size past which a write is refused (`with_max_bytes`).
+    max_bytes: u64,
 }
 
 impl DeadLetters {
@@ -29,9 +31,20 @@ impl DeadLetters {
         DeadLetters::at(dir.join("spans.jsonl"))
     }
 
-    /// The file at `path` (what a replay still cannot insert).
+    /// The file at `path` (what a replay still cannot insert), without a size bound.
     pub fn at(path: PathBuf) -> DeadLetters {
-        DeadLetters { path }
+        DeadLetters {
+            path,
+            max_bytes: u64::MAX,
+        }
+    }
+
+    /// Refuses a write that would take a non-empty file past `max_bytes` (the server's
+    /// `INGEST_DEAD_LETTER_MAX_BYTES`), as a full disk would: the flush thread then holds the
+    /// rows until the file is moved away. A write into an empty file is never refused, so rows
+    /// of one insert larger than the bound still get in.
+    pub fn with_max_bytes(self, max_bytes: u64) -> DeadLetters {
+        DeadLetters { max_bytes, ..self }
     }
 
     pub fn path(&self) -> &Path {
@@ -86,6 +99,18 @@ impl DeadLetters {
         // it reached the file is cut off first, so a retry neither repeats rows nor leaves half
         // a line in front of the next.
         let before = f.metadata()?.len();
+        if before > 0 && before.saturating_add(out.len() as u64) > self.max_bytes {
+            return Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                format!(
+                    "the dead-letter file holds {before} bytes, and these {rows} rows' {} more \
+                     would take it past INGEST_DEAD_LETTER_MAX_BYTES ({}): move it away (and \
+                     replay it with `traceingest deadletter replay`) to let them in",
+                    out.len(),
+                    self.max_bytes
+                ),
+            ));
+        }
         if !ends_a_line(&f, before, readable)? {
             out.insert(0, b'\n');
         }
@@ -286,6 +311,56 @@ mod tests {
             row.as_object().unwrap().len(),
             crate::row::SPANS_COLUMNS.len()
         );
+    }
+
+    /// A write that would take a non-empty file past its bound is refused whole, as a full
+    /// disk would refuse it, and the file is left as it was; an empty file takes any write, so
+    /// one insert's rows larger than the bound are never held forever. A file moved away makes
+    /// room.
+    #[test]
+    fn the_bound_refuses_writes_past_it_and_a_moved_file_makes_room() {
+        let dir = TestDir::new("deadletter-bound");
+        let b = batch_then("org-1", "trace-1", 2, 1_700_000_000_000, "s");
+        assert!(b.len() > 1);
+        let err = InsertError {
+            retry: Retry::Split,
+            code: Some(395),
+            message: "refused".into(),
+        };
+        let one = [RowRun {
+            batch: &b,
+            rows: 0..1,
+        }];
+        // The size of one row's line, from an unbounded file.
+        let probe = DeadLetters::at(dir.path().join("probe.jsonl"));
+        probe.write(&one, &err).unwrap();
+        let line = std::fs::metadata(probe.path()).unwrap().len();
+
+        // Room for two lines and a half.
+        let dl = DeadLetters::new(&dir.path().join("deadletter")).with_max_bytes(line * 5 / 2);
+        assert_eq!(dl.write(&one, &err).unwrap(), 1);
+        assert_eq!(dl.write(&one, &err).unwrap(), 1);
+        let full = std::fs::read(dl.path()).unwrap();
+        let refused = dl.write(&one, &err).unwrap_err();
+        assert_eq!(refused.kind(), io::ErrorKind::StorageFull);
+        let why = refused.to_string();
+        assert!(
+            why.contains("INGEST_DEAD_LETTER_MAX_BYTES") && why.contains("move it away"),
+            "{why}"
+        );
+        assert_eq!(std::fs::read(dl.path()).unwrap(), full, "left as it was");
+
+        // Moved away: the next write starts a new file, and an empty file takes more than
+        // the bound at once.
+        std::fs::rename(dl.path(), dir.path().join("moved.jsonl")).unwrap();
+        let tiny = DeadLetters::new(&dir.path().join("deadletter")).with_max_bytes(line / 2);
+        assert_eq!(tiny.write(&[RowRun::whole(&b)], &err).unwrap(), b.len());
+        assert_eq!(
+            tiny.write(&one, &err).unwrap_err().kind(),
+            io::ErrorKind::StorageFull
+        );
+        let text = std::fs::read_to_string(tiny.path()).unwrap();
+        assert_eq!(text.lines().count(), b.len(), "{text}");
     }
 
     /// A line a crash cut short (no newline at its end) is not joined by the next row.

@@ -552,6 +552,73 @@ fn a_table_that_cannot_take_the_columns_dead_letters_each_insert_at_once_in_a_fe
     server.wait_rows(28);
 }
 
+/// The dead-letter file has a bound (`INGEST_DEAD_LETTER_MAX_BYTES`): refused rows that would
+/// take it past the bound are held in memory, shown, and written to a new file once the full one
+/// is moved away; after the column is put back both files replay and every row is stored.
+#[test]
+fn refused_rows_past_the_dead_letter_bound_wait_until_the_file_is_moved_away() {
+    const BOUND: u64 = 65536;
+    let server = Server::start_with(&[("INGEST_DEAD_LETTER_MAX_BYTES", "65536")]);
+    let key = server.ready_key("org-dlbound");
+    let name_type = |ty: &str| {
+        server.ch_exec(&format!(
+            "ALTER TABLE {}.spans MODIFY COLUMN name {ty}",
+            server.database
+        ));
+    };
+    name_type("UInt8");
+    let file = server.data_dir().join("deadletter/spans.jsonl");
+    let lines =
+        |path: &std::path::Path| std::fs::read_to_string(path).map_or(0, |t| t.lines().count());
+    let held = || server.metric_value("traceingest_dead_letter_held_rows");
+    // Batches of 5 spans, one at a time, each dead-lettered (or held) before the next.
+    let mut sent = 0;
+    while held() == 0.0 {
+        assert!(
+            sent < 200,
+            "never held: {} bytes",
+            file.metadata().unwrap().len()
+        );
+        let r = server.post_ingest(&key, &batch(&format!("dlb{sent}"), 1, 5));
+        assert_eq!(r.status, 202);
+        sent += 5;
+        wait_until("dead-lettered or held", Duration::from_secs(20), || {
+            lines(&file) + held() as usize == sent
+        });
+    }
+    assert_eq!(held(), 5.0);
+    let size = file.metadata().unwrap().len();
+    assert!(size <= BOUND, "{size}");
+    assert!(
+        server.log().contains("INGEST_DEAD_LETTER_MAX_BYTES"),
+        "the log says why:\n{}",
+        server.log()
+    );
+    // Moved away: the held rows go to a new file at the next try (1 to 4 s).
+    let moved = server.data_dir().join("moved.jsonl");
+    std::fs::rename(&file, &moved).unwrap();
+    wait_until("the held rows written", Duration::from_secs(20), || {
+        lines(&file) == 5 && held() == 0.0
+    });
+    assert_eq!(lines(&moved) + 5, sent);
+    assert_eq!(
+        server.metric_value("traceingest_flush_rejected_rows_total"),
+        sent as f64
+    );
+
+    name_type("String");
+    for f in [&moved, &file] {
+        let out = server.cli(&["deadletter", "replay", f.to_str().unwrap()]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    server.wait_rows(sent as u64);
+}
+
 /// In write-ahead mode a batch the log refuses (spool full) gets its rate-limit credit and its
 /// quota back: refusals never turn into `429`, and once ClickHouse has the rows the
 /// organisation can still send exactly up to its hard limit.

@@ -80,6 +80,9 @@ pub struct FlushConfig {
     pub max_unknown_attempts: u32,
     /// Where refused rows go (`INGEST_DATA_DIR/deadletter`).
     pub dead_letter_dir: PathBuf,
+    /// The dead-letter file's bound: past it refused rows are held as when it cannot be
+    /// written (`INGEST_DEAD_LETTER_MAX_BYTES`).
+    pub dead_letter_max_bytes: u64,
     /// Counters for the metrics endpoint; the caller keeps a clone.
     pub stats: Arc<FlushStats>,
     /// Nice levels the thread lowers its own priority by when it starts (`INGEST_FLUSH_NICE`).
@@ -113,6 +116,7 @@ impl FlushConfig {
             budget: Arc::new(MemoryBudget::new(1_000_000, 256 << 20)),
             max_unknown_attempts: 8,
             dead_letter_dir: PathBuf::from("data/deadletter"),
+            dead_letter_max_bytes: u64::MAX,
             stats: Arc::default(),
             nice: 0,
         }
@@ -142,6 +146,7 @@ impl fmt::Debug for FlushConfig {
             .field("buffer_max_rows", &self.budget.max_rows())
             .field("buffer_max_bytes", &self.budget.max_bytes())
             .field("dead_letter_dir", &self.dead_letter_dir)
+            .field("dead_letter_max_bytes", &self.dead_letter_max_bytes)
             .field("nice", &self.nice)
             .finish_non_exhaustive()
     }
@@ -355,7 +360,8 @@ impl Flusher {
             store,
             rt,
             st: State {
-                dead: DeadLetters::new(&cfg.dead_letter_dir),
+                dead: DeadLetters::new(&cfg.dead_letter_dir)
+                    .with_max_bytes(cfg.dead_letter_max_bytes),
                 undelivered: Vec::new(),
                 undelivered_at: None,
                 undelivered_retry_at: None,
