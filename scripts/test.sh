@@ -13,10 +13,11 @@ scripts/clickhouse.sh
 # fail rather than skip when it is missing.
 scripts/cluster.sh up >/dev/null
 export TRACEINGEST_CLUSTER_TESTS=required
-# The OpenTelemetry Python SDK for the live exporter test (tests/it/otlp.rs), which fails
-# rather than skips when it is missing.
+# The OpenTelemetry Python and JS SDKs for the live exporter tests (tests/it/otlp.rs), which
+# fail rather than skip when they are missing.
 TRACEINGEST_OTLP_PYTHON=$(scripts/otlp-python.sh)
-export TRACEINGEST_OTLP_PYTHON TRACEINGEST_OTLP_LIVE_TEST=required
+TRACEINGEST_OTLP_NODE=$(scripts/otlp-node.sh)
+export TRACEINGEST_OTLP_PYTHON TRACEINGEST_OTLP_NODE TRACEINGEST_OTLP_LIVE_TEST=required
 # The public price data set next to the repository (../shared/reference, not part of it): when
 # it is there the tests that load it (src/pricing/genai.rs, src/pricing/builtin/tests.rs) fail
 # rather than skip.

@@ -12,7 +12,13 @@
 import { trace, context, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { makeProvider, shutdown } from './otel_setup.mjs';
 
-const provider = makeProvider('capture-js-sdk-genai', 'json');
+// The capture sends OTLP/HTTP JSON; the live exporter test (tests/it/otlp.rs) also runs it with
+// --grpc (OTLP over gRPC) and --gzip.
+const provider = await makeProvider(
+  'capture-js-sdk-genai',
+  process.argv.includes('--grpc') ? 'grpc' : 'json',
+  process.argv.includes('--gzip'),
+);
 const tracer = trace.getTracer('capture.genai.manual', '1.0.0');
 
 function inSpan(name, kind, attributes, fn = () => {}) {

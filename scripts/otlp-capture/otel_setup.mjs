@@ -1,6 +1,11 @@
 // Shared tracer-provider setup for the Node capture programs (mirrors otel_setup.py).
 // One BatchSpanProcessor with a long schedule delay, so every span of a run goes out in one
-// request when the provider is shut down. The endpoint comes from OTLP_CAPTURE_ENDPOINT.
+// request when the provider is shut down. The endpoint comes from OTLP_CAPTURE_ENDPOINT, the
+// headers (the API key) from OTEL_EXPORTER_OTLP_HEADERS as the exporters read it.
+//
+// encoding: 'json' or 'protobuf' over OTLP/HTTP, or 'grpc' (OTLP over gRPC, @grpc/grpc-js, to
+// http://HOST:PORT), imported only when asked for: the capture programs' node_modules do not
+// have it, the live exporter test's (scripts/otlp-node.sh) does. gzip: compress the exports.
 import { NodeTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-node';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -8,11 +13,20 @@ import { OTLPTraceExporter as ProtoExporter } from '@opentelemetry/exporter-trac
 
 const stats = { exported: 0, failed: false };
 
-export function makeProvider(serviceName, encoding) {
+export async function makeProvider(serviceName, encoding, gzip = false) {
   const url = process.env.OTLP_CAPTURE_ENDPOINT;
   if (!url) throw new Error('OTLP_CAPTURE_ENDPOINT is not set');
-  const Exporter = encoding === 'json' ? JsonExporter : ProtoExporter;
-  const exporter = new Exporter({ url, timeoutMillis: 10000 });
+  const Exporter =
+    encoding === 'grpc'
+      ? (await import('@opentelemetry/exporter-trace-otlp-grpc')).OTLPTraceExporter
+      : encoding === 'json'
+        ? JsonExporter
+        : ProtoExporter;
+  const exporter = new Exporter({
+    url,
+    timeoutMillis: 10000,
+    ...(gzip ? { compression: 'gzip' } : {}),
+  });
   const exportOriginal = exporter.export.bind(exporter);
   exporter.export = (spans, done) =>
     exportOriginal(spans, (result) => {

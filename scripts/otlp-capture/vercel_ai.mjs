@@ -12,7 +12,7 @@ import { generateText, streamText, embed, tool, stepCountIs } from 'ai';
 import { z } from 'zod';
 import { makeProvider, shutdown } from './otel_setup.mjs';
 
-const provider = makeProvider('capture-vercel-ai', 'protobuf');
+const provider = await makeProvider('capture-vercel-ai', 'protobuf');
 const openai = createOpenAI({ baseURL: process.env.OPENAI_BASE_URL, apiKey: 'sk-mock-capture' });
 
 const telemetry = (functionId) => ({

@@ -951,3 +951,49 @@ fn a_live_python_exporter() {
         assert_eq!(stored_lines(&server, org), want, "{org}");
     }
 }
+
+/// The OpenTelemetry JS SDK's own exporters against the server: OTLP/HTTP JSON (gzip) and
+/// OTLP over gRPC (`@grpc/grpc-js`, plain and gzip, on the same port). Each export succeeds
+/// and its spans are stored as the capture of the same program says.
+#[test]
+fn a_live_node_exporter() {
+    let Some(dir) = std::env::var_os("TRACEINGEST_OTLP_NODE") else {
+        assert!(
+            std::env::var_os("TRACEINGEST_OTLP_LIVE_TEST").is_none(),
+            "TRACEINGEST_OTLP_LIVE_TEST is set but TRACEINGEST_OTLP_NODE is not"
+        );
+        eprintln!("TRACEINGEST_OTLP_NODE is not set (scripts/test.sh sets it): skipping");
+        return;
+    };
+    let server = Server::start();
+    let program = std::path::Path::new(&dir).join("js_sdk_genai.mjs");
+    let want = expected("js-sdk-genai");
+    let runs: [(&str, &[&str]); 3] = [
+        ("org-node-http", &["--gzip"]),
+        ("org-node-grpc", &["--grpc"]),
+        ("org-node-grpc-gzip", &["--grpc", "--gzip"]),
+    ];
+    for (n, (org, args)) in runs.into_iter().enumerate() {
+        let key = server.ready_key(org);
+        let endpoint = if args.contains(&"--grpc") {
+            format!("http://{}", server.addr)
+        } else {
+            format!("http://{}/v1/traces", server.addr)
+        };
+        let out = std::process::Command::new("node")
+            .arg(&program)
+            .args(args)
+            .env("OTLP_CAPTURE_ENDPOINT", endpoint)
+            .env("OTEL_EXPORTER_OTLP_HEADERS", format!("x-api-key={key}"))
+            .output()
+            .expect("run node");
+        assert!(
+            out.status.success(),
+            "the exporter ({org}) failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        server.wait_rows((n + 1) as u64 * want.len() as u64);
+        assert_eq!(stored_lines(&server, org), want, "{org}");
+    }
+}
