@@ -46,6 +46,7 @@ const ANSWERS: &[(u16, &str)] = &[
     (431, "headers_too_large"),
     (501, "unsupported_transfer_encoding"),
     (503, "buffer_full"),
+    (503, "connection_busy"),
     (503, "draining"),
     (503, "not_ready"),
     (503, "storage_unavailable"),

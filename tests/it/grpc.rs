@@ -671,3 +671,89 @@ fn a_grpc_export_in_flight_during_the_drain_is_answered() {
     assert_eq!(server.wait_exit(Duration::from_secs(30)), 0);
     assert_eq!(server.count(), 7);
 }
+
+/// The exports of one connection hold at most 4 messages' worth of bytes while they are read
+/// (each counted at the length its prefix declares): a fifth export finds no room and is
+/// refused at once with `UNAVAILABLE` and a 1 s `RetryInfo`, never made to wait. An export that
+/// ends gives its room back, and the next export on the same connection is stored.
+#[test]
+fn a_connection_holds_at_most_four_messages_being_read() {
+    const MAX: u32 = 1 << 20;
+    let server = Server::start_with(&[("INGEST_OTLP_MAX_BODY_BYTES", &MAX.to_string())]);
+    let key = server.ready_key("org-grpc-held");
+    let addr = server.addr;
+    let message = framed(false, &python_capture().encode_to_vec());
+    runtime().block_on(async {
+        let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let (client, conn) = h2::client::handshake(tcp).await.expect("h2 handshake");
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let mut client = client.ready().await.expect("ready");
+        let request = || {
+            http::Request::builder()
+                .method("POST")
+                .uri(format!("http://{addr}{EXPORT}"))
+                .header("content-type", "application/grpc")
+                .header("x-api-key", key.as_str())
+                .body(())
+                .unwrap()
+        };
+        // Four exports declare a whole 1 MiB message and send only its prefix.
+        let mut holders = Vec::new();
+        for _ in 0..4 {
+            let (answer, mut body) = client.send_request(request(), false).expect("a stream");
+            let mut prefix = vec![0u8];
+            prefix.extend_from_slice(&MAX.to_be_bytes());
+            body.send_data(Bytes::from(prefix), false)
+                .expect("the prefix");
+            holders.push((answer, body));
+        }
+        // Their prefixes reach the server's tasks before the next stream's.
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let status = |headers: &http::HeaderMap, name: &str| {
+            headers.get(name).map(|v| v.to_str().unwrap().to_string())
+        };
+        let (answer, mut body) = client.send_request(request(), false).expect("a stream");
+        body.send_data(Bytes::from(message.clone()), true)
+            .expect("the message");
+        let refused = answer.await.expect("an answer");
+        let meta = refused.headers();
+        assert_eq!(
+            status(meta, "grpc-status").as_deref(),
+            Some("14"),
+            "{meta:?}"
+        );
+        let why = status(meta, "grpc-message").unwrap_or_default();
+        assert!(
+            why.contains("connection_busy") && why.contains(&(4 * MAX).to_string()),
+            "{why}"
+        );
+        assert!(meta.contains_key("google.rpc.retryinfo-bin"), "{meta:?}");
+
+        // The first holder ends its stream short: refused for that, its room given back.
+        let (answer, mut body) = holders.remove(0);
+        body.send_data(Bytes::new(), true).expect("end the stream");
+        let cut = answer.await.expect("an answer");
+        assert_eq!(status(cut.headers(), "grpc-status").as_deref(), Some("3"));
+        let (answer, mut body) = client.send_request(request(), false).expect("a stream");
+        body.send_data(Bytes::from(message.clone()), true)
+            .expect("the message");
+        let (parts, mut recv) = answer.await.expect("an answer").into_parts();
+        while let Some(piece) = recv.data().await {
+            let _ = piece.expect("data");
+        }
+        let trailers = recv.trailers().await.expect("trailers").expect("trailers");
+        assert_eq!(
+            status(&trailers, "grpc-status").as_deref(),
+            Some("0"),
+            "{parts:?}"
+        );
+        drop(holders);
+    });
+    server.wait_rows(7);
+    assert_eq!(
+        server.metric_value("traceingest_responses_total{status=\"503\",code=\"connection_busy\"}"),
+        1.0
+    );
+}

@@ -61,10 +61,16 @@ pub const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceServ
 /// Exports in flight on one connection (HTTP/2's recommended least); a client opening more
 /// waits for one to finish. A client may open streams before it has the server's settings,
 /// and those past the limit are refused (`REFUSED_STREAM`), which not every client retries
-/// (hyper's does not): with 8, tonic's 9th concurrent export on a new connection failed. Each
-/// export being read holds at most its message (`INGEST_OTLP_MAX_BODY_BYTES`), as an HTTP/1
-/// connection holds its body.
+/// (hyper's does not): with 8, tonic's 9th concurrent export on a new connection failed.
 const MAX_STREAMS: u32 = 100;
+/// Message bytes the exports of one connection may hold at once while they are read and
+/// decoded, in units of the largest message (`INGEST_OTLP_MAX_BODY_BYTES`), each counted at
+/// the length its prefix declares: without it, 100 streams could make the server hold 100
+/// messages for one connection, where an HTTP/1 connection holds one body. An export whose
+/// message does not fit is refused at once (`UNAVAILABLE`, retry in 1 s), never made to wait:
+/// a waiting stream's unread data would hold the connection's flow-control window and could
+/// stall the exports holding the room.
+const HELD_MESSAGES: u64 = 4;
 /// Flow-control window of a stream and of the connection: what a client may send ahead of
 /// what the exports have taken. A stream is read only once its key is known, so this is also
 /// the message bytes a client without a valid key can make the server hold per connection
@@ -182,7 +188,7 @@ pub async fn serve(stream: TcpStream, read: Vec<u8>, worker: Rc<Worker>) {
                 let guard = running.start();
                 // A panic ends the stream (reset as its handles drop), not the worker.
                 monoio::spawn(Contained(async move {
-                    export(&worker, request, respond).await;
+                    export(&worker, request, respond, &guard.0).await;
                     drop(guard);
                 }));
             }
@@ -209,6 +215,8 @@ pub async fn serve(stream: TcpStream, read: Vec<u8>, worker: Rc<Worker>) {
 struct Running {
     count: Cell<usize>,
     last_busy: Cell<Instant>,
+    /// Message bytes the running exports hold (`Held`), at most `HELD_MESSAGES` messages.
+    held: Cell<u64>,
     /// The connection loop, waiting for the count to reach zero.
     waiter: RefCell<Option<Waker>>,
 }
@@ -218,6 +226,7 @@ impl Default for Running {
         Running {
             count: Cell::new(0),
             last_busy: Cell::new(Instant::now()),
+            held: Cell::new(0),
             waiter: RefCell::new(None),
         }
     }
@@ -231,6 +240,19 @@ impl Running {
         RunningGuard(self.clone())
     }
 
+    /// Counts `bytes` of a message in until the `Held` drops, if they fit under `limit`.
+    fn hold(self: &Rc<Running>, bytes: u64, limit: u64) -> Option<Held> {
+        let held = self.held.get() + bytes;
+        if held > limit {
+            return None;
+        }
+        self.held.set(held);
+        Some(Held {
+            running: self.clone(),
+            bytes,
+        })
+    }
+
     /// Resolves once no export runs.
     async fn until_none(&self) {
         poll_fn(|cx| {
@@ -241,6 +263,19 @@ impl Running {
             Poll::Pending
         })
         .await
+    }
+}
+
+/// A message's bytes counted in `Running::held` until dropped.
+struct Held {
+    running: Rc<Running>,
+    bytes: u64,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let held = &self.running.held;
+        held.set(held.get() - self.bytes);
     }
 }
 
@@ -260,12 +295,17 @@ impl Drop for RunningGuard {
     }
 }
 
-/// Runs one stream (an export) and answers it.
-async fn export(worker: &Worker, request: Request<RecvStream>, mut respond: SendResponse<Bytes>) {
+/// Runs one stream (an export) of the connection `running` counts, and answers it.
+async fn export(
+    worker: &Worker,
+    request: Request<RecvStream>,
+    mut respond: SendResponse<Bytes>,
+    running: &Rc<Running>,
+) {
     let shared = &*worker.shared;
     let mut org: Option<Arc<str>> = None;
     let mut limits = LimitHeaders::default();
-    let answer = run(worker, request, &mut org, &mut limits).await;
+    let answer = run(worker, request, running, &mut org, &mut limits).await;
     let (status, codename) = match &answer {
         Ok(_) => (200, "exported"),
         Err(r) => {
@@ -369,6 +409,7 @@ fn head() -> Response<()> {
 async fn run(
     worker: &Worker,
     request: Request<RecvStream>,
+    running: &Rc<Running>,
     org: &mut Option<Arc<str>>,
     limits: &mut LimitHeaders,
 ) -> Result<Option<(u64, String)>, Refusal> {
@@ -419,7 +460,7 @@ async fn run(
     *org = Some(principal.org_id.clone());
     *limits = admission::peek(&principal, shared.clock.mono_ns(), shared.clock.now_ms());
     let max_body = shared.config.otlp_max_body_bytes;
-    let mut message = read_message(shared, &mut body, max_body).await?;
+    let (mut message, held) = read_message(shared, &mut body, max_body, running).await?;
     let (compressed, len) = (message[0] == 1, message.len() - PREFIX);
     if compressed && encoding == Encoding::Identity {
         return Err(invalid(
@@ -449,6 +490,7 @@ async fn run(
     );
     // The message is parsed and its rows built: its memory goes before the fsync wait.
     drop(message);
+    drop(held);
     let partial = finish_export(shared, &principal, result, limits).await?;
     shared
         .metrics
@@ -458,16 +500,18 @@ async fn run(
 }
 
 /// Reads a unary call's one message, prefix included, within the idle timeout per piece and
-/// the minimum rate since the first. A message larger than `max_body` is refused from its
-/// prefix, before it is read.
+/// the minimum rate since the first, with its length counted in the connection's `running`
+/// until the `Held` drops. A message larger than `max_body`, or than the room the connection's
+/// other exports leave (`HELD_MESSAGES`), is refused from its prefix, before it is read.
 async fn read_message(
     shared: &Shared,
     body: &mut RecvStream,
     max_body: u64,
-) -> Result<Vec<u8>, Refusal> {
+    running: &Rc<Running>,
+) -> Result<(Vec<u8>, Held), Refusal> {
     let started = Instant::now();
     let mut message: Vec<u8> = Vec::new();
-    let mut want: Option<usize> = None;
+    let mut want: Option<(usize, Held)> = None;
     loop {
         let deadline = rate_deadline(&shared.config, message.len(), started);
         let piece =
@@ -498,9 +542,12 @@ async fn read_message(
                     max_body,
                 })));
             }
-            want = Some(PREFIX + len as usize);
+            let Some(held) = running.hold(u64::from(len), HELD_MESSAGES * max_body) else {
+                return Err(connection_busy(running.held.get(), max_body));
+            };
+            want = Some((PREFIX + len as usize, held));
         }
-        if let Some(total) = want {
+        if let Some((total, _)) = want {
             if message.len() > total {
                 return Err(invalid("the call carries more than one message"));
             }
@@ -509,7 +556,7 @@ async fn read_message(
         }
     }
     match want {
-        Some(total) if message.len() == total => Ok(message),
+        Some((total, held)) if message.len() == total => Ok((message, held)),
         _ => Err(invalid(
             "the call ended without one whole length-prefixed message",
         )),
@@ -533,6 +580,23 @@ fn invalid(message: &str) -> Refusal {
             error: HttpError::BadRequest("not one gRPC message"),
             max_body: 0,
         }))
+    }
+}
+
+/// An export whose message does not fit beside those the connection's other exports hold.
+fn connection_busy(held: u64, max_body: u64) -> Refusal {
+    Refusal {
+        status: 503,
+        code: "connection_busy",
+        message: format!(
+            "this connection's exports already hold {held} bytes of messages, and one more \
+             would pass {HELD_MESSAGES} x INGEST_OTLP_MAX_BODY_BYTES ({max_body}); retry, or \
+             spread concurrent exports over more connections"
+        ),
+        retry_after: Some(1),
+        allow: None,
+        issues: Vec::new(),
+        close: false,
     }
 }
 
