@@ -116,6 +116,9 @@ async fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     };
     let source =
         std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?;
+    // A server writing refused rows to this file (it was moved away after the server opened
+    // it) finishes its write first; none starts while the run holds the file.
+    share_lock(&source).with_context(|| format!("cannot lock {}", file.display()))?;
     let (size, tail) = whole_lines(&source, file)?;
     // The run replaces the refused file: only when every row in it is in FILE too.
     let mut earlier = refused_keys(&refused_path)?;
@@ -373,6 +376,23 @@ impl Drop for LockedAside {
 /// Opens (creating) `aside` and locks it for this process, or says that another replay has it.
 /// While this process holds the lock, the path names the locked file: only its holder removes
 /// or renames it, and a file locked after its path went elsewhere is let go and opened again.
+/// A shared `flock` on `f`, waited for: the server takes an exclusive one to write its
+/// dead-letter file (`DeadLetters::write`) and, while a replay holds the file, writes to a new
+/// one at its path instead.
+fn share_lock(f: &std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd as _;
+    loop {
+        // SAFETY: `flock` on a descriptor `f` owns for the call; no memory is passed.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH) } == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
 fn lock_aside(aside: &Path) -> anyhow::Result<LockedAside> {
     use std::os::fd::AsRawFd as _;
     loop {

@@ -7,7 +7,10 @@
 //! decimal strings, times as epoch seconds), so an operator can see why, fix and re-insert
 //! (`traceingest deadletter replay`, which reads a row back with [`row_values`]). The file is
 //! opened, appended and fsynced for each refused insert (a rare event), and never read or
-//! truncated by the service, so it may be rotated or moved away at any time.
+//! truncated by the service, so it may be rotated or moved away at any time: the server's
+//! writes hold an exclusive `flock` on it and check, once they have it, that the path still
+//! names the file they opened, and a replay holds a shared one for its run, so a move never
+//! lets rows be appended to a file after a replay has read it.
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};
@@ -23,12 +26,18 @@ pub struct DeadLetters {
     path: PathBuf,
     /// The size past which a write is refused (`with_max_bytes`).
     max_bytes: u64,
+    /// Whether writes lock the file against a replay (the server's file, not a replay's own
+    /// refused file, which the replay locks by other means).
+    locked: bool,
 }
 
 impl DeadLetters {
-    /// The file `dir/spans.jsonl`; the directory is created on first use.
+    /// The server's file `dir/spans.jsonl`; the directory is created on first use.
     pub fn new(dir: &Path) -> DeadLetters {
-        DeadLetters::at(dir.join("spans.jsonl"))
+        DeadLetters {
+            locked: true,
+            ..DeadLetters::at(dir.join("spans.jsonl"))
+        }
     }
 
     /// The file at `path` (what a replay still cannot insert), without a size bound.
@@ -36,6 +45,7 @@ impl DeadLetters {
         DeadLetters {
             path,
             max_bytes: u64::MAX,
+            locked: false,
         }
     }
 
@@ -77,24 +87,7 @@ impl DeadLetters {
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        // Read as well, to see how the file ends; a file this process may only write is
-        // appended to as it is.
-        let (mut f, readable) = match OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(&self.path)
-        {
-            Ok(f) => (f, true),
-            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => (
-                OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&self.path)?,
-                false,
-            ),
-            Err(e) => return Err(e),
-        };
+        let (mut f, readable) = self.open()?;
         // A failed write is tried again later (the flush thread holds the rows): what part of
         // it reached the file is cut off first, so a retry neither repeats rows nor leaves half
         // a line in front of the next.
@@ -124,6 +117,69 @@ impl DeadLetters {
             return Err(e);
         }
         Ok(rows)
+    }
+}
+
+impl DeadLetters {
+    /// Opens the file to append to it, with whether it could be opened to read as well (to
+    /// see how it ends; a file this process may only write is appended to as it is). The
+    /// server's file is locked, and is the file the path names once locked: one moved away
+    /// between the open and the lock is let go and the path opened again.
+    fn open(&self) -> io::Result<(std::fs::File, bool)> {
+        use std::os::fd::AsRawFd as _;
+        for _ in 0..8 {
+            let (f, readable) = match OpenOptions::new()
+                .create(true)
+                .read(true)
+                .append(true)
+                .open(&self.path)
+            {
+                Ok(f) => (f, true),
+                Err(e) if e.kind() == io::ErrorKind::PermissionDenied => (
+                    OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(&self.path)?,
+                    false,
+                ),
+                Err(e) => return Err(e),
+            };
+            if !self.locked {
+                return Ok((f, readable));
+            }
+            // SAFETY: `flock` on a descriptor `f` owns for the call; no memory is passed.
+            if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::WouldBlock {
+                    return Err(e);
+                }
+                if self.names(&f) {
+                    return Err(io::Error::new(
+                        io::ErrorKind::WouldBlock,
+                        "a `traceingest deadletter replay` is reading the dead-letter file in \
+                         place; refused rows go in once it ends (move the file away before \
+                         replaying it)",
+                    ));
+                }
+                // A replay holds the file, moved away: the path names a new one.
+                continue;
+            }
+            if self.names(&f) {
+                return Ok((f, readable));
+            }
+        }
+        Err(io::Error::other(
+            "the dead-letter file was moved away 8 times while it was being opened",
+        ))
+    }
+
+    /// Whether the path names the file `f` has open.
+    fn names(&self, f: &std::fs::File) -> bool {
+        use std::os::unix::fs::MetadataExt as _;
+        match (std::fs::metadata(&self.path), f.metadata()) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
     }
 }
 
@@ -361,6 +417,47 @@ mod tests {
         );
         let text = std::fs::read_to_string(tiny.path()).unwrap();
         assert_eq!(text.lines().count(), b.len(), "{text}");
+    }
+
+    /// A replay holds the file it reads with a shared `flock`: the server's writes never
+    /// append to it then. Replayed in place, the write is refused (the rows are held and tried
+    /// again); moved away first, the write goes to a new file at the path.
+    #[test]
+    fn writes_never_append_to_a_file_a_replay_holds() {
+        use std::os::fd::AsRawFd as _;
+        let dir = TestDir::new("deadletter-lock");
+        let dl = DeadLetters::new(&dir.path().join("deadletter"));
+        let b = batch_then("org-1", "trace-1", 1, 1_700_000_000_000, "s");
+        let err = InsertError {
+            retry: Retry::Split,
+            code: Some(395),
+            message: "refused".into(),
+        };
+        dl.write(&[RowRun::whole(&b)], &err).unwrap();
+        let before = std::fs::read(dl.path()).unwrap();
+        let replay = std::fs::File::open(dl.path()).unwrap();
+        // SAFETY: `flock` on a descriptor the test owns.
+        assert_eq!(unsafe { libc::flock(replay.as_raw_fd(), libc::LOCK_SH) }, 0);
+
+        let busy = dl.write(&[RowRun::whole(&b)], &err).unwrap_err();
+        assert_eq!(busy.kind(), io::ErrorKind::WouldBlock, "{busy}");
+        assert!(busy.to_string().contains("move the file away"), "{busy}");
+        assert_eq!(std::fs::read(dl.path()).unwrap(), before, "left as it was");
+
+        let moved = dir.path().join("moved.jsonl");
+        std::fs::rename(dl.path(), &moved).unwrap();
+        assert_eq!(dl.write(&[RowRun::whole(&b)], &err).unwrap(), b.len());
+        assert_eq!(
+            std::fs::read(&moved).unwrap(),
+            before,
+            "the moved file untouched"
+        );
+        let text = std::fs::read_to_string(dl.path()).unwrap();
+        assert_eq!(text.lines().count(), b.len(), "a new file at the path");
+        // A replay's own refused file is not locked by its writes (the replay locks it).
+        let own = DeadLetters::at(moved.clone());
+        assert_eq!(own.write(&[RowRun::whole(&b)], &err).unwrap(), b.len());
+        drop(replay);
     }
 
     /// A line a crash cut short (no newline at its end) is not joined by the next row.

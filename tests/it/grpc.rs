@@ -397,10 +397,14 @@ fn grpc_rate_limits_say_when_and_quotas_are_final() {
         details: Vec<Any>,
     }
 
-    let server = Server::start_with(&[("INGEST_RATE_LIMIT_RPS", "10")]);
+    let server = Server::start_with(&[
+        ("INGEST_PLANS", "slow:unlimited:1:10"),
+        ("INGEST_DEFAULT_PLAN", "slow"),
+    ]);
     let key = server.ready_key("org-grpc-rate");
-    // 10 spans a second, a bucket of 10: the first export of 7 spans leaves 3, the second
-    // finds too few. Both answers say what is left, as OTLP/HTTP's headers do.
+    // 1 span a second, a bucket of 10: the first export of 7 spans leaves 3, and the second,
+    // unless it comes 4 s later, finds too few. Both answers say what is left, as OTLP/HTTP's
+    // headers do.
     let answer = export_answer(server.addr, &key, python_capture(), false).expect("exported");
     let meta = answer.metadata();
     assert_eq!(meta_u64(meta, "x-ratelimit-limit"), Some(10), "{meta:?}");

@@ -26,9 +26,6 @@ pub(super) struct Entry {
     pub(super) bytes: u64,
     /// Rows neither inserted nor dead-lettered yet; at 0 the batch is confirmed.
     pub(super) left: Cell<usize>,
-    /// Some rows could not be dead-lettered: do not confirm the record, so a restart tries
-    /// them again.
-    pub(super) keep_record: Cell<bool>,
 }
 
 impl Entry {
@@ -41,7 +38,6 @@ impl Entry {
             left: Cell::new(batch.len()),
             batch,
             pos,
-            keep_record: Cell::new(false),
         }
     }
 }
@@ -162,9 +158,7 @@ impl State {
         if left == 0 {
             self.cfg.budget.release(0, entry.bytes);
             if let Some(pos) = entry.pos {
-                if !entry.keep_record.get() {
-                    self.spool.confirm(pos);
-                }
+                self.spool.confirm(pos);
                 // Inserted or given up: the spans leave the quota's buffered count.
                 self.tickets.remove(&(pos.segment, pos.index));
             }

@@ -145,9 +145,9 @@ impl State {
     }
 
     /// Gives up rows ClickHouse will never take: into the dead-letter file with the error.
-    /// When that file cannot be written, rows only in memory are held (`undelivered`) and
-    /// written there once it can be, or spooled at shutdown; rows also in the spool keep
-    /// their record for the next start.
+    /// When that file cannot take them (unwritable, the disk full, past its bound), they are
+    /// held in memory (`undelivered`), those read from the spool keeping their record, and
+    /// written there once it can take them, or spooled at shutdown.
     fn reject(&mut self, pieces: usize, rows: usize, e: &InsertError) {
         self.frozen = None;
         self.clear_intent();
@@ -157,33 +157,32 @@ impl State {
         let refused: Vec<Piece> = self.queue.drain(..pieces).collect();
         self.queued_rows -= rows;
         match self.dead_letter(&refused, e, true) {
-            Ok(()) => self.settle_refused(&refused, true),
+            Ok(()) => {
+                self.settle_refused(&refused);
+                // The file takes rows again (moved away, room made): the held ones need not
+                // wait for their back-off.
+                if !self.undelivered.is_empty() {
+                    self.retry_dead_letters(None);
+                }
+            }
             Err(io) => {
-                let (spooled, held): (Vec<Piece>, Vec<Piece>) =
-                    refused.into_iter().partition(|p| p.entry.pos.is_some());
-                let held_rows: usize = held.iter().map(Piece::len).sum();
                 tracing::error!(
                     rows,
-                    held = held_rows,
                     error = %io,
                     path = %self.dead.path().display(),
-                    "cannot write the dead-letter file; rows in the spool stay there for the next start, the others are held in memory and written there once it can be (or spooled at shutdown)"
+                    "cannot write the dead-letter file; the refused rows are held in memory (those \
+                     from the spool keep their record there) and written to it once it can take \
+                     them, or spooled at shutdown"
                 );
-                for p in &spooled {
-                    p.entry.keep_record.set(true);
-                }
-                self.settle_refused(&spooled, false);
-                if !held.is_empty() {
-                    self.cfg
-                        .stats
-                        .dead_letter_held_rows
-                        .fetch_add(held_rows as u64, Ordering::Relaxed);
-                    self.undelivered.push((held, e.clone()));
-                    let now = Instant::now();
-                    self.undelivered_at.get_or_insert(now);
-                    self.undelivered_retry_at
-                        .get_or_insert(now + DEAD_LETTER_RETRY_MIN);
-                }
+                self.cfg
+                    .stats
+                    .dead_letter_held_rows
+                    .fetch_add(rows as u64, Ordering::Relaxed);
+                self.undelivered.push((refused, e.clone()));
+                let now = Instant::now();
+                self.undelivered_at.get_or_insert(now);
+                self.undelivered_retry_at
+                    .get_or_insert(now + DEAD_LETTER_RETRY_MIN);
             }
         }
     }
@@ -244,18 +243,15 @@ impl State {
         written.map(drop)
     }
 
-    /// Refused rows are done with: in the dead-letter file (`dead_lettered`, and counted so),
-    /// or spooled rows that could not go there, their records kept for the next start. Their
-    /// memory is given back.
-    fn settle_refused(&mut self, refused: &[Piece], dead_lettered: bool) {
+    /// Refused rows are done with: in the dead-letter file (`dead_lettered`, and counted so).
+    /// Their memory, and their spool records, are given back.
+    fn settle_refused(&mut self, refused: &[Piece]) {
         let rows: usize = refused.iter().map(Piece::len).sum();
-        if dead_lettered {
-            self.report.rows_rejected += rows as u64;
-            self.cfg
-                .stats
-                .rows_rejected
-                .fetch_add(rows as u64, Ordering::Relaxed);
-        }
+        self.report.rows_rejected += rows as u64;
+        self.cfg
+            .stats
+            .rows_rejected
+            .fetch_add(rows as u64, Ordering::Relaxed);
         for p in refused {
             self.settle(&p.entry, p.len());
         }
@@ -300,7 +296,7 @@ impl State {
                 .stats
                 .dead_letter_held_rows
                 .fetch_sub(rows, Ordering::Relaxed);
-            self.settle_refused(&pieces, true);
+            self.settle_refused(&pieces);
         }
         tracing::info!(
             path = %self.dead.path().display(),

@@ -432,3 +432,99 @@ fn refused_rows_the_dead_letter_file_cannot_take_are_held_then_written_or_spoole
     assert_eq!(st.report.rows_spooled, 2, "spooled for the next start");
     assert_eq!((st.cfg.budget.rows(), st.cfg.budget.bytes()), (0, 0));
 }
+
+/// Found by a review: rows read back from the spool that the dead-letter file could not take
+/// kept their record and left memory, so they were tried again only at the next start, and
+/// their segments stayed in the spool until then (in `wal` mode, every row). They are held
+/// like the others (shown, their record kept), kept at a stop, and written, their record
+/// confirmed, once the file takes them.
+#[test]
+fn refused_spooled_rows_are_held_until_the_dead_letter_file_takes_them() {
+    let dir = TestDir::new("flush-dead-spooled");
+    let blocked = dir.path().join("blocked");
+    std::fs::write(&blocked, b"").unwrap();
+    let cfg = FlushConfig {
+        dead_letter_dir: blocked.join("deadletter"),
+        ..config("unused", NATIVE_URL)
+    };
+    let never = InsertError {
+        retry: Retry::Never,
+        code: Some(53),
+        message: "Type mismatch".into(),
+    };
+    let held = |st: &State| st.cfg.stats.dead_letter_held_rows.load(Ordering::Relaxed);
+    let refused_from_the_spool = |f: &mut Flusher| {
+        f.st.refill();
+        let (pieces, rows) = f.st.next_insert();
+        assert_eq!(rows, 3, "the record is read back");
+        assert!(f.st.failed(pieces, rows, &never));
+        assert_eq!(held(&f.st), 3, "held and shown");
+        assert_eq!(f.st.report.rows_rejected, 0);
+        assert_eq!(f.st.cfg.budget.rows(), 3, "in memory");
+    };
+    {
+        let mut f = offline_flusher(cfg.clone(), &dir);
+        f.st.spool
+            .append(&batch("o", "s", 3, 1_700_000_000_000), false)
+            .unwrap();
+        f.st.spool.sync().unwrap();
+        refused_from_the_spool(&mut f);
+        // A stop before the file takes them: the record stays for the next start.
+        f.st.spool_everything();
+        assert_eq!(f.st.report.rows_lost, 0);
+        assert_eq!(held(&f.st), 0);
+    }
+    {
+        let mut f = offline_flusher(cfg.clone(), &dir);
+        refused_from_the_spool(&mut f);
+        std::fs::remove_file(&blocked).unwrap();
+        assert_eq!(f.st.retry_dead_letters(None), None, "written");
+        let dead = std::fs::read_to_string(blocked.join("deadletter/spans.jsonl")).unwrap();
+        assert_eq!(dead.lines().count(), 3, "{dead}");
+        assert_eq!((held(&f.st), f.st.report.rows_rejected), (0, 3));
+        assert_eq!((f.st.cfg.budget.rows(), f.st.cfg.budget.bytes()), (0, 0));
+        f.st.spool_everything();
+    }
+    let mut f = offline_flusher(cfg, &dir);
+    f.st.refill();
+    assert!(f.st.queue.is_empty(), "the record was confirmed");
+}
+
+/// Held rows go to the dead-letter file as soon as it takes an insert's refused rows again,
+/// not after their back-off (up to 60 s).
+#[test]
+fn held_rows_follow_the_first_refusal_the_file_takes_again() {
+    let dir = TestDir::new("flush-dead-follow");
+    let blocked = dir.path().join("blocked");
+    std::fs::write(&blocked, b"").unwrap();
+    let cfg = FlushConfig {
+        dead_letter_dir: blocked.join("deadletter"),
+        ..config("unused", NATIVE_URL)
+    };
+    let mut f = queued(&dir, cfg, 3);
+    let st = &mut f.st;
+    let never = InsertError {
+        retry: Retry::Never,
+        code: Some(53),
+        message: "Type mismatch".into(),
+    };
+    let (pieces, rows) = st.next_insert();
+    assert!(st.failed(pieces, rows, &never));
+    assert!(st
+        .undelivered_retry_at
+        .is_some_and(|at| at > Instant::now()));
+    std::fs::remove_file(&blocked).unwrap();
+    let b = batch("o", "u", 2, 1_700_000_000_000);
+    st.cfg.budget.take(b.len() as u64, b.heap_bytes() as u64);
+    st.push(Entry::new(b, None), Instant::now());
+    let (pieces, rows) = st.next_insert();
+    assert!(st.failed(pieces, rows, &never));
+    let dead = std::fs::read_to_string(blocked.join("deadletter/spans.jsonl")).unwrap();
+    assert_eq!(dead.lines().count(), 5, "{dead}");
+    assert!(st.undelivered.is_empty());
+    assert_eq!(
+        st.cfg.stats.dead_letter_held_rows.load(Ordering::Relaxed),
+        0
+    );
+    assert_eq!((st.cfg.budget.rows(), st.cfg.budget.bytes()), (0, 0));
+}
