@@ -66,6 +66,9 @@ pub struct Metrics {
     /// Requests that found memory at its bound with the spool not full, and waited for the
     /// flush thread to make room (`server::conn`'s `wait_for_room`).
     pub room_waits: AtomicU64,
+    /// Bytes of gRPC export messages being read or decoded, all connections, each at the
+    /// length its prefix declares (`server::conn::grpc`'s `Held`).
+    pub grpc_message_bytes: AtomicU64,
     /// OTLP exports: spans left out (bad ids, end before start, a cost too large), strings cut
     /// to a v1 limit, attributes left out of metadata.
     pub otlp_rejected_spans: AtomicU64,
@@ -172,6 +175,7 @@ pub struct Snapshot {
     batches_accepted: u64,
     body_bytes: u64,
     room_waits: u64,
+    grpc_message_bytes: u64,
     otlp_rejected_spans: u64,
     otlp_truncated_strings: u64,
     otlp_dropped_attributes: u64,
@@ -245,6 +249,7 @@ impl Snapshot {
             batches_accepted: load(&metrics.batches_accepted),
             body_bytes: load(&metrics.body_bytes),
             room_waits: load(&metrics.room_waits),
+            grpc_message_bytes: load(&metrics.grpc_message_bytes),
             otlp_rejected_spans: load(&metrics.otlp_rejected_spans),
             otlp_truncated_strings: load(&metrics.otlp_truncated_strings),
             otlp_dropped_attributes: load(&metrics.otlp_dropped_attributes),
@@ -333,6 +338,12 @@ impl Collector for Snapshot {
             "traceingest_room_waits",
             "Requests that waited for the flush thread to make room in memory (it was behind)",
             self.room_waits,
+        )?;
+        gauge(
+            &mut enc,
+            "traceingest_grpc_message_bytes",
+            "Bytes of gRPC export messages being read or decoded, as their length prefixes declare (at most 4 x INGEST_OTLP_MAX_BODY_BYTES per connection)",
+            self.grpc_message_bytes,
         )?;
         counter(
             &mut enc,

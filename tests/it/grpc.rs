@@ -713,8 +713,14 @@ fn a_connection_holds_at_most_four_messages_being_read() {
                 .expect("the prefix");
             holders.push((answer, body));
         }
-        // Their prefixes reach the server's tasks before the next stream's.
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        // The server counts the four before the next stream comes (polled between sleeps:
+        // the client's connection runs on this thread).
+        let mut waited = 0;
+        while server.metric_value("traceingest_grpc_message_bytes") != f64::from(4 * MAX) {
+            assert!(waited < 500, "4 MiB never held");
+            waited += 1;
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
         let status = |headers: &http::HeaderMap, name: &str| {
             headers.get(name).map(|v| v.to_str().unwrap().to_string())
         };
@@ -760,4 +766,8 @@ fn a_connection_holds_at_most_four_messages_being_read() {
         server.metric_value("traceingest_responses_total{status=\"503\",code=\"connection_busy\"}"),
         1.0
     );
+    // The holders' streams went with the connection: nothing stays counted.
+    wait_until("nothing held", std::time::Duration::from_secs(10), || {
+        server.metric_value("traceingest_grpc_message_bytes") == 0.0
+    });
 }

@@ -143,7 +143,7 @@ pub async fn serve(stream: TcpStream, read: Vec<u8>, worker: Rc<Worker>) {
     // and a client that has not is dropped `CLOSE_WAIT` after the `GOAWAY` or the last
     // export's end, whichever is later. The exports end by their own deadlines; the drain's
     // cut-off ends everything.
-    let running = Rc::new(Running::default());
+    let running = Rc::new(Running::new(shared.clone()));
     let mut closing_since: Option<Instant> = None;
     loop {
         if worker.drain.is_cut_off() {
@@ -215,19 +215,22 @@ pub async fn serve(stream: TcpStream, read: Vec<u8>, worker: Rc<Worker>) {
 struct Running {
     count: Cell<usize>,
     last_busy: Cell<Instant>,
-    /// Message bytes the running exports hold (`Held`), at most `HELD_MESSAGES` messages.
+    /// Message bytes the running exports hold (`Held`), at most `HELD_MESSAGES` messages;
+    /// also counted in the server's `grpc_message_bytes`.
     held: Cell<u64>,
     /// The connection loop, waiting for the count to reach zero.
     waiter: RefCell<Option<Waker>>,
+    shared: Arc<Shared>,
 }
 
-impl Default for Running {
-    fn default() -> Running {
+impl Running {
+    fn new(shared: Arc<Shared>) -> Running {
         Running {
             count: Cell::new(0),
             last_busy: Cell::new(Instant::now()),
             held: Cell::new(0),
             waiter: RefCell::new(None),
+            shared,
         }
     }
 }
@@ -247,6 +250,10 @@ impl Running {
             return None;
         }
         self.held.set(held);
+        self.shared
+            .metrics
+            .grpc_message_bytes
+            .fetch_add(bytes, Ordering::Relaxed);
         Some(Held {
             running: self.clone(),
             bytes,
@@ -276,6 +283,11 @@ impl Drop for Held {
     fn drop(&mut self) {
         let held = &self.running.held;
         held.set(held.get() - self.bytes);
+        self.running
+            .shared
+            .metrics
+            .grpc_message_bytes
+            .fetch_sub(self.bytes, Ordering::Relaxed);
     }
 }
 
