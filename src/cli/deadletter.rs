@@ -118,7 +118,9 @@ async fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?;
     // A server writing refused rows to this file (it was moved away after the server opened
     // it) finishes its write first; none starts while the run holds the file.
-    share_lock(&source).with_context(|| format!("cannot lock {}", file.display()))?;
+    if !args.dry_run {
+        share_lock(&source).with_context(|| format!("cannot lock {}", file.display()))?;
+    }
     let (size, tail) = whole_lines(&source, file)?;
     // The run replaces the refused file: only when every row in it is in FILE too.
     let mut earlier = refused_keys(&refused_path)?;
@@ -387,6 +389,12 @@ fn share_lock(f: &std::fs::File) -> std::io::Result<()> {
             return Ok(());
         }
         let e = std::io::Error::last_os_error();
+        if crate::sink::deadletter::unlockable(&e) {
+            eprintln!(
+                "warning: the file's filesystem does not lock files ({e}); replaying it unlocked"
+            );
+            return Ok(());
+        }
         if e.kind() != std::io::ErrorKind::Interrupted {
             return Err(e);
         }

@@ -150,6 +150,18 @@ impl DeadLetters {
             // SAFETY: `flock` on a descriptor `f` owns for the call; no memory is passed.
             if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
                 let e = io::Error::last_os_error();
+                if unlockable(&e) {
+                    static SAID: std::sync::Once = std::sync::Once::new();
+                    SAID.call_once(|| {
+                        tracing::warn!(
+                            error = %e,
+                            path = %self.path.display(),
+                            "the dead-letter file's filesystem does not lock files; writing it \
+                             unlocked (do not move it away while ClickHouse refuses rows)"
+                        );
+                    });
+                    return Ok((f, readable));
+                }
                 if e.kind() != io::ErrorKind::WouldBlock {
                     return Err(e);
                 }
@@ -181,6 +193,15 @@ impl DeadLetters {
             _ => false,
         }
     }
+}
+
+/// Whether a `flock` error says the filesystem does not lock files (NFS without a lock
+/// manager, some FUSE filesystems), rather than that the lock is taken.
+pub fn unlockable(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOLCK | libc::EOPNOTSUPP | libc::ENOSYS | libc::EINVAL)
+    )
 }
 
 /// Whether the next line may start at `f`'s end (`before` bytes): a line a crash cut short

@@ -26,6 +26,9 @@ pub(super) struct Entry {
     pub(super) bytes: u64,
     /// Rows neither inserted nor dead-lettered yet; at 0 the batch is confirmed.
     pub(super) left: Cell<usize>,
+    /// Refused rows of it left memory without reaching the dead-letter file: do not confirm
+    /// the record, so the next start tries them again.
+    pub(super) keep_record: Cell<bool>,
 }
 
 impl Entry {
@@ -36,6 +39,7 @@ impl Entry {
             bytes: batch.heap_bytes() as u64,
             usage: Cell::new(std::mem::take(&mut batch.usage)),
             left: Cell::new(batch.len()),
+            keep_record: Cell::new(false),
             batch,
             pos,
         }
@@ -158,7 +162,9 @@ impl State {
         if left == 0 {
             self.cfg.budget.release(0, entry.bytes);
             if let Some(pos) = entry.pos {
-                self.spool.confirm(pos);
+                if !entry.keep_record.get() {
+                    self.spool.confirm(pos);
+                }
                 // Inserted or given up: the spans leave the quota's buffered count.
                 self.tickets.remove(&(pos.segment, pos.index));
             }

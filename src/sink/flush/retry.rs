@@ -18,6 +18,9 @@ pub(super) const LOGGED_ROWS: usize = 10;
 
 /// Back-off between tries to write held refused rows to the dead-letter file.
 const DEAD_LETTER_RETRY_MIN: Duration = Duration::from_secs(1);
+/// Held refused rows that were read from the spool may take at most 1 / `HELD_SHARE` of the
+/// memory room (`MemoryBudget::room`), so that intake keeps the rest.
+const HELD_SHARE: u64 = 4;
 const DEAD_LETTER_RETRY_MAX: Duration = Duration::from_secs(60);
 
 impl State {
@@ -146,8 +149,11 @@ impl State {
 
     /// Gives up rows ClickHouse will never take: into the dead-letter file with the error.
     /// When that file cannot take them (unwritable, the disk full, past its bound), they are
-    /// held in memory (`undelivered`), those read from the spool keeping their record, and
-    /// written there once it can take them, or spooled at shutdown.
+    /// held in memory (`undelivered`) and written there once it can take them, or spooled at
+    /// shutdown. Rows read from the spool are held only while held rows take less than
+    /// `HELD_SHARE` of the memory room (they keep their record meanwhile); past it they leave
+    /// memory with their record kept for the next start, so that a file that stays full never
+    /// makes the spool's whole backlog come into memory.
     fn reject(&mut self, pieces: usize, rows: usize, e: &InsertError) {
         self.frozen = None;
         self.clear_intent();
@@ -166,23 +172,48 @@ impl State {
                 }
             }
             Err(io) => {
+                let (room_rows, room_bytes) = self.cfg.budget.room();
+                let (mut held_rows, mut held_bytes) = self
+                    .undelivered
+                    .iter()
+                    .flat_map(|(p, _)| p)
+                    .fold((0, 0), |(r, b), p| (r + p.len() as u64, b + p.entry.bytes));
+                let (held, kept): (Vec<Piece>, Vec<Piece>) = refused.into_iter().partition(|p| {
+                    let fits = p.entry.pos.is_none()
+                        || (held_rows + p.len() as u64 <= room_rows / HELD_SHARE
+                            && held_bytes + p.entry.bytes <= room_bytes / HELD_SHARE);
+                    if fits {
+                        held_rows += p.len() as u64;
+                        held_bytes += p.entry.bytes;
+                    }
+                    fits
+                });
+                let kept_rows: usize = kept.iter().map(Piece::len).sum();
                 tracing::error!(
                     rows,
+                    kept_for_next_start = kept_rows,
                     error = %io,
                     path = %self.dead.path().display(),
-                    "cannot write the dead-letter file; the refused rows are held in memory (those \
-                     from the spool keep their record there) and written to it once it can take \
-                     them, or spooled at shutdown"
+                    "cannot write the dead-letter file; the refused rows are held in memory and \
+                     written to it once it can take them (or spooled at shutdown), except \
+                     `kept_for_next_start` rows read from the spool, past the memory held rows \
+                     may take: their records stay there and the next start tries them again"
                 );
-                self.cfg
-                    .stats
-                    .dead_letter_held_rows
-                    .fetch_add(rows as u64, Ordering::Relaxed);
-                self.undelivered.push((refused, e.clone()));
-                let now = Instant::now();
-                self.undelivered_at.get_or_insert(now);
-                self.undelivered_retry_at
-                    .get_or_insert(now + DEAD_LETTER_RETRY_MIN);
+                for p in &kept {
+                    p.entry.keep_record.set(true);
+                }
+                self.settle_kept(&kept);
+                if !held.is_empty() {
+                    self.cfg
+                        .stats
+                        .dead_letter_held_rows
+                        .fetch_add((rows - kept_rows) as u64, Ordering::Relaxed);
+                    self.undelivered.push((held, e.clone()));
+                    let now = Instant::now();
+                    self.undelivered_at.get_or_insert(now);
+                    self.undelivered_retry_at
+                        .get_or_insert(now + DEAD_LETTER_RETRY_MIN);
+                }
             }
         }
     }
@@ -243,8 +274,8 @@ impl State {
         written.map(drop)
     }
 
-    /// Refused rows are done with: in the dead-letter file (`dead_lettered`, and counted so).
-    /// Their memory, and their spool records, are given back.
+    /// Refused rows are in the dead-letter file, and counted so: their memory, and their
+    /// spool records, are given back.
     fn settle_refused(&mut self, refused: &[Piece]) {
         let rows: usize = refused.iter().map(Piece::len).sum();
         self.report.rows_rejected += rows as u64;
@@ -252,7 +283,14 @@ impl State {
             .stats
             .rows_rejected
             .fetch_add(rows as u64, Ordering::Relaxed);
-        for p in refused {
+        self.settle_kept(refused);
+    }
+
+    /// Refused rows leave memory without reaching the dead-letter file: spooled rows whose
+    /// record is kept for the next start (`keep_record`).
+    fn settle_kept(&mut self, pieces: &[Piece]) {
+        let rows: usize = pieces.iter().map(Piece::len).sum();
+        for p in pieces {
             self.settle(&p.entry, p.len());
         }
         self.cfg.budget.release(rows as u64, 0);

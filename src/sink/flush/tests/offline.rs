@@ -490,6 +490,52 @@ fn refused_spooled_rows_are_held_until_the_dead_letter_file_takes_them() {
     assert!(f.st.queue.is_empty(), "the record was confirmed");
 }
 
+/// Found by the next review: held refused rows from the spool grew without a bound while the
+/// dead-letter file stayed full (every record of the backlog read, refused and held in turn).
+/// Past a quarter of the memory room they leave memory, their record kept for the next start.
+#[test]
+fn refused_spooled_rows_past_a_quarter_of_memory_keep_their_record_instead() {
+    let dir = TestDir::new("flush-dead-kept");
+    let blocked = dir.path().join("blocked");
+    std::fs::write(&blocked, b"").unwrap();
+    let cfg = FlushConfig {
+        dead_letter_dir: blocked.join("deadletter"),
+        // Room for 8 rows: a quarter is 2.
+        budget: Arc::new(MemoryBudget::new(16, 1 << 30)),
+        ..config("unused", NATIVE_URL)
+    };
+    let never = InsertError {
+        retry: Retry::Never,
+        code: Some(53),
+        message: "Type mismatch".into(),
+    };
+    {
+        let mut f = offline_flusher(cfg.clone(), &dir);
+        for trace in ["s1", "s2"] {
+            f.st.spool
+                .append(&batch("o", trace, 3, 1_700_000_000_000), false)
+                .unwrap();
+        }
+        f.st.spool.sync().unwrap();
+        // Both records in one insert, refused: neither fits in a quarter, both are kept.
+        f.st.refill();
+        let (pieces, rows) = f.st.next_insert();
+        assert_eq!(rows, 6);
+        assert!(f.st.failed(pieces, rows, &never));
+        assert!(f.st.undelivered.is_empty(), "none held");
+        assert_eq!(
+            f.st.cfg.stats.dead_letter_held_rows.load(Ordering::Relaxed),
+            0
+        );
+        assert_eq!(f.st.cfg.budget.rows(), 0, "out of memory");
+        assert_eq!((f.st.report.rows_rejected, f.st.report.rows_lost), (0, 0));
+        f.st.spool_everything();
+    }
+    let mut f = offline_flusher(cfg, &dir);
+    f.st.refill();
+    assert_eq!(f.st.queued_rows, 6, "both records kept for the next start");
+}
+
 /// Held rows go to the dead-letter file as soon as it takes an insert's refused rows again,
 /// not after their back-off (up to 60 s).
 #[test]
