@@ -369,27 +369,38 @@ fn an_unknown_refusal_is_isolated_at_once_when_the_rows_matter() {
     assert_eq!(st.cfg.budget.rows(), 0);
 }
 
-/// Found by an audit: in `buffer` mode, refused rows the dead-letter file could not take
-/// (its directory unwritable, the disk full) were counted lost when only in memory. They are
-/// held until the file can take them, and spooled if the service stops first.
-#[test]
-fn refused_rows_the_dead_letter_file_cannot_take_are_held_then_written_or_spooled() {
-    let dir = TestDir::new("flush-dead-blocked");
-    // A file where the dead-letter directory's parent should be: no directory can be made
-    // there, whoever runs the test.
+/// A configuration whose dead-letter file cannot be written: a file stands where its
+/// directory's parent should be (no directory can be made there, whoever runs the test), until
+/// the test removes it (the returned path).
+fn blocked_dead_letters(dir: &TestDir) -> (std::path::PathBuf, FlushConfig) {
     let blocked = dir.path().join("blocked");
     std::fs::write(&blocked, b"").unwrap();
     let cfg = FlushConfig {
         dead_letter_dir: blocked.join("deadletter"),
         ..config("unused", NATIVE_URL)
     };
-    let mut f = queued(&dir, cfg, 3);
-    let st = &mut f.st;
-    let never = InsertError {
+    (blocked, cfg)
+}
+
+/// A refusal that names the data and is never retried.
+fn type_mismatch() -> InsertError {
+    InsertError {
         retry: Retry::Never,
         code: Some(53),
         message: "Type mismatch".into(),
-    };
+    }
+}
+
+/// Found by an audit: in `buffer` mode, refused rows the dead-letter file could not take
+/// (its directory unwritable, the disk full) were counted lost when only in memory. They are
+/// held until the file can take them, and spooled if the service stops first.
+#[test]
+fn refused_rows_the_dead_letter_file_cannot_take_are_held_then_written_or_spooled() {
+    let dir = TestDir::new("flush-dead-blocked");
+    let (blocked, cfg) = blocked_dead_letters(&dir);
+    let mut f = queued(&dir, cfg, 3);
+    let st = &mut f.st;
+    let never = type_mismatch();
     let (pieces, rows) = st.next_insert();
     assert!(st.failed(pieces, rows, &never));
     assert_eq!(st.report.rows_lost, 0, "nothing lost");
@@ -441,17 +452,8 @@ fn refused_rows_the_dead_letter_file_cannot_take_are_held_then_written_or_spoole
 #[test]
 fn refused_spooled_rows_are_held_until_the_dead_letter_file_takes_them() {
     let dir = TestDir::new("flush-dead-spooled");
-    let blocked = dir.path().join("blocked");
-    std::fs::write(&blocked, b"").unwrap();
-    let cfg = FlushConfig {
-        dead_letter_dir: blocked.join("deadletter"),
-        ..config("unused", NATIVE_URL)
-    };
-    let never = InsertError {
-        retry: Retry::Never,
-        code: Some(53),
-        message: "Type mismatch".into(),
-    };
+    let (blocked, cfg) = blocked_dead_letters(&dir);
+    let never = type_mismatch();
     let held = |st: &State| st.cfg.stats.dead_letter_held_rows.load(Ordering::Relaxed);
     let refused_from_the_spool = |f: &mut Flusher| {
         f.st.refill();
@@ -496,19 +498,13 @@ fn refused_spooled_rows_are_held_until_the_dead_letter_file_takes_them() {
 #[test]
 fn refused_spooled_rows_past_a_quarter_of_memory_keep_their_record_instead() {
     let dir = TestDir::new("flush-dead-kept");
-    let blocked = dir.path().join("blocked");
-    std::fs::write(&blocked, b"").unwrap();
+    let (_blocked, cfg) = blocked_dead_letters(&dir);
     let cfg = FlushConfig {
-        dead_letter_dir: blocked.join("deadletter"),
         // Room for 8 rows: a quarter is 2.
         budget: Arc::new(MemoryBudget::new(16, 1 << 30)),
-        ..config("unused", NATIVE_URL)
+        ..cfg
     };
-    let never = InsertError {
-        retry: Retry::Never,
-        code: Some(53),
-        message: "Type mismatch".into(),
-    };
+    let never = type_mismatch();
     {
         let mut f = offline_flusher(cfg.clone(), &dir);
         for trace in ["s1", "s2"] {
@@ -541,19 +537,10 @@ fn refused_spooled_rows_past_a_quarter_of_memory_keep_their_record_instead() {
 #[test]
 fn held_rows_follow_the_first_refusal_the_file_takes_again() {
     let dir = TestDir::new("flush-dead-follow");
-    let blocked = dir.path().join("blocked");
-    std::fs::write(&blocked, b"").unwrap();
-    let cfg = FlushConfig {
-        dead_letter_dir: blocked.join("deadletter"),
-        ..config("unused", NATIVE_URL)
-    };
+    let (blocked, cfg) = blocked_dead_letters(&dir);
     let mut f = queued(&dir, cfg, 3);
     let st = &mut f.st;
-    let never = InsertError {
-        retry: Retry::Never,
-        code: Some(53),
-        message: "Type mismatch".into(),
-    };
+    let never = type_mismatch();
     let (pieces, rows) = st.next_insert();
     assert!(st.failed(pieces, rows, &never));
     assert!(st
