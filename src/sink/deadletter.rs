@@ -151,16 +151,16 @@ impl DeadLetters {
             if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
                 let e = io::Error::last_os_error();
                 if unlockable(&e) {
-                    static SAID: std::sync::Once = std::sync::Once::new();
-                    SAID.call_once(|| {
-                        tracing::warn!(
-                            error = %e,
-                            path = %self.path.display(),
-                            "the dead-letter file's filesystem does not lock files; writing it \
-                             unlocked (do not move it away while ClickHouse refuses rows)"
-                        );
-                    });
-                    return Ok((f, readable));
+                    tracing::warn!(
+                        error = %e,
+                        path = %self.path.display(),
+                        "the dead-letter file cannot be locked (a filesystem without locks, or \
+                         its lock manager failing); writing it unlocked"
+                    );
+                    if self.names(&f) {
+                        return Ok((f, readable));
+                    }
+                    continue;
                 }
                 if e.kind() != io::ErrorKind::WouldBlock {
                     return Err(e);
@@ -195,12 +195,13 @@ impl DeadLetters {
     }
 }
 
-/// Whether a `flock` error says the filesystem does not lock files (NFS without a lock
-/// manager, some FUSE filesystems), rather than that the lock is taken.
+/// Whether a `flock` error says the file cannot be locked at all (NFS without a working lock
+/// manager: `ENOLCK`; filesystems without locks: `EOPNOTSUPP`, `ENOSYS`), rather than that the
+/// lock is taken.
 pub fn unlockable(e: &io::Error) -> bool {
     matches!(
         e.raw_os_error(),
-        Some(libc::ENOLCK | libc::EOPNOTSUPP | libc::ENOSYS | libc::EINVAL)
+        Some(libc::ENOLCK | libc::EOPNOTSUPP | libc::ENOSYS)
     )
 }
 

@@ -26,9 +26,6 @@ pub(super) struct Entry {
     pub(super) bytes: u64,
     /// Rows neither inserted nor dead-lettered yet; at 0 the batch is confirmed.
     pub(super) left: Cell<usize>,
-    /// Refused rows of it left memory without reaching the dead-letter file: do not confirm
-    /// the record, so the next start tries them again.
-    pub(super) keep_record: Cell<bool>,
 }
 
 impl Entry {
@@ -39,7 +36,6 @@ impl Entry {
             bytes: batch.heap_bytes() as u64,
             usage: Cell::new(std::mem::take(&mut batch.usage)),
             left: Cell::new(batch.len()),
-            keep_record: Cell::new(false),
             batch,
             pos,
         }
@@ -102,18 +98,21 @@ impl State {
 
     /// When the next insert should start, if anything is waiting.
     pub(super) fn due(&self) -> Option<Instant> {
+        // A backlog to read hurries the inserts, unless held refused rows keep it from being
+        // read (`refill`): then nothing is due for it until they are written.
+        let backlog = self.spool.backlog() && !self.held_at_bound();
         let at = match self.queue.front() {
             Some(p)
                 if self.queued_rows >= self.cfg.max_rows
                     || self.cfg.budget.bytes() >= self.cfg.max_bytes
-                    || self.spool.backlog() =>
+                    || backlog =>
             {
                 p.arrived
             }
             Some(p) => p.arrived + self.cfg.interval,
             // Reading the spool back fails for now: not before the next try, or the thread
             // would spin through `flush` while it fails.
-            None if self.spool.backlog() => self.spool.read_retry_at().unwrap_or_else(Instant::now),
+            None if backlog => self.spool.read_retry_at().unwrap_or_else(Instant::now),
             None => return None,
         };
         Some(self.retry_at.map_or(at, |r| r.max(at)))
@@ -162,9 +161,7 @@ impl State {
         if left == 0 {
             self.cfg.budget.release(0, entry.bytes);
             if let Some(pos) = entry.pos {
-                if !entry.keep_record.get() {
-                    self.spool.confirm(pos);
-                }
+                self.spool.confirm(pos);
                 // Inserted or given up: the spans leave the quota's buffered count.
                 self.tickets.remove(&(pos.segment, pos.index));
             }

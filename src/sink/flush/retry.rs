@@ -18,8 +18,8 @@ pub(super) const LOGGED_ROWS: usize = 10;
 
 /// Back-off between tries to write held refused rows to the dead-letter file.
 const DEAD_LETTER_RETRY_MIN: Duration = Duration::from_secs(1);
-/// Held refused rows that were read from the spool may take at most 1 / `HELD_SHARE` of the
-/// memory room (`MemoryBudget::room`), so that intake keeps the rest.
+/// While held refused rows take 1 / `HELD_SHARE` of the memory room (`MemoryBudget::room`),
+/// the spool is not read: intake keeps the rest.
 const HELD_SHARE: u64 = 4;
 const DEAD_LETTER_RETRY_MAX: Duration = Duration::from_secs(60);
 
@@ -149,11 +149,10 @@ impl State {
 
     /// Gives up rows ClickHouse will never take: into the dead-letter file with the error.
     /// When that file cannot take them (unwritable, the disk full, past its bound), they are
-    /// held in memory (`undelivered`) and written there once it can take them, or spooled at
-    /// shutdown. Rows read from the spool are held only while held rows take less than
-    /// `HELD_SHARE` of the memory room (they keep their record meanwhile); past it they leave
-    /// memory with their record kept for the next start, so that a file that stays full never
-    /// makes the spool's whole backlog come into memory.
+    /// held in memory (`undelivered`; rows read from the spool keep their record meanwhile)
+    /// and written there once it can take them, or spooled at shutdown. While held rows take a
+    /// `HELD_SHARE` of the memory room, the spool is not read (`refill`), so a file that stays
+    /// full never brings the spool's backlog into memory, and intake keeps the rest.
     fn reject(&mut self, pieces: usize, rows: usize, e: &InsertError) {
         self.frozen = None;
         self.clear_intent();
@@ -172,50 +171,43 @@ impl State {
                 }
             }
             Err(io) => {
-                let (room_rows, room_bytes) = self.cfg.budget.room();
-                let (mut held_rows, mut held_bytes) = self
-                    .undelivered
-                    .iter()
-                    .flat_map(|(p, _)| p)
-                    .fold((0, 0), |(r, b), p| (r + p.len() as u64, b + p.entry.bytes));
-                let (held, kept): (Vec<Piece>, Vec<Piece>) = refused.into_iter().partition(|p| {
-                    let fits = p.entry.pos.is_none()
-                        || (held_rows + p.len() as u64 <= room_rows / HELD_SHARE
-                            && held_bytes + p.entry.bytes <= room_bytes / HELD_SHARE);
-                    if fits {
-                        held_rows += p.len() as u64;
-                        held_bytes += p.entry.bytes;
-                    }
-                    fits
-                });
-                let kept_rows: usize = kept.iter().map(Piece::len).sum();
                 tracing::error!(
                     rows,
-                    kept_for_next_start = kept_rows,
                     error = %io,
                     path = %self.dead.path().display(),
-                    "cannot write the dead-letter file; the refused rows are held in memory and \
-                     written to it once it can take them (or spooled at shutdown), except \
-                     `kept_for_next_start` rows read from the spool, past the memory held rows \
-                     may take: their records stay there and the next start tries them again"
+                    "cannot write the dead-letter file; the refused rows are held in memory (those \
+                     from the spool keep their record there) and written to it once it can take \
+                     them, or spooled at shutdown"
                 );
-                for p in &kept {
-                    p.entry.keep_record.set(true);
-                }
-                self.settle_kept(&kept);
-                if !held.is_empty() {
-                    self.cfg
-                        .stats
-                        .dead_letter_held_rows
-                        .fetch_add((rows - kept_rows) as u64, Ordering::Relaxed);
-                    self.undelivered.push((held, e.clone()));
-                    let now = Instant::now();
-                    self.undelivered_at.get_or_insert(now);
-                    self.undelivered_retry_at
-                        .get_or_insert(now + DEAD_LETTER_RETRY_MIN);
-                }
+                self.cfg
+                    .stats
+                    .dead_letter_held_rows
+                    .fetch_add(rows as u64, Ordering::Relaxed);
+                self.undelivered.push((refused, e.clone()));
+                let now = Instant::now();
+                self.undelivered_at.get_or_insert(now);
+                self.undelivered_retry_at
+                    .get_or_insert(now + DEAD_LETTER_RETRY_MIN);
             }
         }
+    }
+
+    /// Whether held refused rows take a `HELD_SHARE` of the memory room, in rows or in bytes
+    /// (each piece its share of its batch's bytes): then the spool is not read.
+    pub(super) fn held_at_bound(&self) -> bool {
+        if self.undelivered.is_empty() {
+            return false;
+        }
+        let (room_rows, room_bytes) = self.cfg.budget.room();
+        let (rows, bytes) =
+            self.undelivered
+                .iter()
+                .flat_map(|(p, _)| p)
+                .fold((0u64, 0u64), |(r, b), p| {
+                    let share = p.entry.bytes * p.len() as u64 / p.entry.batch.len().max(1) as u64;
+                    (r + p.len() as u64, b + share)
+                });
+        rows >= room_rows / HELD_SHARE || bytes >= room_bytes / HELD_SHARE
     }
 
     /// Writes `refused` to the dead-letter file with `e`, logging rows on the `first` try (with
@@ -283,14 +275,7 @@ impl State {
             .stats
             .rows_rejected
             .fetch_add(rows as u64, Ordering::Relaxed);
-        self.settle_kept(refused);
-    }
-
-    /// Refused rows leave memory without reaching the dead-letter file: spooled rows whose
-    /// record is kept for the next start (`keep_record`).
-    fn settle_kept(&mut self, pieces: &[Piece]) {
-        let rows: usize = pieces.iter().map(Piece::len).sum();
-        for p in pieces {
+        for p in refused {
             self.settle(&p.entry, p.len());
         }
         self.cfg.budget.release(rows as u64, 0);

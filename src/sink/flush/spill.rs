@@ -106,7 +106,8 @@ impl State {
         }
     }
 
-    /// Reads the spool back while memory is under half of `room()`, up to one insert's worth.
+    /// Reads the spool back while memory is under half of `room()`, up to one insert's worth;
+    /// not while held refused rows fill their share of memory (`held_at_bound`).
     pub(super) fn refill(&mut self) {
         if self.stopping {
             return;
@@ -116,7 +117,9 @@ impl State {
             .unwrap_or_else(Instant::now);
         // With nothing in memory, one record is read whatever the bound says (the memory
         // counted may all be in the channel), so an insert is always attempted.
-        while self.spool.backlog()
+        let held_at_bound = self.spool.backlog() && self.held_at_bound();
+        while !held_at_bound
+            && self.spool.backlog()
             && self.queued_rows < self.cfg.max_rows
             && (self.queue.is_empty() || !self.cfg.budget.over(1, 2))
         {

@@ -494,42 +494,57 @@ fn refused_spooled_rows_are_held_until_the_dead_letter_file_takes_them() {
 
 /// Found by the next review: held refused rows from the spool grew without a bound while the
 /// dead-letter file stayed full (every record of the backlog read, refused and held in turn).
-/// Past a quarter of the memory room they leave memory, their record kept for the next start.
+/// Once held rows take a quarter of the memory room the spool is not read and nothing is due
+/// for it (no spinning); once the file takes the held rows, the backlog is read again.
 #[test]
-fn refused_spooled_rows_past_a_quarter_of_memory_keep_their_record_instead() {
-    let dir = TestDir::new("flush-dead-kept");
-    let (_blocked, cfg) = blocked_dead_letters(&dir);
+fn held_rows_at_a_quarter_of_memory_stop_the_spool_being_read_until_written() {
+    let dir = TestDir::new("flush-dead-bound");
+    let (blocked, cfg) = blocked_dead_letters(&dir);
     let cfg = FlushConfig {
         // Room for 8 rows: a quarter is 2.
         budget: Arc::new(MemoryBudget::new(16, 1 << 30)),
         ..cfg
     };
     let never = type_mismatch();
-    {
-        let mut f = offline_flusher(cfg.clone(), &dir);
-        for trace in ["s1", "s2"] {
-            f.st.spool
-                .append(&batch("o", trace, 3, 1_700_000_000_000), false)
-                .unwrap();
-        }
-        f.st.spool.sync().unwrap();
-        // Both records in one insert, refused: neither fits in a quarter, both are kept.
-        f.st.refill();
-        let (pieces, rows) = f.st.next_insert();
-        assert_eq!(rows, 6);
-        assert!(f.st.failed(pieces, rows, &never));
-        assert!(f.st.undelivered.is_empty(), "none held");
-        assert_eq!(
-            f.st.cfg.stats.dead_letter_held_rows.load(Ordering::Relaxed),
-            0
-        );
-        assert_eq!(f.st.cfg.budget.rows(), 0, "out of memory");
-        assert_eq!((f.st.report.rows_rejected, f.st.report.rows_lost), (0, 0));
-        f.st.spool_everything();
+    let mut f = offline_flusher(cfg.clone(), &dir);
+    for trace in ["s1", "s2", "s3"] {
+        f.st.spool
+            .append(&batch("o", trace, 3, 1_700_000_000_000), false)
+            .unwrap();
     }
+    f.st.spool.sync().unwrap();
+    let st = &mut f.st;
+    // Two records fill half the room; refused, they are held.
+    st.refill();
+    let (pieces, rows) = st.next_insert();
+    assert_eq!(rows, 6);
+    assert!(st.failed(pieces, rows, &never));
+    assert!(st.held_at_bound());
+    st.refill();
+    assert!(st.queue.is_empty(), "the third record is not read");
+    assert!(st.spool.backlog());
+    assert_eq!(st.due(), None, "nothing due: the thread sleeps");
+    assert_eq!(st.cfg.budget.rows(), 6, "only the held rows in memory");
+
+    std::fs::remove_file(&blocked).unwrap();
+    assert_eq!(st.retry_dead_letters(None), None, "written");
+    assert!(
+        st.due().is_some_and(|at| at <= Instant::now()),
+        "the backlog is due"
+    );
+    st.refill();
+    let (pieces, rows) = st.next_insert();
+    assert_eq!(rows, 3, "the third record");
+    assert!(st.failed(pieces, rows, &never));
+    let dead = std::fs::read_to_string(blocked.join("deadletter/spans.jsonl")).unwrap();
+    assert_eq!(dead.lines().count(), 9, "{dead}");
+    assert_eq!((st.report.rows_rejected, st.report.rows_lost), (9, 0));
+    assert_eq!((st.cfg.budget.rows(), st.cfg.budget.bytes()), (0, 0));
+    st.spool_everything();
+    drop(f);
     let mut f = offline_flusher(cfg, &dir);
     f.st.refill();
-    assert_eq!(f.st.queued_rows, 6, "both records kept for the next start");
+    assert!(f.st.queue.is_empty(), "every record confirmed");
 }
 
 /// Held rows go to the dead-letter file as soon as it takes an insert's refused rows again,
