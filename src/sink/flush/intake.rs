@@ -257,7 +257,15 @@ impl State {
         };
         if !self.backlogged {
             let rows = self.cfg.max_rows.saturating_sub(self.queued_rows).max(1) as i64;
-            if !self.input.bell.arm(rows, self.cfg.max_bytes) {
+            // `max_bytes` in the budget makes an insert due, counting neither the bytes held
+            // refused rows keep (this thread cannot spool them) nor anything while a failed
+            // insert waits for its retry: woken for those, it would find nothing to do and spin.
+            let bytes = if self.retry_at.is_some_and(|r| r > Instant::now()) {
+                u64::MAX
+            } else {
+                self.cfg.max_bytes.saturating_add(self.held_bytes())
+            };
+            if !self.input.bell.arm(rows, bytes) {
                 std::thread::park_timeout(at.saturating_duration_since(Instant::now()));
             }
             self.input.bell.disarm();

@@ -104,7 +104,8 @@ impl State {
         let at = match self.queue.front() {
             Some(p)
                 if self.queued_rows >= self.cfg.max_rows
-                    || self.cfg.budget.bytes() >= self.cfg.max_bytes
+                    || self.cfg.budget.bytes().saturating_sub(self.held_bytes())
+                        >= self.cfg.max_bytes
                     || backlog =>
             {
                 p.arrived

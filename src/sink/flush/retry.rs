@@ -5,7 +5,7 @@ use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::queue::Piece;
+use super::queue::{Entry, Piece};
 use super::State;
 use crate::row::{col, Value};
 use crate::sink::clickhouse::{InsertError, Retry, RowRun};
@@ -192,22 +192,32 @@ impl State {
         }
     }
 
-    /// Whether held refused rows take a `HELD_SHARE` of the memory room, in rows or in bytes
-    /// (each piece its share of its batch's bytes): then the spool is not read.
+    /// Whether held refused rows take a `HELD_SHARE` of the memory room, in rows or in the
+    /// bytes they keep counted (`held_bytes`): then the spool is not read.
     pub(super) fn held_at_bound(&self) -> bool {
         if self.undelivered.is_empty() {
             return false;
         }
         let (room_rows, room_bytes) = self.cfg.budget.room();
-        let (rows, bytes) =
-            self.undelivered
-                .iter()
-                .flat_map(|(p, _)| p)
-                .fold((0u64, 0u64), |(r, b), p| {
-                    let share = p.entry.bytes * p.len() as u64 / p.entry.batch.len().max(1) as u64;
-                    (r + p.len() as u64, b + share)
-                });
-        rows >= room_rows / HELD_SHARE || bytes >= room_bytes / HELD_SHARE
+        let rows: u64 = self.held_pieces().map(|p| p.len() as u64).sum();
+        rows >= room_rows / HELD_SHARE || self.held_bytes() >= room_bytes / HELD_SHARE
+    }
+
+    /// The bytes held refused rows keep counted in the memory budget: each batch with a held
+    /// piece, whole, once. The thread cannot spool them, so they are no reason to wake it or to
+    /// make an insert due (`due`, `receive`).
+    pub(super) fn held_bytes(&self) -> u64 {
+        if self.undelivered.is_empty() {
+            return 0;
+        }
+        let mut entries: Vec<&Rc<Entry>> = self.held_pieces().map(|p| &p.entry).collect();
+        entries.sort_unstable_by_key(|e| Rc::as_ptr(e));
+        entries.dedup_by_key(|e| Rc::as_ptr(e));
+        entries.iter().map(|e| e.bytes).sum()
+    }
+
+    fn held_pieces(&self) -> impl Iterator<Item = &Piece> {
+        self.undelivered.iter().flat_map(|(p, _)| p)
     }
 
     /// Writes `refused` to the dead-letter file with `e`, logging rows on the `first` try (with

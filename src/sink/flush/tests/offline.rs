@@ -576,3 +576,37 @@ fn held_rows_follow_the_first_refusal_the_file_takes_again() {
     );
     assert_eq!((st.cfg.budget.rows(), st.cfg.budget.bytes()), (0, 0));
 }
+
+/// Found by the fourth review: the bytes held refused rows keep in the budget woke the
+/// sleeping thread as if an insert were due (`max_bytes`), though it can neither insert nor
+/// spool them: it spun until the next dead-letter try. Now it sleeps until then.
+#[test]
+fn held_rows_do_not_wake_the_thread_as_if_an_insert_were_due() {
+    let dir = TestDir::new("flush-dead-sleep");
+    let (_blocked, cfg) = blocked_dead_letters(&dir);
+    let cfg = FlushConfig {
+        // Any byte in the budget is an insert's worth; room for 8 rows.
+        max_bytes: 1,
+        budget: Arc::new(MemoryBudget::new(16, 1 << 30)),
+        ..cfg
+    };
+    let mut f = queued(&dir, cfg, 3);
+    let st = &mut f.st;
+    st.spool
+        .append(&batch("o", "later", 3, 1_700_000_000_000), false)
+        .unwrap();
+    let (pieces, rows) = st.next_insert();
+    assert!(st.failed(pieces, rows, &type_mismatch()));
+    assert!(st.held_at_bound() && st.spool.backlog() && st.queue.is_empty());
+    assert_eq!(st.due(), None);
+    let next_try = st.retry_dead_letters(Some(Instant::now()));
+    assert!(next_try.is_some());
+    let began = Instant::now();
+    st.receive(next_try);
+    // A spin returns in microseconds; a sleep lasts until the try, about 1 s away.
+    assert!(
+        began.elapsed() >= std::time::Duration::from_millis(500),
+        "woke after {:?}",
+        began.elapsed()
+    );
+}
