@@ -45,6 +45,10 @@ pub struct Bell {
     wake_bytes: AtomicU64,
     /// The memory the batches are reserved in: past its room the thread must spool.
     budget: Arc<MemoryBudget>,
+    /// Rows and bytes of the budget that held refused rows keep (`HeldLoad`), set by the
+    /// thread when it arms: it can neither insert nor spool them, so they wake nobody.
+    held_rows: AtomicU64,
+    held_bytes: AtomicU64,
 }
 
 impl Bell {
@@ -55,6 +59,8 @@ impl Bell {
             wake_rows: AtomicI64::new(i64::MAX),
             wake_bytes: AtomicU64::new(u64::MAX),
             budget,
+            held_rows: AtomicU64::new(0),
+            held_bytes: AtomicU64::new(0),
         }
     }
 
@@ -75,15 +81,23 @@ impl Bell {
         }
     }
 
-    /// The budget holds `max_bytes` (an insert is due) or more than its room (spool).
+    /// The budget holds `max_bytes` (an insert is due) or more than its room (spool), not
+    /// counting what held refused rows keep.
     fn due_or_over(&self) -> bool {
-        self.budget.bytes() >= self.wake_bytes.load(Ordering::SeqCst) || self.budget.over(1, 1)
+        let (rows, bytes) = (
+            self.held_rows.load(Ordering::SeqCst),
+            self.held_bytes.load(Ordering::SeqCst),
+        );
+        self.budget.bytes().saturating_sub(bytes) >= self.wake_bytes.load(Ordering::SeqCst)
+            || self.budget.over_room_without(rows, bytes)
     }
 
     /// The flush thread's side, before it parks: from now on senders ring once `rows` wait or
-    /// the budget holds `bytes`. Returns whether it should not park at all (they already do,
-    /// or memory is past room).
-    fn arm(&self, rows: i64, bytes: u64) -> bool {
+    /// the budget holds `bytes` besides the `held` rows and bytes. Returns whether it should
+    /// not park at all (they already do, or memory is past room).
+    fn arm(&self, rows: i64, bytes: u64, held: (u64, u64)) -> bool {
+        self.held_rows.store(held.0, Ordering::SeqCst);
+        self.held_bytes.store(held.1, Ordering::SeqCst);
         self.wake_rows.store(rows, Ordering::SeqCst);
         self.wake_bytes.store(bytes, Ordering::SeqCst);
         // Pairs with the sender's `fetch_add` then `load`: either it sees this bound, or this
@@ -256,16 +270,19 @@ impl State {
             return;
         };
         if !self.backlogged {
-            let rows = self.cfg.max_rows.saturating_sub(self.queued_rows).max(1) as i64;
-            // `max_bytes` in the budget makes an insert due, counting neither the bytes held
-            // refused rows keep (this thread cannot spool them) nor anything while a failed
-            // insert waits for its retry: woken for those, it would find nothing to do and spin.
-            let bytes = if self.retry_at.is_some_and(|r| r > Instant::now()) {
-                u64::MAX
+            // Rows or `max_bytes` that make an insert due wake it, except while a failed insert
+            // waits for its retry (none can be made before); memory past its room wakes it to
+            // spool. What held refused rows keep counts for neither: this thread can neither
+            // insert nor spool them, and woken for them it would spin.
+            let (rows, bytes) = if self.retry_at.is_some_and(|r| r > Instant::now()) {
+                (i64::MAX, u64::MAX)
             } else {
-                self.cfg.max_bytes.saturating_add(self.held_bytes())
+                (
+                    self.cfg.max_rows.saturating_sub(self.queued_rows).max(1) as i64,
+                    self.cfg.max_bytes,
+                )
             };
-            if !self.input.bell.arm(rows, bytes) {
+            if !self.input.bell.arm(rows, bytes, self.held_load.load()) {
                 std::thread::park_timeout(at.saturating_duration_since(Instant::now()));
             }
             self.input.bell.disarm();

@@ -271,6 +271,8 @@ struct State {
     /// Refused rows only in memory that the dead-letter file could not take, with their error:
     /// held (still counted in the memory budget) until it can, spooled at shutdown.
     undelivered: Vec<(Vec<Piece>, InsertError)>,
+    /// What `undelivered` keeps counted in the memory budget.
+    held_load: retry::HeldLoad,
     /// Since when rows are held, and when to try the dead-letter file again.
     undelivered_at: Option<Instant>,
     undelivered_retry_at: Option<Instant>,
@@ -363,6 +365,7 @@ impl Flusher {
                 dead: DeadLetters::new(&cfg.dead_letter_dir)
                     .with_max_bytes(cfg.dead_letter_max_bytes),
                 undelivered: Vec::new(),
+                held_load: retry::HeldLoad::default(),
                 undelivered_at: None,
                 undelivered_retry_at: None,
                 undelivered_tries: 0,

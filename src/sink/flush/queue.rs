@@ -104,7 +104,11 @@ impl State {
         let at = match self.queue.front() {
             Some(p)
                 if self.queued_rows >= self.cfg.max_rows
-                    || self.cfg.budget.bytes().saturating_sub(self.held_bytes())
+                    || self
+                        .cfg
+                        .budget
+                        .bytes()
+                        .saturating_sub(self.held_load.load().1)
                         >= self.cfg.max_bytes
                     || backlog =>
             {

@@ -183,6 +183,7 @@ impl State {
                     .stats
                     .dead_letter_held_rows
                     .fetch_add(rows as u64, Ordering::Relaxed);
+                self.held_load.add(&refused);
                 self.undelivered.push((refused, e.clone()));
                 let now = Instant::now();
                 self.undelivered_at.get_or_insert(now);
@@ -193,31 +194,14 @@ impl State {
     }
 
     /// Whether held refused rows take a `HELD_SHARE` of the memory room, in rows or in the
-    /// bytes they keep counted (`held_bytes`): then the spool is not read.
+    /// bytes they keep counted (`HeldLoad`): then the spool is not read.
     pub(super) fn held_at_bound(&self) -> bool {
-        if self.undelivered.is_empty() {
+        let (rows, bytes) = self.held_load.load();
+        if rows == 0 {
             return false;
         }
         let (room_rows, room_bytes) = self.cfg.budget.room();
-        let rows: u64 = self.held_pieces().map(|p| p.len() as u64).sum();
-        rows >= room_rows / HELD_SHARE || self.held_bytes() >= room_bytes / HELD_SHARE
-    }
-
-    /// The bytes held refused rows keep counted in the memory budget: each batch with a held
-    /// piece, whole, once. The thread cannot spool them, so they are no reason to wake it or to
-    /// make an insert due (`due`, `receive`).
-    pub(super) fn held_bytes(&self) -> u64 {
-        if self.undelivered.is_empty() {
-            return 0;
-        }
-        let mut entries: Vec<&Rc<Entry>> = self.held_pieces().map(|p| &p.entry).collect();
-        entries.sort_unstable_by_key(|e| Rc::as_ptr(e));
-        entries.dedup_by_key(|e| Rc::as_ptr(e));
-        entries.iter().map(|e| e.bytes).sum()
-    }
-
-    fn held_pieces(&self) -> impl Iterator<Item = &Piece> {
-        self.undelivered.iter().flat_map(|(p, _)| p)
+        rows >= room_rows / HELD_SHARE || bytes >= room_bytes / HELD_SHARE
     }
 
     /// Writes `refused` to the dead-letter file with `e`, logging rows on the `first` try (with
@@ -324,6 +308,7 @@ impl State {
                 return self.undelivered_retry_at;
             }
             let (pieces, _) = self.undelivered.remove(0);
+            self.held_load.remove(&pieces);
             let rows = pieces.iter().map(Piece::len).sum::<usize>() as u64;
             self.cfg
                 .stats
@@ -351,6 +336,7 @@ impl State {
             .stats
             .dead_letter_held_rows
             .store(0, Ordering::Relaxed);
+        self.held_load = HeldLoad::default();
         for (pieces, _) in std::mem::take(&mut self.undelivered) {
             for p in pieces {
                 self.queued_rows += p.len();
@@ -359,5 +345,49 @@ impl State {
         }
         self.undelivered_at = None;
         self.undelivered_retry_at = None;
+    }
+}
+
+/// What held refused rows (`State::undelivered`) keep counted in the memory budget: their
+/// rows, and their batches' bytes, each batch once however many of its pieces are held (the
+/// budget gives a batch's bytes back only once all its rows are done). Kept as `undelivered`
+/// changes, so that the loop's checks (`due`, `refill`, `receive`) cost nothing per turn.
+#[derive(Debug, Default)]
+pub(super) struct HeldLoad {
+    rows: u64,
+    bytes: u64,
+    /// Held pieces per batch, by the address of its `Entry` (alive while a piece holds it).
+    pieces: std::collections::HashMap<*const Entry, usize>,
+}
+
+impl HeldLoad {
+    /// (rows, bytes).
+    pub(super) fn load(&self) -> (u64, u64) {
+        (self.rows, self.bytes)
+    }
+
+    pub(super) fn add(&mut self, pieces: &[Piece]) {
+        for p in pieces {
+            self.rows += p.len() as u64;
+            let n = self.pieces.entry(Rc::as_ptr(&p.entry)).or_insert(0);
+            if *n == 0 {
+                self.bytes += p.entry.bytes;
+            }
+            *n += 1;
+        }
+    }
+
+    pub(super) fn remove(&mut self, pieces: &[Piece]) {
+        for p in pieces {
+            self.rows -= p.len() as u64;
+            let key = Rc::as_ptr(&p.entry);
+            if let Some(n) = self.pieces.get_mut(&key) {
+                *n -= 1;
+                if *n == 0 {
+                    self.pieces.remove(&key);
+                    self.bytes -= p.entry.bytes;
+                }
+            }
+        }
     }
 }
