@@ -126,13 +126,6 @@ impl MemoryBudget {
             || no_room(bytes, room_bytes, &self.largest_bytes, self.max_bytes)
     }
 
-    /// Memory is over `room()`, in rows or in bytes, not counting `rows` and `bytes` of it.
-    pub fn over_room_without(&self, rows: u64, bytes: u64) -> bool {
-        let (room_rows, room_bytes) = self.room();
-        self.rows().saturating_sub(rows) > room_rows
-            || self.bytes().saturating_sub(bytes) > room_bytes
-    }
-
     /// Memory is over `room() * num / den`, in rows or in bytes.
     pub fn over(&self, num: u64, den: u64) -> bool {
         let (room_rows, room_bytes) = self.room();

@@ -45,9 +45,8 @@ pub struct Bell {
     wake_bytes: AtomicU64,
     /// The memory the batches are reserved in: past its room the thread must spool.
     budget: Arc<MemoryBudget>,
-    /// Rows and bytes of the budget that held refused rows keep (`HeldLoad`), set by the
-    /// thread when it arms: it can neither insert nor spool them, so they wake nobody.
-    held_rows: AtomicU64,
+    /// Bytes of the budget that held refused rows keep (`HeldLoad`), set by the thread when
+    /// it arms: they make no insert due.
     held_bytes: AtomicU64,
 }
 
@@ -59,7 +58,6 @@ impl Bell {
             wake_rows: AtomicI64::new(i64::MAX),
             wake_bytes: AtomicU64::new(u64::MAX),
             budget,
-            held_rows: AtomicU64::new(0),
             held_bytes: AtomicU64::new(0),
         }
     }
@@ -67,7 +65,7 @@ impl Bell {
     /// A sender's side, after `rows` went into the channel.
     fn sent(&self, rows: i64) {
         let pending = self.pending.fetch_add(rows, Ordering::SeqCst) + rows;
-        if pending >= self.wake_rows.load(Ordering::SeqCst) || self.due_or_over() {
+        if pending >= self.wake_rows.load(Ordering::SeqCst) || self.due_or_over(pending) {
             self.ring();
         }
     }
@@ -81,29 +79,29 @@ impl Bell {
         }
     }
 
-    /// The budget holds `max_bytes` (an insert is due) or more than its room (spool), not
-    /// counting what held refused rows keep.
-    fn due_or_over(&self) -> bool {
-        let (rows, bytes) = (
-            self.held_rows.load(Ordering::SeqCst),
-            self.held_bytes.load(Ordering::SeqCst),
-        );
-        self.budget.bytes().saturating_sub(bytes) >= self.wake_bytes.load(Ordering::SeqCst)
-            || self.budget.over_room_without(rows, bytes)
+    /// The budget holds `max_bytes` besides what held refused rows keep (an insert is due),
+    /// or is past its room with batches on the channel (`pending` rows) that the thread can
+    /// spool. Past its room with nothing on the channel, waking it would not help: it relieved
+    /// what it could before it slept (what is left is held, or an insert's pieces).
+    fn due_or_over(&self, pending: i64) -> bool {
+        let held = self.held_bytes.load(Ordering::SeqCst);
+        self.budget.bytes().saturating_sub(held) >= self.wake_bytes.load(Ordering::SeqCst)
+            || (pending > 0 && self.budget.over(1, 1))
     }
 
     /// The flush thread's side, before it parks: from now on senders ring once `rows` wait or
-    /// the budget holds `bytes` besides the `held` rows and bytes. Returns whether it should
-    /// not park at all (they already do, or memory is past room).
-    fn arm(&self, rows: i64, bytes: u64, held: (u64, u64)) -> bool {
-        self.held_rows.store(held.0, Ordering::SeqCst);
-        self.held_bytes.store(held.1, Ordering::SeqCst);
+    /// the budget holds `bytes` besides the `held_bytes` held refused rows keep. Returns
+    /// whether it should not park at all (they already do, or memory is past room with
+    /// batches on the channel).
+    fn arm(&self, rows: i64, bytes: u64, held_bytes: u64) -> bool {
+        self.held_bytes.store(held_bytes, Ordering::SeqCst);
         self.wake_rows.store(rows, Ordering::SeqCst);
         self.wake_bytes.store(bytes, Ordering::SeqCst);
         // Pairs with the sender's `fetch_add` then `load`: either it sees this bound, or this
         // sees its rows.
         fence(Ordering::SeqCst);
-        self.pending.load(Ordering::SeqCst) >= rows || self.due_or_over()
+        let pending = self.pending.load(Ordering::SeqCst);
+        pending >= rows || self.due_or_over(pending)
     }
 
     fn disarm(&self) {
@@ -271,9 +269,10 @@ impl State {
         };
         if !self.backlogged {
             // Rows or `max_bytes` that make an insert due wake it, except while a failed insert
-            // waits for its retry (none can be made before); memory past its room wakes it to
-            // spool. What held refused rows keep counts for neither: this thread can neither
-            // insert nor spool them, and woken for them it would spin.
+            // waits for its retry (none can be made before); batches arriving with memory past
+            // its room wake it to spool them. The bytes held refused rows keep make no insert
+            // due: this thread can neither insert nor spool them, and woken for them it would
+            // spin.
             let (rows, bytes) = if self.retry_at.is_some_and(|r| r > Instant::now()) {
                 (i64::MAX, u64::MAX)
             } else {
@@ -282,7 +281,7 @@ impl State {
                     self.cfg.max_bytes,
                 )
             };
-            if !self.input.bell.arm(rows, bytes, self.held_load.load()) {
+            if !self.input.bell.arm(rows, bytes, self.held_load.load().1) {
                 std::thread::park_timeout(at.saturating_duration_since(Instant::now()));
             }
             self.input.bell.disarm();
@@ -348,5 +347,39 @@ impl State {
         }
         self.push(entry, Instant::now());
         self.relieve();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by the sixth review: with held refused rows close to the room, batches arriving
+    /// during a retry wait pushed memory past the room without waking the thread (the room was
+    /// measured without the held rows), so workers were refused with the spool empty; and
+    /// memory past the room that the thread could not spool woke it on every turn. Past its room,
+    /// memory wakes the thread when batches are on the channel, and only then.
+    #[test]
+    fn memory_past_room_rings_only_with_batches_to_spool() {
+        let budget = Arc::new(MemoryBudget::new(32, 1 << 30));
+        let bell = Bell::new(Arc::clone(&budget));
+        // 20 rows in memory, past the room of 16, all of them held (their bytes too).
+        budget.take(20, 4000);
+        assert!(budget.over(1, 1));
+        assert!(
+            !bell.arm(i64::MAX, u64::MAX, 4000),
+            "nothing on the channel: the thread sleeps"
+        );
+        assert!(!bell.due_or_over(0));
+        // A sender's batch arrives: the thread must wake to spool it.
+        budget.take(2, 100);
+        assert!(bell.due_or_over(2));
+        // Under the room, a batch rings only when it makes an insert due.
+        budget.release(22, 4100);
+        assert!(!bell.due_or_over(2));
+        assert!(!bell.arm(i64::MAX, 1000, 0));
+        budget.take(2, 1000);
+        assert!(bell.due_or_over(2), "max_bytes reached");
+        assert!(!bell.arm(i64::MAX, 1000, 1000), "but all of it held");
     }
 }
