@@ -382,6 +382,22 @@ fn blocked_dead_letters(dir: &TestDir) -> (std::path::PathBuf, FlushConfig) {
     (blocked, cfg)
 }
 
+/// `cfg` with a memory budget whose room is 8 rows (a quarter of it, where held rows stop the
+/// spool being read, is 2).
+fn room_of_8_rows(cfg: FlushConfig) -> FlushConfig {
+    FlushConfig {
+        budget: Arc::new(MemoryBudget::new(16, 1 << 30)),
+        ..cfg
+    }
+}
+
+/// A new start on `dir`'s spool finds nothing to read back: every record was confirmed.
+fn assert_spool_confirmed(cfg: FlushConfig, dir: &TestDir) {
+    let mut f = offline_flusher(cfg, dir);
+    f.st.refill();
+    assert!(f.st.queue.is_empty(), "every record confirmed");
+}
+
 /// A refusal that names the data and is never retried.
 fn type_mismatch() -> InsertError {
     InsertError {
@@ -487,9 +503,7 @@ fn refused_spooled_rows_are_held_until_the_dead_letter_file_takes_them() {
         assert_eq!((f.st.cfg.budget.rows(), f.st.cfg.budget.bytes()), (0, 0));
         f.st.spool_everything();
     }
-    let mut f = offline_flusher(cfg, &dir);
-    f.st.refill();
-    assert!(f.st.queue.is_empty(), "the record was confirmed");
+    assert_spool_confirmed(cfg, &dir);
 }
 
 /// Found by the next review: held refused rows from the spool grew without a bound while the
@@ -500,11 +514,7 @@ fn refused_spooled_rows_are_held_until_the_dead_letter_file_takes_them() {
 fn held_rows_at_a_quarter_of_memory_stop_the_spool_being_read_until_written() {
     let dir = TestDir::new("flush-dead-bound");
     let (blocked, cfg) = blocked_dead_letters(&dir);
-    let cfg = FlushConfig {
-        // Room for 8 rows: a quarter is 2.
-        budget: Arc::new(MemoryBudget::new(16, 1 << 30)),
-        ..cfg
-    };
+    let cfg = room_of_8_rows(cfg);
     let never = type_mismatch();
     let mut f = offline_flusher(cfg.clone(), &dir);
     for trace in ["s1", "s2", "s3"] {
@@ -542,9 +552,7 @@ fn held_rows_at_a_quarter_of_memory_stop_the_spool_being_read_until_written() {
     assert_eq!((st.cfg.budget.rows(), st.cfg.budget.bytes()), (0, 0));
     st.spool_everything();
     drop(f);
-    let mut f = offline_flusher(cfg, &dir);
-    f.st.refill();
-    assert!(f.st.queue.is_empty(), "every record confirmed");
+    assert_spool_confirmed(cfg, &dir);
 }
 
 /// Held rows go to the dead-letter file as soon as it takes an insert's refused rows again,
@@ -586,10 +594,9 @@ fn held_rows_do_not_wake_the_thread_as_if_an_insert_were_due() {
     let dir = TestDir::new("flush-dead-sleep");
     let (_blocked, cfg) = blocked_dead_letters(&dir);
     let cfg = FlushConfig {
-        // Any byte in the budget is an insert's worth; room for 8 rows.
+        // Any byte in the budget is an insert's worth.
         max_bytes: 1,
-        budget: Arc::new(MemoryBudget::new(16, 1 << 30)),
-        ..cfg
+        ..room_of_8_rows(cfg)
     };
     // More rows than the room: memory is past it, but only by what is held.
     let mut f = queued(&dir, cfg, 9);
