@@ -342,7 +342,12 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let (sender, input, wal) = match config.durability {
         Durability::Buffer => {
             let (tx, input) = Input::buffer(&budget);
-            (Handoff::buffer(budget.clone(), tx), input, None)
+            let nudge = input.nudge();
+            (
+                Handoff::buffer(budget.clone(), tx).with_nudge(nudge),
+                input,
+                None,
+            )
         }
         Durability::Wal => {
             let writer = Writer::create(&spool_config.dir, spool.take_next_id())
@@ -355,7 +360,12 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             let (logged_tx, input) = Input::logged(&budget);
             let wal = wal::spawn(spool_config, writer, flush_stats.clone(), rx, logged_tx)
                 .context("cannot start the write-ahead thread")?;
-            (Handoff::wal(budget.clone(), tx), input, Some(wal))
+            let nudge = input.nudge();
+            (
+                Handoff::wal(budget.clone(), tx).with_nudge(nudge),
+                input,
+                Some(wal),
+            )
         }
     };
     let flusher =

@@ -20,7 +20,7 @@ use crossbeam_channel::{SendError, Sender};
 use futures_channel::oneshot;
 
 use super::budget::MemoryBudget;
-use super::flush::Intake;
+use super::flush::{Intake, Nudge};
 use super::wal::{WalRefusal, WalRequest};
 use crate::admission::{RateRefund, Reservation};
 use crate::auth::Principal;
@@ -42,6 +42,8 @@ pub enum HandoffError {
 pub struct Handoff {
     budget: Arc<MemoryBudget>,
     to: To,
+    /// Wakes the flush thread (`nudge_flush`); none for benches and tests without one.
+    nudge: Option<Nudge>,
 }
 
 #[derive(Clone)]
@@ -78,6 +80,7 @@ impl Handoff {
         Handoff {
             budget,
             to: To::Buffer(tx.into()),
+            nudge: None,
         }
     }
 
@@ -86,6 +89,23 @@ impl Handoff {
         Handoff {
             budget,
             to: To::Wal(tx),
+            nudge: None,
+        }
+    }
+
+    /// With `nudge`, the flush thread's: `nudge_flush` wakes it.
+    pub fn with_nudge(self, nudge: Nudge) -> Handoff {
+        Handoff {
+            nudge: Some(nudge),
+            ..self
+        }
+    }
+
+    /// Wakes the flush thread if memory is past its room, before a worker waits for room
+    /// (`server::conn`'s `wait_for_room`): it spools at once instead of at its next due time.
+    pub fn nudge_flush(&self) {
+        if let Some(n) = &self.nudge {
+            n.nudge();
         }
     }
 

@@ -483,7 +483,8 @@ async fn run(
         .metrics
         .body_bytes
         .fetch_add(len as u64, Ordering::Relaxed);
-    if wait_for_room(shared).await {
+    let nudge = || worker.pipeline.borrow().handoff().nudge_flush();
+    if wait_for_room(shared, nudge).await {
         shared.metrics.room_waits.fetch_add(1, Ordering::Relaxed);
     }
     message.resize(PREFIX + len + BODY_PADDING, 0);

@@ -365,7 +365,8 @@ impl Conn {
             .metrics
             .body_bytes
             .fetch_add(body.len as u64, Ordering::Relaxed);
-        if wait_for_room(shared).await {
+        let nudge = || worker.pipeline.borrow().handoff().nudge_flush();
+        if wait_for_room(shared, nudge).await {
             shared.metrics.room_waits.fetch_add(1, Ordering::Relaxed);
         }
         let body_start = self.start + head.len;
@@ -636,10 +637,14 @@ fn send_now(stream: &TcpStream, bytes: &[u8]) -> std::io::Result<usize> {
 /// `503 buffer_full` with the spool not full. Only decides whether to wait: the hand-off's
 /// reservation is what refuses. It looks again after 1 ms, then 2, 4, 8 and every 16 ms: many
 /// connections waiting at once cost their worker little. Returns whether it waited.
-async fn wait_for_room(shared: &Shared) -> bool {
+async fn wait_for_room(shared: &Shared, nudge: impl FnOnce()) -> bool {
     if !shared.budget.behind() {
         return false;
     }
+    // The flush thread may be asleep with nothing arriving to wake it (a refused batch shrank
+    // the room): `nudge` (`Handoff::nudge_flush`) makes it spool at once rather than at its
+    // next due time.
+    nudge();
     let deadline = Instant::now() + ROOM_WAIT;
     let mut step = Duration::from_millis(1);
     while shared.budget.behind()
@@ -679,7 +684,7 @@ mod tests {
     #[test]
     fn room_in_memory_means_no_wait() {
         let shared = Shared::for_bench();
-        assert!(!run(wait_for_room(&shared)));
+        assert!(!run(wait_for_room(&shared, || {})));
     }
 
     #[test]
@@ -692,7 +697,7 @@ mod tests {
                 shared.budget.release(10, shared.budget.max_bytes());
             })
         };
-        assert!(run(wait_for_room(&shared)));
+        assert!(run(wait_for_room(&shared, || {})));
         flush.join().unwrap();
         assert_eq!(shared.budget.bytes(), 0, "returned once there was room");
     }
@@ -707,7 +712,7 @@ mod tests {
                 shared.flush_stats.full.store(true, Ordering::Relaxed);
             }
             let started = Instant::now();
-            assert!(run(wait_for_room(&shared)), "it found memory full");
+            assert!(run(wait_for_room(&shared, || {})), "it found memory full");
             // Not the deadline: it gave up at once.
             assert!(started.elapsed() < ROOM_WAIT, "draining: {draining}");
         }

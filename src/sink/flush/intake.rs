@@ -154,6 +154,21 @@ impl<T: Rows> Intake<T> {
     }
 }
 
+/// A handle that wakes the flush thread when memory is past its room, for a worker about to
+/// wait for room (`Handoff::nudge_flush`): a batch refused for room raises the budget's
+/// largest batch, which shrinks the room without anything arriving to ring the bell.
+#[derive(Debug, Clone)]
+pub struct Nudge(Arc<Bell>);
+
+impl Nudge {
+    /// Rings if memory is past its room: the thread wakes and spools what it can.
+    pub fn nudge(&self) {
+        if self.0.budget.over(1, 1) {
+            self.0.ring();
+        }
+    }
+}
+
 impl<T: Rows> Clone for Intake<T> {
     fn clone(&self) -> Intake<T> {
         Intake {
@@ -221,6 +236,11 @@ impl Input {
             bell: bell.clone(),
         };
         (Intake { tx: Some(tx), bell }, input)
+    }
+
+    /// A `Nudge` for this thread's bell.
+    pub fn nudge(&self) -> Nudge {
+        Nudge(self.bell.clone())
     }
 
     /// Batches come straight from the workers (not from the write-ahead thread).
@@ -381,5 +401,25 @@ mod tests {
         budget.take(2, 1000);
         assert!(bell.due_or_over(2), "max_bytes reached");
         assert!(!bell.arm(i64::MAX, 1000, 1000), "but all of it held");
+    }
+
+    /// A worker about to wait for room nudges the flush thread, which may sleep with nothing
+    /// arriving to wake it: past its room, memory makes the nudge ring (here the test's own
+    /// thread stands in for the flush thread and is unparked).
+    #[test]
+    fn a_nudge_past_the_room_wakes_the_flush_thread() {
+        let budget = Arc::new(MemoryBudget::new(32, 1 << 30));
+        let (_tx, input) = Input::buffer(&budget);
+        input.listen();
+        let nudge = input.nudge();
+        budget.take(20, 100);
+        let began = Instant::now();
+        nudge.nudge();
+        std::thread::park_timeout(std::time::Duration::from_secs(30));
+        assert!(
+            began.elapsed() < std::time::Duration::from_secs(10),
+            "not woken: {:?}",
+            began.elapsed()
+        );
     }
 }

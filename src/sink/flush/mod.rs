@@ -37,7 +37,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-pub use intake::{Input, Intake, Rows};
+pub use intake::{Input, Intake, Nudge, Rows};
 use queue::{Entry, Piece};
 
 use super::budget::MemoryBudget;
