@@ -179,11 +179,8 @@ impl State {
                      from the spool keep their record there) and written to it once it can take \
                      them, or spooled at shutdown"
                 );
-                self.cfg
-                    .stats
-                    .dead_letter_held_rows
-                    .fetch_add(rows as u64, Ordering::Relaxed);
                 self.held_load.add(&refused);
+                self.show_held();
                 self.undelivered.push((refused, e.clone()));
                 let now = Instant::now();
                 self.undelivered_at.get_or_insert(now);
@@ -191,6 +188,14 @@ impl State {
                     .get_or_insert(now + DEAD_LETTER_RETRY_MIN);
             }
         }
+    }
+
+    /// Shows the held rows (`HeldLoad`) in `traceingest_dead_letter_held_rows`.
+    fn show_held(&self) {
+        self.cfg
+            .stats
+            .dead_letter_held_rows
+            .store(self.held_load.load().0, Ordering::Relaxed);
     }
 
     /// Whether held refused rows take a `HELD_SHARE` of the memory room, in rows or in the
@@ -290,14 +295,8 @@ impl State {
                     .saturating_mul(1 << self.undelivered_tries.min(6))
                     .min(DEAD_LETTER_RETRY_MAX);
                 self.undelivered_tries += 1;
-                let held: usize = self
-                    .undelivered
-                    .iter()
-                    .flat_map(|(p, _)| p)
-                    .map(Piece::len)
-                    .sum();
                 tracing::error!(
-                    held,
+                    held = self.held_load.load().0,
                     error = %io,
                     path = %self.dead.path().display(),
                     held_for_s = since.elapsed().as_secs(),
@@ -309,11 +308,7 @@ impl State {
             }
             let (pieces, _) = self.undelivered.remove(0);
             self.held_load.remove(&pieces);
-            let rows = pieces.iter().map(Piece::len).sum::<usize>() as u64;
-            self.cfg
-                .stats
-                .dead_letter_held_rows
-                .fetch_sub(rows, Ordering::Relaxed);
+            self.show_held();
             self.settle_refused(&pieces);
         }
         tracing::info!(
@@ -332,11 +327,8 @@ impl State {
         if self.retry_dead_letters(None).is_none() {
             return;
         }
-        self.cfg
-            .stats
-            .dead_letter_held_rows
-            .store(0, Ordering::Relaxed);
         self.held_load = HeldLoad::default();
+        self.show_held();
         for (pieces, _) in std::mem::take(&mut self.undelivered) {
             for p in pieces {
                 self.queued_rows += p.len();
