@@ -54,6 +54,29 @@ pub struct LimitHeaders {
     pub quota: Option<(u64, u64)>,
 }
 
+/// A limit header's value (`LimitHeaders::each`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitValue {
+    Count(u64),
+    Text(&'static str),
+}
+
+impl LimitHeaders {
+    /// Each header these limits give, in the order answers carry them: the names and values
+    /// that OTLP/HTTP's and v1's headers and gRPC's metadata all write.
+    pub fn each(&self, mut header: impl FnMut(&'static str, LimitValue)) {
+        if let Some((limit, remaining)) = self.rate {
+            header("x-ratelimit-limit", LimitValue::Count(limit));
+            header("x-ratelimit-remaining", LimitValue::Count(remaining));
+        }
+        if let Some((used, limit)) = self.quota {
+            header("x-quota-warning", LimitValue::Text("90%"));
+            header("x-quota-used", LimitValue::Count(used));
+            header("x-quota-limit", LimitValue::Count(limit));
+        }
+    }
+}
+
 /// Monthly quota word meaning "unlimited".
 const UNLIMITED: u64 = u64::MAX;
 

@@ -3,6 +3,7 @@
 //! `ExportTraceServiceResponse` or `google.rpc.Status` in the request's format.
 
 pub use crate::admission::LimitHeaders;
+use crate::admission::LimitValue;
 use crate::http::json::write_json_string;
 use crate::http::otlp::{self, code, Format};
 pub use crate::http::refusal::Refusal;
@@ -164,7 +165,6 @@ fn write_raw(
         out.extend_from_slice(b"\r\n");
     };
     let mut digits = [0u8; 20];
-    let mut more = [0u8; 20];
     line(
         out,
         &[
@@ -188,21 +188,13 @@ fn write_raw(
     if let Some(methods) = allow {
         line(out, &[b"allow: ", methods.as_bytes()]);
     }
-    if let Some((limit, remaining)) = extra.limits.rate {
-        line(
-            out,
-            &[b"x-ratelimit-limit: ", format_u64(limit, &mut digits)],
-        );
-        line(
-            out,
-            &[b"x-ratelimit-remaining: ", format_u64(remaining, &mut more)],
-        );
-    }
-    if let Some((used, limit)) = extra.limits.quota {
-        out.extend_from_slice(b"x-quota-warning: 90%\r\n");
-        line(out, &[b"x-quota-used: ", format_u64(used, &mut digits)]);
-        line(out, &[b"x-quota-limit: ", format_u64(limit, &mut more)]);
-    }
+    extra.limits.each(|name, value| {
+        let value = match value {
+            LimitValue::Count(n) => format_u64(n, &mut digits),
+            LimitValue::Text(t) => t.as_bytes(),
+        };
+        line(out, &[name.as_bytes(), b": ", value]);
+    });
     if !keep_alive {
         out.extend_from_slice(b"connection: close\r\n");
     }

@@ -40,7 +40,7 @@ use monoio::net::TcpStream;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::{finish_export, rate_deadline, wait_for_new_key, wait_for_room, Worker};
-use crate::admission::{self, LimitHeaders};
+use crate::admission::{self, LimitHeaders, LimitValue};
 use crate::auth::AuthError;
 use crate::http::otlp::{self as answer, code, Format};
 use crate::http::refusal::{otlp_refusal, ConnError, Refusal, Refused};
@@ -393,17 +393,15 @@ fn respond_with(
 
 /// The key's rate limit and quota state as metadata: `x-ratelimit-limit` and
 /// `x-ratelimit-remaining`, and past 90% of the quota `x-quota-warning`, `x-quota-used` and
-/// `x-quota-limit`, as OTLP/HTTP sends them (`response::write_raw`).
+/// `x-quota-limit`, as OTLP/HTTP sends them (`LimitHeaders::each`).
 fn limit_metadata(limits: &LimitHeaders, headers: &mut HeaderMap) {
-    if let Some((limit, remaining)) = limits.rate {
-        headers.insert("x-ratelimit-limit", HeaderValue::from(limit));
-        headers.insert("x-ratelimit-remaining", HeaderValue::from(remaining));
-    }
-    if let Some((used, limit)) = limits.quota {
-        headers.insert("x-quota-warning", HeaderValue::from_static("90%"));
-        headers.insert("x-quota-used", HeaderValue::from(used));
-        headers.insert("x-quota-limit", HeaderValue::from(limit));
-    }
+    limits.each(|name, value| {
+        let value = match value {
+            LimitValue::Count(n) => HeaderValue::from(n),
+            LimitValue::Text(t) => HeaderValue::from_static(t),
+        };
+        headers.insert(name, value);
+    });
 }
 
 /// `:status 200` and gRPC's content type: every gRPC answer, errors included, has them.
