@@ -11,7 +11,7 @@
 //! if the failure was one of those two, the body is repaired in place with same-length text
 //! (`\uD83D` -> `\uFFFD`, so the string holds U+FFFD there; with `Repairs::numbers`, the
 //! literal -> a `"000"` placeholder string whose offset is remembered, so v1's walk reports the
-//! number at its exact path) and parsed again. A body that parses costs no check and no copy
+//! number at its exact path, and OTLP's puts the double back on the tape) and parsed again. A body that parses costs no check and no copy
 //! for this. Nesting depth is bounded by simd-json's iterative parser (1024 levels, no
 //! recursion).
 

@@ -522,6 +522,156 @@ fn a_resource_key_over_the_limit_is_dropped_and_counted() {
     );
 }
 
+/// A span without a start or an end time (0, proto3's "not set") is refused on its own, and
+/// says so; it is not stored as starting or ending in 1970.
+#[test]
+fn a_span_without_a_start_or_end_time_is_refused() {
+    for (start, end, why) in [
+        (
+            0,
+            1_760_000_001_500_000_000,
+            "its start time is not set (startTimeUnixNano is 0)",
+        ),
+        (
+            1_760_000_000_123_456_789,
+            0,
+            "its end time is not set (endTimeUnixNano is 0)",
+        ),
+        (0, 0, "its start time is not set (startTimeUnixNano is 0)"),
+    ] {
+        let mut unset = span(2, 0, "unset", &[]);
+        unset.start_time_unix_nano = start;
+        unset.end_time_unix_nano = end;
+        let req = export(vec![span(1, 0, "kept", &[]), unset]);
+        assert_eq!(
+            decode_both(&req),
+            format!(
+                "other kept\nrejected=1 truncated=0 dropped=0\n\
+                 1 span rejected; the first, span 0000000000000002 (\"unset\"), because {why}"
+            ),
+            "{start} {end}"
+        );
+    }
+}
+
+/// A JSON id that is neither hex nor base64 is named as such, and the refusal does not show
+/// the stand-in byte as the span's id.
+#[test]
+fn an_unreadable_json_id_is_described_as_it_is() {
+    let body = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[
+        {"traceId":"5b8efff798038103d269b633813fc60c","spanId":"not-a-hex-id-xyz","name":"a",
+         "startTimeUnixNano":"5","endTimeUnixNano":"6"},
+        {"traceId":"5b8efff798038103d269b633813fc60c","spanId":"0000000000000002",
+         "parentSpanId":"xyz","name":"b","startTimeUnixNano":"5","endTimeUnixNano":"6"}
+    ]}]}]}"#;
+    let mut body = body.as_bytes().to_vec();
+    let arena = Bump::new();
+    let d = OtlpDecoder::new()
+        .decode_json(crate::ingest::body::PaddedBody::pad(&mut body), &arena)
+        .unwrap();
+    assert_eq!(
+        render(&d),
+        "rejected=2 truncated=0 dropped=0\n\
+         2 spans rejected; the first, span (unreadable) (\"a\"), because its span id is neither \
+         16 hex digits nor the base64 of 8 bytes"
+    );
+}
+
+/// A number literal simd-json cannot hold is read as the double it is: valid JSON that a
+/// `doubleValue` may hold is taken, and where an integer or a string must be it is refused as
+/// of the wrong type (not as invalid JSON).
+#[test]
+fn json_numbers_past_64_bits() {
+    let decode = |value: &str, start: &str| {
+        let body = format!(
+            r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[
+            {{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"0000000000000001","name":"a",
+             "startTimeUnixNano":{start},"endTimeUnixNano":"6",
+             "attributes":[{{"key":"k","value":{value}}}]}}]}}]}}]}}"#
+        );
+        let mut body = body.into_bytes();
+        let arena = Bump::new();
+        OtlpDecoder::new()
+            .decode_json(crate::ingest::body::PaddedBody::pad(&mut body), &arena)
+            .map(|d| render(&d))
+            .map_err(|e| e.to_string())
+    };
+    assert_eq!(
+        decode(r#"{"doubleValue":100000000000000000000}"#, "5").as_deref(),
+        Ok("other a meta[k=100000000000000000000]\nrejected=0 truncated=0 dropped=0")
+    );
+    assert_eq!(
+        decode(r#"{"doubleValue":-1e400}"#, "5").as_deref(),
+        Ok("other a meta[k=\"-Infinity\"]\nrejected=0 truncated=0 dropped=0")
+    );
+    for (value, start, why) in [
+        (
+            r#"{"intValue":18446744073709551616}"#,
+            "5",
+            "intValue must be a 64-bit integer",
+        ),
+        (
+            r#"{"stringValue":1e400}"#,
+            "5",
+            "stringValue must be a string",
+        ),
+        (
+            r#"{"intValue":1}"#,
+            "18446744073709551616",
+            "startTimeUnixNano must be an unsigned 64-bit integer",
+        ),
+    ] {
+        let got = decode(value, start).unwrap_err();
+        assert!(got.contains(why), "{value} {start}: {got}");
+    }
+}
+
+/// Events and links are not stored, but a JSON export's are checked as the protobuf reader
+/// checks them: a field of the wrong type refuses the export, and says which.
+#[test]
+fn json_events_and_links_are_checked() {
+    let decode = |events: &str| {
+        let body = format!(
+            r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[
+            {{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"0000000000000001","name":"a",
+             "startTimeUnixNano":"5","endTimeUnixNano":"6",{events}}}]}}]}}]}}"#
+        );
+        let mut body = body.into_bytes();
+        let arena = Bump::new();
+        OtlpDecoder::new()
+            .decode_json(crate::ingest::body::PaddedBody::pad(&mut body), &arena)
+            .map(|d| render(&d))
+            .map_err(|e| e.to_string())
+    };
+    let fine = r#""events":[{"timeUnixNano":"7","name":"e","attributes":[{"key":"k","value":{"intValue":"1"}}],"droppedAttributesCount":0,"x":[1]},null],
+        "links":[{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"0000000000000002","traceState":"","attributes":[],"flags":256}]"#;
+    assert_eq!(
+        decode(fine).as_deref(),
+        Ok("other a\nrejected=0 truncated=0 dropped=0")
+    );
+    for (bad, why) in [
+        (
+            r#""events":[{"timeUnixNano":"bad"}]"#,
+            "an event's timeUnixNano",
+        ),
+        (
+            r#""events":[{"attributes":"x"}]"#,
+            "attributes must be an array",
+        ),
+        (
+            r#""events":[{"name":5}]"#,
+            "an event's name must be a string",
+        ),
+        (r#""events":[5]"#, "each event must be an object"),
+        (r#""links":[{"traceId":5}]"#, "a link's ids must be strings"),
+        (r#""links":[{"flags":4294967296}]"#, "a link's flags"),
+        (r#""links":{}"#, "links must be an array"),
+    ] {
+        let got = decode(bad).unwrap_err();
+        assert!(got.contains(why), "{bad}: {got}");
+    }
+}
+
 #[test]
 fn json_spellings() {
     let body = r#"{"resource_spans":[{"scope_spans":[{"spans":[
@@ -547,7 +697,7 @@ fn json_spellings() {
         "other snake status=error error=m meta[i=7,d=1.5,b=\"AP8=\",e=null,n=null,kv={\"a\":true}]\n\
          other camel meta[s=v]\n\
          rejected=1 truncated=0 dropped=0\n\
-         1 span rejected; the first, span 0000000000000003 (\"bad id\"), because its trace id is not 16 bytes, or is all zero"
+         1 span rejected; the first, span 0000000000000003 (\"bad id\"), because its trace id is neither 32 hex digits nor the base64 of 16 bytes"
     );
     assert_eq!(d.batch.traces.len(), 1);
     assert_eq!(d.batch.traces[0].spans[0].span_id, "0000000000000001");

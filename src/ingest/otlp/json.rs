@@ -301,12 +301,8 @@ impl<'a> Walker<'_, 'a> {
                         }
                     }
                 }
-                "events" => {
-                    s.events = self.count("events must be an array")?;
-                }
-                "links" => {
-                    s.links = self.count("links must be an array")?;
-                }
+                "events" => s.events = self.events()?,
+                "links" => s.links = self.links()?,
                 "status" => self.status(&mut s)?,
                 _ => self.skip_value(),
             }
@@ -315,13 +311,85 @@ impl<'a> Walker<'_, 'a> {
         Ok(Some(s))
     }
 
-    /// The length of an array that is skipped.
-    fn count(&mut self, what: &'static str) -> Result<u32, ShapeError> {
-        let at = self.pos;
-        let n = self.array(what)?.unwrap_or(0);
-        self.pos = at;
-        self.skip_value();
+    /// `events`: checked as the protobuf reader checks them (each field of its type), not
+    /// kept; how many there are.
+    fn events(&mut self) -> Result<u32, ShapeError> {
+        let Some(n) = self.array("events must be an array")? else {
+            return Ok(0);
+        };
+        for _ in 0..n {
+            let Some(len) = self.object("each event must be an object")? else {
+                continue;
+            };
+            for _ in 0..len {
+                match self.key() {
+                    "timeUnixNano" | "time_unix_nano" => {
+                        self.uint64("an event's timeUnixNano must be an unsigned 64-bit integer")?;
+                    }
+                    "name" => {
+                        self.string("an event's name must be a string")?;
+                    }
+                    "attributes" => self.check_attributes()?,
+                    "droppedAttributesCount" | "dropped_attributes_count" => {
+                        self.uint32("droppedAttributesCount must be an unsigned 32-bit integer")?;
+                    }
+                    _ => self.skip_value(),
+                }
+            }
+        }
         Ok(n as u32)
+    }
+
+    /// `links`: checked as `events`; how many there are.
+    fn links(&mut self) -> Result<u32, ShapeError> {
+        let Some(n) = self.array("links must be an array")? else {
+            return Ok(0);
+        };
+        for _ in 0..n {
+            let Some(len) = self.object("each link must be an object")? else {
+                continue;
+            };
+            for _ in 0..len {
+                match self.key() {
+                    "traceId" | "trace_id" | "spanId" | "span_id" => {
+                        self.string("a link's ids must be strings (hex)")?;
+                    }
+                    "traceState" | "trace_state" => {
+                        self.string("a link's traceState must be a string")?;
+                    }
+                    "attributes" => self.check_attributes()?,
+                    "droppedAttributesCount" | "dropped_attributes_count" => {
+                        self.uint32("droppedAttributesCount must be an unsigned 32-bit integer")?;
+                    }
+                    "flags" => {
+                        self.uint32("a link's flags must be an unsigned 32-bit integer")?;
+                    }
+                    _ => self.skip_value(),
+                }
+            }
+        }
+        Ok(n as u32)
+    }
+
+    /// An attribute list that is checked, not kept.
+    fn check_attributes(&mut self) -> Result<(), ShapeError> {
+        let Some(n) = self.array("attributes must be an array")? else {
+            return Ok(());
+        };
+        for _ in 0..n {
+            self.key_value(1)?;
+        }
+        Ok(())
+    }
+
+    /// A 32-bit unsigned integer (a number or a decimal string); `null` is absent.
+    fn uint32(&mut self, what: &'static str) -> Result<Option<u32>, ShapeError> {
+        match self.uint64(what)? {
+            Some(v) => u32::try_from(v)
+                .map(Some)
+                .map_err(|_| ShapeError::Shape(what)),
+            None => Ok(None),
+        }
     }
 
     fn id(&mut self) -> Result<&'a [u8], ShapeError> {

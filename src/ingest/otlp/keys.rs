@@ -63,8 +63,8 @@ pub enum Key {
     Fingerprint(u8),
     /// Time to first token in milliseconds.
     TtftMs(u8),
-    /// Time to first token in seconds.
-    TtftSeconds,
+    /// Time to first token in seconds (ranked after the milliseconds: `2 +` this).
+    TtftSeconds(u8),
 }
 
 /// Prefixes of flattened message lists, each followed by `<index>.<field>`: the input ones,
@@ -117,7 +117,10 @@ const TABLE: &[(&str, Key)] = {
         ("gen_ai.agent.name", AgentName),
         ("gen_ai.openai.response.system_fingerprint", Fingerprint(0)),
         ("openai.response.system_fingerprint", Fingerprint(1)),
-        ("gen_ai.server.time_to_first_token", TtftSeconds),
+        // The span attribute of the conventions; the other is their metric's name, which
+        // some instrumentations set on spans too.
+        ("gen_ai.response.time_to_first_chunk", TtftSeconds(0)),
+        ("gen_ai.server.time_to_first_token", TtftSeconds(1)),
         // OpenInference.
         ("openinference.span.kind", OpenInferenceKind),
         ("llm.provider", Provider(2)),
@@ -262,18 +265,34 @@ fn is_part(key: &str, prefix: &str) -> bool {
         && key.as_bytes()[prefix.len()].is_ascii_digit()
 }
 
+/// Which field of a flattened message a key names (`part`), in the order a message's fields
+/// are rendered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Field {
+    Role,
+    /// The message's text (`content`, `message.content`).
+    Content,
+    /// Part `n` of a multi-part content's text (OpenInference's
+    /// `message.contents.N.message_content.text`).
+    ContentPart(u32),
+}
+
 /// A flattened message field: `(index, field)` after the prefix of `key`, where `field` is
-/// `Some(true)` for the role, `Some(false)` for the text content, `None` for anything else
-/// (tool calls, images: consumed, not rendered).
-pub fn part(key: &str, prefix_len: usize) -> Option<(u32, Option<bool>)> {
+/// `None` for a field that is not rendered (tool calls, images, a part's type: consumed,
+/// not rendered).
+pub fn part(key: &str, prefix_len: usize) -> Option<(u32, Option<Field>)> {
     let rest = &key[prefix_len..];
     let dot = rest.find('.')?;
     let index: u32 = rest[..dot].parse().ok()?;
     let field = &rest[dot + 1..];
     let which = match field {
-        "role" | "message.role" => Some(true),
-        "content" | "message.content" => Some(false),
-        _ => None,
+        "role" | "message.role" => Some(Field::Role),
+        "content" | "message.content" => Some(Field::Content),
+        _ => field
+            .strip_prefix("message.contents.")
+            .and_then(|f| f.strip_suffix(".message_content.text"))
+            .and_then(|n| n.parse().ok())
+            .map(Field::ContentPart),
     };
     Some((index, which))
 }
@@ -301,6 +320,29 @@ mod tests {
             Key::OutputPart(0)
         );
         assert_eq!(classify("gen_ai.prompt.tokens"), Key::Other);
+        let prefix = "llm.input_messages.".len();
+        for (key, field) in [
+            ("llm.input_messages.3.message.role", Some(Field::Role)),
+            ("llm.input_messages.3.message.content", Some(Field::Content)),
+            (
+                "llm.input_messages.3.message.contents.12.message_content.text",
+                Some(Field::ContentPart(12)),
+            ),
+            (
+                "llm.input_messages.3.message.contents.0.message_content.type",
+                None,
+            ),
+            (
+                "llm.input_messages.3.message.contents.x.message_content.text",
+                None,
+            ),
+            (
+                "llm.input_messages.3.message.tool_calls.0.tool_call.id",
+                None,
+            ),
+        ] {
+            assert_eq!(part(key, prefix), Some((3, field)), "{key}");
+        }
         // Keys that differ from a name only in the middle, or are a name's prefix.
         // (Same length, first and last eight bytes as `gen_ai.usage.input_tokens`: the same hash.)
         assert_eq!(classify("gen_ai.usage.audit_tokens"), Key::Other);

@@ -13,7 +13,7 @@
 use bumpalo::collections::Vec as BVec;
 use bumpalo::Bump;
 
-use super::keys::{self, Key, INPUT_PARTS, OUTPUT_PARTS};
+use super::keys::{self, Field, Key, INPUT_PARTS, OUTPUT_PARTS};
 use super::raw::{self, Attr, RawSpan, Resource, Scope, SpanSink, Value};
 use super::usage::{count, money, Origin, Reported};
 use crate::ingest::wire::utf16_len;
@@ -75,6 +75,14 @@ pub enum Refused {
     TraceId,
     SpanId,
     ParentSpanId,
+    /// An id a JSON body spelled as neither hex nor base64 of 8 or 16 bytes (`raw::BAD_ID`).
+    TraceIdText,
+    SpanIdText,
+    ParentSpanIdText,
+    /// `start_time_unix_nano` or `end_time_unix_nano` is 0: not set (the proto calls both
+    /// semantically required).
+    NoStartTime,
+    NoEndTime,
     EndBeforeStart,
     /// Its cost does not fit the cost columns (found when its row is built: `rows::build`).
     CostTooLarge,
@@ -86,6 +94,15 @@ impl Refused {
             Refused::TraceId => "its trace id is not 16 bytes, or is all zero",
             Refused::SpanId => "its span id is not 8 bytes, or is all zero",
             Refused::ParentSpanId => "its parent span id is neither empty nor 8 bytes",
+            Refused::TraceIdText => {
+                "its trace id is neither 32 hex digits nor the base64 of 16 bytes"
+            }
+            Refused::SpanIdText => "its span id is neither 16 hex digits nor the base64 of 8 bytes",
+            Refused::ParentSpanIdText => {
+                "its parent span id is neither empty, 16 hex digits nor the base64 of 8 bytes"
+            }
+            Refused::NoStartTime => "its start time is not set (startTimeUnixNano is 0)",
+            Refused::NoEndTime => "its end time is not set (endTimeUnixNano is 0)",
             Refused::EndBeforeStart => "it ends before it starts",
             Refused::CostTooLarge => {
                 "its token counts give a cost above 99999999.9999999999 USD, which cannot be stored"
@@ -131,8 +148,8 @@ pub struct Mapper<'a> {
     /// Per attribute of the span being mapped: what it is, and whether it was used.
     keys: BVec<'a, (Key, Use)>,
     /// Flattened message parts of the span being mapped: (output?, rank of the prefix they
-    /// came under, index, role?, text).
-    parts: BVec<'a, (bool, u8, u32, bool, &'a str)>,
+    /// came under, index, field, text).
+    parts: BVec<'a, (bool, u8, u32, Field, &'a str)>,
     /// The metadata pairs of the resource and scope last seen (computed once per pair), their
     /// keys' bits, and how many resource attributes their keys' length left out.
     context: Option<([usize; 4], Context<'a>)>,
@@ -149,8 +166,9 @@ enum Use {
     Mapped,
     /// Usage or cost: mapped on a model call, metadata elsewhere.
     IfPriced,
-    /// What decided the span's type: metadata only when the type is `other` (which loses it).
-    IfOther,
+    /// A span type's attribute, by the convention it belongs to (`Convention`): metadata
+    /// unless it decided the type, and even then on an `other` span (which loses it).
+    Type(Convention),
 }
 
 /// The best-ranked value of each mapped meaning on one span.
@@ -208,6 +226,7 @@ impl<'a> SpanSink<'a> for Mapper<'a> {
                     why,
                     span_id: match s.span_id {
                         [] => "(none)",
+                        id if raw::is_bad_json_id(id) => "(unreadable)",
                         id => raw::hex(id, self.arena),
                     },
                     name: s.name,
@@ -229,12 +248,22 @@ impl<'a> SpanSink<'a> for Mapper<'a> {
 /// Why a span is refused, if it is.
 fn refusal(s: &RawSpan<'_, '_>) -> Option<Refused> {
     let zero = |id: &[u8]| id.iter().all(|&b| b == 0);
-    if s.trace_id.len() != 16 || zero(s.trace_id) {
+    if raw::is_bad_json_id(s.trace_id) {
+        Some(Refused::TraceIdText)
+    } else if raw::is_bad_json_id(s.span_id) {
+        Some(Refused::SpanIdText)
+    } else if raw::is_bad_json_id(s.parent_span_id) {
+        Some(Refused::ParentSpanIdText)
+    } else if s.trace_id.len() != 16 || zero(s.trace_id) {
         Some(Refused::TraceId)
     } else if s.span_id.len() != 8 || zero(s.span_id) {
         Some(Refused::SpanId)
     } else if !s.parent_span_id.is_empty() && s.parent_span_id.len() != 8 {
         Some(Refused::ParentSpanId)
+    } else if s.start_ns == 0 {
+        Some(Refused::NoStartTime)
+    } else if s.end_ns == 0 {
+        Some(Refused::NoEndTime)
     } else if s.end_ns < s.start_ns {
         Some(Refused::EndBeforeStart)
     } else {
@@ -285,7 +314,7 @@ impl<'a> Mapper<'a> {
             let used = self.take(key, a, &mut f);
             self.keys.push((key, used));
         }
-        let span_type = span_type(&f, s.name);
+        let (span_type, decided_by) = span_type(&f, s.name);
         let priced = span_type.is_priced();
 
         let error = s.status_code == 2;
@@ -297,7 +326,8 @@ impl<'a> Mapper<'a> {
         let input = self.content(f.input.get(), false);
         let output = self.content(f.output.get(), true);
         let tool_catalog = f.tool_catalog.get().map(|v| self.text(v));
-        let (metadata, shared_metadata) = self.metadata(s.attributes, span_type, scope, resource);
+        let (metadata, shared_metadata) =
+            self.metadata(s.attributes, (span_type, decided_by), scope, resource);
         let span = Span {
             span_id: raw::hex(s.span_id, self.arena),
             parent_span_id: match s.parent_span_id {
@@ -399,19 +429,27 @@ impl<'a> Mapper<'a> {
                 }
                 None => false,
             },
-            (Key::TtftSeconds, _) => match number(&v) {
+            (Key::TtftSeconds(rank), _) => match number(&v) {
                 Some(s) => {
-                    f.ttft_ms.offer(2, s * 1000.0);
+                    f.ttft_ms.offer(2 + rank, s * 1000.0);
                     true
                 }
                 None => false,
             },
             (_, None) => false,
-            (Key::Operation, Some(s)) => return type_key(&mut f.operation, s),
-            (Key::OpenInferenceKind, Some(s)) => return type_key(&mut f.openinference_kind, s),
-            (Key::AiOperationId, Some(s)) => return type_key(&mut f.ai_operation, s),
-            (Key::LlmRequestType, Some(s)) => return type_key(&mut f.llm_request_type, s),
-            (Key::TraceloopKind, Some(s)) => return type_key(&mut f.traceloop_kind, s),
+            (Key::Operation, Some(s)) => return type_key(&mut f.operation, s, Convention::GenAi),
+            (Key::OpenInferenceKind, Some(s)) => {
+                return type_key(&mut f.openinference_kind, s, Convention::OpenInference)
+            }
+            (Key::AiOperationId, Some(s)) => {
+                return type_key(&mut f.ai_operation, s, Convention::AiSdk)
+            }
+            (Key::LlmRequestType, Some(s)) => {
+                return type_key(&mut f.llm_request_type, s, Convention::LlmRequestType)
+            }
+            (Key::TraceloopKind, Some(s)) => {
+                return type_key(&mut f.traceloop_kind, s, Convention::Traceloop)
+            }
             (Key::AgentName, Some(s)) => set(&mut f.agent, s),
             (Key::Provider(rank), Some(s)) => offer(&mut f.provider, rank, s),
             (Key::Model(rank), Some(s)) => offer(&mut f.model, rank, s),
@@ -427,12 +465,13 @@ impl<'a> Mapper<'a> {
         }
     }
 
-    /// Records one field of a flattened message list; roles and text contents are rendered,
-    /// other fields (tool calls, images) are dropped with them.
+    /// Records one field of a flattened message list; roles and text contents (whole, or
+    /// the text parts of a multi-part one) are rendered, other fields (tool calls, images)
+    /// are dropped with them.
     fn part(&mut self, a: &Attr<'a>, rank: u8, prefix: usize, output: bool) -> bool {
         match (keys::part(a.key, prefix), a.value) {
-            (Some((index, Some(role))), Value::Str(s)) => {
-                self.parts.push((output, rank, index, role, s));
+            (Some((index, Some(field))), Value::Str(s)) => {
+                self.parts.push((output, rank, index, field, s));
                 true
             }
             (Some((_, None)), _) => true,
@@ -462,7 +501,7 @@ impl<'a> Mapper<'a> {
             self.arena,
         );
         // Stable: a field sent twice keeps its order, and the later one is written.
-        parts.sort_by_key(|p| (p.0, !p.1));
+        parts.sort_by_key(|p| (p.0, p.1));
         parts.dedup_by(|later, earlier| {
             let same = (later.0, later.1) == (earlier.0, earlier.1);
             if same {
@@ -480,15 +519,40 @@ impl<'a> Mapper<'a> {
             }
             out.push('{');
             let mut first = true;
+            // A whole content wins over text parts sent beside it.
+            let whole = parts[i..]
+                .iter()
+                .take_while(|p| p.0 == index)
+                .any(|p| p.1 == Field::Content);
+            let mut in_parts = false;
             while i < parts.len() && parts[i].0 == index {
-                let (_, role, text) = parts[i];
-                if !first {
-                    out.push(',');
-                }
-                out.push_str(if role { "\"role\":" } else { "\"content\":" });
-                raw::write_json_str(text, &mut out);
-                first = false;
+                let (_, field, text) = parts[i];
                 i += 1;
+                match field {
+                    Field::ContentPart(_) if whole => continue,
+                    Field::ContentPart(_) if in_parts => out.push(','),
+                    _ if !first => out.push(','),
+                    _ => {}
+                }
+                match field {
+                    Field::Role => out.push_str("\"role\":"),
+                    Field::Content => out.push_str("\"content\":"),
+                    Field::ContentPart(_) => {
+                        if !in_parts {
+                            out.push_str("\"content\":[");
+                            in_parts = true;
+                        }
+                        out.push_str("{\"type\":\"text\",\"text\":");
+                    }
+                }
+                raw::write_json_str(text, &mut out);
+                if in_parts {
+                    out.push('}');
+                }
+                first = false;
+            }
+            if in_parts {
+                out.push(']');
             }
             out.push('}');
         }
@@ -520,7 +584,8 @@ impl<'a> Mapper<'a> {
     }
 
     /// The span's metadata: its unmapped attributes (on a span that is not a model call, its
-    /// usage and cost too; on an `other` span, what it said its type was), then its resource's
+    /// usage and cost too; the type attributes of the conventions that did not decide its
+    /// type, and on an `other` span the one that did), then its resource's
     /// attributes and scope name, at most 64 keys. As two lists: the span's own, and the
     /// resource's, which every span under that resource and scope shares (`Span::
     /// shared_metadata`) unless one of the span's keys is among them or the 64 keys cut them:
@@ -528,7 +593,7 @@ impl<'a> Mapper<'a> {
     fn metadata(
         &mut self,
         attrs: &[Attr<'a>],
-        span_type: SpanType,
+        (span_type, decided_by): (SpanType, Convention),
         scope: &Scope<'a>,
         resource: &Resource<'a>,
     ) -> (Pairs<'a>, Pairs<'a>) {
@@ -550,7 +615,7 @@ impl<'a> Mapper<'a> {
                 Use::Metadata => true,
                 Use::Mapped => false,
                 Use::IfPriced => !span_type.is_priced(),
-                Use::IfOther => span_type == SpanType::Other,
+                Use::Type(c) => span_type == SpanType::Other || c != decided_by,
             };
             if !keep {
                 continue;
@@ -675,9 +740,24 @@ fn key_bit(k: &str) -> u64 {
 }
 
 #[inline]
-fn type_key<'a>(slot: &mut Option<&'a str>, s: &'a str) -> Use {
+fn type_key<'a>(slot: &mut Option<&'a str>, s: &'a str, convention: Convention) -> Use {
     *slot = Some(s);
-    Use::IfOther
+    Use::Type(convention)
+}
+
+/// The conventions that say what a span is, in the order `span_type` asks them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Convention {
+    /// `gen_ai.operation.name`.
+    GenAi,
+    /// `openinference.span.kind`.
+    OpenInference,
+    /// `ai.operationId`, or the span's name.
+    AiSdk,
+    /// `llm.request.type`.
+    LlmRequestType,
+    /// `traceloop.span.kind`, or nothing said at all.
+    Traceloop,
 }
 
 #[inline]
@@ -695,19 +775,20 @@ fn offer<'a>(slot: &mut Ranked<&'a str>, rank: u8, s: &'a str) -> bool {
 /// The span's type, from the first convention that says: GenAI's operation name,
 /// OpenInference's span kind, the AI SDK's operation id (or span name), OpenLLMetry's request
 /// type and span kind. Only model calls themselves are `llm`/`embedding`.
-fn span_type(f: &Found<'_>, name: &str) -> SpanType {
+fn span_type(f: &Found<'_>, name: &str) -> (SpanType, Convention) {
     if let Some(op) = f.operation {
-        return match op {
+        let t = match op {
             "chat" | "text_completion" | "generate_content" => SpanType::Llm,
             "embeddings" => SpanType::Embedding,
             "execute_tool" => SpanType::Tool,
             "invoke_agent" | "create_agent" => SpanType::Agent,
             _ => SpanType::Other,
         };
+        return (t, Convention::GenAi);
     }
     if let Some(kind) = f.openinference_kind {
         let is = |k: &str| kind.eq_ignore_ascii_case(k);
-        return if is("LLM") {
+        let t = if is("LLM") {
             SpanType::Llm
         } else if is("EMBEDDING") {
             SpanType::Embedding
@@ -718,6 +799,7 @@ fn span_type(f: &Found<'_>, name: &str) -> SpanType {
         } else {
             SpanType::Other
         };
+        return (t, Convention::OpenInference);
     }
     let ai = f
         .ai_operation
@@ -725,7 +807,7 @@ fn span_type(f: &Found<'_>, name: &str) -> SpanType {
     if let Some(op) = ai {
         // The operation id, without the function id some versions append to the name.
         let op = op.split(' ').next().unwrap_or(op);
-        return if op.ends_with(".doGenerate") || op.ends_with(".doStream") {
+        let t = if op.ends_with(".doGenerate") || op.ends_with(".doStream") {
             SpanType::Llm
         } else if op.ends_with(".doEmbed") {
             SpanType::Embedding
@@ -734,19 +816,22 @@ fn span_type(f: &Found<'_>, name: &str) -> SpanType {
         } else {
             SpanType::Other
         };
+        return (t, Convention::AiSdk);
     }
     if let Some(t) = f.llm_request_type {
-        return match t {
+        let t = match t {
             "chat" | "completion" => SpanType::Llm,
             "embedding" => SpanType::Embedding,
             _ => SpanType::Other,
         };
+        return (t, Convention::LlmRequestType);
     }
-    match f.traceloop_kind {
+    let t = match f.traceloop_kind {
         Some("tool") => SpanType::Tool,
         Some("agent") => SpanType::Agent,
         _ => SpanType::Other,
-    }
+    };
+    (t, Convention::Traceloop)
 }
 
 /// A number (ttft).

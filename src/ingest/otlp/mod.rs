@@ -70,7 +70,7 @@ use std::mem;
 
 use bumpalo::collections::Vec as BVec;
 use bumpalo::Bump;
-use simd_json::{Buffers, Node, Tape};
+use simd_json::{Buffers, Node, StaticNode, Tape};
 
 #[cfg(any(test, feature = "fuzzing"))]
 pub use fuzz::fuzz_decode;
@@ -80,7 +80,7 @@ pub use protowire::{ProtoError, ProtoErrorKind};
 pub use raw::MAX_VALUE_DEPTH;
 
 use crate::ingest::body::PaddedBody;
-use crate::ingest::json::{self as json_in_place, JsonError, Repairs};
+use crate::ingest::json::{self as json_in_place, JsonError, Placeholder, Repairs};
 use crate::ingest::wire::{Batch, Trace};
 use map::FirstRefusal;
 
@@ -218,6 +218,8 @@ pub struct OtlpDecoder {
     buffers: Buffers,
     /// The tape's storage; always empty between calls, hence `'static`.
     tape: Vec<Node<'static>>,
+    /// Number literals simd-json cannot hold, replaced while parsing (`Repairs::numbers`).
+    placeholders: Vec<Placeholder>,
 }
 
 impl Default for OtlpDecoder {
@@ -231,6 +233,7 @@ impl OtlpDecoder {
         OtlpDecoder {
             buffers: Buffers::default(),
             tape: Vec::new(),
+            placeholders: Vec::new(),
         }
     }
 
@@ -257,14 +260,21 @@ impl OtlpDecoder {
     ) -> Result<Decoded<'a>, OtlpError> {
         let mut tape: Tape<'a> = Tape(mem::take(&mut self.tape)).reset();
         let (buf, len) = body.into_parts();
+        let base = buf.as_ptr() as usize;
         // A lone surrogate (a JavaScript string cut inside an emoji) is stored as U+FFFD, as
-        // on `/ingest`; a number simd-json cannot hold stays a refusal (no OTLP field holds
-        // one).
-        let repairs = Repairs { numbers: None };
+        // on `/ingest`. A number literal simd-json cannot hold (`100000000000000000000`, which
+        // a `doubleValue` may be; an `intValue` past 64 bits, which JavaScript writes so) is
+        // read as the double it is (`numbers_as_doubles`): a double field takes it, an
+        // integer or string field refuses it as of the wrong type.
+        self.placeholders.clear();
+        let repairs = Repairs {
+            numbers: Some(&mut self.placeholders),
+        };
         let result =
             match json_in_place::parse_in_place(buf, len, 0, &mut self.buffers, &mut tape, repairs)
             {
                 Ok(()) => {
+                    numbers_as_doubles(&mut tape.0, &mut self.placeholders, base);
                     let mut mapper = map::Mapper::new(arena);
                     match json::walk(&tape.0, arena, &mut mapper) {
                         Ok(()) => {
@@ -279,6 +289,23 @@ impl OtlpDecoder {
             };
         self.tape = tape.reset().0;
         result
+    }
+}
+
+/// Puts back, as the doubles they are, the number literals the parse replaced with
+/// placeholder strings (found by the address of their content in the body at `base`).
+fn numbers_as_doubles(tape: &mut [Node<'_>], placeholders: &mut [Placeholder], base: usize) {
+    if placeholders.is_empty() {
+        return;
+    }
+    placeholders.sort_unstable_by_key(|p| p.offset);
+    for node in tape {
+        if let Node::String(s) = *node {
+            let at = (s.as_ptr() as usize).wrapping_sub(base);
+            if let Ok(i) = placeholders.binary_search_by_key(&at, |p| p.offset) {
+                *node = Node::Static(StaticNode::F64(placeholders[i].value));
+            }
+        }
     }
 }
 

@@ -51,9 +51,16 @@ pub struct Scope<'a> {
     pub attributes: &'a [Attr<'a>],
 }
 
-/// Stands for an id that a JSON body spelled as neither hex nor base64: no valid id has one
-/// byte, so the span is refused as having a bad id.
-pub const BAD_ID: &[u8] = &[0xFF];
+/// Stands for an id that a JSON body spelled as neither hex nor base64 of 8 or 16 bytes: no
+/// valid id has one byte, so the span is refused as having a bad id, and the refusal tells it
+/// from a protobuf id of that one byte by its address (`is_bad_json_id`): a `static`, unlike a
+/// `const`, has one.
+pub static BAD_ID: [u8; 1] = [0xFF];
+
+/// Whether `id` is `BAD_ID` itself (a JSON id that was not hex or base64 of 8 or 16 bytes).
+pub fn is_bad_json_id(id: &[u8]) -> bool {
+    std::ptr::eq(id, &BAD_ID[..])
+}
 
 /// One span as sent. Fields the mapping does not use (trace state, flags, dropped counts) are
 /// read and checked but not kept; events and links are only counted.
@@ -249,7 +256,7 @@ pub fn json_id<'a>(s: &str, arena: &'a Bump) -> &'a [u8] {
     };
     match decoded {
         Some(b) if b.len() == 8 || b.len() == 16 => b,
-        _ => BAD_ID,
+        _ => &BAD_ID,
     }
 }
 
@@ -313,14 +320,18 @@ mod tests {
                 &[0xee, 0xe1, 0x9b, 0x7e, 0xc3, 0xc1, 0xb1, 0x74],
             ),
             ("", &[]),
-            ("zz", BAD_ID),
-            ("5b8efff798038103d269b633813fc60", BAD_ID),
-            ("not an id at all", BAD_ID),
-            ("AAAA", BAD_ID),
+            ("zz", &BAD_ID),
+            ("5b8efff798038103d269b633813fc60", &BAD_ID),
+            ("not an id at all", &BAD_ID),
+            ("AAAA", &BAD_ID),
         ];
         for (s, want) in cases {
-            assert_eq!(json_id(s, &arena), *want, "{s}");
+            let got = json_id(s, &arena);
+            assert_eq!(got, *want, "{s}");
+            assert_eq!(is_bad_json_id(got), *want == &BAD_ID[..], "{s}");
         }
+        // A one-byte id from protobuf is not taken for a bad JSON id.
+        assert!(!is_bad_json_id(&[0xFF]));
         assert_eq!(hex(&trace, &arena), "5b8efff798038103d269b633813fc60c");
         let mut b = BString::new_in(&arena);
         base64_into(&trace, &mut b);

@@ -91,6 +91,17 @@ fn genai_current() {
         ("create", vec![("gen_ai.operation.name", s("create_agent"))], "agent create"),
         ("wf", vec![("gen_ai.operation.name", s("invoke_workflow"))], "other wf meta[gen_ai.operation.name=invoke_workflow]"),
         (
+            // Only the attribute that decided the type is left out; the others say something
+            // of their own (here, that OpenLLMetry saw a task).
+            "mixed",
+            vec![
+                ("gen_ai.operation.name", s("chat")),
+                ("traceloop.span.kind", s("task")),
+                ("openinference.span.kind", s("LLM")),
+            ],
+            "llm mixed meta[traceloop.span.kind=task,openinference.span.kind=LLM]",
+        ),
+        (
             "content",
             vec![
                 ("gen_ai.operation.name", s("chat")),
@@ -104,6 +115,17 @@ fn genai_current() {
                 ("gen_ai.server.time_to_first_token", d(0.25)),
             ],
             "llm content cost=0.0123000000 input=[{\"role\":\"user\",\"parts\":[]}] output=[{\"role\":\"assistant\"}] tools=[{\"name\":\"f\"}] ttft=250 fp=fp_1 session=conv-1 user=u-7",
+        ),
+        (
+            // The conventions' span attribute for the time to first chunk, in seconds, wins
+            // over their metric's name set on a span.
+            "ttft",
+            vec![
+                ("gen_ai.operation.name", s("chat")),
+                ("gen_ai.server.time_to_first_token", d(0.25)),
+                ("gen_ai.response.time_to_first_chunk", d(0.5)),
+            ],
+            "llm ttft ttft=500",
         ),
     ];
     for (name, attrs, expected) in cases {
@@ -287,6 +309,26 @@ fn openinference() {
                 ("gen_ai.completion.0.content", s("hello")),
             ],
             "llm flat twice input=[{\"role\":\"user\",\"content\":\"hi again\"}] output=[{\"content\":\"hello\"}]",
+        ),
+        (
+            // A multi-part content (OpenInference's `message.contents`): its text parts in
+            // order, its images dropped; a whole content sent beside parts wins.
+            "flat parts",
+            vec![
+                ("openinference.span.kind", s("llm")),
+                ("llm.input_messages.0.message.role", s("user")),
+                ("llm.input_messages.0.message.contents.1.message_content.type", s("text")),
+                ("llm.input_messages.0.message.contents.1.message_content.text", s("and \"this\"")),
+                ("llm.input_messages.0.message.contents.0.message_content.type", s("text")),
+                ("llm.input_messages.0.message.contents.0.message_content.text", s("hello there")),
+                ("llm.input_messages.0.message.contents.2.message_content.type", s("image")),
+                ("llm.input_messages.0.message.contents.2.message_content.image.image.url", s("https://x/y.png")),
+                ("llm.input_messages.1.message.contents.0.message_content.text", s("no role")),
+                ("llm.output_messages.0.message.role", s("assistant")),
+                ("llm.output_messages.0.message.contents.0.message_content.text", s("part")),
+                ("llm.output_messages.0.message.content", s("whole")),
+            ],
+            "llm flat parts input=[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hello there\"},{\"type\":\"text\",\"text\":\"and \\\"this\\\"\"}]},{\"content\":[{\"type\":\"text\",\"text\":\"no role\"}]}] output=[{\"role\":\"assistant\",\"content\":\"whole\"}]",
         ),
         (
             "embed",
