@@ -239,8 +239,10 @@ fn decode(e: DecodeError) -> Refusal {
         DecodeError::Encoding(e @ CompressError::Unsupported) => {
             new(415, "unsupported_content_encoding", e.to_string())
         }
+        // Closing, as every `payload_too_large` (README): the body was read whole, but a
+        // client sending that much should not go on on the same connection.
         DecodeError::Encoding(e @ CompressError::TooLarge { .. }) => {
-            new(413, "payload_too_large", e.to_string())
+            new(413, "payload_too_large", e.to_string()).closing()
         }
         DecodeError::Encoding(e) => new(400, "invalid_content_encoding", e.to_string()),
         DecodeError::Otlp(e) => new(400, "invalid_otlp", e.to_string()),
@@ -367,6 +369,14 @@ mod tests {
                     max_body: 10,
                 }
                 .into(),
+                413,
+                "payload_too_large",
+                None,
+                true,
+            ),
+            (
+                IngestError::Decode(DecodeError::Encoding(CompressError::TooLarge { cap: 10 }))
+                    .into(),
                 413,
                 "payload_too_large",
                 None,

@@ -212,8 +212,16 @@ pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError
                 return Err(HttpError::ExpectationFailed);
             }
         } else if name.eq_ignore_ascii_case(b"authorization") {
+            // Neither key header is a list (RFC 9110 §5.3): of two, a proxy or a log reading
+            // the first would see another key than the one the server checks.
+            if authorization.is_some() {
+                return Err(HttpError::BadRequest("more than one Authorization header"));
+            }
             authorization = Some(trimmed_range(value, base));
         } else if name.eq_ignore_ascii_case(b"x-api-key") {
+            if x_api_key.is_some() {
+                return Err(HttpError::BadRequest("more than one x-api-key header"));
+            }
             x_api_key = Some(trimmed_range(value, base));
         } else if name.eq_ignore_ascii_case(b"content-type") {
             content_type = media_type(value);

@@ -294,6 +294,18 @@ fn grpc_refusals_carry_their_codes_and_why() {
             "(invalid_api_key)",
         ),
         (
+            "a key header twice",
+            // The valid key second: a proxy reading the first would see another one.
+            raw_call(
+                server.addr,
+                EXPORT,
+                &[grpc[0], ("x-api-key", &unknown_key), grpc[1]],
+                framed(false, &message),
+            ),
+            INVALID_ARGUMENT,
+            "more than one x-api-key header",
+        ),
+        (
             "not protobuf",
             call(EXPORT, &[], framed(false, b"\xff\xff\xff\xff")),
             INVALID_ARGUMENT,

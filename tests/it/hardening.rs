@@ -230,6 +230,52 @@ fn requests_without_a_key_cannot_stop_a_worker_or_the_process() {
         assert_eq!(r.status, 413, "{path} with a body of {length} bytes");
         assert!(c.is_closed(), "closed after refusing the body");
     }
+    // A wrong method on the ingest routes takes no body either, key or not: a large one is
+    // answered at once (without a byte of it sent) and the connection closed; a small one is
+    // read and dropped, and the connection kept.
+    for (method, path) in [
+        ("GET", "/ingest"),
+        ("PUT", "/v1/traces"),
+        ("DELETE", "/ingest"),
+    ] {
+        let mut c = server.connect();
+        c.send(
+            format!("{method} {path} HTTP/1.1\r\nHost: t\r\nContent-Length: 10485760\r\n\r\n")
+                .as_bytes(),
+        );
+        let r = c.read_response();
+        assert_eq!(r.status, 405, "{method} {path} with a large body");
+        assert!(
+            c.is_closed(),
+            "{method} {path}: closed without reading the body"
+        );
+        let mut c = server.connect();
+        c.send(
+            format!("{method} {path} HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello")
+                .as_bytes(),
+        );
+        assert_eq!(c.read_response().status, 405, "{method} {path}");
+        c.send(b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(c.read_response().status, 200, "{method} {path}: kept");
+    }
+    // A key header sent twice is refused, whichever copy is the valid key: a proxy or a log
+    // reading the first would see another key than the one checked.
+    for twice in [
+        format!("x-api-key: ti_0123456789abcdef0123456789abcdef\r\nx-api-key: {key}"),
+        format!("Authorization: Bearer {key}\r\nAuthorization: Bearer {key}"),
+    ] {
+        let mut c = server.connect();
+        c.send(
+            format!("POST /ingest HTTP/1.1\r\nHost: t\r\n{twice}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{{}}")
+                .as_bytes(),
+        );
+        let r = c.read_response();
+        assert_eq!(
+            (r.status, r.code()),
+            (400, "bad_request".to_string()),
+            "{twice}"
+        );
+    }
     // A small one is still read and dropped, and the connection kept.
     let mut c = server.connect();
     c.send(b"GET /health HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello");

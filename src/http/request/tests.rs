@@ -173,6 +173,14 @@ fn bad_heads() {
             "POST /ingest HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
             HttpError::UnsupportedTransferEncoding,
         ),
+        (
+            "POST /ingest HTTP/1.1\r\nx-api-key: ti_a\r\nX-Api-Key: ti_b\r\n\r\n",
+            HttpError::BadRequest("more than one x-api-key header"),
+        ),
+        (
+            "POST /ingest HTTP/1.1\r\nAuthorization: Bearer a\r\nauthorization: Bearer a\r\n\r\n",
+            HttpError::BadRequest("more than one Authorization header"),
+        ),
         ("GARBAGE\r\n\r\n", HttpError::BadRequest("invalid token in request line")),
         ("GET / HTTP/2.0\r\n\r\n", HttpError::UnsupportedVersion),
         ("NOT HTTP AT ALL\r\n\r\n", HttpError::BadRequest("invalid request line")),

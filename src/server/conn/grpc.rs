@@ -453,6 +453,16 @@ async fn run(
     if shared.is_draining() {
         return Err(otlp_refusal(Refused::Conn(ConnError::Draining)));
     }
+    // As over HTTP/1.1: a key header sent twice is refused, not settled by which comes first.
+    for name in ["authorization", "x-api-key"] {
+        if headers.get_all(name).iter().nth(1).is_some() {
+            return Err(invalid(if name == "authorization" {
+                "more than one authorization header"
+            } else {
+                "more than one x-api-key header"
+            }));
+        }
+    }
     let key = |headers: &HeaderMap| {
         shared.keys.authenticate(
             headers.get("authorization").map(HeaderValue::as_bytes),

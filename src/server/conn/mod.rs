@@ -52,8 +52,9 @@ const GROW_BUF: usize = 16 * 1024;
 /// A buffer grown past this for a large body is given back once the request is done.
 const KEEP_BUF: usize = 2 * 1024 * 1024;
 /// Largest body read and dropped on a path that takes none (`/health`, `/ready`, unknown
-/// paths); a larger one is refused with `413` before it is read, so no client can make a
-/// worker hold more than this for a request nobody wanted a body with.
+/// paths) or with a method that takes none (`GET /ingest`); a larger one is refused before it
+/// is read (`413`, or the `405` that closes the connection), so no client can make a worker
+/// hold more than this for a request nobody wanted a body with.
 const NO_BODY_MAX: u64 = 64 * 1024;
 /// After an answer that closes the connection, how long input is still read and dropped.
 const LINGER: Duration = Duration::from_secs(2);
@@ -279,8 +280,17 @@ impl Conn {
             shared.config.limits.max_body_bytes
         };
         if head.method != Method::Post {
-            let Some(keep_alive) = self.skip_body(shared, head, max_body).await? else {
-                return Ok(false);
+            // A wrong method takes no body, whoever sends it (no key is checked first): a small
+            // one is read and dropped, as on the routes that take none; a larger declared one
+            // is not read at all, the answer closes the connection (and a chunked one past
+            // `NO_BODY_MAX` is refused with 413, as there).
+            let keep_alive = if matches!(head.framing, Framing::Length(n) if n > NO_BODY_MAX) {
+                false
+            } else {
+                match self.skip_body(shared, head, NO_BODY_MAX).await? {
+                    Some(keep_alive) => keep_alive,
+                    None => return Ok(false),
+                }
             };
             let r = refuse(Refused::Conn(ConnError::MethodNotAllowed {
                 allow: "POST",
