@@ -10,7 +10,9 @@
 //!    dot-segment (`openai.chat`, `azure` -> `openai`, `anthropic.messages`, `google-vertex`,
 //!    `vertex`, `gemini` -> `google`, `mistral` -> `mistralai`, `xai` -> `x-ai`, ...); the vendor
 //!    of a modelId already in `vendor/model` form (OpenRouter, LiteLLM `azure/...`, Google's
-//!    `models/...`, Vertex `publishers/...` paths); a Bedrock id parsed to creator and model
+//!    `models/...`, Vertex `publishers/...` paths); a Bedrock id without its region prefix as
+//!    `bedrock/<id>` (`us.openai.gpt-5.4` -> `bedrock/openai.gpt-5.4`, where the table keeps a
+//!    price Bedrock charges apart from the vendor's), then parsed to creator and model
 //!    (`us.anthropic.claude-3-5-sonnet-20240620-v1:0` -> `anthropic/claude-3-5-sonnet-20240620`);
 //!    the vendor implied by the model name (`claude...` -> `anthropic`);
 //! 3. each base's name with trailing version markers removed one at a time (`@20240620`,
@@ -177,8 +179,11 @@ fn add_bases(kind: ProviderKind, model: &str, bases: &mut Vec<(String, String)>,
     }
 }
 
-/// Parses a Bedrock model id (region prefix optional) into (vendor, model) bases: the model
-/// without the `:N` revision, then also without Bedrock's `-vN` suffix.
+/// Parses a Bedrock model id (region prefix optional) into bases: first Bedrock's own id
+/// without the region prefix, as `bedrock/<creator>.<model>` (with its `:N` revision, then
+/// without), where the table keeps a price Bedrock charges apart from the vendor's
+/// (`bedrock/openai.gpt-5.4`); then (vendor, model): the model without the `:N` revision, then
+/// also without Bedrock's `-vN` suffix.
 fn bedrock_bases(id: &str, bases: &mut Vec<(String, String)>) {
     let Some((a, b)) = id.split_once('.') else {
         return;
@@ -194,10 +199,17 @@ fn bedrock_bases(id: &str, bases: &mut Vec<(String, String)>) {
     if creator.is_empty() || name.is_empty() {
         return;
     }
+    let revised = name;
     let name = match name.rsplit_once(':') {
         Some((n, rev)) if rev.bytes().all(|c| c.is_ascii_digit()) => n,
         _ => name,
     };
+    for n in [revised, name] {
+        let own = ("bedrock".to_string(), format!("{creator}.{n}"));
+        if !bases.contains(&own) {
+            bases.push(own);
+        }
+    }
     let vendor = match creator {
         "meta" => "meta-llama",
         "mistral" => "mistralai",
@@ -625,6 +637,19 @@ mod tests {
             (Some("amazon-bedrock"), "openai.gpt-oss-120b-1:0", Some("openai/gpt-oss-120b-1")),
             (Some("amazon-bedrock"), "openai.gpt-oss-20b-1:0", Some("openai/gpt-oss-20b-1")),
             (Some("amazon-bedrock"), "deepseek.r1-v1:0", Some("deepseek/deepseek-r1")),
+            // OpenAI's models at Bedrock's prices, not OpenAI's, however the id is spelled.
+            (Some("amazon-bedrock"), "openai.gpt-5.4", Some("bedrock/openai.gpt-5.4")),
+            (Some("amazon-bedrock"), "us.openai.gpt-5.6-sol", Some("bedrock/openai.gpt-5.6-sol")),
+            (Some("aws.bedrock"), "openai.gpt-5.5", Some("bedrock/openai.gpt-5.5")),
+            (None, "openai.gpt-5.6-luna", Some("bedrock/openai.gpt-5.6-luna")),
+            (None, "bedrock/global.openai.gpt-5.6-terra", Some("bedrock/openai.gpt-5.6-terra")),
+            (
+                Some("amazon-bedrock"),
+                "arn:aws:bedrock:us-east-1::foundation-model/openai.gpt-5.4",
+                Some("bedrock/openai.gpt-5.4"),
+            ),
+            (Some("openai"), "gpt-5.4", Some("openai/gpt-5.4")),
+            (Some("azure"), "gpt-5.5", Some("openai/gpt-5.5")),
             (None, "anthropic.claude-3-5-haiku-20241022-v1:0", Some("anthropic/claude-3.5-haiku")),
             (
                 Some("amazon-bedrock"),

@@ -626,6 +626,74 @@ fn builtin_models() {
     );
 }
 
+/// OpenAI's models on Amazon Bedrock are priced at Bedrock's prices (about 10% above OpenAI's,
+/// and Terra and Luna without a long-context tier before 2026-07-30), not at OpenAI's own:
+/// `openai.gpt-5.4` must not fall back to `openai/gpt-5.4`.
+#[test]
+fn openai_models_on_bedrock_at_bedrock_prices() {
+    // The audit's case: 300000 x 2.75e-6 = 0.825; 1000 x 16.5e-6 = 0.0165; no tier on
+    // Bedrock (OpenAI's own price would be the 272K tier's, 300000 x 5e-6 = 1.5).
+    check(
+        call("openai.gpt-5.4").via("amazon-bedrock").input(300_000).output(1000).at("2026-08-01"),
+        "bedrock/openai.gpt-5.4 (builtin) prompt=0.8250000000 completion=0.0165000000 total=0.8415000000",
+    );
+    // The same through OpenAI: 300000 x 5e-6 = 1.5; 1000 x 22.5e-6 = 0.0225.
+    check(
+        call("gpt-5.4")
+            .via("openai")
+            .input(300_000)
+            .output(1000)
+            .at("2026-08-01"),
+        "openai/gpt-5.4 (builtin) prompt=1.5000000000 completion=0.0225000000 total=1.5225000000",
+    );
+    // A cross-region profile and no provider find the Bedrock price too (the regional premium
+    // is not modelled): 1000 x 5.5e-6 = 0.0055; 100 x 0.55e-6 = 0.000055; 100 x 33e-6.
+    check(
+        call("us.openai.gpt-5.5").via("bedrock").input(1100).cached(100).output(100),
+        "bedrock/openai.gpt-5.5 (builtin) prompt=0.0055000000 completion=0.0033000000 cache_read=0.0000550000 total=0.0088550000",
+    );
+    check(
+        call("openai.gpt-5.5").input(1000),
+        "bedrock/openai.gpt-5.5 (builtin) prompt=0.0055000000 total=0.0055000000",
+    );
+    // Sol has its tier from the start: 300000 x 11e-6 = 3.3; 1000 x 49.5e-6 = 0.0495.
+    check(
+        call("openai.gpt-5.6-sol").via("aws.bedrock").input(300_000).output(1000).at("2026-07-20"),
+        "bedrock/openai.gpt-5.6-sol (builtin) prompt=3.3000000000 completion=0.0495000000 total=3.3495000000",
+    );
+    // Terra before Bedrock's 2026-07-30 cut, no tier: 300000 x 2.75e-6 = 0.825; after it,
+    // the tier: 300000 x 4.4e-6 = 1.32.
+    check(
+        call("openai.gpt-5.6-terra")
+            .via("amazon-bedrock")
+            .input(300_000)
+            .at("2026-07-29"),
+        "bedrock/openai.gpt-5.6-terra (builtin) prompt=0.8250000000 total=0.8250000000",
+    );
+    check(
+        call("openai.gpt-5.6-terra")
+            .via("amazon-bedrock")
+            .input(300_000)
+            .at("2026-07-30"),
+        "bedrock/openai.gpt-5.6-terra (builtin) prompt=1.3200000000 total=1.3200000000",
+    );
+    // Luna likewise: 300000 x 1.1e-6 = 0.33, then 300000 x 0.44e-6 = 0.132.
+    check(
+        call("openai.gpt-5.6-luna")
+            .via("amazon-bedrock")
+            .input(300_000)
+            .at("2026-07-29"),
+        "bedrock/openai.gpt-5.6-luna (builtin) prompt=0.3300000000 total=0.3300000000",
+    );
+    check(
+        call("openai.gpt-5.6-luna")
+            .via("amazon-bedrock")
+            .input(300_000)
+            .at("2026-08-01"),
+        "bedrock/openai.gpt-5.6-luna (builtin) prompt=0.1320000000 total=0.1320000000",
+    );
+}
+
 #[test]
 fn builtin_price_history() {
     // Claude Sonnet 5: introductory $2 until 2026-08-31, $3 from 2026-09-01.

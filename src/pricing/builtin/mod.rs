@@ -18,6 +18,10 @@
 //! - A model whose ids or aliases reach another model through matching's fallbacks (a release
 //!   date or `-preview` removed, dashes as dots) must say so with `.over(&[...])`: it takes
 //!   precedence over those models for its own ids. A test checks the whole table.
+//! - A host that sells a vendor's model at other prices than the vendor's gets an entry of its
+//!   own under the id matching tries first for that host: Amazon Bedrock's prices are
+//!   `bedrock/<Bedrock id without region prefix>` (`bedrock/openai.gpt-5.4`), `.over` the
+//!   vendor's model. Without one, a Bedrock id is priced as the vendor's model.
 //!
 //! What is not modelled: batch and flex discounts, regional endpoint premiums (Bedrock and
 //! Vertex regional endpoints, +10% on some), the 1-hour Anthropic cache write (the 5-minute

@@ -12,7 +12,7 @@ const DATA_SET: Src = data_set(
     "https://github.com/pydantic/genai-prices/blob/47df840a5ab10bbcffb8e5ac01b9899032245d1b/prices/new_data/v2/data.json",
 );
 
-/// Amazon Bedrock's pricing page, for OpenAI's open-weight models under their Bedrock ids.
+/// Amazon Bedrock's pricing page, for OpenAI's models under their Bedrock ids.
 const BEDROCK: Src = data_set("https://aws.amazon.com/bedrock/pricing/");
 
 pub(super) static MODELS: &[Entry] = &[
@@ -352,6 +352,58 @@ pub(super) static MODELS: &[Entry] = &[
     // On Amazon Bedrock: `openai.gpt-oss-120b-1:0` is read as `openai/gpt-oss-120b-1`.
     m("openai/gpt-oss-120b-1", &[], BEDROCK, io("0.15", "0.6")),
     m("openai/gpt-oss-20b-1", &[], BEDROCK, io("0.07", "0.3")),
+    // GPT-5.4 and later on Amazon Bedrock, at the data set's `aws` prices, which follow it:
+    // 10% above OpenAI's, no web search price, cache writes at 1.25x input only where Bedrock
+    // prices them, and a long-context tier (above 272K input tokens, as at OpenAI) only for
+    // Sol, and for Terra and Luna from Bedrock's 2026-07-30 cut (the data set's notes say calls
+    // that long were possible from 2026-08-03). Keyed by Bedrock's ids, which matching tries
+    // before OpenAI's (`openai.gpt-5.4` -> `bedrock/openai.gpt-5.4`, then `openai/gpt-5.4`).
+    tiered(
+        "bedrock/openai.gpt-5.6-sol",
+        &[],
+        BEDROCK,
+        icr("5.5", "0.55", "33").cache_write("6.875"),
+        272_000,
+        icr("11", "1.1", "49.5").cache_write("13.75"),
+    )
+    .over(&["openai/gpt-5.6-sol"]),
+    m(
+        "bedrock/openai.gpt-5.6-terra",
+        &[],
+        BEDROCK,
+        icr("2.75", "0.275", "16.5").cache_write("3.4375"),
+    )
+    .changes(&[
+        from("2026-07-30", icr("2.2", "0.22", "13.2").cache_write("2.75"))
+            .above(272_000, icr("4.4", "0.44", "19.8").cache_write("5.5")),
+    ])
+    .over(&["openai/gpt-5.6-terra"]),
+    m(
+        "bedrock/openai.gpt-5.6-luna",
+        &[],
+        BEDROCK,
+        icr("1.1", "0.11", "6.6").cache_write("1.375"),
+    )
+    .changes(&[from(
+        "2026-07-30",
+        icr("0.22", "0.022", "1.32").cache_write("0.275"),
+    )
+    .above(272_000, icr("0.44", "0.044", "1.98").cache_write("0.55"))])
+    .over(&["openai/gpt-5.6-luna"]),
+    m(
+        "bedrock/openai.gpt-5.5",
+        &[],
+        BEDROCK,
+        icr("5.5", "0.55", "33"),
+    )
+    .over(&["openai/gpt-5.5"]),
+    m(
+        "bedrock/openai.gpt-5.4",
+        &[],
+        BEDROCK,
+        icr("2.75", "0.275", "16.5"),
+    )
+    .over(&["openai/gpt-5.4"]),
     // OpenRouter's GPT-5 with image generation. The data set gives no image-output price apart:
     // output tokens, images included, are billed at the output price.
     m("openai/gpt-5-image", &[], DATA_SET, icr("10", "1.25", "10")),
