@@ -636,7 +636,10 @@ mod tests {
             (Some("amazon-bedrock"), "mistral.mistral-7b-instruct-v0:2", Some("mistralai/mistral-7b-instruct-v0")),
             (Some("amazon-bedrock"), "openai.gpt-oss-120b-1:0", Some("openai/gpt-oss-120b-1")),
             (Some("amazon-bedrock"), "openai.gpt-oss-20b-1:0", Some("openai/gpt-oss-20b-1")),
-            (Some("amazon-bedrock"), "deepseek.r1-v1:0", Some("deepseek/deepseek-r1")),
+            (Some("amazon-bedrock"), "deepseek.r1-v1:0", Some("bedrock/deepseek.r1-v1")),
+            (Some("deepseek"), "deepseek-r1", Some("deepseek/deepseek-reasoner")),
+            (Some("deepseek"), "deepseek-r1-0528", Some("deepseek/deepseek-reasoner")),
+            (None, "deepseek/deepseek-r1-0528", Some("deepseek/deepseek-reasoner")),
             // OpenAI's models at Bedrock's prices, not OpenAI's, however the id is spelled.
             (Some("amazon-bedrock"), "openai.gpt-5.4", Some("bedrock/openai.gpt-5.4")),
             (Some("amazon-bedrock"), "us.openai.gpt-5.6-sol", Some("bedrock/openai.gpt-5.6-sol")),
@@ -731,9 +734,9 @@ mod tests {
             (Some("aws.bedrock"), "us.anthropic.claude-3-5-sonnet-20240620-v1:0", Some("anthropic/claude-3.5-sonnet")),
             (Some("aws.bedrock"), "amazon.nova-pro-v1:0", Some("amazon/nova-pro")),
             (Some("azure.ai.openai"), "gpt-4o", Some("openai/gpt-4o")),
-            // Azure AI Foundry sells DeepSeek-R1 at Bedrock's $1.35/$5.40, not DeepSeek's own
-            // API price (`deepseek-reasoner`).
-            (Some("azure.ai.inference"), "DeepSeek-R1", Some("deepseek/deepseek-r1")),
+            // Azure AI Foundry's DeepSeek-R1 at its own price, not DeepSeek's API's
+            // (`deepseek-reasoner`).
+            (Some("azure.ai.inference"), "DeepSeek-R1", Some("azure/deepseek-r1")),
             (Some("az.ai.openai"), "gpt-4o-mini", Some("openai/gpt-4o-mini")),
             (Some("gcp.vertex_ai"), "gemini-2.5-pro", Some("google/gemini-2.5-pro")),
             (Some("gcp.vertex_ai"), "claude-sonnet-4-5@20250929", Some("anthropic/claude-sonnet-4.5")),

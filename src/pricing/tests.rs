@@ -694,6 +694,59 @@ fn openai_models_on_bedrock_at_bedrock_prices() {
     );
 }
 
+/// DeepSeek-R1 is priced where it is called: through DeepSeek's API (and OpenRouter's
+/// `deepseek/...` ids) as `deepseek-reasoner`, as the data set's DeepSeek provider matches
+/// every id starting `deepseek-r1`; through Bedrock and Azure at their own prices.
+#[test]
+fn deepseek_r1_at_the_price_of_where_it_is_called() {
+    // The audit's case, DeepSeek's standard hours (00:30-16:30 UTC): 1M x 0.55e-6 = 0.55;
+    // 1M x 2.19e-6 = 2.19 (not Bedrock's 1.35 and 5.4).
+    check(
+        call("deepseek-r1-0528")
+            .via("deepseek")
+            .input(1_000_000)
+            .output(1_000_000)
+            .at("2025-06-01T12:00:00Z"),
+        "deepseek/deepseek-reasoner (builtin) prompt=0.5500000000 completion=2.1900000000 total=2.7400000000",
+    );
+    // Off-peak: 1M x 0.135e-6 = 0.135; 1M x 0.55e-6 = 0.55.
+    check(
+        call("deepseek-r1")
+            .via("deepseek")
+            .input(1_000_000)
+            .output(1_000_000)
+            .at("2025-06-01T17:00:00Z"),
+        "deepseek/deepseek-reasoner (builtin) prompt=0.1350000000 completion=0.5500000000 total=0.6850000000",
+    );
+    check(
+        call("deepseek/deepseek-r1-0528")
+            .via("openrouter")
+            .input(1_000_000)
+            .at("2025-06-01T12:00:00Z"),
+        "deepseek/deepseek-reasoner (builtin) prompt=0.5500000000 total=0.5500000000",
+    );
+    // Bedrock's DeepSeek-R1 keeps Bedrock's price at any hour: 1M x 1.35e-6; 1M x 5.4e-6.
+    check(
+        call("deepseek.r1-v1:0")
+            .via("amazon-bedrock")
+            .input(1_000_000)
+            .output(1_000_000)
+            .at("2025-06-01T17:00:00Z"),
+        "bedrock/deepseek.r1-v1 (builtin) prompt=1.3500000000 completion=5.4000000000 total=6.7500000000",
+    );
+    check(
+        call("us.deepseek.r1-v1:0").via("bedrock").input(1_000_000),
+        "bedrock/deepseek.r1-v1 (builtin) prompt=1.3500000000 total=1.3500000000",
+    );
+    // Azure AI Foundry's, as before: the same figures.
+    check(
+        call("DeepSeek-R1")
+            .via("azure.ai.inference")
+            .input(1_000_000),
+        "azure/deepseek-r1 (builtin) prompt=1.3500000000 total=1.3500000000",
+    );
+}
+
 #[test]
 fn builtin_price_history() {
     // Claude Sonnet 5: introductory $2 until 2026-08-31, $3 from 2026-09-01.

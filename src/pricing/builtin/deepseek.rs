@@ -56,9 +56,12 @@ pub(super) static MODELS: &[Entry] = &[
         from(CACHE_CUT, V4_FLASH_CACHE_CUT),
     ]),
     // deepseek-reasoner: R1 (75% off 16:30-00:30 UTC), then as deepseek-chat (thinking mode).
+    // `deepseek/deepseek-r1` follows the data set's DeepSeek entry, which matches every id
+    // starting `deepseek-r1` here, so `deepseek-r1-0528` (its date removed) and OpenRouter's
+    // `deepseek/deepseek-r1-0528` are priced as DeepSeek's API prices R1, not as a host does.
     m(
         "deepseek/deepseek-reasoner",
-        &[],
+        &["deepseek/deepseek-r1"],
         HISTORY,
         icr("0.55", "0.14", "2.19"),
     )
@@ -73,20 +76,31 @@ pub(super) static MODELS: &[Entry] = &[
         from("2026-04-24", V4_FLASH),
         from(CACHE_CUT, V4_FLASH_CACHE_CUT),
     ]),
-    // DeepSeek-R1 as Amazon Bedrock sells it (`deepseek.r1-v1:0`); DeepSeek's own API never
-    // had a model of this name. Departs from the data set's DeepSeek entry, which matches
-    // `deepseek-r1` to `deepseek-reasoner`; its Amazon Bedrock entry gives these figures.
+    // DeepSeek-R1 as Amazon Bedrock sells it, under its Bedrock id (`deepseek.r1-v1:0`,
+    // matched as `bedrock/deepseek.r1-v1` before `deepseek/deepseek-r1`): the data set's `aws`
+    // figures.
     m(
-        "deepseek/deepseek-r1",
+        "bedrock/deepseek.r1-v1",
+        &[],
+        data_set("https://aws.amazon.com/bedrock/pricing/"),
+        io("1.35", "5.4"),
+    )
+    .over(&["deepseek/deepseek-reasoner"]),
+    // DeepSeek-R1 on Azure AI Foundry (`azure.ai.inference`, `DeepSeek-R1`), kept at the
+    // price this table gave it before R1's Bedrock entry had an id of its own. Departs from
+    // the data set, which has no Azure price for it and so prices it as deepseek-reasoner.
+    m(
+        "azure/deepseek-r1",
         &[],
         departs(
-            "https://aws.amazon.com/bedrock/pricing/",
-            "the genai-prices data set's Amazon Bedrock entry for DeepSeek-R1 (47df840, \
-             2026-08-21); its DeepSeek entry prices this id as deepseek-reasoner; the vendor \
-             page was not read",
+            "https://learn.microsoft.com/azure/ai-studio/how-to/deploy-models-deepseek",
+            "Bedrock's DeepSeek-R1 price ($1.35 / $5.40), which this table gave Azure's too; \
+             no Azure page was read; the genai-prices data set (47df840, 2026-08-21) has no \
+             Azure price and prices it as deepseek-reasoner",
         ),
         io("1.35", "5.4"),
-    ),
+    )
+    .over(&["deepseek/deepseek-reasoner"]),
     m(
         "deepseek/deepseek-v3.2",
         &[],
