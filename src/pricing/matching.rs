@@ -14,7 +14,9 @@
 //!    `bedrock/<id>` (`us.openai.gpt-5.4` -> `bedrock/openai.gpt-5.4`, where the table keeps a
 //!    price Bedrock charges apart from the vendor's), then parsed to creator and model
 //!    (`us.anthropic.claude-3-5-sonnet-20240620-v1:0` -> `anthropic/claude-3-5-sonnet-20240620`);
-//!    the vendor implied by the model name (`claude...` -> `anthropic`);
+//!    an OpenAI fine-tuned model's base (`ft:gpt-4o-2024-08-06:org:name:id` ->
+//!    `openai/ft:gpt-4o-2024-08-06`); the vendor implied by the model name (`claude...` ->
+//!    `anthropic`);
 //! 3. each base's name with trailing version markers removed one at a time (`@20240620`,
 //!    `:0`, `:beta`, `-2024-08-06`, `-20241022`, `-0125`, `-001`, `-05-06`, `-08-2024`,
 //!    `-latest`, `-preview`, `-exp`), then each of those with version dashes as dots
@@ -127,6 +129,13 @@ fn push(out: &mut Vec<Candidate>, id: String, stripped_date: Option<u32>) {
 /// Adds the (vendor, name) bases a modelId implies, given what the provider says.
 fn add_bases(kind: ProviderKind, model: &str, bases: &mut Vec<(String, String)>, depth: u32) {
     if depth > 4 {
+        return;
+    }
+    // OpenAI's fine-tuned models: `ft:<base>:<org>:<name>:<id>[:ckpt-step-N]` -> `openai/ft:<base>`.
+    if let Some(base) = model.strip_prefix("ft:").and_then(|r| r.split(':').next()) {
+        if !base.is_empty() {
+            bases.push(("openai".to_string(), format!("ft:{base}")));
+        }
         return;
     }
     if !model.contains('/') {
@@ -752,6 +761,11 @@ mod tests {
             // Unknown
             (None, "my-own-model", None),
             (Some("openai"), "ft:gpt-4o:acme::abc123", None),
+            (Some("openai"), "ft:gpt-4o-2024-08-06:acme:x:abc123", Some("openai/ft:gpt-4o-2024-08-06")),
+            (None, "ft:gpt-4o-mini-2024-07-18:acme::abc123", Some("openai/ft:gpt-4o-mini-2024-07-18")),
+            (Some("openai"), "ft:gpt-4-0613:acme::abc123", Some("openai/ft:gpt-4-0613")),
+            (Some("openai"), "ft:gpt-3.5-turbo-1106:acme::abc123", Some("openai/ft:gpt-3.5-turbo")),
+            (Some("openai"), "ft:gpt-4o-2024-11-20:acme::abc123", None),
             (None, "", None),
             (None, "   ", None),
         ];

@@ -747,6 +747,37 @@ fn deepseek_r1_at_the_price_of_where_it_is_called() {
     );
 }
 
+/// OpenAI's fine-tuned models (`ft:<base>:<org>:<name>:<id>`) are priced at the data set's
+/// prices for fine-tuned models of their base model.
+#[test]
+fn openai_fine_tuned_models() {
+    // 1M x 3.75e-6 = 3.75; 1M x 15e-6 = 15.
+    check(
+        call("ft:gpt-4o-2024-08-06:acme:support:AbC123")
+            .via("openai")
+            .input(1_000_000)
+            .output(1_000_000),
+        "openai/ft:gpt-4o-2024-08-06 (builtin) prompt=3.7500000000 completion=15.0000000000 total=18.7500000000",
+    );
+    // 1M x 0.3e-6 = 0.3; 1M x 1.2e-6 = 1.2; a checkpoint's id and no provider.
+    check(
+        call("ft:gpt-4o-mini-2024-07-18:acme::AbC123:ckpt-step-100")
+            .input(1_000_000)
+            .output(1_000_000),
+        "openai/ft:gpt-4o-mini-2024-07-18 (builtin) prompt=0.3000000000 completion=1.2000000000 total=1.5000000000",
+    );
+    // 1000 x 3e-6 = 0.003; 1000 x 6e-6 = 0.006.
+    check(
+        call("ft:gpt-3.5-turbo-0125:acme::AbC123").via("openai").input(1000).output(1000),
+        "openai/ft:gpt-3.5-turbo (builtin) prompt=0.0030000000 completion=0.0060000000 total=0.0090000000",
+    );
+    // A base model without a fine-tuning price stays unpriced, not priced as the base model.
+    check(
+        call("ft:gpt-4o:acme::abc123").via("openai").input(1000),
+        "unknown",
+    );
+}
+
 #[test]
 fn builtin_price_history() {
     // Claude Sonnet 5: introductory $2 until 2026-08-31, $3 from 2026-09-01.

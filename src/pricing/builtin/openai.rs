@@ -414,6 +414,34 @@ pub(super) static MODELS: &[Entry] = &[
         icr("2.5", "0.25", "2"),
     ),
     m("openai/gpt-5.4-image-2", &[], DATA_SET, icr("8", "2", "15")),
+    // Fine-tuned models (`ft:<base>:...`, matched as `openai/ft:<base>`), at the data set's
+    // prices for them: input and output only, so cached input is billed at the input price
+    // (the data set gives none). Only the base models OpenAI fine-tunes that the data set
+    // prices: another base model's fine-tunes stay unpriced rather than priced as the base.
+    m(
+        "openai/ft:gpt-4o-2024-08-06",
+        &[],
+        PRICING,
+        io("3.75", "15"),
+    ),
+    m(
+        "openai/ft:gpt-4o-mini-2024-07-18",
+        &[],
+        PRICING,
+        io("0.3", "1.2"),
+    ),
+    m(
+        "openai/ft:gpt-3.5-turbo",
+        &[
+            "openai/ft:gpt-3.5-turbo-0125",
+            "openai/ft:gpt-3.5-turbo-1106",
+            "openai/ft:gpt-3.5-turbo-0613",
+        ],
+        PRICING,
+        io("3", "6"),
+    ),
+    // The data set prices these at gpt-4's prices.
+    m("openai/ft:gpt-4-0613", &[], PRICING, io("30", "60")),
     m("openai/text-embedding-3-small", &[], PRICING, emb("0.02")),
     m("openai/text-embedding-3-large", &[], PRICING, emb("0.13")),
     m(
