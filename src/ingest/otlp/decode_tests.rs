@@ -522,6 +522,16 @@ fn a_resource_key_over_the_limit_is_dropped_and_counted() {
     );
 }
 
+/// An OTLP/JSON body decoded in place: the rendered batch, or the refusal's message.
+fn decode_json_text(body: &str) -> Result<String, String> {
+    let mut body = body.as_bytes().to_vec();
+    let arena = Bump::new();
+    OtlpDecoder::new()
+        .decode_json(crate::ingest::body::PaddedBody::pad(&mut body), &arena)
+        .map(|d| render(&d))
+        .map_err(|e| e.to_string())
+}
+
 /// A span without a start or an end time (0, proto3's "not set") is refused on its own, and
 /// says so; it is not stored as starting or ending in 1970.
 #[test]
@@ -564,13 +574,8 @@ fn an_unreadable_json_id_is_described_as_it_is() {
         {"traceId":"5b8efff798038103d269b633813fc60c","spanId":"0000000000000002",
          "parentSpanId":"xyz","name":"b","startTimeUnixNano":"5","endTimeUnixNano":"6"}
     ]}]}]}"#;
-    let mut body = body.as_bytes().to_vec();
-    let arena = Bump::new();
-    let d = OtlpDecoder::new()
-        .decode_json(crate::ingest::body::PaddedBody::pad(&mut body), &arena)
-        .unwrap();
     assert_eq!(
-        render(&d),
+        decode_json_text(body).unwrap(),
         "rejected=2 truncated=0 dropped=0\n\
          2 spans rejected; the first, span (unreadable) (\"a\"), because its span id is neither \
          16 hex digits nor the base64 of 8 bytes"
@@ -589,12 +594,7 @@ fn json_numbers_past_64_bits() {
              "startTimeUnixNano":{start},"endTimeUnixNano":"6",
              "attributes":[{{"key":"k","value":{value}}}]}}]}}]}}]}}"#
         );
-        let mut body = body.into_bytes();
-        let arena = Bump::new();
-        OtlpDecoder::new()
-            .decode_json(crate::ingest::body::PaddedBody::pad(&mut body), &arena)
-            .map(|d| render(&d))
-            .map_err(|e| e.to_string())
+        decode_json_text(&body)
     };
     assert_eq!(
         decode(r#"{"doubleValue":100000000000000000000}"#, "5").as_deref(),
@@ -636,12 +636,7 @@ fn json_events_and_links_are_checked() {
             {{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"0000000000000001","name":"a",
              "startTimeUnixNano":"5","endTimeUnixNano":"6",{events}}}]}}]}}]}}"#
         );
-        let mut body = body.into_bytes();
-        let arena = Bump::new();
-        OtlpDecoder::new()
-            .decode_json(crate::ingest::body::PaddedBody::pad(&mut body), &arena)
-            .map(|d| render(&d))
-            .map_err(|e| e.to_string())
+        decode_json_text(&body)
     };
     let fine = r#""events":[{"timeUnixNano":"7","name":"e","attributes":[{"key":"k","value":{"intValue":"1"}}],"droppedAttributesCount":0,"x":[1]},null],
         "links":[{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"0000000000000002","traceState":"","attributes":[],"flags":256}]"#;
