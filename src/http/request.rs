@@ -212,15 +212,26 @@ pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError
                 return Err(HttpError::ExpectationFailed);
             }
         } else if name.eq_ignore_ascii_case(b"authorization") {
-            // Neither key header is a list (RFC 9110 §5.3): of two, a proxy or a log reading
-            // the first would see another key than the one the server checks.
-            if authorization.is_some() {
-                return Err(HttpError::BadRequest("more than one Authorization header"));
+            // Neither key header is a list (RFC 9110 §5.3): of two that differ, a proxy or a
+            // log reading the first would see another key than the one the server checks. A
+            // repetition of one value (a client's two layers both adding it) says one thing.
+            if authorization
+                .as_ref()
+                .is_some_and(|r: &Range<usize>| buf[r.clone()] != *trim(value))
+            {
+                return Err(HttpError::BadRequest(
+                    "two Authorization headers with different values",
+                ));
             }
             authorization = Some(trimmed_range(value, base));
         } else if name.eq_ignore_ascii_case(b"x-api-key") {
-            if x_api_key.is_some() {
-                return Err(HttpError::BadRequest("more than one x-api-key header"));
+            if x_api_key
+                .as_ref()
+                .is_some_and(|r: &Range<usize>| buf[r.clone()] != *trim(value))
+            {
+                return Err(HttpError::BadRequest(
+                    "two x-api-key headers with different values",
+                ));
             }
             x_api_key = Some(trimmed_range(value, base));
         } else if name.eq_ignore_ascii_case(b"content-type") {

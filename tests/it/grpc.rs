@@ -303,7 +303,7 @@ fn grpc_refusals_carry_their_codes_and_why() {
                 framed(false, &message),
             ),
             INVALID_ARGUMENT,
-            "more than one x-api-key header",
+            "two x-api-key headers with different values",
         ),
         (
             "not protobuf",

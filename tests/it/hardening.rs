@@ -258,11 +258,16 @@ fn requests_without_a_key_cannot_stop_a_worker_or_the_process() {
         c.send(b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n");
         assert_eq!(c.read_response().status, 200, "{method} {path}: kept");
     }
-    // A key header sent twice is refused, whichever copy is the valid key: a proxy or a log
-    // reading the first would see another key than the one checked.
+    // Chunked, its size unknown: answered at once too, not read.
+    let mut c = server.connect();
+    c.send(b"GET /v1/traces HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+    assert_eq!(c.read_response().status, 405, "chunked");
+    assert!(c.is_closed(), "chunked: closed without reading the body");
+    // A key header sent twice with different values is refused, whichever copy is the valid
+    // key: a proxy or a log reading the first would see another key than the one checked.
     for twice in [
         format!("x-api-key: ti_0123456789abcdef0123456789abcdef\r\nx-api-key: {key}"),
-        format!("Authorization: Bearer {key}\r\nAuthorization: Bearer {key}"),
+        format!("Authorization: Bearer ti_0123456789abcdef0123456789abcdef\r\nAuthorization: Bearer {key}"),
     ] {
         let mut c = server.connect();
         c.send(
@@ -276,6 +281,16 @@ fn requests_without_a_key_cannot_stop_a_worker_or_the_process() {
             "{twice}"
         );
     }
+    // The same key twice (two layers of a client each adding it) is that key.
+    let mut twice = ingest_request(&key, &batch("hostile-heads-twice", 1, 2));
+    let at = twice.windows(2).position(|w| w == b"\r\n").unwrap() + 2;
+    twice.splice(
+        at..at,
+        format!("authorization: Bearer {key}\r\n").into_bytes(),
+    );
+    let mut c = server.connect();
+    c.send(&twice);
+    assert_eq!(c.read_response().status, 202, "the same key twice");
     // A small one is still read and dropped, and the connection kept.
     let mut c = server.connect();
     c.send(b"GET /health HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello");
@@ -312,7 +327,7 @@ fn requests_without_a_key_cannot_stop_a_worker_or_the_process() {
     }
     let r = server.post_ingest(&key, &batch("hostile-heads-after", 1, 2));
     assert_eq!(r.status, 202);
-    server.wait_rows(4);
+    server.wait_rows(6);
 }
 
 /// The admin listener reads a head that arrives in several pieces (a scraper's head split by

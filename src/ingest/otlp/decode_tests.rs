@@ -604,6 +604,16 @@ fn json_numbers_past_64_bits() {
         decode(r#"{"doubleValue":-1e400}"#, "5").as_deref(),
         Ok("other a meta[k=\"-Infinity\"]\nrejected=0 truncated=0 dropped=0")
     );
+    // The repair rewrites a literal in a key's place too, which is not JSON.
+    let got = decode_json_text(r#"{"x":1e400,"resourceSpans":[],1e400:1}"#).unwrap_err();
+    assert!(got.contains("keys must be strings"), "{got}");
+    let got = decode_json_text(r#"{"x":[1e400,{"a":{"b":[]}}],"y":{1e400:1}}"#).unwrap_err();
+    assert!(got.contains("keys must be strings"), "{got}");
+    assert_eq!(
+        decode_json_text(r#"{"x":[1e400,{"a":{"b":[]}},{}],"y":{"z":1e400},"resourceSpans":[]}"#)
+            .as_deref(),
+        Ok("rejected=0 truncated=0 dropped=0")
+    );
     for (value, start, why) in [
         (
             r#"{"intValue":18446744073709551616}"#,
@@ -661,6 +671,9 @@ fn json_events_and_links_are_checked() {
         (r#""links":[{"traceId":5}]"#, "a link's ids must be strings"),
         (r#""links":[{"flags":4294967296}]"#, "a link's flags"),
         (r#""links":{}"#, "links must be an array"),
+        (r#""flags":"x""#, "a span's flags"),
+        (r#""traceState":5"#, "traceState must be a string"),
+        (r#""droppedEventsCount":-1"#, "droppedEventsCount"),
     ] {
         let got = decode(bad).unwrap_err();
         assert!(got.contains(why), "{bad}: {got}");

@@ -237,7 +237,7 @@ mod oracle {
     }
     /// The JSON front end reads the same spans as the protobuf one: an export prost accepted,
     /// written as OTLP/JSON (`to_json`), walked by `json.rs`, gives prost's spans, up to what
-    /// JSON cannot say (an id of a length other than 8 or 16 bytes is `BAD_ID`, a NaN's payload).
+    /// JSON cannot say (an id of a length other than 8 or 16 bytes is unreadable there, a NaN's payload).
     fn json_agrees(req: &ExportTraceServiceRequest) {
         let mut text = to_json(req).into_bytes();
         let arena = Bump::new();
@@ -266,7 +266,7 @@ mod oracle {
     }
 
     /// What JSON cannot say the same way: an id of a length other than 8 or 16 bytes (its hex
-    /// may read as base64, else it is `BAD_ID`; either way the mapping refuses it or reads
+    /// may read as base64, else it is unreadable (`RawSpan::unreadable_ids`); either way the mapping refuses it or reads
     /// some other valid id, by design), and a NaN's payload.
     fn comparable(mut got: CSpan, want: CSpan) -> (CSpan, CSpan) {
         for (g, w) in [

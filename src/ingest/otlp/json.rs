@@ -276,9 +276,13 @@ impl<'a> Walker<'_, 'a> {
         let mut s = RawSpan::default();
         for _ in 0..len {
             match self.key() {
-                "traceId" | "trace_id" => s.trace_id = self.id()?,
-                "spanId" | "span_id" => s.span_id = self.id()?,
-                "parentSpanId" | "parent_span_id" => s.parent_span_id = self.id()?,
+                "traceId" | "trace_id" => {
+                    s.trace_id = self.id(&mut s.unreadable_ids, raw::TRACE_ID)?
+                }
+                "spanId" | "span_id" => s.span_id = self.id(&mut s.unreadable_ids, raw::SPAN_ID)?,
+                "parentSpanId" | "parent_span_id" => {
+                    s.parent_span_id = self.id(&mut s.unreadable_ids, raw::PARENT_SPAN_ID)?
+                }
                 "name" => s.name = self.string("span name must be a string")?.unwrap_or(""),
                 "kind" => s.kind = self.enumeration(SPAN_KINDS, "kind must be an enum")?,
                 "startTimeUnixNano" | "start_time_unix_nano" => {
@@ -304,6 +308,21 @@ impl<'a> Walker<'_, 'a> {
                 "events" => s.events = self.events()?,
                 "links" => s.links = self.links()?,
                 "status" => self.status(&mut s)?,
+                // Read and checked as the protobuf reader checks them, not kept.
+                "traceState" | "trace_state" => {
+                    self.string("traceState must be a string")?;
+                }
+                "flags" => {
+                    self.uint32("a span's flags must be an unsigned 32-bit integer")?;
+                }
+                "droppedAttributesCount"
+                | "dropped_attributes_count"
+                | "droppedEventsCount"
+                | "dropped_events_count"
+                | "droppedLinksCount"
+                | "dropped_links_count" => {
+                    self.uint32("droppedAttributesCount, droppedEventsCount and droppedLinksCount must be unsigned 32-bit integers")?;
+                }
                 _ => self.skip_value(),
             }
         }
@@ -392,10 +411,22 @@ impl<'a> Walker<'_, 'a> {
         }
     }
 
-    fn id(&mut self) -> Result<&'a [u8], ShapeError> {
-        match self.string("ids must be strings (hex)")? {
-            Some(s) => Ok(raw::json_id(s, self.arena)),
-            None => Ok(&[]),
+    /// An id: its bytes, or, spelled as neither hex nor base64 of 8 or 16 bytes, none and
+    /// `bit` set in `unreadable` (a later spelling of the same field that reads clears it).
+    fn id(&mut self, unreadable: &mut u8, bit: u8) -> Result<&'a [u8], ShapeError> {
+        let id = match self.string("ids must be strings (hex)")? {
+            Some(s) => raw::json_id(s, self.arena),
+            None => Some(&[][..]),
+        };
+        match id {
+            Some(id) => {
+                *unreadable &= !bit;
+                Ok(id)
+            }
+            None => {
+                *unreadable |= bit;
+                Ok(&[])
+            }
         }
     }
 

@@ -75,7 +75,8 @@ pub enum Refused {
     TraceId,
     SpanId,
     ParentSpanId,
-    /// An id a JSON body spelled as neither hex nor base64 of 8 or 16 bytes (`raw::BAD_ID`).
+    /// An id a JSON body spelled as neither hex nor base64 of 8 or 16 bytes
+    /// (`RawSpan::unreadable_ids`).
     TraceIdText,
     SpanIdText,
     ParentSpanIdText,
@@ -225,8 +226,8 @@ impl<'a> SpanSink<'a> for Mapper<'a> {
                 self.first_refusal = Some(FirstRefusal {
                     why,
                     span_id: match s.span_id {
+                        _ if s.unreadable_ids & raw::SPAN_ID != 0 => "(unreadable)",
                         [] => "(none)",
-                        id if raw::is_bad_json_id(id) => "(unreadable)",
                         id => raw::hex(id, self.arena),
                     },
                     name: s.name,
@@ -248,11 +249,11 @@ impl<'a> SpanSink<'a> for Mapper<'a> {
 /// Why a span is refused, if it is.
 fn refusal(s: &RawSpan<'_, '_>) -> Option<Refused> {
     let zero = |id: &[u8]| id.iter().all(|&b| b == 0);
-    if raw::is_bad_json_id(s.trace_id) {
+    if s.unreadable_ids & raw::TRACE_ID != 0 {
         Some(Refused::TraceIdText)
-    } else if raw::is_bad_json_id(s.span_id) {
+    } else if s.unreadable_ids & raw::SPAN_ID != 0 {
         Some(Refused::SpanIdText)
-    } else if raw::is_bad_json_id(s.parent_span_id) {
+    } else if s.unreadable_ids & raw::PARENT_SPAN_ID != 0 {
         Some(Refused::ParentSpanIdText)
     } else if s.trace_id.len() != 16 || zero(s.trace_id) {
         Some(Refused::TraceId)

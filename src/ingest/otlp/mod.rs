@@ -270,43 +270,79 @@ impl OtlpDecoder {
         let repairs = Repairs {
             numbers: Some(&mut self.placeholders),
         };
-        let result =
-            match json_in_place::parse_in_place(buf, len, 0, &mut self.buffers, &mut tape, repairs)
-            {
+        let parsed =
+            json_in_place::parse_in_place(buf, len, 0, &mut self.buffers, &mut tape, repairs)
+                .map_err(OtlpError::Json)
+                .and_then(|()| numbers_as_doubles(&mut tape.0, &mut self.placeholders, base));
+        let result = parsed.and_then(|()| {
+            let mut mapper = map::Mapper::new(arena);
+            match json::walk(&tape.0, arena, &mut mapper) {
                 Ok(()) => {
-                    numbers_as_doubles(&mut tape.0, &mut self.placeholders, base);
-                    let mut mapper = map::Mapper::new(arena);
-                    match json::walk(&tape.0, arena, &mut mapper) {
-                        Ok(()) => {
-                            let (batch, counts, first) = mapper.finish();
-                            Ok(Decoded::new(batch, counts, first, arena))
-                        }
-                        Err(ShapeError::Shape(what)) => Err(OtlpError::Shape(what)),
-                        Err(ShapeError::TooDeep) => Err(OtlpError::TooDeep),
-                    }
+                    let (batch, counts, first) = mapper.finish();
+                    Ok(Decoded::new(batch, counts, first, arena))
                 }
-                Err(e) => Err(OtlpError::Json(e)),
-            };
+                Err(ShapeError::Shape(what)) => Err(OtlpError::Shape(what)),
+                Err(ShapeError::TooDeep) => Err(OtlpError::TooDeep),
+            }
+        });
         self.tape = tape.reset().0;
         result
     }
 }
 
 /// Puts back, as the doubles they are, the number literals the parse replaced with
-/// placeholder strings (found by the address of their content in the body at `base`).
-fn numbers_as_doubles(tape: &mut [Node<'_>], placeholders: &mut [Placeholder], base: usize) {
+/// placeholder strings (found by the address of their content in the body at `base`). The
+/// repair rewrites literals wherever they are, an object's key too, which is not JSON: a
+/// placeholder in a key's place refuses the body.
+fn numbers_as_doubles(
+    tape: &mut [Node<'_>],
+    placeholders: &mut [Placeholder],
+    base: usize,
+) -> Result<(), OtlpError> {
     if placeholders.is_empty() {
-        return;
+        return Ok(());
     }
     placeholders.sort_unstable_by_key(|p| p.offset);
-    for node in tape {
-        if let Node::String(s) = *node {
+    let placeholder = |node: &Node<'_>| match *node {
+        Node::String(s) => {
             let at = (s.as_ptr() as usize).wrapping_sub(base);
-            if let Ok(i) = placeholders.binary_search_by_key(&at, |p| p.offset) {
-                *node = Node::Static(StaticNode::F64(placeholders[i].value));
-            }
+            placeholders
+                .binary_search_by_key(&at, |p| p.offset)
+                .ok()
+                .map(|i| placeholders[i].value)
         }
+        _ => None,
+    };
+    // The containers being walked: (an object?, members or elements left), and whether the
+    // next node is a key.
+    let mut open: Vec<(bool, usize)> = Vec::new();
+    let mut key_next = false;
+    for node in tape.iter_mut() {
+        if key_next {
+            if placeholder(node).is_some() {
+                return Err(OtlpError::Shape("an object's keys must be strings"));
+            }
+            key_next = false;
+            continue;
+        }
+        if let Some(value) = placeholder(node) {
+            *node = Node::Static(StaticNode::F64(value));
+        }
+        // This value is one member or element of the innermost open container.
+        if let Some(top) = open.last_mut() {
+            top.1 -= 1;
+        }
+        match *node {
+            Node::Object { len, .. } if len > 0 => open.push((true, len)),
+            Node::Array { len, .. } if len > 0 => open.push((false, len)),
+            _ => {}
+        }
+        while open.last().is_some_and(|&(_, left)| left == 0) {
+            open.pop();
+        }
+        key_next = open.last().is_some_and(|&(object, _)| object);
     }
+    Ok(())
 }
 
 /// Reads a protobuf export without mapping it and returns how many spans it has: the reader

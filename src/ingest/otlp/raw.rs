@@ -51,16 +51,11 @@ pub struct Scope<'a> {
     pub attributes: &'a [Attr<'a>],
 }
 
-/// Stands for an id that a JSON body spelled as neither hex nor base64 of 8 or 16 bytes: no
-/// valid id has one byte, so the span is refused as having a bad id, and the refusal tells it
-/// from a protobuf id of that one byte by its address (`is_bad_json_id`): a `static`, unlike a
-/// `const`, has one.
-pub static BAD_ID: [u8; 1] = [0xFF];
-
-/// Whether `id` is `BAD_ID` itself (a JSON id that was not hex or base64 of 8 or 16 bytes).
-pub fn is_bad_json_id(id: &[u8]) -> bool {
-    std::ptr::eq(id, &BAD_ID[..])
-}
+/// Bits of `RawSpan::unreadable_ids`: the ids a JSON body spelled as neither hex nor base64
+/// of 8 or 16 bytes (`json_id` gave `None`).
+pub const TRACE_ID: u8 = 1;
+pub const SPAN_ID: u8 = 2;
+pub const PARENT_SPAN_ID: u8 = 4;
 
 /// One span as sent. Fields the mapping does not use (trace state, flags, dropped counts) are
 /// read and checked but not kept; events and links are only counted.
@@ -80,6 +75,9 @@ pub struct RawSpan<'a, 's> {
     pub attributes: &'s [Attr<'a>],
     pub events: u32,
     pub links: u32,
+    /// Which ids a JSON body spelled unreadably (`TRACE_ID`, `SPAN_ID`, `PARENT_SPAN_ID`; the
+    /// id itself is then empty): the span is refused, and its refusal says why.
+    pub unreadable_ids: u8,
 }
 
 /// Where a decoder hands each span, with the resource and scope it came under.
@@ -244,19 +242,19 @@ pub fn hex_decode<'a>(s: &str, arena: &'a Bump) -> Option<&'a [u8]> {
 
 /// A trace or span id as OTLP/JSON writes it: hex, as the specification says (16 or 32 digits,
 /// either case), or base64 (as protobuf's own JSON mapping and some exporters write bytes: 12
-/// or 24 characters). Decided by length and alphabet; anything else is [`BAD_ID`]; an empty
+/// or 24 characters). Decided by length and alphabet; anything else is `None`; an empty
 /// string is an absent id.
-pub fn json_id<'a>(s: &str, arena: &'a Bump) -> &'a [u8] {
+pub fn json_id<'a>(s: &str, arena: &'a Bump) -> Option<&'a [u8]> {
     if s.is_empty() {
-        return &[];
+        return Some(&[]);
     }
     let decoded = match s.len() {
         16 | 32 => hex_decode(s, arena).or_else(|| base64_decode(s, arena)),
         _ => base64_decode(s, arena).or_else(|| hex_decode(s, arena)),
     };
     match decoded {
-        Some(b) if b.len() == 8 || b.len() == 16 => b,
-        _ => &BAD_ID,
+        Some(b) if b.len() == 8 || b.len() == 16 => Some(b),
+        _ => None,
     }
 }
 
@@ -306,32 +304,23 @@ mod tests {
             0x5b, 0x8e, 0xff, 0xf7, 0x98, 0x03, 0x81, 0x03, 0xd2, 0x69, 0xb6, 0x33, 0x81, 0x3f,
             0xc6, 0x0c,
         ];
-        let cases: &[(&str, &[u8])] = &[
-            ("5b8efff798038103d269b633813fc60c", &trace),
-            ("5B8EFFF798038103D269B633813FC60C", &trace),
-            ("W47/95gDgQPSabYzgT/GDA==", &trace),
-            ("W47_95gDgQPSabYzgT_GDA", &trace),
-            (
-                "eee19b7ec3c1b174",
-                &[0xee, 0xe1, 0x9b, 0x7e, 0xc3, 0xc1, 0xb1, 0x74],
-            ),
-            (
-                "7uGbfsPBsXQ=",
-                &[0xee, 0xe1, 0x9b, 0x7e, 0xc3, 0xc1, 0xb1, 0x74],
-            ),
-            ("", &[]),
-            ("zz", &BAD_ID),
-            ("5b8efff798038103d269b633813fc60", &BAD_ID),
-            ("not an id at all", &BAD_ID),
-            ("AAAA", &BAD_ID),
+        let short: &[u8] = &[0xee, 0xe1, 0x9b, 0x7e, 0xc3, 0xc1, 0xb1, 0x74];
+        let cases: &[(&str, Option<&[u8]>)] = &[
+            ("5b8efff798038103d269b633813fc60c", Some(&trace)),
+            ("5B8EFFF798038103D269B633813FC60C", Some(&trace)),
+            ("W47/95gDgQPSabYzgT/GDA==", Some(&trace)),
+            ("W47_95gDgQPSabYzgT_GDA", Some(&trace)),
+            ("eee19b7ec3c1b174", Some(short)),
+            ("7uGbfsPBsXQ=", Some(short)),
+            ("", Some(&[])),
+            ("zz", None),
+            ("5b8efff798038103d269b633813fc60", None),
+            ("not an id at all", None),
+            ("AAAA", None),
         ];
         for (s, want) in cases {
-            let got = json_id(s, &arena);
-            assert_eq!(got, *want, "{s}");
-            assert_eq!(is_bad_json_id(got), *want == &BAD_ID[..], "{s}");
+            assert_eq!(json_id(s, &arena), *want, "{s}");
         }
-        // A one-byte id from protobuf is not taken for a bad JSON id.
-        assert!(!is_bad_json_id(&[0xFF]));
         assert_eq!(hex(&trace, &arena), "5b8efff798038103d269b633813fc60c");
         let mut b = BString::new_in(&arena);
         base64_into(&trace, &mut b);

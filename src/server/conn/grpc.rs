@@ -453,14 +453,23 @@ async fn run(
     if shared.is_draining() {
         return Err(otlp_refusal(Refused::Conn(ConnError::Draining)));
     }
-    // As over HTTP/1.1: a key header sent twice is refused, not settled by which comes first.
-    for name in ["authorization", "x-api-key"] {
-        if headers.get_all(name).iter().nth(1).is_some() {
-            return Err(invalid(if name == "authorization" {
-                "more than one authorization header"
-            } else {
-                "more than one x-api-key header"
-            }));
+    // As over HTTP/1.1: a key header sent twice with different values is refused, not settled
+    // by which comes first.
+    for (name, why) in [
+        (
+            "authorization",
+            "two Authorization headers with different values",
+        ),
+        ("x-api-key", "two x-api-key headers with different values"),
+    ] {
+        let mut values = headers
+            .get_all(name)
+            .iter()
+            .map(|v| v.as_bytes().trim_ascii());
+        if let Some(first) = values.next() {
+            if values.any(|v| v != first) {
+                return Err(invalid(why));
+            }
         }
     }
     let key = |headers: &HeaderMap| {

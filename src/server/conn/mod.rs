@@ -281,10 +281,11 @@ impl Conn {
         };
         if head.method != Method::Post {
             // A wrong method takes no body, whoever sends it (no key is checked first): a small
-            // one is read and dropped, as on the routes that take none; a larger declared one
-            // is not read at all, the answer closes the connection (and a chunked one past
-            // `NO_BODY_MAX` is refused with 413, as there).
-            let keep_alive = if matches!(head.framing, Framing::Length(n) if n > NO_BODY_MAX) {
+            // one is read and dropped, as on the routes that take none; a larger or chunked one
+            // (whose size is unknown) is not read at all, and the 405 closes the connection.
+            let keep_alive = if matches!(head.framing, Framing::Chunked)
+                || matches!(head.framing, Framing::Length(n) if n > NO_BODY_MAX)
+            {
                 false
             } else {
                 match self.skip_body(shared, head, NO_BODY_MAX).await? {
