@@ -350,16 +350,37 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             )
         }
         Durability::Wal => {
-            let writer = Writer::create(&spool_config.dir, spool.take_next_id())
-                .context("cannot create a write-ahead segment")?;
-            flush_stats
-                .spool_bytes
-                .fetch_add(writer.len(), Ordering::Relaxed);
-            flush_stats.spool_segments.fetch_add(1, Ordering::Relaxed);
+            let id = spool.take_next_id();
             let (tx, rx) = crossbeam_channel::unbounded();
             let (logged_tx, input) = Input::logged(&budget);
-            let wal = wal::spawn(spool_config, writer, flush_stats.clone(), rx, logged_tx)
-                .context("cannot start the write-ahead thread")?;
+            let wal = match Writer::create(&spool_config.dir, id) {
+                Ok(writer) => {
+                    flush_stats
+                        .spool_bytes
+                        .fetch_add(writer.len(), Ordering::Relaxed);
+                    flush_stats.spool_segments.fetch_add(1, Ordering::Relaxed);
+                    wal::spawn(spool_config, writer, flush_stats.clone(), rx, logged_tx)
+                }
+                Err(e) => {
+                    // A full disk after a crash, say: start anyway, so that the spool is
+                    // replayed (which makes room), and refuse batches until a segment can be
+                    // made.
+                    tracing::error!(
+                        error = %e,
+                        dir = %spool_config.dir.display(),
+                        "cannot create a write-ahead segment; batches are refused (503 \
+                         storage_unavailable) until one can be, while the spool is replayed"
+                    );
+                    wal::spawn_without_segment(
+                        spool_config,
+                        id + 1,
+                        flush_stats.clone(),
+                        rx,
+                        logged_tx,
+                    )
+                }
+            }
+            .context("cannot start the write-ahead thread")?;
             let nudge = input.nudge();
             (
                 Handoff::wal(budget.clone(), tx).with_nudge(nudge),

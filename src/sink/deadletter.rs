@@ -110,7 +110,16 @@ impl DeadLetters {
         let written = f.write_all(&out).and_then(|()| {
             #[cfg(test)]
             crate::sink::faults::check(crate::sink::faults::Site::DeadLetterSync, libc::EIO)?;
-            f.sync_data()
+            f.sync_data()?;
+            // A file just made (the first refusal, or after the last one was moved away): its
+            // directory entry too, or a power cut could lose the file after the spool records
+            // of its rows were confirmed and deleted.
+            match self.path.parent() {
+                Some(dir) if before == 0 && !dir.as_os_str().is_empty() => {
+                    crate::sink::segment::sync_dir(dir)
+                }
+                _ => Ok(()),
+            }
         });
         if let Err(e) = written {
             let _ = f.set_len(before);

@@ -12,7 +12,9 @@
 //! segment: `scan` finds the first record whose frame is short or whose checksum fails and
 //! truncates the file there, so a torn write costs the record being written (which nobody was
 //! told is safe) and never the start-up. Records are never rewritten in place, so a bad
-//! checksum anywhere but the tail means the disk lied; that is treated the same way and logged.
+//! checksum anywhere but the tail means the disk lied: the file is cut there too (the format
+//! cannot find the record after a bad one), but the bytes cut are first copied to
+//! `<segment>.seg.damaged` for an operator, and the caller counts the loss.
 //!
 //! Beside each segment, `<id>.ack` lists (u32le each) the indices of its records already
 //! confirmed, so a restart does not insert them again. It is written without fsync: losing its
@@ -64,6 +66,15 @@ pub fn ack_path(dir: &Path, id: u64) -> PathBuf {
 /// The id of a segment file name (`0000000000000042.seg` -> 42).
 pub fn parse_segment_name(name: &str) -> Option<u64> {
     let id = name.strip_suffix(".seg")?;
+    if id.len() != 16 || !id.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    id.parse().ok()
+}
+
+/// The id of an ack file name (`0000000000000042.ack` -> 42).
+pub fn parse_ack_name(name: &str) -> Option<u64> {
+    let id = name.strip_suffix(".ack")?;
     if id.len() != 16 || !id.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -213,6 +224,9 @@ pub struct Scanned {
     pub len: u64,
     /// Bytes cut off the end (a torn write, or corruption).
     pub discarded: u64,
+    /// Where the bytes cut off were kept, when they were more than a torn write leaves (a
+    /// bad record with records after it: the disk changed them): `<segment>.damaged`.
+    pub damaged: Option<PathBuf>,
 }
 
 /// Why a segment cannot be used at all.
@@ -243,6 +257,7 @@ pub fn scan(path: &Path, mut rows_in: impl FnMut(u32, &[u8]) -> u64) -> Result<S
             rows: 0,
             len: 0,
             discarded: file_len,
+            damaged: None,
         });
     }
     file.read_exact_at(&mut header, 0)?;
@@ -260,7 +275,11 @@ pub fn scan(path: &Path, mut rows_in: impl FnMut(u32, &[u8]) -> u64) -> Result<S
         records += 1;
     }
     let discarded = file_len - at;
+    let mut damaged = None;
     if discarded > 0 {
+        if !torn_tail(&file, at, file_len)? {
+            damaged = Some(keep_damaged(&file, path, at, file_len)?);
+        }
         file.set_len(at)?;
         file.sync_all()?;
     }
@@ -270,7 +289,37 @@ pub fn scan(path: &Path, mut rows_in: impl FnMut(u32, &[u8]) -> u64) -> Result<S
         rows,
         len: at,
         discarded,
+        damaged,
     })
+}
+
+/// Whether the bad record at `at` is what a torn write leaves: a frame cut short, or a record
+/// that reaches (or would pass) the end of the file. A record is only ever appended, so one
+/// whose checksum fails with whole records after it was changed on disk.
+fn torn_tail(file: &File, at: u64, file_len: u64) -> io::Result<bool> {
+    if file_len - at < FRAME_LEN {
+        return Ok(true);
+    }
+    let mut frame = [0u8; 4];
+    file.read_exact_at(&mut frame, at)?;
+    let len = u64::from(u32::from_le_bytes(frame));
+    Ok(len > u64::from(MAX_RECORD) || at + FRAME_LEN + len >= file_len)
+}
+
+/// Copies `file[at..end]` to `<path>.damaged` (fsynced) before the segment is cut there: the
+/// records after a damaged one are lost to the spool, but not to an operator.
+fn keep_damaged(file: &File, path: &Path, at: u64, end: u64) -> io::Result<PathBuf> {
+    let mut kept = path.as_os_str().to_owned();
+    kept.push(".damaged");
+    let kept = PathBuf::from(kept);
+    let mut out = File::create(&kept)?;
+    let mut from = OffsetReader { file, at };
+    io::copy(&mut (&mut from).take(end - at), &mut out)?;
+    out.sync_all()?;
+    if let Some(dir) = path.parent() {
+        sync_dir(dir)?;
+    }
+    Ok(kept)
 }
 
 /// Reads the next frame into `payload`; `None` at the end or at the first torn or bad record.

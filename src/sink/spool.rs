@@ -111,13 +111,19 @@ struct Segment {
     records: u32,
     /// End of the last known record (file length as far as the reader may go).
     end: u64,
-    /// Records whose rows are in ClickHouse or dead-lettered (including those acked by a
-    /// previous run).
+    /// How many of `done` are set.
     confirmed: u32,
+    /// Records whose rows are in ClickHouse or dead-lettered (including those acked by a
+    /// previous run), or given up: skipped when reading back. A record confirmed twice (an
+    /// insert replayed, a record read back twice) counts once, so the segment is never
+    /// deleted before its last record is done.
+    done: Marks,
+    /// Records whose batch is in the flush thread's memory (read back, or logged in `wal`
+    /// mode and not released): skipped when reading back, so that a record memory still
+    /// holds is never read a second time, whatever order memory releases its records in.
+    in_memory: Marks,
     /// No record will be added: a newer segment exists, or it is from a previous run.
     sealed: bool,
-    /// Indices a previous run confirmed, ascending: skipped when reading back.
-    acked_before: Vec<u32>,
     /// The ack file, opened on first confirmation.
     ack: Option<File>,
     /// Opened on first read.
@@ -132,8 +138,9 @@ impl Segment {
             records: 0,
             end: HEADER_LEN,
             confirmed: 0,
+            done: Marks::default(),
+            in_memory: Marks::default(),
             sealed: false,
-            acked_before: Vec::new(),
             ack: None,
             reader: None,
         }
@@ -141,6 +148,44 @@ impl Segment {
 
     fn done(&self) -> bool {
         self.sealed && self.confirmed >= self.records
+    }
+
+    /// Marks record `index` done; whether it was not already.
+    fn mark_done(&mut self, index: u32) -> bool {
+        let new = self.done.set(index);
+        if new {
+            self.confirmed += 1;
+        }
+        new
+    }
+}
+
+/// A set of record indices, as a bit per index.
+#[derive(Debug, Default)]
+struct Marks(Vec<u64>);
+
+impl Marks {
+    /// Adds `i`; whether it was not there.
+    fn set(&mut self, i: u32) -> bool {
+        let (word, bit) = ((i / 64) as usize, 1u64 << (i % 64));
+        if self.0.len() <= word {
+            self.0.resize(word + 1, 0);
+        }
+        let new = self.0[word] & bit == 0;
+        self.0[word] |= bit;
+        new
+    }
+
+    fn clear(&mut self, i: u32) {
+        if let Some(w) = self.0.get_mut((i / 64) as usize) {
+            *w &= !(1u64 << (i % 64));
+        }
+    }
+
+    fn get(&self, i: u32) -> bool {
+        self.0
+            .get((i / 64) as usize)
+            .is_some_and(|w| w & (1u64 << (i % 64)) != 0)
     }
 }
 
@@ -196,6 +241,7 @@ impl Spool {
     pub fn open(cfg: SpoolConfig, stats: Arc<FlushStats>) -> io::Result<Spool> {
         std::fs::create_dir_all(&cfg.dir)?;
         let mut ids = Vec::new();
+        let mut acks = Vec::new();
         let mut max_id = 0;
         for entry in std::fs::read_dir(&cfg.dir)? {
             let name = entry?.file_name();
@@ -203,9 +249,31 @@ impl Spool {
             if let Some(id) = segment::parse_segment_name(name) {
                 ids.push(id);
                 max_id = max_id.max(id);
+            } else if let Some(id) = segment::parse_ack_name(name) {
+                acks.push(id);
+                max_id = max_id.max(id);
+            } else if let Some(id) = name
+                .strip_suffix(".damaged")
+                .and_then(segment::parse_segment_name)
+            {
+                // Kept for an operator: a new segment of its id would overwrite it.
+                max_id = max_id.max(id);
             }
         }
         ids.sort_unstable();
+        // An ack file without its segment (a crash between the two removals of an older
+        // build, which removed the segment first): its acks name records of a segment that is
+        // gone, and a new segment of the same id must not take them for its own. (Ids also
+        // count the ack files, so a new segment never reuses one anyway.)
+        for id in acks {
+            if ids.binary_search(&id).is_err() {
+                tracing::warn!(
+                    segment = id,
+                    "removing the ack file of a spool segment that is gone"
+                );
+                remove(&segment::ack_path(&cfg.dir, id));
+            }
+        }
         let mut spool = Spool {
             segments: VecDeque::new(),
             cursor: None,
@@ -217,7 +285,21 @@ impl Spool {
             cfg,
         };
         for id in ids {
-            spool.recover(id)?;
+            // One segment that cannot be read stays where it is, for the next start or an
+            // operator; the others are replayed (its id is never reused: `max_id`).
+            if let Err(e) = spool.recover(id) {
+                tracing::error!(
+                    segment = id,
+                    error = %e,
+                    path = %segment::segment_path(&spool.cfg.dir, id).display(),
+                    "cannot read a spool segment at start-up; it is left on disk, not replayed \
+                     by this run"
+                );
+                spool
+                    .stats
+                    .spool_bad_records
+                    .fetch_add(1, Ordering::Relaxed);
+            }
         }
         if let Some(first) = spool.segments.front() {
             spool.cursor = Some(Cursor {
@@ -260,7 +342,19 @@ impl Spool {
             }
             Err(ScanError::Io(e)) => return Err(e),
         };
-        if scanned.discarded > 0 {
+        if let Some(kept) = &scanned.damaged {
+            // Not a torn write: whole records followed the bad one, and they are lost to the
+            // spool (the format cannot find the record after a bad one).
+            tracing::error!(
+                path = %path.display(),
+                bytes = scanned.discarded,
+                kept_records = scanned.records,
+                damaged = %kept.display(),
+                "a spool segment is damaged in the middle (the disk changed a record); the \
+                 records from there on are lost to the spool, their bytes kept in the damaged file"
+            );
+            self.stats.spool_bad_records.fetch_add(1, Ordering::Relaxed);
+        } else if scanned.discarded > 0 {
             tracing::warn!(
                 path = %path.display(),
                 bytes = scanned.discarded,
@@ -271,22 +365,27 @@ impl Spool {
         acked.retain(|&i| i < scanned.records);
         let confirmed = acked.len() as u32;
         if scanned.records == 0 || confirmed >= scanned.records {
-            remove(&path);
+            // The ack file first: a crash between the two leaves a segment without acks
+            // (replayed whole: copies FINAL collapses), never acks a later segment of the same
+            // id would take for its own.
             remove(&ack_path);
+            remove(&path);
             return Ok(());
         }
         let stats = &self.stats;
         stats.spool_bytes.fetch_add(scanned.len, Ordering::Relaxed);
         stats.spool_segments.fetch_add(1, Ordering::Relaxed);
         stats.spool_rows.fetch_add(scanned.rows, Ordering::Relaxed);
-        self.segments.push_back(Segment {
+        let mut seg = Segment {
             records: scanned.records,
             end: scanned.len,
-            confirmed,
             sealed: true,
-            acked_before: acked,
             ..Segment::new(id, scanned.created_ms)
-        });
+        };
+        for i in acked {
+            seg.mark_done(i);
+        }
+        self.segments.push_back(seg);
         Ok(())
     }
 
@@ -385,6 +484,9 @@ impl Spool {
     pub fn logged(&mut self, pos: RecordPos, created_ms: u64) {
         self.started(pos.segment, created_ms);
         self.note(pos);
+        if let Some(seg) = self.segment_mut(pos.segment) {
+            seg.in_memory.set(pos.index);
+        }
     }
 
     /// The memory copy of a record already in the spool is dropped (`wal` mode, or a record
@@ -392,6 +494,9 @@ impl Spool {
     /// after the backlog's start or the record just before it: the backlog stays every
     /// unconfirmed record from the cursor on.
     pub fn release(&mut self, pos: RecordPos, rows: u64) {
+        if let Some(seg) = self.segment_mut(pos.segment) {
+            seg.in_memory.clear(pos.index);
+        }
         if self
             .cursor
             .is_some_and(|c| (pos.segment, pos.offset) < (c.segment, c.offset))
@@ -445,8 +550,9 @@ impl Spool {
                 self.advance_to_segment_after(cur.segment);
                 continue;
             }
-            if seg.acked_before.binary_search(&cur.index).is_ok() {
-                // Confirmed by a previous run: skip it without decoding.
+            if seg.done.get(cur.index) || seg.in_memory.get(cur.index) {
+                // Confirmed (by a previous run, or an insert of this one), or still in memory:
+                // skip it without decoding.
                 match self.read_payload(i, cur) {
                     Ok(Some(len)) => self.cursor = Some(step(cur, len)),
                     Ok(None) => self.lose_rest(i, cur),
@@ -469,6 +575,7 @@ impl Spool {
                     self.cursor = Some(step(cur, len));
                     match codec::decode(&self.scratch) {
                         Ok(batch) => {
+                            self.segments[i].in_memory.set(pos.index);
                             let rows = batch.len() as u64;
                             sub(&self.stats.spool_rows, rows);
                             self.stats.rows_replayed.fetch_add(rows, Ordering::Relaxed);
@@ -592,7 +699,15 @@ impl Spool {
     /// is known of the segment is given up, loudly, and the reader moves past it.
     fn lose_rest(&mut self, i: usize, cur: Cursor) {
         let seg = &mut self.segments[i];
-        let lost = seg.records.saturating_sub(cur.index);
+        // Those not done yet and not in memory: a record memory holds is confirmed when its
+        // rows are inserted, and the segment waits for it.
+        let mut lost = 0u32;
+        for index in cur.index..seg.records {
+            if !seg.in_memory.get(index) && !seg.done.get(index) {
+                seg.mark_done(index);
+                lost += 1;
+            }
+        }
         tracing::error!(
             segment = seg.id,
             from_record = cur.index,
@@ -602,7 +717,6 @@ impl Spool {
         self.stats
             .spool_bad_records
             .fetch_add(u64::from(lost), Ordering::Relaxed);
-        seg.confirmed += lost;
         self.cursor = Some(Cursor {
             segment: seg.id,
             offset: seg.end,
@@ -628,7 +742,12 @@ impl Spool {
         let Some(seg) = self.segment_mut(pos.segment) else {
             return;
         };
-        seg.confirmed += 1;
+        seg.in_memory.clear(pos.index);
+        if !seg.mark_done(pos.index) {
+            // Confirmed before (an insert replayed after its record was read back again):
+            // nothing more to record.
+            return;
+        }
         if seg.ack.is_none() {
             match OpenOptions::new()
                 .create(true)
@@ -673,8 +792,9 @@ impl Spool {
         if self.cursor.is_some_and(|c| c.segment == id) {
             self.advance_to_segment_after(id);
         }
-        remove(&segment::segment_path(&self.cfg.dir, id));
+        // The ack file first (see `recover`).
         remove(&segment::ack_path(&self.cfg.dir, id));
+        remove(&segment::segment_path(&self.cfg.dir, id));
         sub(&self.stats.spool_bytes, seg.end);
         sub(&self.stats.spool_segments, 1);
         // Room was made: let the next batch try (it sets the flag again if still full).
@@ -831,6 +951,128 @@ mod tests {
         assert_eq!(stats.spool_bytes.load(Ordering::Relaxed), 0);
         assert_eq!(stats.spool_segments.load(Ordering::Relaxed), 0);
         assert_eq!(stats.spool_oldest_ms.load(Ordering::Relaxed), 0);
+    }
+
+    /// Memory may release its records out of file order (an earlier run's unfinished insert
+    /// put in front of the queue, then the queue's tail spooled): a record memory still holds is
+    /// not read a second time, and a record confirmed twice counts once, so the segment stays
+    /// until its last record is confirmed. (Before, the record was read again, inserted twice,
+    /// counted twice, and the segment deleted with its last record unread.)
+    #[test]
+    fn records_in_memory_are_not_read_again_and_a_segment_waits_for_its_last() {
+        let dir = TestDir::new("spool-out-of-order");
+        {
+            let (mut spool, _) = open(&dir, 1 << 30);
+            for i in 0..6 {
+                spool
+                    .append(&batch("o", &format!("r{i}"), 1, 0), false)
+                    .unwrap();
+            }
+            spool.sync().unwrap();
+        }
+        let (mut spool, _) = open(&dir, 1 << 30);
+        let r0 = spool.read_next().unwrap();
+        let r1 = spool.read_next().unwrap();
+        assert_eq!((trace(&r0), trace(&r1)), ("r0".into(), "r1".into()));
+        // Memory keeps r1 (frozen) and spools r0 back: the cursor goes back to r0.
+        spool.release(r0.pos, 1);
+        let mut read = Vec::new();
+        while let Some(r) = spool.read_next() {
+            read.push(r);
+        }
+        let order: Vec<String> = read.iter().map(trace).collect();
+        assert_eq!(order, ["r0", "r2", "r3", "r4", "r5"], "r1 is in memory");
+        // r1 confirmed twice (a replayed insert), the others but r5 once: the segment stays.
+        spool.confirm(r1.pos);
+        spool.confirm(r1.pos);
+        for r in &read[..4] {
+            spool.confirm(r.pos);
+        }
+        assert_eq!(files(&dir, ".seg"), 1, "r5 is not confirmed");
+        spool.confirm(read[4].pos);
+        assert_eq!(files(&dir, ".seg"), 0);
+    }
+
+    /// An ack file left without its segment (a crash between the two removals) is not taken
+    /// by a new segment of the same id: its records are replayed after the next restart.
+    #[test]
+    fn an_orphan_ack_file_does_not_confirm_a_new_segments_records() {
+        let dir = TestDir::new("spool-orphan-ack");
+        let spool_dir = dir.path().join("spool");
+        // The crash: the ack file of segment 1 is there, its segment gone.
+        std::fs::create_dir_all(&spool_dir).unwrap();
+        std::fs::write(segment::ack_path(&spool_dir, 1), 0u32.to_le_bytes()).unwrap();
+        {
+            let (mut spool, _) = open(&dir, 1 << 30);
+            for i in 0..3 {
+                spool
+                    .append(&batch("o", &format!("new{i}"), 1, 0), false)
+                    .unwrap();
+            }
+            spool.sync().unwrap();
+        }
+        let (mut spool, _) = open(&dir, 1 << 30);
+        let again: Vec<String> = std::iter::from_fn(|| spool.read_next())
+            .map(|r| trace(&r))
+            .collect();
+        assert_eq!(again, ["new0", "new1", "new2"]);
+    }
+
+    /// A record damaged in the middle of a segment (not a torn write) loses the records after
+    /// it to the spool, but their bytes are kept beside it and the loss is counted.
+    #[test]
+    fn a_record_damaged_in_the_middle_is_counted_and_its_tail_kept() {
+        let dir = TestDir::new("spool-damaged");
+        {
+            let (mut spool, _) = open(&dir, 1 << 30);
+            for i in 0..4 {
+                spool
+                    .append(&batch("o", &format!("t{i}"), 1, 0), false)
+                    .unwrap();
+            }
+            spool.sync().unwrap();
+        }
+        let seg = segment::segment_path(&dir.path().join("spool"), 1);
+        let len = std::fs::metadata(&seg).unwrap().len();
+        let mut bytes = std::fs::read(&seg).unwrap();
+        // Flip a bit in the second record's payload: its frame starts after the first record.
+        let first_len = u32::from_le_bytes(bytes[16..20].try_into().unwrap()) as usize;
+        let second = 16 + 8 + first_len;
+        bytes[second + 8 + 4] ^= 1;
+        std::fs::write(&seg, &bytes).unwrap();
+
+        let (mut spool, stats) = open(&dir, 1 << 30);
+        let again: Vec<String> = std::iter::from_fn(|| spool.read_next())
+            .map(|r| trace(&r))
+            .collect();
+        assert_eq!(again, ["t0"]);
+        assert_eq!(stats.spool_bad_records.load(Ordering::Relaxed), 1);
+        let mut kept = seg.as_os_str().to_owned();
+        kept.push(".damaged");
+        let kept = std::fs::read(std::path::PathBuf::from(kept)).unwrap();
+        assert_eq!(kept.len() as u64, len - second as u64);
+        assert_eq!(kept[..], bytes[second..]);
+    }
+
+    /// A torn write at the end is cut, not taken for damage.
+    #[test]
+    fn a_torn_tail_is_not_kept_as_damage() {
+        let dir = TestDir::new("spool-torn-not-damaged");
+        {
+            let (mut spool, _) = open(&dir, 1 << 30);
+            spool.append(&batch("o", "t0", 1, 0), false).unwrap();
+            spool.sync().unwrap();
+        }
+        let seg = segment::segment_path(&dir.path().join("spool"), 1);
+        let mut f = OpenOptions::new().append(true).open(&seg).unwrap();
+        // A whole frame whose payload never reached the disk (zeros).
+        f.write_all(&[16, 0, 0, 0, 9, 9, 9, 9]).unwrap();
+        f.write_all(&[0; 16]).unwrap();
+        drop(f);
+        let (mut spool, stats) = open(&dir, 1 << 30);
+        assert_eq!(spool.read_next().map(|r| trace(&r)).as_deref(), Some("t0"));
+        assert_eq!(stats.spool_bad_records.load(Ordering::Relaxed), 0);
+        assert_eq!(files(&dir, ".damaged"), 0);
     }
 
     /// A restart replays exactly the records not confirmed before it, and a torn tail is cut.

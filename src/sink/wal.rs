@@ -87,17 +87,43 @@ pub fn spawn(
     rx: Receiver<WalRequest>,
     out: impl Into<Intake<WalEvent>>,
 ) -> std::io::Result<JoinHandle<()>> {
+    let next_id = writer.id() + 1;
+    start(cfg, Some(writer), next_id, stats, rx, out)
+}
+
+/// `spawn` when the first segment could not be created (a full disk after a crash): the
+/// thread starts without one, refuses batches (`503 storage_unavailable`) until it can create
+/// segment `next_id` or a later one, and meanwhile the flush thread replays the spool, which
+/// is what makes room.
+pub fn spawn_without_segment(
+    cfg: SpoolConfig,
+    next_id: u64,
+    stats: Arc<FlushStats>,
+    rx: Receiver<WalRequest>,
+    out: impl Into<Intake<WalEvent>>,
+) -> std::io::Result<JoinHandle<()>> {
+    start(cfg, None, next_id, stats, rx, out)
+}
+
+fn start(
+    cfg: SpoolConfig,
+    writer: Option<Writer>,
+    next_id: u64,
+    stats: Arc<FlushStats>,
+    rx: Receiver<WalRequest>,
+    out: impl Into<Intake<WalEvent>>,
+) -> std::io::Result<JoinHandle<()>> {
     let out = out.into();
     std::thread::Builder::new()
         .name("wal".into())
         .spawn(move || {
             Wal {
                 cfg,
-                next_id: writer.id() + 1,
+                next_id,
+                broken: writer.is_none(),
                 writer,
                 stats,
                 out,
-                broken: false,
                 scratch: Vec::new(),
             }
             .run(rx)
@@ -106,7 +132,8 @@ pub fn spawn(
 
 struct Wal {
     cfg: SpoolConfig,
-    writer: Writer,
+    /// The current segment; `None` until one could be created (`spawn_without_segment`).
+    writer: Option<Writer>,
     /// Id of the next segment to try: one more after each attempt, failed or not, so a file a
     /// failed attempt could not remove does not block the ids after it.
     next_id: u64,
@@ -132,7 +159,7 @@ impl Wal {
             }
             self.commit(&mut group);
         }
-        if let Err(e) = self.writer.sync() {
+        if let Some(Err(e)) = self.writer.as_ref().map(Writer::sync) {
             tracing::error!(error = %e, "write-ahead log: final fsync failed");
         }
     }
@@ -143,7 +170,7 @@ impl Wal {
     /// to `MAX_GROUP` large requests used to land in one segment as large as the whole spool.)
     fn commit(&mut self, group: &mut Vec<WalRequest>) {
         let mut appended: Vec<(WalRequest, RecordPos)> = Vec::with_capacity(group.len());
-        let mut start = (self.writer.len(), self.writer.records());
+        let mut start = self.start();
         // A write, an fsync or a roll failed: the rest of the group is refused.
         let mut failed = false;
         for r in group.drain(..) {
@@ -154,8 +181,10 @@ impl Wal {
             self.scratch.clear();
             codec::encode(&r.batch, &mut self.scratch);
             let need = self.scratch.len() as u64 + super::segment::FRAME_LEN;
-            let past_size =
-                !self.writer.is_empty() && self.writer.len() + need > self.cfg.segment_bytes;
+            let past_size = self
+                .writer
+                .as_ref()
+                .is_some_and(|w| !w.is_empty() && w.len() + need > self.cfg.segment_bytes);
             if self.broken || past_size {
                 // What went to the old segment is made durable first, so that an fsync, and the
                 // cut-back after a failed one, concerns one file. The roll happens even if this
@@ -166,7 +195,7 @@ impl Wal {
                     refuse(r, WalRefusal::Failed);
                     continue;
                 }
-                start = (self.writer.len(), self.writer.records());
+                start = self.start();
             }
             if self.stats.spool_bytes.load(Ordering::Relaxed) + need > self.cfg.max_bytes {
                 if !self.stats.full.swap(true, Ordering::Relaxed) {
@@ -178,7 +207,11 @@ impl Wal {
                 refuse(r, WalRefusal::Full);
                 continue;
             }
-            match self.writer.append(&self.scratch) {
+            let writer = self
+                .writer
+                .as_mut()
+                .expect("a segment: rolled above if none");
+            match writer.append(&self.scratch) {
                 Ok(pos) => {
                     self.stats.spool_bytes.fetch_add(pos.len, Ordering::Relaxed);
                     appended.push((r, pos));
@@ -207,9 +240,13 @@ impl Wal {
         if appended.is_empty() && failure.is_none() {
             return true;
         }
+        let writer = self
+            .writer
+            .as_mut()
+            .expect("records were appended to a segment");
         let synced = match failure {
             Some(e) => Err(e),
-            None => self.writer.sync(),
+            None => writer.sync(),
         };
         self.stats.wal_syncs.fetch_add(1, Ordering::Relaxed);
         if let Err(e) = synced {
@@ -219,8 +256,8 @@ impl Wal {
                 "write-ahead log: write or fsync failed; refusing the group"
             );
             let (start_len, start_records) = start;
-            let cut = self.writer.len() - start_len;
-            if self.writer.truncate(start_len, start_records).is_ok() {
+            let cut = writer.len() - start_len;
+            if writer.truncate(start_len, start_records).is_ok() {
                 sub(&self.stats.spool_bytes, cut);
             }
             self.broken = true;
@@ -233,7 +270,7 @@ impl Wal {
         self.stats
             .wal_batches
             .fetch_add(appended.len() as u64, Ordering::Relaxed);
-        let created = self.writer.created_ms();
+        let created = writer.created_ms();
         for (r, pos) in appended.drain(..) {
             let WalRequest { batch, done } = r;
             // The flush thread gets the batch whether or not the worker is still waiting: it
@@ -263,7 +300,7 @@ impl Wal {
             .spool_bytes
             .fetch_add(HEADER_LEN, Ordering::Relaxed);
         self.stats.spool_segments.fetch_add(1, Ordering::Relaxed);
-        self.writer = next;
+        self.writer = Some(next);
         self.broken = false;
         self.announce();
         true
@@ -273,10 +310,19 @@ impl Wal {
     /// complete. (Without it a segment was sealed only by a record of a newer one, and a roll
     /// followed by nothing but `Full` refusals kept the old segment, and the spool full, for good.)
     fn announce(&self) {
-        let _ = self.out.send(WalEvent::Started {
-            segment: self.writer.id(),
-            created_ms: self.writer.created_ms(),
-        });
+        if let Some(w) = &self.writer {
+            let _ = self.out.send(WalEvent::Started {
+                segment: w.id(),
+                created_ms: w.created_ms(),
+            });
+        }
+    }
+
+    /// The current segment's length and records: where a group starts.
+    fn start(&self) -> (u64, u32) {
+        self.writer
+            .as_ref()
+            .map_or((0, 0), |w| (w.len(), w.records()))
     }
 }
 
@@ -364,6 +410,42 @@ mod tests {
         })
         .unwrap();
         wait
+    }
+
+    /// Started without a segment (none could be created at start-up: a full disk), the thread
+    /// refuses batches while it still cannot make one, and takes them once it can.
+    #[test]
+    fn without_a_first_segment_batches_are_refused_until_one_can_be_made() {
+        let dir = TestDir::new("wal-no-segment");
+        let Setup {
+            tx,
+            rx,
+            out,
+            out_tx,
+            stats,
+            mut cfg,
+        } = setup(&dir, 1 << 30);
+        // A directory that is not there yet stands for the disk that cannot take a file.
+        cfg.dir = dir.path().join("later");
+        let later = cfg.dir.clone();
+        let handle = spawn_without_segment(cfg, 5, Arc::clone(&stats), rx, out_tx).unwrap();
+        assert_eq!(
+            futures_executor_block_on(request(&tx, "refused")),
+            Ok(Err(WalRefusal::Failed))
+        );
+        std::fs::create_dir_all(&later).unwrap();
+        assert_eq!(futures_executor_block_on(request(&tx, "taken")), Ok(Ok(())));
+        drop(tx);
+        handle.join().unwrap();
+        let logged = logged(&out);
+        assert_eq!(logged.len(), 1);
+        assert!(logged[0].pos.segment > 5, "{:?}", logged[0].pos);
+        let s = segment::scan(
+            &segment::segment_path(&later, logged[0].pos.segment),
+            |_, p| codec::rows_in(p).map_or(0, u64::from),
+        )
+        .unwrap();
+        assert_eq!((s.records, s.rows), (1, 3));
     }
 
     /// Requests waiting together share one fsync, are answered in order, and reach the
