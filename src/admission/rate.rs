@@ -12,6 +12,7 @@
 //! (`now`), so tests pin it. A TAT of 0 means a full bucket, which is how every key starts.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use super::fleet::Lease;
 
@@ -82,8 +83,16 @@ impl Rate {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Credit {
     /// Out of the key's local bucket: `ns` of its credit, and `spans` counted for the charge
-    /// to the fleet's bucket at lease round `round` (`Lease::count_local`).
-    Local { ns: u64, spans: u64, round: u64 },
+    /// to the fleet's bucket at lease round `round` (`Lease::count_local`); `tat` is the TAT
+    /// the take left, at `now` on the caller's clock, which was `at` on this process's.
+    Local {
+        ns: u64,
+        spans: u64,
+        round: u64,
+        tat: u64,
+        now: u64,
+        at: Instant,
+    },
     /// Out of the lease's allowance (fleet mode).
     Leased { spans: u64 },
 }
@@ -132,11 +141,33 @@ impl Bucket {
         let limit = now.saturating_add(rate.tau_ns());
         let mut tat = self.tat.load(Ordering::Acquire);
         loop {
+            // No more debt than the plan in force allows: one that ran ahead under a plan with
+            // a longer refill (a plan changed while the bucket was in use) is cut to this one's
+            // (kept, so the bucket refills from there), and `Retry-After` never passes the time
+            // this plan's bucket takes to refill.
+            if tat > limit {
+                match self.tat.compare_exchange_weak(
+                    tat,
+                    limit,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => tat = limit,
+                    Err(current) => {
+                        tat = current;
+                        continue;
+                    }
+                }
+            }
             let new = tat.max(now).saturating_add(cost);
             if new > limit {
-                let deficit_ns = new - limit;
+                // ceil(deficit / rate) in spans, as the contract says: the deficit's time
+                // counted in whole spans first (each span's cost is rounded up, so the time of
+                // `rate` spans is a little over a second).
+                let deficit_spans = u128::from(new - limit).div_ceil(rate.span_ns());
+                let retry = deficit_spans.div_ceil(u128::from(rate.per_second.max(1)));
                 return Take::Refused {
-                    retry_after_s: deficit_ns.div_ceil(NS_PER_S as u64).max(1),
+                    retry_after_s: u64::try_from(retry).unwrap_or(u64::MAX).max(1),
                     remaining: rate.available(tat, now),
                 };
             }
@@ -151,6 +182,9 @@ impl Bucket {
                             ns: cost,
                             spans: cost_spans,
                             round: 0,
+                            tat: new,
+                            now,
+                            at: Instant::now(),
                         },
                     }
                 }
@@ -167,18 +201,41 @@ impl Bucket {
         rate.available(self.tat.load(Ordering::Acquire), now)
     }
 
-    /// Gives back what `take` took, for a batch refused by a later check (quota, full buffer).
-    /// Exact while the bucket is not full; once it has refilled past the refund there is
-    /// nothing to give back, which the saturation expresses. Spans the local bucket let through
-    /// are no longer charged to the fleet's bucket (unless a lease round charged them already).
+    /// Gives back what `take` took, for a batch refused by a later check (quota, full buffer,
+    /// a write-ahead refusal after its fsync), now: `refund_at` with the caller's clock moved
+    /// on by the whole milliseconds since the take (a refund within one gives it all back,
+    /// as the refusals that come at once do).
     pub fn refund(&self, credit: Credit) {
+        let now = match credit {
+            Credit::Local { now, at, .. } => {
+                let ms = u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX);
+                now.saturating_add(ms.saturating_mul(1_000_000))
+            }
+            Credit::Leased { .. } => 0,
+        };
+        self.refund_at(credit, now);
+    }
+
+    /// Gives back, at `now`, what of the batch's cost the bucket has not refilled since: all of
+    /// it at once, none once time passed the TAT the take left (its credit came back by
+    /// itself, and giving it again would hand a later batch's cost back too). Spans the local
+    /// bucket let through are no longer charged to the fleet's bucket (unless a lease round
+    /// charged them already).
+    pub fn refund_at(&self, credit: Credit, now: u64) {
         match credit {
             Credit::Leased { spans } => self.lease.refund(spans),
-            Credit::Local { ns, spans, round } => {
+            Credit::Local {
+                ns,
+                spans,
+                round,
+                tat,
+                ..
+            } => {
+                let back = ns.min(tat.saturating_sub(now));
                 let _ = self
                     .tat
                     .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
-                        Some(t.saturating_sub(ns))
+                        Some(t.saturating_sub(back))
                     });
                 self.lease.uncount_local(spans, round);
             }
@@ -343,6 +400,90 @@ mod tests {
         assert_eq!(remaining, 3);
         b.refund(credit);
         assert_eq!(b.peek(r, S), 10);
+    }
+
+    /// A refund that comes after the bucket refilled past the take gives nothing back: the
+    /// batch's credit already came back with time, and a later batch's cost must not. (It
+    /// used to take the cost off the TAT whatever it was: 20 spans through a bucket of 10.)
+    #[test]
+    fn a_late_refund_gives_back_only_what_did_not_refill() {
+        let r = Rate {
+            per_second: 10,
+            burst: 10,
+        };
+        let b = Bucket::default();
+        let Take::Taken { credit: a, .. } = b.take(r, 10, S) else {
+            panic!("a full bucket takes 10")
+        };
+        // 5 s later the bucket is full again and another batch empties it.
+        assert!(matches!(
+            b.take(r, 10, 6 * S),
+            Take::Taken { remaining: 0, .. }
+        ));
+        b.refund_at(a, 6 * S);
+        assert_eq!(b.peek(r, 6 * S), 0, "nothing of the first batch is owed");
+        // Refunded half way through its refill, half of it is given back.
+        let b = Bucket::default();
+        let Take::Taken { credit, .. } = b.take(r, 10, S) else {
+            panic!("a full bucket takes 10")
+        };
+        b.refund_at(credit, S + S / 2);
+        assert_eq!(b.peek(r, S + S / 2), 10);
+    }
+
+    /// A plan changed while its bucket ran ahead under a longer refill: the debt is cut to the
+    /// new plan's, so `Retry-After` stays within its refill time.
+    #[test]
+    fn debt_from_a_plan_with_a_longer_refill_is_cut_to_the_new_one() {
+        let slow = Rate {
+            per_second: 10,
+            burst: 1000,
+        };
+        let fast = Rate {
+            per_second: 1000,
+            burst: 1000,
+        };
+        let b = Bucket::default();
+        assert!(matches!(
+            b.take(slow, 1000, S),
+            Take::Taken { remaining: 0, .. }
+        ));
+        // Under the old plan the bucket refills in 100 s; under the new one in 1 s.
+        assert_eq!(
+            b.take(fast, 1000, S),
+            Take::Refused {
+                retry_after_s: 1,
+                remaining: 0
+            }
+        );
+        assert!(matches!(b.take(fast, 1000, 2 * S), Take::Taken { .. }));
+    }
+
+    /// `Retry-After` is ceil(deficit / rate) in spans also when the rate does not divide a
+    /// second (each span's cost in ns is rounded up: `rate` spans took a little over 1 s, and
+    /// the answer said 2).
+    #[test]
+    fn retry_after_counts_the_deficit_in_spans() {
+        for per_second in [3, 7, 300, 600, 700] {
+            let r = Rate {
+                per_second,
+                burst: per_second,
+            };
+            let b = Bucket::default();
+            let all = u64::from(per_second);
+            assert!(matches!(
+                b.take(r, all, S),
+                Take::Taken { remaining: 0, .. }
+            ));
+            assert_eq!(
+                b.take(r, all, S),
+                Take::Refused {
+                    retry_after_s: 1,
+                    remaining: 0
+                },
+                "{per_second}/s"
+            );
+        }
     }
 
     #[test]
