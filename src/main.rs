@@ -361,10 +361,10 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
                     flush_stats.spool_segments.fetch_add(1, Ordering::Relaxed);
                     wal::spawn(spool_config, writer, flush_stats.clone(), rx, logged_tx)
                 }
-                Err(e) => {
-                    // A full disk after a crash, say: start anyway, so that the spool is
-                    // replayed (which makes room), and refuse batches until a segment can be
-                    // made.
+                // A full disk (or quota) after a crash: start anyway, so that the spool is
+                // replayed (which makes room), and refuse batches until a segment can be made.
+                // Anything else (a read-only mount, no permission) is a setup to fix: stop.
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) => {
                     tracing::error!(
                         error = %e,
                         dir = %spool_config.dir.display(),
@@ -379,6 +379,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
                         logged_tx,
                     )
                 }
+                Err(e) => return Err(e).context("cannot create a write-ahead segment"),
             }
             .context("cannot start the write-ahead thread")?;
             let nudge = input.nudge();

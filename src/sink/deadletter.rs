@@ -85,7 +85,13 @@ impl DeadLetters {
             }
         }
         if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)?;
+            if !dir.as_os_str().is_empty() && !dir.exists() {
+                std::fs::create_dir_all(dir)?;
+                // Its entry in the data directory too (the file's is synced after the write).
+                if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    crate::sink::segment::sync_dir(parent)?;
+                }
+            }
         }
         let (mut f, readable) = self.open()?;
         // A failed write is tried again later (the flush thread holds the rows): what part of

@@ -12,9 +12,11 @@
 //! segment: `scan` finds the first record whose frame is short or whose checksum fails and
 //! truncates the file there, so a torn write costs the record being written (which nobody was
 //! told is safe) and never the start-up. Records are never rewritten in place, so a bad
-//! checksum anywhere but the tail means the disk lied: the file is cut there too (the format
-//! cannot find the record after a bad one), but the bytes cut are first copied to
-//! `<segment>.seg.damaged` for an operator, and the caller counts the loss.
+//! checksum anywhere but the tail means the disk lied; a power cut may also leave a group of
+//! records not yet fsynced with holes. The two look alike, and the format cannot find the
+//! record after a bad one: the file is cut at the first bad record either way, but the bytes
+//! cut are first copied to a new `<segment>.seg.cut-<ms>` for an operator (unless they are all
+//! zeros: space allocated and never written), and the caller counts the cut.
 //!
 //! Beside each segment, `<id>.ack` lists (u32le each) the indices of its records already
 //! confirmed, so a restart does not insert them again. It is written without fsync: losing its
@@ -224,9 +226,10 @@ pub struct Scanned {
     pub len: u64,
     /// Bytes cut off the end (a torn write, or corruption).
     pub discarded: u64,
-    /// Where the bytes cut off were kept, when they were more than a torn write leaves (a
-    /// bad record with records after it: the disk changed them): `<segment>.damaged`.
-    pub damaged: Option<PathBuf>,
+    /// Where the bytes cut off were kept (`<segment>.cut-<ms>`), unless they were all zeros
+    /// (space a file system allocated but never wrote) or could not be copied (`Err`, logged
+    /// by the caller: the good records before them are replayed anyway).
+    pub kept: Option<Result<PathBuf, String>>,
 }
 
 /// Why a segment cannot be used at all.
@@ -257,7 +260,7 @@ pub fn scan(path: &Path, mut rows_in: impl FnMut(u32, &[u8]) -> u64) -> Result<S
             rows: 0,
             len: 0,
             discarded: file_len,
-            damaged: None,
+            kept: None,
         });
     }
     file.read_exact_at(&mut header, 0)?;
@@ -275,10 +278,13 @@ pub fn scan(path: &Path, mut rows_in: impl FnMut(u32, &[u8]) -> u64) -> Result<S
         records += 1;
     }
     let discarded = file_len - at;
-    let mut damaged = None;
+    let mut kept = None;
     if discarded > 0 {
-        if !torn_tail(&file, at, file_len)? {
-            damaged = Some(keep_damaged(&file, path, at, file_len)?);
+        // A write torn by a crash and a record the disk changed look alike here (a group of
+        // records not yet fsynced may reach the disk with holes), and the format cannot find
+        // the record after a bad one: what is cut is kept for an operator either way.
+        if !all_zeros(&file, at, file_len)? {
+            kept = Some(keep_cut(&file, path, at, file_len).map_err(|e| e.to_string()));
         }
         file.set_len(at)?;
         file.sync_all()?;
@@ -289,37 +295,61 @@ pub fn scan(path: &Path, mut rows_in: impl FnMut(u32, &[u8]) -> u64) -> Result<S
         rows,
         len: at,
         discarded,
-        damaged,
+        kept,
     })
 }
 
-/// Whether the bad record at `at` is what a torn write leaves: a frame cut short, or a record
-/// that reaches (or would pass) the end of the file. A record is only ever appended, so one
-/// whose checksum fails with whole records after it was changed on disk.
-fn torn_tail(file: &File, at: u64, file_len: u64) -> io::Result<bool> {
-    if file_len - at < FRAME_LEN {
-        return Ok(true);
+/// Whether `file[at..end]` is all zeros.
+fn all_zeros(file: &File, at: u64, end: u64) -> io::Result<bool> {
+    let mut buf = vec![0u8; 1 << 16];
+    let mut from = at;
+    while from < end {
+        let n = (end - from).min(buf.len() as u64) as usize;
+        file.read_exact_at(&mut buf[..n], from)?;
+        if buf[..n].iter().any(|&b| b != 0) {
+            return Ok(false);
+        }
+        from += n as u64;
     }
-    let mut frame = [0u8; 4];
-    file.read_exact_at(&mut frame, at)?;
-    let len = u64::from(u32::from_le_bytes(frame));
-    Ok(len > u64::from(MAX_RECORD) || at + FRAME_LEN + len >= file_len)
+    Ok(true)
 }
 
-/// Copies `file[at..end]` to `<path>.damaged` (fsynced) before the segment is cut there: the
-/// records after a damaged one are lost to the spool, but not to an operator.
-fn keep_damaged(file: &File, path: &Path, at: u64, end: u64) -> io::Result<PathBuf> {
-    let mut kept = path.as_os_str().to_owned();
-    kept.push(".damaged");
-    let kept = PathBuf::from(kept);
-    let mut out = File::create(&kept)?;
+/// Copies `file[at..end]` to a new `<path>.cut-<ms>` (never over an earlier one), fsynced,
+/// before the segment is cut there.
+fn keep_cut(file: &File, path: &Path, at: u64, end: u64) -> io::Result<PathBuf> {
+    let now = clock::now_ms();
+    let mut n = 0;
+    let (kept, mut out) = loop {
+        let mut name = path.as_os_str().to_owned();
+        name.push(format!(".cut-{}", now + n));
+        let kept = PathBuf::from(name);
+        match OpenOptions::new().write(true).create_new(true).open(&kept) {
+            Ok(f) => break (kept, f),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => n += 1,
+            Err(e) => return Err(e),
+        }
+    };
     let mut from = OffsetReader { file, at };
-    io::copy(&mut (&mut from).take(end - at), &mut out)?;
-    out.sync_all()?;
-    if let Some(dir) = path.parent() {
-        sync_dir(dir)?;
+    let copied = io::copy(&mut (&mut from).take(end - at), &mut out)
+        .and_then(|_| out.sync_all())
+        .and_then(|()| match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => sync_dir(dir),
+            _ => Ok(()),
+        });
+    if let Err(e) = copied {
+        let _ = std::fs::remove_file(&kept);
+        return Err(e);
     }
     Ok(kept)
+}
+
+/// The segment id of a file `keep_cut` made (`0000000000000042.seg.cut-<ms>` -> 42).
+pub fn parse_cut_name(name: &str) -> Option<u64> {
+    let (segment, ms) = name.split_once(".cut-")?;
+    if ms.is_empty() || !ms.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    parse_segment_name(segment)
 }
 
 /// Reads the next frame into `payload`; `None` at the end or at the first torn or bad record.

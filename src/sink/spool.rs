@@ -252,11 +252,8 @@ impl Spool {
             } else if let Some(id) = segment::parse_ack_name(name) {
                 acks.push(id);
                 max_id = max_id.max(id);
-            } else if let Some(id) = name
-                .strip_suffix(".damaged")
-                .and_then(segment::parse_segment_name)
-            {
-                // Kept for an operator: a new segment of its id would overwrite it.
+            } else if let Some(id) = segment::parse_cut_name(name) {
+                // A cut file names its segment: a new one of that id would be taken for it.
                 max_id = max_id.max(id);
             }
         }
@@ -342,24 +339,37 @@ impl Spool {
             }
             Err(ScanError::Io(e)) => return Err(e),
         };
-        if let Some(kept) = &scanned.damaged {
-            // Not a torn write: whole records followed the bad one, and they are lost to the
-            // spool (the format cannot find the record after a bad one).
-            tracing::error!(
-                path = %path.display(),
-                bytes = scanned.discarded,
-                kept_records = scanned.records,
-                damaged = %kept.display(),
-                "a spool segment is damaged in the middle (the disk changed a record); the \
-                 records from there on are lost to the spool, their bytes kept in the damaged file"
-            );
+        if let Some(kept) = &scanned.kept {
+            // A write torn by a crash, or records the disk changed: the records from the first
+            // bad one on are lost to the spool (the format cannot find the one after it).
+            match kept {
+                Ok(kept) => tracing::error!(
+                    path = %path.display(),
+                    bytes = scanned.discarded,
+                    kept_records = scanned.records,
+                    cut = %kept.display(),
+                    "cut a spool segment at a bad record (a write torn by a crash, or a record \
+                     the disk changed); the records from there on are lost to the spool, the \
+                     bytes cut kept beside it"
+                ),
+                Err(e) => tracing::error!(
+                    path = %path.display(),
+                    bytes = scanned.discarded,
+                    kept_records = scanned.records,
+                    error = %e,
+                    "cut a spool segment at a bad record (a write torn by a crash, or a record \
+                     the disk changed); the records from there on are lost, and the bytes cut \
+                     could not be kept"
+                ),
+            }
             self.stats.spool_bad_records.fetch_add(1, Ordering::Relaxed);
         } else if scanned.discarded > 0 {
             tracing::warn!(
                 path = %path.display(),
                 bytes = scanned.discarded,
                 kept_records = scanned.records,
-                "cut a torn or corrupt tail off a spool segment"
+                "cut zeros off the end of a spool segment (space allocated and never written: a \
+                 power cut before an fsync)"
             );
         }
         acked.retain(|&i| i < scanned.records);
@@ -1018,14 +1028,15 @@ mod tests {
         assert_eq!(again, ["new0", "new1", "new2"]);
     }
 
-    /// A record damaged in the middle of a segment (not a torn write) loses the records after
-    /// it to the spool, but their bytes are kept beside it and the loss is counted.
+    /// A record damaged in the middle of a segment loses the records after it to the spool
+    /// (the format cannot find the one after a bad record), but their bytes are kept beside
+    /// it, a second cut never overwrites the first's copy, and each cut is counted.
     #[test]
-    fn a_record_damaged_in_the_middle_is_counted_and_its_tail_kept() {
+    fn a_cut_segment_keeps_its_bytes_and_is_counted() {
         let dir = TestDir::new("spool-damaged");
         {
             let (mut spool, _) = open(&dir, 1 << 30);
-            for i in 0..4 {
+            for i in 0..6 {
                 spool
                     .append(&batch("o", &format!("t{i}"), 1, 0), false)
                     .unwrap();
@@ -1033,31 +1044,54 @@ mod tests {
             spool.sync().unwrap();
         }
         let seg = segment::segment_path(&dir.path().join("spool"), 1);
-        let len = std::fs::metadata(&seg).unwrap().len();
+        let frame_at = |bytes: &[u8], n: usize| {
+            let mut at = 16;
+            for _ in 0..n {
+                at += 8 + u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+            }
+            at
+        };
+        let cuts = || {
+            let mut kept: Vec<Vec<u8>> = std::fs::read_dir(dir.path().join("spool"))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.to_string_lossy().contains(".seg.cut-"))
+                .map(|p| std::fs::read(p).unwrap())
+                .collect();
+            kept.sort_by_key(Vec::len);
+            kept
+        };
+        // A bit flipped in t4's payload, then (after a restart) in t1's length: a length that
+        // reaches past the end looks like a torn write, and is kept all the same.
         let mut bytes = std::fs::read(&seg).unwrap();
-        // Flip a bit in the second record's payload: its frame starts after the first record.
-        let first_len = u32::from_le_bytes(bytes[16..20].try_into().unwrap()) as usize;
-        let second = 16 + 8 + first_len;
-        bytes[second + 8 + 4] ^= 1;
+        let t4 = frame_at(&bytes, 4);
+        let first_len = bytes.len() - t4;
+        bytes[t4 + 8 + 4] ^= 1;
         std::fs::write(&seg, &bytes).unwrap();
-
-        let (mut spool, stats) = open(&dir, 1 << 30);
-        let again: Vec<String> = std::iter::from_fn(|| spool.read_next())
+        let (spool, stats) = open(&dir, 1 << 30);
+        assert_eq!(stats.spool_bad_records.load(Ordering::Relaxed), 1);
+        drop(spool);
+        let mut bytes = std::fs::read(&seg).unwrap();
+        let t1 = frame_at(&bytes, 1);
+        bytes[t1 + 3] ^= 0x10;
+        std::fs::write(&seg, &bytes).unwrap();
+        let (mut again, stats) = open(&dir, 1 << 30);
+        let read: Vec<String> = std::iter::from_fn(|| again.read_next())
             .map(|r| trace(&r))
             .collect();
-        assert_eq!(again, ["t0"]);
+        assert_eq!(read, ["t0"]);
         assert_eq!(stats.spool_bad_records.load(Ordering::Relaxed), 1);
-        let mut kept = seg.as_os_str().to_owned();
-        kept.push(".damaged");
-        let kept = std::fs::read(std::path::PathBuf::from(kept)).unwrap();
-        assert_eq!(kept.len() as u64, len - second as u64);
-        assert_eq!(kept[..], bytes[second..]);
+        let kept = cuts();
+        assert_eq!(kept.len(), 2, "the second cut did not overwrite the first");
+        assert!(kept.iter().any(|k| k.len() == first_len), "t4 and t5 kept");
+        assert!(kept.iter().any(|k| k[..] == bytes[t1..]), "t1 to t3 kept");
     }
 
-    /// A torn write at the end is cut, not taken for damage.
+    /// Zeros at the end (space a file system allocated but a power cut kept from being
+    /// written) are cut without a copy and not counted as a bad record.
     #[test]
-    fn a_torn_tail_is_not_kept_as_damage() {
-        let dir = TestDir::new("spool-torn-not-damaged");
+    fn a_tail_of_zeros_is_cut_quietly() {
+        let dir = TestDir::new("spool-zero-tail");
         {
             let (mut spool, _) = open(&dir, 1 << 30);
             spool.append(&batch("o", "t0", 1, 0), false).unwrap();
@@ -1065,14 +1099,48 @@ mod tests {
         }
         let seg = segment::segment_path(&dir.path().join("spool"), 1);
         let mut f = OpenOptions::new().append(true).open(&seg).unwrap();
-        // A whole frame whose payload never reached the disk (zeros).
-        f.write_all(&[16, 0, 0, 0, 9, 9, 9, 9]).unwrap();
-        f.write_all(&[0; 16]).unwrap();
+        f.write_all(&[0; 4096]).unwrap();
         drop(f);
         let (mut spool, stats) = open(&dir, 1 << 30);
         assert_eq!(spool.read_next().map(|r| trace(&r)).as_deref(), Some("t0"));
         assert_eq!(stats.spool_bad_records.load(Ordering::Relaxed), 0);
-        assert_eq!(files(&dir, ".damaged"), 0);
+        assert_eq!(files(&dir, ".seg"), 1);
+        let cut = std::fs::read_dir(dir.path().join("spool"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .contains(".cut-")
+            })
+            .count();
+        assert_eq!(cut, 0);
+    }
+
+    /// When the bytes cut cannot be kept, the good records before them are still replayed.
+    #[test]
+    fn a_cut_that_cannot_be_kept_still_replays_the_records_before_it() {
+        let dir = TestDir::new("spool-cut-unkept");
+        {
+            let (mut spool, _) = open(&dir, 1 << 30);
+            spool.append(&batch("o", "t0", 1, 0), false).unwrap();
+            spool.sync().unwrap();
+        }
+        let seg = segment::segment_path(&dir.path().join("spool"), 1);
+        let mut f = OpenOptions::new().append(true).open(&seg).unwrap();
+        f.write_all(&[200, 0, 0, 0, 1, 2]).unwrap();
+        drop(f);
+        // Every name the copy could take is a directory already.
+        let now = crate::clock::now_ms();
+        for n in 0..1100 {
+            let mut name = seg.as_os_str().to_owned();
+            name.push(format!(".cut-{}", now + n));
+            std::fs::create_dir(std::path::PathBuf::from(name)).unwrap();
+        }
+        let (mut spool, stats) = open(&dir, 1 << 30);
+        assert_eq!(spool.read_next().map(|r| trace(&r)).as_deref(), Some("t0"));
+        assert_eq!(stats.spool_bad_records.load(Ordering::Relaxed), 1);
     }
 
     /// A restart replays exactly the records not confirmed before it, and a torn tail is cut.
