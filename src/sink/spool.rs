@@ -928,6 +928,31 @@ mod tests {
             .count()
     }
 
+    /// A spool left by an earlier run holding records `traces` (one row each), fsynced, and
+    /// then `tail` appended to its segment as a crash or the disk left it: the segment's path.
+    fn left_with(dir: &TestDir, traces: &[&str], tail: &[u8]) -> std::path::PathBuf {
+        {
+            let (mut spool, _) = open(dir, 1 << 30);
+            for t in traces {
+                spool.append(&batch("o", t, 1, 0), false).unwrap();
+            }
+            spool.sync().unwrap();
+        }
+        let seg = segment::segment_path(&dir.path().join("spool"), 1);
+        let mut f = OpenOptions::new().append(true).open(&seg).unwrap();
+        f.write_all(tail).unwrap();
+        seg
+    }
+
+    /// The files `keep_cut` made.
+    fn cut_files(dir: &TestDir) -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(dir.path().join("spool"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().contains(".seg.cut-"))
+            .collect()
+    }
+
     /// Appended batches come back oldest first, across segments, and every segment is gone
     /// once all its records are confirmed.
     #[test]
@@ -1034,16 +1059,7 @@ mod tests {
     #[test]
     fn a_cut_segment_keeps_its_bytes_and_is_counted() {
         let dir = TestDir::new("spool-damaged");
-        {
-            let (mut spool, _) = open(&dir, 1 << 30);
-            for i in 0..6 {
-                spool
-                    .append(&batch("o", &format!("t{i}"), 1, 0), false)
-                    .unwrap();
-            }
-            spool.sync().unwrap();
-        }
-        let seg = segment::segment_path(&dir.path().join("spool"), 1);
+        let seg = left_with(&dir, &["t0", "t1", "t2", "t3", "t4", "t5"], &[]);
         let frame_at = |bytes: &[u8], n: usize| {
             let mut at = 16;
             for _ in 0..n {
@@ -1052,10 +1068,8 @@ mod tests {
             at
         };
         let cuts = || {
-            let mut kept: Vec<Vec<u8>> = std::fs::read_dir(dir.path().join("spool"))
-                .unwrap()
-                .map(|e| e.unwrap().path())
-                .filter(|p| p.to_string_lossy().contains(".seg.cut-"))
+            let mut kept: Vec<Vec<u8>> = cut_files(&dir)
+                .into_iter()
                 .map(|p| std::fs::read(p).unwrap())
                 .collect();
             kept.sort_by_key(Vec::len);
@@ -1092,45 +1106,19 @@ mod tests {
     #[test]
     fn a_tail_of_zeros_is_cut_quietly() {
         let dir = TestDir::new("spool-zero-tail");
-        {
-            let (mut spool, _) = open(&dir, 1 << 30);
-            spool.append(&batch("o", "t0", 1, 0), false).unwrap();
-            spool.sync().unwrap();
-        }
-        let seg = segment::segment_path(&dir.path().join("spool"), 1);
-        let mut f = OpenOptions::new().append(true).open(&seg).unwrap();
-        f.write_all(&[0; 4096]).unwrap();
-        drop(f);
+        left_with(&dir, &["t0"], &[0; 4096]);
         let (mut spool, stats) = open(&dir, 1 << 30);
         assert_eq!(spool.read_next().map(|r| trace(&r)).as_deref(), Some("t0"));
         assert_eq!(stats.spool_bad_records.load(Ordering::Relaxed), 0);
         assert_eq!(files(&dir, ".seg"), 1);
-        let cut = std::fs::read_dir(dir.path().join("spool"))
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .file_name()
-                    .to_string_lossy()
-                    .contains(".cut-")
-            })
-            .count();
-        assert_eq!(cut, 0);
+        assert_eq!(cut_files(&dir), Vec::<std::path::PathBuf>::new());
     }
 
     /// When the bytes cut cannot be kept, the good records before them are still replayed.
     #[test]
     fn a_cut_that_cannot_be_kept_still_replays_the_records_before_it() {
         let dir = TestDir::new("spool-cut-unkept");
-        {
-            let (mut spool, _) = open(&dir, 1 << 30);
-            spool.append(&batch("o", "t0", 1, 0), false).unwrap();
-            spool.sync().unwrap();
-        }
-        let seg = segment::segment_path(&dir.path().join("spool"), 1);
-        let mut f = OpenOptions::new().append(true).open(&seg).unwrap();
-        f.write_all(&[200, 0, 0, 0, 1, 2]).unwrap();
-        drop(f);
+        let seg = left_with(&dir, &["t0"], &[200, 0, 0, 0, 1, 2]);
         // Every name the copy could take is a directory already.
         let now = crate::clock::now_ms();
         for n in 0..1100 {

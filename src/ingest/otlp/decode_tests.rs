@@ -522,16 +522,6 @@ fn a_resource_key_over_the_limit_is_dropped_and_counted() {
     );
 }
 
-/// An OTLP/JSON body decoded in place: the rendered batch, or the refusal's message.
-fn decode_json_text(body: &str) -> Result<String, String> {
-    let mut body = body.as_bytes().to_vec();
-    let arena = Bump::new();
-    OtlpDecoder::new()
-        .decode_json(crate::ingest::body::PaddedBody::pad(&mut body), &arena)
-        .map(|d| render(&d))
-        .map_err(|e| e.to_string())
-}
-
 /// A span without a start or an end time (0, proto3's "not set") is refused on its own, and
 /// says so; it is not stored as starting or ending in 1970.
 #[test]
@@ -575,7 +565,7 @@ fn an_unreadable_json_id_is_described_as_it_is() {
          "parentSpanId":"xyz","name":"b","startTimeUnixNano":"5","endTimeUnixNano":"6"}
     ]}]}]}"#;
     assert_eq!(
-        decode_json_text(body).unwrap(),
+        decode_json_str(body).unwrap(),
         "rejected=2 truncated=0 dropped=0\n\
          2 spans rejected; the first, span (unreadable) (\"a\"), because its span id is neither \
          16 hex digits nor the base64 of 8 bytes"
@@ -594,7 +584,7 @@ fn json_numbers_past_64_bits() {
              "startTimeUnixNano":{start},"endTimeUnixNano":"6",
              "attributes":[{{"key":"k","value":{value}}}]}}]}}]}}]}}"#
         );
-        decode_json_text(&body)
+        decode_json_str(&body)
     };
     assert_eq!(
         decode(r#"{"doubleValue":100000000000000000000}"#, "5").as_deref(),
@@ -605,12 +595,12 @@ fn json_numbers_past_64_bits() {
         Ok("other a meta[k=\"-Infinity\"]\nrejected=0 truncated=0 dropped=0")
     );
     // The repair rewrites a literal in a key's place too, which is not JSON.
-    let got = decode_json_text(r#"{"x":1e400,"resourceSpans":[],1e400:1}"#).unwrap_err();
+    let got = decode_json_str(r#"{"x":1e400,"resourceSpans":[],1e400:1}"#).unwrap_err();
     assert!(got.contains("keys must be strings"), "{got}");
-    let got = decode_json_text(r#"{"x":[1e400,{"a":{"b":[]}}],"y":{1e400:1}}"#).unwrap_err();
+    let got = decode_json_str(r#"{"x":[1e400,{"a":{"b":[]}}],"y":{1e400:1}}"#).unwrap_err();
     assert!(got.contains("keys must be strings"), "{got}");
     assert_eq!(
-        decode_json_text(r#"{"x":[1e400,{"a":{"b":[]}},{}],"y":{"z":1e400},"resourceSpans":[]}"#)
+        decode_json_str(r#"{"x":[1e400,{"a":{"b":[]}},{}],"y":{"z":1e400},"resourceSpans":[]}"#)
             .as_deref(),
         Ok("rejected=0 truncated=0 dropped=0")
     );
@@ -646,7 +636,7 @@ fn json_events_and_links_are_checked() {
             {{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"0000000000000001","name":"a",
              "startTimeUnixNano":"5","endTimeUnixNano":"6",{events}}}]}}]}}]}}"#
         );
-        decode_json_text(&body)
+        decode_json_str(&body)
     };
     let fine = r#""events":[{"timeUnixNano":"7","name":"e","attributes":[{"key":"k","value":{"intValue":"1"}}],"droppedAttributesCount":0,"x":[1]},null],
         "links":[{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"0000000000000002","traceState":"","attributes":[],"flags":256}]"#;
