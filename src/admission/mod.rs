@@ -230,10 +230,11 @@ impl Reservation {
         (ticket, refund)
     }
 
-    /// The batch was not buffered: give the rate-limit credit and the quota back.
+    /// The batch was not buffered (refused by the same request's next check, as it was
+    /// admitted): give the rate-limit credit, all of it, and the quota back.
     pub fn cancel(self, principal: &Principal) {
         if let Some(credit) = self.credit {
-            principal.bucket.refund(credit);
+            principal.bucket.refund_at(credit, credit.taken_at());
         }
         if let Some((month, spans)) = self.quota {
             principal.account.usage.release(month, spans);
@@ -251,6 +252,14 @@ impl RateRefund {
     pub fn give_back(self) {
         if let Some((bucket, credit)) = self.0 {
             bucket.refund(credit);
+        }
+    }
+
+    /// `give_back` at `now` on the caller's monotonic clock (tests pin it).
+    #[cfg(test)]
+    fn give_back_at(self, now: u64) {
+        if let Some((bucket, credit)) = self.0 {
+            bucket.refund_at(credit, now);
         }
     }
 }
@@ -468,7 +477,7 @@ mod tests {
         assert_eq!(p.account.usage.used(month), 10);
         assert_eq!(peek(&p, S, JAN).rate, Some((10, 0)));
         ticket.release();
-        refund.give_back();
+        refund.give_back_at(S);
         assert_eq!(p.account.usage.used(month), 0);
         assert_eq!(peek(&p, S, JAN).rate, Some((10, 10)));
         let unlimited = principal(None, None);

@@ -18,6 +18,17 @@ use super::fleet::Lease;
 
 const NS_PER_S: u128 = 1_000_000_000;
 
+/// A TAT further than this past the plan in force's limit is debt run up under a plan that
+/// refilled more slowly, and is cut to the limit. Less is a caller's `now` read a little before
+/// another worker's (a thread descheduled between reading the clock and its compare-and-swap):
+/// cutting that would hand the lag's worth of spans out.
+const CUT_SLACK_NS: u64 = 1_000_000_000;
+
+/// How much of a refusal's wait `Retry-After` may leave out: each span's cost is rounded up to
+/// whole ns, so `rate` spans take a little over a second (200 ns at 300/s); an answer of
+/// ceil(deficit / rate) seconds is honest to within this.
+const RETRY_SLACK_NS: u64 = 1_000_000;
+
 /// Highest rate a plan may set, in spans per second: at this rate a span still costs 10 ns.
 pub const MAX_RATE: u32 = 100_000_000;
 
@@ -97,6 +108,16 @@ pub enum Credit {
     Leased { spans: u64 },
 }
 
+impl Credit {
+    /// The caller's `now` when the credit was taken (0 for a lease's).
+    pub fn taken_at(&self) -> u64 {
+        match *self {
+            Credit::Local { now, .. } => now,
+            Credit::Leased { .. } => 0,
+        }
+    }
+}
+
 /// The answer of `Bucket::take`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Take {
@@ -145,7 +166,7 @@ impl Bucket {
             // a longer refill (a plan changed while the bucket was in use) is cut to this one's
             // (kept, so the bucket refills from there), and `Retry-After` never passes the time
             // this plan's bucket takes to refill.
-            if tat > limit {
+            if tat > limit.saturating_add(CUT_SLACK_NS) {
                 match self.tat.compare_exchange_weak(
                     tat,
                     limit,
@@ -161,13 +182,13 @@ impl Bucket {
             }
             let new = tat.max(now).saturating_add(cost);
             if new > limit {
-                // ceil(deficit / rate) in spans, as the contract says: the deficit's time
-                // counted in whole spans first (each span's cost is rounded up, so the time of
-                // `rate` spans is a little over a second).
-                let deficit_spans = u128::from(new - limit).div_ceil(rate.span_ns());
-                let retry = deficit_spans.div_ceil(u128::from(rate.per_second.max(1)));
+                // ceil(deficit / rate), as the contract says, and the time after which the
+                // batch fits: to within `RETRY_SLACK_NS`, which is what the per-span rounding
+                // adds at the rates most plans use (at 3e7/s it adds 20 ms a second, and the
+                // answer counts it).
+                let wait = (new - limit).saturating_sub(RETRY_SLACK_NS);
                 return Take::Refused {
-                    retry_after_s: u64::try_from(retry).unwrap_or(u64::MAX).max(1),
+                    retry_after_s: wait.div_ceil(NS_PER_S as u64).max(1),
                     remaining: rate.available(tat, now),
                 };
             }
@@ -203,13 +224,11 @@ impl Bucket {
 
     /// Gives back what `take` took, for a batch refused by a later check (quota, full buffer,
     /// a write-ahead refusal after its fsync), now: `refund_at` with the caller's clock moved
-    /// on by the whole milliseconds since the take (a refund within one gives it all back,
-    /// as the refusals that come at once do).
+    /// on by the time since the take.
     pub fn refund(&self, credit: Credit) {
         let now = match credit {
             Credit::Local { now, at, .. } => {
-                let ms = u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX);
-                now.saturating_add(ms.saturating_mul(1_000_000))
+                now.saturating_add(u64::try_from(at.elapsed().as_nanos()).unwrap_or(u64::MAX))
             }
             Credit::Leased { .. } => 0,
         };
@@ -231,11 +250,14 @@ impl Bucket {
                 tat,
                 ..
             } => {
-                let back = ns.min(tat.saturating_sub(now));
+                // The batch's cost is the stretch (tat - ns, tat] of the TAT's timeline: what of
+                // it is after `now` (not refilled yet) and still under the TAT (not cut away by
+                // a plan change since) is given back.
                 let _ = self
                     .tat
                     .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
-                        Some(t.saturating_sub(back))
+                        let back = t.min(tat).saturating_sub(now.max(tat.saturating_sub(ns)));
+                        Some(t - back)
                     });
                 self.lease.uncount_local(spans, round);
             }
@@ -398,7 +420,7 @@ mod tests {
             panic!("a full bucket takes 7")
         };
         assert_eq!(remaining, 3);
-        b.refund(credit);
+        b.refund_at(credit, S);
         assert_eq!(b.peek(r, S), 10);
     }
 
@@ -429,6 +451,52 @@ mod tests {
         };
         b.refund_at(credit, S + S / 2);
         assert_eq!(b.peek(r, S + S / 2), 10);
+    }
+
+    /// A caller whose `now` is a little behind another's (read before it was descheduled) does
+    /// not cut the debt the other ran up: it is refused, and the bucket stays empty.
+    #[test]
+    fn a_stale_now_does_not_cut_anothers_debt() {
+        let r = Rate {
+            per_second: 1_000_000,
+            burst: 1_000_000,
+        };
+        let b = Bucket::default();
+        assert!(matches!(
+            b.take(r, 1_000_000, S + 5 * MS),
+            Take::Taken { remaining: 0, .. }
+        ));
+        assert!(matches!(b.take(r, 1, S), Take::Refused { .. }));
+        assert_eq!(b.peek(r, S + 5 * MS), 0);
+    }
+
+    /// A refund after a plan change cut the TAT gives back only what of the batch is still
+    /// under it, not the debt the cut forgave already.
+    #[test]
+    fn a_refund_after_a_cut_gives_back_no_more_than_is_left() {
+        let slow = Rate {
+            per_second: 10,
+            burst: 1000,
+        };
+        let fast = Rate {
+            per_second: 1000,
+            burst: 1000,
+        };
+        let b = Bucket::default();
+        assert!(matches!(b.take(slow, 500, S), Take::Taken { .. }));
+        let Take::Taken { credit, .. } = b.take(slow, 500, S) else {
+            panic!("the second half fits")
+        };
+        // The plan changes; a take under it cuts the TAT (and is refused).
+        assert!(matches!(b.take(fast, 1, S), Take::Refused { .. }));
+        b.refund_at(credit, S);
+        // The cut left the bucket empty under the fast plan, the batch's cost among what it
+        // forgave: the refund gives nothing back, as a bucket that never took the batch shows.
+        let never = Bucket::default();
+        assert!(matches!(never.take(slow, 500, S), Take::Taken { .. }));
+        assert!(matches!(never.take(fast, 1, S), Take::Refused { .. }));
+        assert_eq!(b.peek(fast, S), never.peek(fast, S));
+        assert_eq!(b.peek(fast, S), 0);
     }
 
     /// A plan changed while its bucket ran ahead under a longer refill: the debt is cut to the
@@ -484,6 +552,26 @@ mod tests {
                 "{per_second}/s"
             );
         }
+    }
+    /// Where the per-span rounding adds more than `RETRY_SLACK_NS` (3e7 spans a second: 20 ms
+    /// a second), `Retry-After` counts it: after that long the batch fits.
+    #[test]
+    fn retry_after_is_honest_at_high_rates() {
+        let r = Rate {
+            per_second: 30_000_000,
+            burst: 30_000_000,
+        };
+        let b = Bucket::default();
+        let all = u64::from(r.per_second);
+        assert!(matches!(b.take(r, all, S), Take::Taken { .. }));
+        let Take::Refused { retry_after_s, .. } = b.take(r, all, S) else {
+            panic!("an empty bucket refuses")
+        };
+        assert_eq!(retry_after_s, 2);
+        assert!(matches!(
+            b.take(r, all, S + retry_after_s * S),
+            Take::Taken { .. }
+        ));
     }
 
     #[test]
