@@ -522,7 +522,7 @@ mod tests {
         // Admitted, then refused by the hand-off (a full buffer, the write-ahead log).
         let (ticket, refund) = admit(&p, 3, S, JAN, &mut h).unwrap().into_parts(&p);
         ticket.release();
-        refund.give_back();
+        refund.give_back_at(S);
         let r = admit(&p, 2, S, JAN, &mut h).unwrap();
         r.cancel(&p);
         assert_eq!(p.bucket.lease.demand().local, 0, "refused after admission");

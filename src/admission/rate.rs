@@ -11,7 +11,7 @@
 //! Time is nanoseconds on a monotonic clock with an arbitrary origin, passed in by the caller
 //! (`now`), so tests pin it. A TAT of 0 means a full bucket, which is how every key starts.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
 use super::fleet::Lease;
@@ -95,7 +95,8 @@ impl Rate {
 pub enum Credit {
     /// Out of the key's local bucket: `ns` of its credit, and `spans` counted for the charge
     /// to the fleet's bucket at lease round `round` (`Lease::count_local`); `tat` is the TAT
-    /// the take left, at `now` on the caller's clock, which was `at` on this process's.
+    /// the take left, at `now` on the caller's clock, which was `at` on this process's, after
+    /// `cuts` cuts of the bucket's debt (`Bucket::cuts`).
     Local {
         ns: u64,
         spans: u64,
@@ -103,6 +104,7 @@ pub enum Credit {
         tat: u64,
         now: u64,
         at: Instant,
+        cuts: u32,
     },
     /// Out of the lease's allowance (fleet mode).
     Leased { spans: u64 },
@@ -135,6 +137,9 @@ pub enum Take {
 #[derive(Debug, Default)]
 pub struct Bucket {
     tat: AtomicU64,
+    /// How many times a plan change's debt was cut (`take_local`): a refund of a batch taken
+    /// before a cut gives nothing back, the cut having forgiven its debt already.
+    cuts: AtomicU32,
     pub lease: Lease,
 }
 
@@ -165,7 +170,9 @@ impl Bucket {
             // No more debt than the plan in force allows: one that ran ahead under a plan with
             // a longer refill (a plan changed while the bucket was in use) is cut to this one's
             // (kept, so the bucket refills from there), and `Retry-After` never passes the time
-            // this plan's bucket takes to refill.
+            // this plan's bucket takes to refill by more than `CUT_SLACK_NS`. (A caller whose
+            // `now` is more than that behind another's, stalled between reading the clock and
+            // this, cuts too: the lag's worth of spans, at most a burst, is handed out.)
             if tat > limit.saturating_add(CUT_SLACK_NS) {
                 match self.tat.compare_exchange_weak(
                     tat,
@@ -173,7 +180,10 @@ impl Bucket {
                     Ordering::AcqRel,
                     Ordering::Acquire,
                 ) {
-                    Ok(_) => tat = limit,
+                    Ok(_) => {
+                        self.cuts.fetch_add(1, Ordering::AcqRel);
+                        tat = limit;
+                    }
                     Err(current) => {
                         tat = current;
                         continue;
@@ -206,6 +216,7 @@ impl Bucket {
                             tat: new,
                             now,
                             at: Instant::now(),
+                            cuts: self.cuts.load(Ordering::Acquire),
                         },
                     }
                 }
@@ -248,17 +259,22 @@ impl Bucket {
                 spans,
                 round,
                 tat,
+                cuts,
                 ..
             } => {
-                // The batch's cost is the stretch (tat - ns, tat] of the TAT's timeline: what of
-                // it is after `now` (not refilled yet) and still under the TAT (not cut away by
-                // a plan change since) is given back.
-                let _ = self
-                    .tat
-                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
-                        let back = t.min(tat).saturating_sub(now.max(tat.saturating_sub(ns)));
-                        Some(t - back)
-                    });
+                // At most the batch's cost; none of it once time passed the TAT its take left
+                // (its credit came back by itself), or once a plan change cut the debt (which
+                // forgave it); and never past a full bucket. (Batches taken and refunded around
+                // it move its stretch of the TAT: this is exact when they are refunded too, in
+                // any order, and otherwise off by at most its cost.)
+                if self.cuts.load(Ordering::Acquire) == cuts {
+                    let _ = self
+                        .tat
+                        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
+                            let back = ns.min(tat.saturating_sub(now)).min(t.saturating_sub(now));
+                            Some(t - back)
+                        });
+                }
                 self.lease.uncount_local(spans, round);
             }
         }
@@ -468,6 +484,29 @@ mod tests {
         ));
         assert!(matches!(b.take(r, 1, S), Take::Refused { .. }));
         assert_eq!(b.peek(r, S + 5 * MS), 0);
+    }
+
+    /// Batches refused together (a full buffer) give back all they took, in any order.
+    #[test]
+    fn refunds_of_batches_taken_together_give_back_everything_in_any_order() {
+        let r = Rate {
+            per_second: 10,
+            burst: 10,
+        };
+        for reversed in [false, true] {
+            let b = Bucket::default();
+            let Take::Taken { credit: a, .. } = b.take(r, 5, S) else {
+                panic!("5 fit")
+            };
+            let Take::Taken { credit: c, .. } = b.take(r, 5, S) else {
+                panic!("5 more fit")
+            };
+            let order = if reversed { [c, a] } else { [a, c] };
+            for credit in order {
+                b.refund_at(credit, S);
+            }
+            assert_eq!(b.peek(r, S), 10, "reversed: {reversed}");
+        }
     }
 
     /// A refund after a plan change cut the TAT gives back only what of the batch is still

@@ -286,13 +286,16 @@ pub fn scan(path: &Path, mut rows_in: impl FnMut(u32, &[u8]) -> u64) -> Result<S
         if !all_zeros(&file, at, file_len)? {
             kept = Some(keep_cut(&file, path, at, file_len).map_err(|e| e.to_string()));
         }
-        if let Err(e) = file.set_len(at).and_then(|()| file.sync_all()) {
+        if let Err(e) = file.set_len(at) {
             // Not cut: the next start copies the same bytes again, so this copy goes.
             if let Some(Ok(copy)) = &kept {
                 let _ = std::fs::remove_file(copy);
             }
             return Err(e.into());
         }
+        // Cut: the copy stays whether or not the cut reaches the disk (a second copy of the
+        // same bytes is harmless, a lost one is not).
+        file.sync_all()?;
     }
     Ok(Scanned {
         created_ms,
