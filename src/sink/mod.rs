@@ -4,7 +4,7 @@
 //!   thread (`buffer` mode) or the write-ahead thread (`wal`), await the fsync.
 //! - `wal.rs`: the write-ahead thread: append, one fsync per group, answer the workers.
 //! - `flush/`: the flush thread: memory queue, spool spill, inserts, retries, dead letters.
-//! - `spool.rs`, `segment.rs`, `codec.rs`: the spool on disk: segments of records, a
+//! - `spool/`, `segment.rs`, `codec.rs`: the spool on disk: segments of records, a
 //!   `RowBatch` as bytes.
 //! - `deadletter.rs`: rows ClickHouse refused for good, as JSON lines.
 //! - `clickhouse/`: the only code that talks to ClickHouse.

@@ -8,7 +8,7 @@
 //! ```
 //!
 //! A segment is only ever appended to, by one writer, and deleted whole once every record in it
-//! is confirmed (see `spool.rs`). A crash can leave a torn record at the end of the newest
+//! is confirmed (see `spool/`). A crash can leave a torn record at the end of the newest
 //! segment: `scan` finds the first record whose frame is short or whose checksum fails and
 //! truncates the file there, so a torn write costs the record being written (which nobody was
 //! told is safe) and never the start-up. Records are never rewritten in place, so a bad

@@ -1,0 +1,169 @@
+//! Start-up: what a previous run left in the spool directory, scanned, cut where bad, and made
+//! the backlog.
+
+use super::*;
+
+impl Spool {
+    /// Opens (creating) the directory and recovers what a previous run left: scans every
+    /// segment, cuts torn tails, deletes what is fully confirmed, and makes the rest the backlog.
+    pub fn open(cfg: SpoolConfig, stats: Arc<FlushStats>) -> io::Result<Spool> {
+        std::fs::create_dir_all(&cfg.dir)?;
+        let mut ids = Vec::new();
+        let mut acks = Vec::new();
+        let mut max_id = 0;
+        for entry in std::fs::read_dir(&cfg.dir)? {
+            let name = entry?.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if let Some(id) = segment::parse_segment_name(name) {
+                ids.push(id);
+                max_id = max_id.max(id);
+            } else if let Some(id) = segment::parse_ack_name(name) {
+                acks.push(id);
+                max_id = max_id.max(id);
+            } else if let Some(id) = segment::parse_cut_name(name) {
+                // A cut file names its segment: a new one of that id would be taken for it.
+                max_id = max_id.max(id);
+            }
+        }
+        ids.sort_unstable();
+        // An ack file without its segment (a crash between the two removals of an older
+        // build, which removed the segment first): its acks name records of a segment that is
+        // gone, and a new segment of the same id must not take them for its own. (Ids also
+        // count the ack files, so a new segment never reuses one anyway.)
+        for id in acks {
+            if ids.binary_search(&id).is_err() {
+                tracing::warn!(
+                    segment = id,
+                    "removing the ack file of a spool segment that is gone"
+                );
+                remove(&segment::ack_path(&cfg.dir, id));
+            }
+        }
+        let mut spool = Spool {
+            segments: VecDeque::new(),
+            cursor: None,
+            writer: None,
+            next_id: max_id + 1,
+            stats,
+            scratch: Vec::new(),
+            read_retry: None,
+            cfg,
+        };
+        for id in ids {
+            // One segment that cannot be read stays where it is, for the next start or an
+            // operator; the others are replayed (its id is never reused: `max_id`).
+            if let Err(e) = spool.recover(id) {
+                tracing::error!(
+                    segment = id,
+                    error = %e,
+                    path = %segment::segment_path(&spool.cfg.dir, id).display(),
+                    "cannot read a spool segment at start-up; it is left on disk, not replayed \
+                     by this run"
+                );
+                spool
+                    .stats
+                    .spool_bad_records
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if let Some(first) = spool.segments.front() {
+            spool.cursor = Some(Cursor {
+                segment: first.id,
+                offset: HEADER_LEN,
+                index: 0,
+            });
+            tracing::info!(
+                segments = spool.segments.len(),
+                rows = spool.stats.spool_rows.load(Ordering::Relaxed),
+                bytes = spool.stats.spool_bytes.load(Ordering::Relaxed),
+                dir = %spool.cfg.dir.display(),
+                "spool holds rows from a previous run; replaying them once ClickHouse answers"
+            );
+        }
+        spool.update_oldest();
+        Ok(spool)
+    }
+
+    fn recover(&mut self, id: u64) -> io::Result<()> {
+        let path = segment::segment_path(&self.cfg.dir, id);
+        let ack_path = segment::ack_path(&self.cfg.dir, id);
+        let mut acked = segment::read_acks(&ack_path)?;
+        acked.sort_unstable();
+        acked.dedup();
+        let scanned = match segment::scan(&path, |i, payload| {
+            if acked.binary_search(&i).is_ok() {
+                0
+            } else {
+                codec::rows_in(payload).map_or(0, u64::from)
+            }
+        }) {
+            Ok(s) => s,
+            Err(ScanError::NotASegment) => {
+                tracing::error!(
+                    path = %path.display(),
+                    "not a spool segment (bad magic); left alone and skipped"
+                );
+                return Ok(());
+            }
+            Err(ScanError::Io(e)) => return Err(e),
+        };
+        if let Some(kept) = &scanned.kept {
+            // A write torn by a crash, or records the disk changed: the records from the first
+            // bad one on are lost to the spool (the format cannot find the one after it).
+            match kept {
+                Ok(kept) => tracing::error!(
+                    path = %path.display(),
+                    bytes = scanned.discarded,
+                    kept_records = scanned.records,
+                    cut = %kept.display(),
+                    "cut a spool segment at a bad record (a write torn by a crash, or a record \
+                     the disk changed); the records from there on are lost to the spool, the \
+                     bytes cut kept beside it"
+                ),
+                Err(e) => tracing::error!(
+                    path = %path.display(),
+                    bytes = scanned.discarded,
+                    kept_records = scanned.records,
+                    error = %e,
+                    "cut a spool segment at a bad record (a write torn by a crash, or a record \
+                     the disk changed); the records from there on are lost, and the bytes cut \
+                     could not be kept"
+                ),
+            }
+            self.stats.spool_bad_records.fetch_add(1, Ordering::Relaxed);
+        } else if scanned.discarded > 0 {
+            tracing::warn!(
+                path = %path.display(),
+                bytes = scanned.discarded,
+                kept_records = scanned.records,
+                "cut zeros off the end of a spool segment (space allocated and never written: a \
+                 power cut before an fsync)"
+            );
+        }
+        acked.retain(|&i| i < scanned.records);
+        let confirmed = acked.len() as u32;
+        if scanned.records == 0 || confirmed >= scanned.records {
+            // The ack file first: a crash between the two leaves a segment without acks
+            // (replayed whole: copies FINAL collapses), never acks a later segment of the same
+            // id would take for its own.
+            remove(&ack_path);
+            remove(&path);
+            return Ok(());
+        }
+        let stats = &self.stats;
+        stats.spool_bytes.fetch_add(scanned.len, Ordering::Relaxed);
+        stats.spool_segments.fetch_add(1, Ordering::Relaxed);
+        stats.spool_rows.fetch_add(scanned.rows, Ordering::Relaxed);
+        let mut seg = Segment {
+            records: scanned.records,
+            end: scanned.len,
+            sealed: true,
+            ..Segment::new(id, scanned.created_ms)
+        };
+        for i in acked {
+            seg.mark_done(i);
+        }
+        self.segments.push_back(seg);
+        Ok(())
+    }
+}
