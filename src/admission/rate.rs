@@ -285,6 +285,10 @@ impl Bucket {
 mod tests {
     use super::*;
 
+    fn rate(per_second: u32, burst: u32) -> Rate {
+        Rate { per_second, burst }
+    }
+
     const MS: u64 = 1_000_000;
     const S: u64 = 1_000 * MS;
 
@@ -318,10 +322,7 @@ mod tests {
 
     #[test]
     fn gcra_arithmetic() {
-        let r10 = Rate {
-            per_second: 10,
-            burst: 10,
-        };
+        let r10 = rate(10, 10);
         // A full bucket takes its capacity at once, then refills one span per 100 ms.
         check(
             r10,
@@ -354,10 +355,7 @@ mod tests {
     #[test]
     fn retry_after_is_the_real_deficit_rounded_up() {
         // 10 spans/s with room for 50: waits of several seconds exist.
-        let r = Rate {
-            per_second: 10,
-            burst: 50,
-        };
+        let r = rate(10, 50);
         check(
             r,
             &[
@@ -377,10 +375,7 @@ mod tests {
         );
         // A rate that does not divide a second: 3 spans/s, 1 span costs 333 333 334 ns, so the
         // whole bucket refills in 1 000 000 002 ns (never faster than the rate).
-        let r3 = Rate {
-            per_second: 3,
-            burst: 3,
-        };
+        let r3 = rate(3, 3);
         check(
             r3,
             &[
@@ -427,10 +422,7 @@ mod tests {
 
     #[test]
     fn refund_gives_the_cost_back() {
-        let r = Rate {
-            per_second: 10,
-            burst: 10,
-        };
+        let r = rate(10, 10);
         let b = Bucket::default();
         let Take::Taken { credit, remaining } = b.take(r, 7, S) else {
             panic!("a full bucket takes 7")
@@ -445,10 +437,7 @@ mod tests {
     /// used to take the cost off the TAT whatever it was: 20 spans through a bucket of 10.)
     #[test]
     fn a_late_refund_gives_back_only_what_did_not_refill() {
-        let r = Rate {
-            per_second: 10,
-            burst: 10,
-        };
+        let r = rate(10, 10);
         let b = Bucket::default();
         let Take::Taken { credit: a, .. } = b.take(r, 10, S) else {
             panic!("a full bucket takes 10")
@@ -473,10 +462,7 @@ mod tests {
     /// not cut the debt the other ran up: it is refused, and the bucket stays empty.
     #[test]
     fn a_stale_now_does_not_cut_anothers_debt() {
-        let r = Rate {
-            per_second: 1_000_000,
-            burst: 1_000_000,
-        };
+        let r = rate(1_000_000, 1_000_000);
         let b = Bucket::default();
         assert!(matches!(
             b.take(r, 1_000_000, S + 5 * MS),
@@ -489,10 +475,7 @@ mod tests {
     /// Batches refused together (a full buffer) give back all they took, in any order.
     #[test]
     fn refunds_of_batches_taken_together_give_back_everything_in_any_order() {
-        let r = Rate {
-            per_second: 10,
-            burst: 10,
-        };
+        let r = rate(10, 10);
         for reversed in [false, true] {
             let b = Bucket::default();
             let Take::Taken { credit: a, .. } = b.take(r, 5, S) else {
@@ -513,14 +496,8 @@ mod tests {
     /// under it, not the debt the cut forgave already.
     #[test]
     fn a_refund_after_a_cut_gives_back_no_more_than_is_left() {
-        let slow = Rate {
-            per_second: 10,
-            burst: 1000,
-        };
-        let fast = Rate {
-            per_second: 1000,
-            burst: 1000,
-        };
+        let slow = rate(10, 1000);
+        let fast = rate(1000, 1000);
         let b = Bucket::default();
         assert!(matches!(b.take(slow, 500, S), Take::Taken { .. }));
         let Take::Taken { credit, .. } = b.take(slow, 500, S) else {
@@ -542,14 +519,8 @@ mod tests {
     /// new plan's, so `Retry-After` stays within its refill time.
     #[test]
     fn debt_from_a_plan_with_a_longer_refill_is_cut_to_the_new_one() {
-        let slow = Rate {
-            per_second: 10,
-            burst: 1000,
-        };
-        let fast = Rate {
-            per_second: 1000,
-            burst: 1000,
-        };
+        let slow = rate(10, 1000);
+        let fast = rate(1000, 1000);
         let b = Bucket::default();
         assert!(matches!(
             b.take(slow, 1000, S),
@@ -596,10 +567,7 @@ mod tests {
     /// a second), `Retry-After` counts it: after that long the batch fits.
     #[test]
     fn retry_after_is_honest_at_high_rates() {
-        let r = Rate {
-            per_second: 30_000_000,
-            burst: 30_000_000,
-        };
+        let r = rate(30_000_000, 30_000_000);
         let b = Bucket::default();
         let all = u64::from(r.per_second);
         assert!(matches!(b.take(r, all, S), Take::Taken { .. }));
@@ -615,10 +583,7 @@ mod tests {
 
     #[test]
     fn packing() {
-        let r = Rate {
-            per_second: MAX_RATE,
-            burst: u32::MAX,
-        };
+        let r = rate(MAX_RATE, u32::MAX);
         assert_eq!(Rate::unpack(Rate::pack(Some(r))), Some(r));
         assert_eq!(Rate::unpack(Rate::pack(None)), None);
     }
@@ -626,10 +591,7 @@ mod tests {
     #[test]
     fn threads_share_one_limit() {
         // 8 threads race for a bucket of 1000 at a frozen instant: exactly 1000 spans pass.
-        let r = Rate {
-            per_second: 1000,
-            burst: 1000,
-        };
+        let r = rate(1000, 1000);
         let b = std::sync::Arc::new(Bucket::default());
         let taken: u64 = (0..8)
             .map(|_| {

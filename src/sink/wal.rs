@@ -170,7 +170,7 @@ impl Wal {
     /// to `MAX_GROUP` large requests used to land in one segment as large as the whole spool.)
     fn commit(&mut self, group: &mut Vec<WalRequest>) {
         let mut appended: Vec<(WalRequest, RecordPos)> = Vec::with_capacity(group.len());
-        let mut start = self.start();
+        let mut start = self.group_start();
         // A write, an fsync or a roll failed: the rest of the group is refused.
         let mut failed = false;
         for r in group.drain(..) {
@@ -195,7 +195,7 @@ impl Wal {
                     refuse(r, WalRefusal::Failed);
                     continue;
                 }
-                start = self.start();
+                start = self.group_start();
             }
             if self.stats.spool_bytes.load(Ordering::Relaxed) + need > self.cfg.max_bytes {
                 if !self.stats.full.swap(true, Ordering::Relaxed) {
@@ -319,7 +319,7 @@ impl Wal {
     }
 
     /// The current segment's length and records: where a group starts.
-    fn start(&self) -> (u64, u32) {
+    fn group_start(&self) -> (u64, u32) {
         self.writer
             .as_ref()
             .map_or((0, 0), |w| (w.len(), w.records()))
