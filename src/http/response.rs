@@ -182,6 +182,7 @@ fn write_raw(
             format_u64(body.len() as u64, &mut digits),
         ],
     );
+    line(out, &[b"date: ", &date_now()]);
     if let Some(s) = retry_after {
         line(out, &[b"retry-after: ", format_u64(s, &mut digits)]);
     }
@@ -203,6 +204,59 @@ fn write_raw(
         out.extend_from_slice(body);
     }
     keep_alive
+}
+
+/// Length of an IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`.
+const DATE_LEN: usize = 29;
+
+/// Now as an IMF-fixdate, the `Date` every answer carries (RFC 9110, 6.6.1: an origin server
+/// with a clock sends one). Formatted at most once a second per thread.
+fn date_now() -> [u8; DATE_LEN] {
+    use std::cell::Cell;
+    thread_local! {
+        static CACHE: Cell<(u64, [u8; DATE_LEN])> = const { Cell::new((u64::MAX, [0; DATE_LEN])) };
+    }
+    let now = crate::clock::now_ms() / 1000;
+    CACHE.with(|c| {
+        let (second, text) = c.get();
+        if second == now {
+            return text;
+        }
+        let text = http_date(now);
+        c.set((now, text));
+        text
+    })
+}
+
+/// Unix seconds as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
+fn http_date(secs: u64) -> [u8; DATE_LEN] {
+    const DAYS: [&[u8; 3]; 7] = [b"Thu", b"Fri", b"Sat", b"Sun", b"Mon", b"Tue", b"Wed"];
+    const MONTHS: [&[u8; 3]; 12] = [
+        b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov",
+        b"Dec",
+    ];
+    let days = secs / 86_400;
+    let in_day = secs % 86_400;
+    let (year, month, day) = crate::calendar::civil_from_days(days as i64);
+    let two = |n: u64| [b'0' + (n / 10 % 10) as u8, b'0' + (n % 10) as u8];
+    let mut out = [0u8; DATE_LEN];
+    out[..3].copy_from_slice(DAYS[(days % 7) as usize]);
+    out[3..5].copy_from_slice(b", ");
+    out[5..7].copy_from_slice(&two(u64::from(day)));
+    out[7] = b' ';
+    out[8..11].copy_from_slice(MONTHS[month as usize - 1]);
+    out[11] = b' ';
+    let year = year.clamp(0, 9999) as u64;
+    out[12..14].copy_from_slice(&two(year / 100));
+    out[14..16].copy_from_slice(&two(year));
+    out[16] = b' ';
+    out[17..19].copy_from_slice(&two(in_day / 3600));
+    out[19] = b':';
+    out[20..22].copy_from_slice(&two(in_day / 60 % 60));
+    out[22] = b':';
+    out[23..25].copy_from_slice(&two(in_day % 60));
+    out[25..].copy_from_slice(b" GMT");
+    out
 }
 
 /// The `google.rpc.Code` of a refusal's status, for an OTLP `Status` body.
@@ -325,7 +379,37 @@ mod tests {
             false,
             &ExtraHeaders::default(),
         );
-        (String::from_utf8(out).unwrap(), open)
+        (without_date(String::from_utf8(out).unwrap()), open)
+    }
+
+    /// The answer without its `date` line, checked to be there once, as now, right after
+    /// `content-length`.
+    fn without_date(s: String) -> String {
+        let at = s.find("\r\ndate: ").expect("an answer carries a date") + 2;
+        let end = at + "date: ".len() + DATE_LEN + 2;
+        let line = &s[at..end];
+        assert_eq!(s.matches("\r\ndate: ").count(), 1, "{s}");
+        assert!(line.ends_with(" GMT\r\n"), "{line:?}");
+        let now = crate::clock::now_ms() / 1000;
+        let near = [now - 1, now, now + 1].map(|t| format!("date: {}\r\n", text(t)));
+        assert!(near.iter().any(|n| n == line), "{line:?} is not now");
+        format!("{}{}", &s[..at], &s[end..])
+    }
+
+    fn text(secs: u64) -> String {
+        String::from_utf8(http_date(secs).to_vec()).unwrap()
+    }
+
+    #[test]
+    fn dates_are_imf_fixdates() {
+        for (secs, want) in [
+            (0, "Thu, 01 Jan 1970 00:00:00 GMT"),
+            (784_111_777, "Sun, 06 Nov 1994 08:49:37 GMT"),
+            (951_782_400, "Tue, 29 Feb 2000 00:00:00 GMT"),
+            (4_102_444_799, "Thu, 31 Dec 2099 23:59:59 GMT"),
+        ] {
+            assert_eq!(text(secs), want, "{secs}");
+        }
     }
 
     #[test]
@@ -381,7 +465,7 @@ mod tests {
             false,
             &extra,
         );
-        let s = String::from_utf8(out).unwrap();
+        let s = without_date(String::from_utf8(out).unwrap());
         assert_eq!(
             s,
             "HTTP/1.1 202 Accepted\r\ncontent-type: application/json\r\ncontent-length: 14\r\n\

@@ -140,6 +140,9 @@ fn metrics_are_served_only_on_the_admin_listener() {
     let head = c.read_response();
     assert_eq!(head.status, 200);
     assert!(head.header("content-length").is_some());
+    // RFC 9110, 6.6.1: an IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`.
+    let date = head.header("date").expect("every answer has a date");
+    assert!(date.len() == 29 && date.ends_with(" GMT"), "{date:?}");
 
     // Nothing else is there.
     let r = server.get_admin("/ingest");
