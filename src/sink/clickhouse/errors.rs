@@ -212,6 +212,14 @@ fn classify(err: &ChError) -> (Retry, Option<u32>) {
         | codes::CANNOT_FSYNC
         | codes::DEADLOCK_AVOIDED
         | codes::CANNOT_SCHEDULE_TASK
+        // A user that may not insert here: a grant missing or revoked (`NOT_ENOUGH_PRIVILEGES`,
+        // called ACCESS_DENIED by current releases), the database not among its
+        // `allow_databases` (18.16), the ingest host not among its `networks`. Like a wrong
+        // password, the user's, never the rows': `Unknown` split every insert down to single
+        // rows and dead-lettered each good one within minutes (found by an audit).
+        | codes::NOT_ENOUGH_PRIVILEGES
+        | codes::DATABASE_ACCESS_DENIED
+        | codes::IP_ADDRESS_NOT_ALLOWED
         | AUTHENTICATION_FAILED => Retry::Later,
         // Anything else: maybe transient, maybe the data; retried a few times, then split.
         _ => Retry::Unknown,
@@ -260,6 +268,9 @@ mod tests {
             (server(100_000, "unknown"), Retry::Unknown),
             (server(210, "Network error"), Retry::Later),
             (server(516, "Authentication failed"), Retry::Later),
+            (server(497, "Not enough privileges"), Retry::Later),
+            (server(291, "Access denied to database db"), Retry::Later),
+            (server(195, "User is not allowed to connect"), Retry::Later),
             (
                 server(225, "ZooKeeper session has been expired."),
                 Retry::Later,

@@ -255,6 +255,50 @@ fn transient_server_errors_never_dead_letter_good_rows() {
     }
 }
 
+/// Found by an audit: a ClickHouse user that may not insert (a grant revoked, the database
+/// not in its `allow_databases` on 18.16, the ingest host not in its `networks`) fails every
+/// insert with a code that was `Unknown`, so the bisection took each failure for the rows' and,
+/// a few minutes in, every good row was dead-lettered, although an operator's fix of the user
+/// lets them all in, as it does after a wrong password (`AUTHENTICATION_FAILED`, kept).
+#[test]
+fn access_refusals_never_dead_letter_good_rows() {
+    use clickhouse_rs::errors::{Error as ChError, ServerError};
+    let dir = TestDir::new("flush-access");
+    let mut f = queued(&dir, config("unused", NATIVE_URL), 8);
+    let st = &mut f.st;
+    for (code, message) in [
+        (
+            497,
+            "default: Not enough privileges. To execute this query it's necessary to have \
+             grant INSERT(org_id) ON db.spans",
+        ),
+        (291, "Access denied to database db for user ingest"),
+        (
+            195,
+            "User ingest is not allowed to connect from address 10.0.0.7",
+        ),
+    ] {
+        let e = InsertError::from(ChError::Server(ServerError {
+            code,
+            name: "DB::Exception".into(),
+            message: message.into(),
+            stack_trace: String::new(),
+        }));
+        for _ in 0..40 {
+            let (pieces, rows) = st.next_insert();
+            st.failed(pieces, rows, &e);
+        }
+        assert_eq!(
+            st.report.rows_rejected, 0,
+            "code {code}: no row dead-lettered"
+        );
+        assert_eq!(st.queued_rows, 8, "code {code}: every row kept");
+    }
+    // The user is mended: every row goes in.
+    assert_eq!(drive_inserts(st, &unknown_error(), |_| false), 0);
+    assert_eq!((st.report.rows_flushed, st.report.rows_rejected), (8, 0));
+}
+
 /// An error code this build does not know, as ClickHouse would send it.
 fn unknown_error() -> InsertError {
     InsertError {
