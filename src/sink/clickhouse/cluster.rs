@@ -657,9 +657,10 @@ impl Store {
     }
 
     /// One shard's block, to its replicas in turn from the next in its rotation until one
-    /// writes it: its size, the last replica's error when none did (retryable, or `Unknown`
-    /// if that is what the last one said), or the first error that is the rows' or the
-    /// schema's fault (not retryable: another replica would say the same).
+    /// writes it: its size; when none did, a transient error if one of them failed so (the
+    /// rows wait for it), else the last replica's error (`Unknown` or `AfterMigrate` if that
+    /// is what it said); or the first error that is the rows' or the schema's fault (not
+    /// retryable: another replica would say the same).
     async fn insert_shard(
         &self,
         topology: &Topology,
@@ -670,22 +671,25 @@ impl Store {
     ) -> Result<usize, InsertError> {
         let replicas = &topology.shards[shard];
         let start = topology.next[shard].fetch_add(1, Ordering::Relaxed);
-        let mut last = None;
+        let (mut last, mut transient) = (None, None);
         for i in self.nodes.order(replicas, start) {
             let node = &self.nodes.list[i];
             match self.insert_block_at(node, table, shard, runs, rows).await {
                 Ok(bytes) => return Ok(bytes),
                 Err(e) if e.retry == Retry::Later => {
                     node.failed(&e.message);
-                    last = Some(e);
+                    transient = Some(e);
                 }
                 // Maybe the node's trouble, maybe the rows': the next replica is tried (it says
-                // the same if it is the rows), but the node is not taken out of rotation.
-                Err(e) if e.retry == Retry::Unknown => last = Some(e),
+                // the same if it is the rows), but the node is not taken out of rotation. A
+                // missing table or column is this node's state too (its `CREATE ... ON
+                // CLUSTER` has not run yet, or it has yet to apply an `ALTER` its peers have):
+                // another replica of the shard may well take the block.
+                Err(e) if matches!(e.retry, Retry::Unknown | Retry::AfterMigrate) => last = Some(e),
                 Err(e) => return Err(e),
             }
         }
-        Err(last.unwrap_or_else(|| InsertError {
+        Err(transient.or(last).unwrap_or_else(|| InsertError {
             retry: Retry::Later,
             code: None,
             message: "no replica".into(),
@@ -780,6 +784,94 @@ mod tests {
             assert_eq!(seen, (2..batch.len() - 1).collect::<Vec<_>>());
             assert!(per_shard.iter().all(|r| !r.is_empty()), "{weights:?}");
         }
+    }
+
+    /// A fake ClickHouse node: answers the handshake and pings, and every query with a server
+    /// exception of `code` (as a replica whose table or column is missing answers).
+    fn fake_node(code: u32) -> u16 {
+        use std::io::{Read, Write};
+        fn string(out: &mut Vec<u8>, s: &str) {
+            out.push(s.len() as u8);
+            out.extend_from_slice(s.as_bytes());
+        }
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { return };
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 65536];
+                    let mut hello = true;
+                    while let Ok(n) = conn.read(&mut buf) {
+                        if n == 0 {
+                            return;
+                        }
+                        let mut out = Vec::new();
+                        match buf[0] {
+                            // Hello: name, 18.16, a revision before the time zone's.
+                            0 if hello => {
+                                hello = false;
+                                out.push(0);
+                                string(&mut out, "ClickHouse");
+                                out.extend_from_slice(&[18, 16, 0xd0, 0xa5, 0x03]);
+                            }
+                            // Ping.
+                            4 => out.push(4),
+                            // Query: the exception.
+                            1 => {
+                                out.push(2);
+                                out.extend_from_slice(&code.to_le_bytes());
+                                string(&mut out, "DB::Exception");
+                                string(&mut out, "Table db.spans_local doesn't exist.");
+                                string(&mut out, "");
+                                out.push(0);
+                            }
+                            _ => {}
+                        }
+                        if !out.is_empty() && conn.write_all(&out).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        port
+    }
+
+    /// Found in audit: a replica answering that the table or a column is missing (its
+    /// `CREATE ... ON CLUSTER` has not run yet, or it has yet to apply an `ALTER` its peer has)
+    /// ended the shard's insert there, without trying the shard's other replica, which has
+    /// the table: the flush thread then migrated, and after three such answers split the
+    /// insert down to single rows and dead-lettered them, although the shard could take them.
+    /// It is that node's state, not the rows': the next replica is tried.
+    #[test]
+    fn a_replica_without_the_table_passes_the_insert_to_the_next() {
+        use super::super::test_support::{batch, rt, skip, TestDb, NATIVE_URL};
+        if skip() {
+            return;
+        }
+        let db = TestDb::new("replica_without_table");
+        let port = fake_node(60);
+        let rt = rt();
+        rt.block_on(Store::new(NATIVE_URL, &db.0).unwrap().migrate())
+            .unwrap();
+        let store = Store::new(&format!("tcp://127.0.0.1:{port},{NATIVE_URL}"), &db.0)
+            .unwrap()
+            .in_cluster(Some("c"))
+            .unwrap();
+        let topology = Topology {
+            shards: vec![vec![0, 1]],
+            slots: vec![0],
+            next: vec![AtomicUsize::new(0)],
+        };
+        let b = batch("org-1", "trace-1", 3, 1_700_000_000_000);
+        let runs = [RowRun {
+            batch: &b,
+            rows: 0..b.len(),
+        }];
+        let table = format!("`{}`.`spans`", db.0);
+        let got = rt.block_on(store.insert_shard(&topology, &table, 0, &runs, b.len()));
+        assert!(got.is_ok(), "{:?}", got.err());
     }
 
     #[test]
