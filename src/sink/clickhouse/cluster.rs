@@ -62,7 +62,8 @@ pub(super) struct Node {
     pub(super) alone: bool,
     /// `tcp://host:port` without credentials, for messages.
     pub(super) address: String,
-    /// Host and port as given, to find the node in `system.clusters`.
+    /// Host (an IPv6 address without brackets) and port as given, to find the node in
+    /// `system.clusters`.
     host: String,
     port: u16,
     /// In rotation or backing off (`health.rs`).
@@ -80,7 +81,11 @@ impl Node {
             options,
             alone: false,
             address: format!("tcp://{host}:{port}"),
-            host: host.to_string(),
+            // `system.clusters` writes an IPv6 address without the brackets a URL needs.
+            host: host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string(),
             port,
             health: Health::default(),
             version: AtomicU64::new(0),
@@ -872,6 +877,28 @@ mod tests {
         let table = format!("`{}`.`spans`", db.0);
         let got = rt.block_on(store.insert_shard(&topology, &table, 0, &runs, b.len()));
         assert!(got.is_ok(), "{:?}", got.err());
+    }
+
+    /// Found in audit: the nodes of `INGEST_CLICKHOUSE_URL` are matched to `system.clusters`
+    /// by host, but the URL keeps an IPv6 address in brackets (`tcp://[::1]:9000`, the only
+    /// way to write one there), while `system.clusters` gives it bare: a cluster of IPv6
+    /// addresses was refused ("names no replica of shard") however it was written. An IPv6
+    /// address matches without its brackets.
+    #[test]
+    fn nodes_match_the_cluster_as_remote_servers_names_them() {
+        let store = Store::new("tcp://CH-S1R1.example:9000,tcp://[::1]:9001", "db").unwrap();
+        let rows = vec![
+            (
+                1,
+                1,
+                "CH-S1R1.example".to_string(),
+                "10.0.0.1".to_string(),
+                9000,
+            ),
+            (2, 1, "::1".to_string(), "::1".to_string(), 9001),
+        ];
+        let t = Topology::new(&rows, &store.nodes).unwrap();
+        assert_eq!(t.shards, vec![vec![0], vec![1]]);
     }
 
     #[test]
