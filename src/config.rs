@@ -540,9 +540,15 @@ impl ServeArgs {
             ));
         }
         if let Some(url) = &self.redis_url {
-            if !(url.starts_with("redis://") || url.starts_with("rediss://"))
-                || redis::Client::open(url.as_str()).is_err()
-            {
+            // This build's Redis client has no TLS: `rediss://` would be refused below as if
+            // it were not a URL at all.
+            if url.starts_with("rediss://") {
+                return Err(format!(
+                    "INGEST_REDIS_URL: rediss:// (TLS) is not supported by this build; use \
+                     redis:// (on a private network, or through a TLS tunnel), got {url:?}"
+                ));
+            }
+            if !url.starts_with("redis://") || redis::Client::open(url.as_str()).is_err() {
                 return Err(format!(
                     "INGEST_REDIS_URL must be a URL like redis://127.0.0.1:6379, got {url:?}"
                 ));
@@ -777,6 +783,17 @@ mod tests {
             let err = resolve(args).unwrap_err();
             assert!(err.starts_with(setting), "{args:?}: {err}");
         }
+    }
+
+    /// Found in audit: docs/fleet.md offered `rediss://`, but the Redis client is built
+    /// without TLS, so such a URL was refused as "must be a URL like redis://...", which
+    /// does not say why. It is refused saying so.
+    #[test]
+    fn a_tls_redis_url_is_refused_saying_why() {
+        let err = resolve(&["--redis-url", "rediss://:pw@r:6380"]).unwrap_err();
+        assert!(err.starts_with("INGEST_REDIS_URL"), "{err}");
+        assert!(err.contains("TLS"), "{err}");
+        assert!(resolve(&["--redis-url", "redis://:pw@r:6380"]).is_ok());
     }
 
     #[test]
