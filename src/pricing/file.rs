@@ -586,7 +586,13 @@ mod tests {
         );
         check(
             "{\"models\": [{\"id\": \"a/b\", \"changes\": [{\"from\": \"30/07/2026\"}]}]}",
-            Err("pricing file test.json:1: models[0].changes[0].from: \"30/07/2026\": expected YYYY-MM-DD, an RFC 3339 time or epoch milliseconds"),
+            Err("pricing file test.json:1: models[0].changes[0].from: \"30/07/2026\": expected YYYY-MM-DD or an RFC 3339 time"),
+        );
+        // A date written without dashes is not read as epoch milliseconds (1970-01-01
+        // 05:37:40.730 UTC), which would put the change in force for all time.
+        check(
+            "{\"models\": [{\"id\": \"a/b\", \"changes\": [{\"from\": \"20260730\"}]}]}",
+            Err("pricing file test.json:1: models[0].changes[0].from: \"20260730\": expected YYYY-MM-DD or an RFC 3339 time"),
         );
         check(
             "{\"models\": [{\"id\": \"a/b\", \"changes\": [{\"prompt\": \"1\"}]}]}",

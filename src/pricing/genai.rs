@@ -28,7 +28,7 @@ use regex_automata::meta::Regex;
 use regex_automata::Input;
 
 use super::file::{Cx, PricingFileError};
-use super::instant::{parse_instant, parse_time_of_day};
+use super::instant::{parse_file_instant, parse_time_of_day};
 use super::json::{Node, Value};
 use super::matching;
 use super::money::Price;
@@ -575,7 +575,7 @@ fn conditional(
                 _ => None,
             };
             if let Some(d) = text("start_date") {
-                When::From(parse_instant(d).map_err(|why| {
+                When::From(parse_file_instant(d).map_err(|why| {
                     cx.err(
                         c,
                         Some(format!("{cpath}.start_date")),
@@ -1087,6 +1087,10 @@ mod tests {
         assert_eq!(
             err(r#"[{"id": "p", "models": [{"id": "m", "match": {"equals": "m"}, "prices": [{"constraint": {"end_date": "2026-01-01"}, "prices": {}}]}]}]"#),
             "pricing file g.json:1: [0].models[0].prices[0].constraint: expected {\"start_date\"} or {\"start_time\", \"end_time\"}"
+        );
+        assert_eq!(
+            err(r#"[{"id": "p", "models": [{"id": "m", "match": {"equals": "m"}, "prices": [{"prices": {}}, {"constraint": {"start_date": "20260730"}, "prices": {}}]}]}]"#),
+            "pricing file g.json:1: [0].models[0].prices[1].constraint.start_date: \"20260730\": expected YYYY-MM-DD or an RFC 3339 time"
         );
     }
 

@@ -125,6 +125,22 @@ pub fn parse_instant(text: &str) -> Result<u64, &'static str> {
     u64::try_from(ms).map_err(|_| "before 1970")
 }
 
+/// When a price starts, as a pricing file gives it (`changes[].from`, genai-prices'
+/// `start_date`): `YYYY-MM-DD` or an RFC 3339 time, as `docs/pricing-file.md` says. Not epoch
+/// milliseconds: a date written without dashes (`20260730`) would be read as 1970-01-01
+/// 05:37:40.730 UTC, and the price change would be in force for every span.
+pub fn parse_file_instant(text: &str) -> Result<u64, &'static str> {
+    const EXPECTED: &str = "expected YYYY-MM-DD or an RFC 3339 time";
+    let t = text.trim();
+    if t.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(EXPECTED);
+    }
+    parse_instant(t).map_err(|why| match why {
+        "expected YYYY-MM-DD, an RFC 3339 time or epoch milliseconds" => EXPECTED,
+        other => other,
+    })
+}
+
 /// `HH:MM:SS[.fff...]` then `Z` or `±HH:MM` -> (milliseconds into the day, offset in seconds).
 fn clock(b: &[u8]) -> Option<(u64, i64)> {
     let (h, m, s) = (digits(b, 0, 2)?, digits(b, 3, 2)?, digits(b, 6, 2)?);

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use super::file::{price_value, strict_members, Cx, PricingFileError};
-use super::instant::parse_instant;
+use super::instant::parse_file_instant;
 use super::json::{Node, Value};
 use super::rates::{Dimension, Rates};
 use super::schedule::{Period, PriceSet, Tier};
@@ -88,7 +88,7 @@ pub(crate) fn parse(cx: &Cx, root: &Node) -> Result<Vec<ModelPrice>, PricingFile
                             value: Value::String(s),
                             ..
                         },
-                    ) => parse_instant(s).map_err(|why| {
+                    ) => parse_file_instant(s).map_err(|why| {
                         cx.err(n, Some(format!("{jpath}.from")), format!("{s:?}: {why}"))
                     })?,
                     Some(n) => {
