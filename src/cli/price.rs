@@ -10,7 +10,7 @@ use anyhow::{bail, Context};
 use crate::clock;
 use crate::ingest::wire::Usage;
 use crate::pricing::{
-    format_instant, format_money, parse_instant, Dimension, ModelPrice, Price, PriceSet,
+    format_instant, format_money, parse_cli_instant, Dimension, ModelPrice, Price, PriceSet,
     PriceTable, Pricer, Source,
 };
 
@@ -68,7 +68,7 @@ pub struct PriceArgs {
 
 /// `--at`'s value parser.
 fn at_ms(text: &str) -> Result<u64, String> {
-    parse_instant(text).map_err(str::to_string)
+    parse_cli_instant(text).map_err(str::to_string)
 }
 
 /// Runs the command: prints the breakdown (or the table); an unknown model prints
@@ -398,6 +398,11 @@ mod tests {
         assert_eq!(at("2026-07-30"), Ok(Some(1_785_369_600_000)));
         assert_eq!(at("1785369600000"), Ok(Some(1_785_369_600_000)));
         assert!(at("yesterday").is_err());
+        // A date without dashes is not taken for epoch milliseconds in 1970.
+        assert!(at("20260730").is_err());
+        let why = at_ms("20260730").unwrap_err();
+        assert!(why.contains("YYYY-MM-DD"), "{why}");
+        assert_eq!(at("100000000000"), Ok(Some(100_000_000_000)));
         assert_eq!(parse(&["--model", "x"]).unwrap().at, None);
     }
 
@@ -460,7 +465,7 @@ total                                    0.0032500000
             ..Usage::default()
         };
         let lines = |at: &str| {
-            let at = parse_instant(at).unwrap();
+            let at = crate::pricing::parse_instant(at).unwrap();
             let text = explain(&t, Some("openai"), "gpt-5.6-luna", &usage, at)
                 .unwrap()
                 .unwrap();

@@ -16,7 +16,7 @@ use crate::clock;
 use crate::config::StoreArgs;
 use crate::ingest::rows::CLIENT_SOURCE;
 use crate::pricing::{
-    format_instant, format_money, parse_instant, reprice, CostColumns, Money, PriceTable,
+    format_instant, format_money, parse_cli_instant, reprice, CostColumns, Money, PriceTable,
 };
 use crate::sink::clickhouse::{correction_version, Correction, SpanFilter, StoredSpan};
 
@@ -48,7 +48,7 @@ pub struct RepriceArgs {
 }
 
 fn instant(text: &str) -> Result<u64, String> {
-    parse_instant(text).map_err(str::to_string)
+    parse_cli_instant(text).map_err(str::to_string)
 }
 
 /// Rows examined and changed, and their total cost before and after, for one model.

@@ -141,6 +141,21 @@ pub fn parse_file_instant(text: &str) -> Result<u64, &'static str> {
     })
 }
 
+/// An instant given on the command line (`price --at`, `reprice --from`/`--to`): what
+/// `parse_instant` reads, but epoch milliseconds of fewer than 12 digits (before 1973-03-03)
+/// are refused. They are a date written without dashes (`20260701`, 1970-01-01 05:37 as
+/// milliseconds), and `reprice --from 20260701` would rewrite every stored span up to `--to`.
+pub fn parse_cli_instant(text: &str) -> Result<u64, &'static str> {
+    let t = text.trim();
+    if !t.is_empty() && t.len() < 12 && t.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(
+            "epoch milliseconds before 1973: a date is written YYYY-MM-DD \
+                    (epoch milliseconds have 13 digits today)",
+        );
+    }
+    parse_instant(t)
+}
+
 /// `HH:MM:SS[.fff...]` then `Z` or `±HH:MM` -> (milliseconds into the day, offset in seconds).
 fn clock(b: &[u8]) -> Option<(u64, i64)> {
     let (h, m, s) = (digits(b, 0, 2)?, digits(b, 3, 2)?, digits(b, 6, 2)?);

@@ -67,7 +67,7 @@ pub use costs::{CostColumns, Money};
 pub use file::{parse as parse_pricing_file, FileFormat, PricingFileError};
 #[cfg(any(test, feature = "fuzzing"))]
 pub use fuzz::{fuzz_price, AtPick, Change, FuzzCall};
-pub use instant::{format_instant, format_time_of_day, parse_instant};
+pub use instant::{format_instant, format_time_of_day, parse_cli_instant, parse_instant};
 pub use money::{format_money, parse_money, Price, PriceError, MAX_MONEY};
 pub use pricer::{CacheStats, Priced, Pricer};
 pub use rates::{billable_counts, Dimension, Rates};
