@@ -965,8 +965,11 @@ mod tests {
             // A free model is known (total 0); one left out is not priced at 0.
             ((Some("openai"), "omni-moderation-latest", [Some(1000), n, n, n, n, n], "2026-11-24"),
              "openai/moderation total=0.0000000000"),
-            ((Some("openai"), "gpt-4o-mini-tts", [Some(1000), n, n, n, n, n], "2026-11-24"),
+            ((Some("openai"), "gpt-9-tts", [Some(1000), n, n, n, n, n], "2026-11-24"),
              "unknown"),
+            // Left out of the file, but in the built-in table: priced from there.
+            ((Some("openai"), "gpt-4o-mini-tts", [Some(1000), n, n, n, n, n], "2026-11-24"),
+             "openai/gpt-4o-mini-tts prompt=0.0006000000 total=0.0006000000"),
             // Not in the file: the built-in table prices it.
             ((Some("openai"), "gpt-4.1", [Some(1_000_000), n, n, n, n, n], "2026-11-24"),
              "openai/gpt-4.1 prompt=2.0000000000 total=2.0000000000"),

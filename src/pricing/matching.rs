@@ -593,6 +593,21 @@ mod tests {
             (Some("openai"), "GPT-4.1-Mini", Some("openai/gpt-4.1-mini")),
             (Some("openai"), "gpt-4-0125-preview", Some("openai/gpt-4-turbo")),
             (Some("openai"), "chatgpt-4o-latest", Some("openai/chatgpt-4o-latest")),
+            // Image generation and speech; the realtime, audio and transcription models are
+            // unpriced, never priced as the text model their name starts with.
+            (Some("openai"), "gpt-image-1", Some("openai/gpt-image-1")),
+            (Some("openai"), "gpt-image-1-mini", Some("openai/gpt-image-1-mini")),
+            (Some("openai.images"), "gpt-image-2-2026-04-21", Some("openai/gpt-image-2")),
+            (Some("openai"), "gpt-image-1.5", None),
+            (Some("openai"), "gpt-4o-mini-tts", Some("openai/gpt-4o-mini-tts")),
+            (Some("openai"), "gpt-4o-mini-tts-2025-12-15", Some("openai/gpt-4o-mini-tts")),
+            (Some("openai"), "gpt-4o-realtime-preview-2024-12-17", None),
+            (Some("openai"), "gpt-4o-mini-realtime-preview", None),
+            (Some("openai"), "gpt-realtime", None),
+            (Some("openai"), "gpt-4o-audio-preview-2024-12-17", None),
+            (Some("openai"), "gpt-4o-transcribe", None),
+            (Some("openrouter"), "openai/gpt-4o:extended", Some("openai/gpt-4o:extended")),
+            (Some("openai"), "text-embedding-ada", Some("openai/text-embedding-ada-002")),
             // Bare aliases the vendors document.
             (Some("openai"), "gpt-5.6", Some("openai/gpt-5.6-sol")),
             (Some("openai"), "gpt-5-6", Some("openai/gpt-5.6-sol")),

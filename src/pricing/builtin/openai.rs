@@ -1,5 +1,13 @@
 //! OpenAI. Web search: $10 per 1000 tool calls for GPT-5 and o-series models, $25 for GPT-4o
 //! and GPT-4.1 (search-context fee included in the call's tokens).
+//!
+//! Not priced (their spans stay unpriced): the realtime, audio and transcription models
+//! (`gpt-realtime*`, `gpt-4o-realtime-preview`, `gpt-4o-mini-realtime-preview`, `gpt-audio*`,
+//! `gpt-4o-audio-preview`, `gpt-4o-mini-audio-preview`, `gpt-4o-transcribe`,
+//! `gpt-4o-mini-transcribe`): audio tokens are most of what they bill, are not counted apart
+//! from text, and cost 2.4 to 17 times as much (the data set gives the two audio previews no
+//! audio price at all), so billed as text they would be undercharged. Nor `gpt-image-1.5`,
+//! whose image output has a price apart from its text output.
 
 use super::*;
 
@@ -7,7 +15,7 @@ use super::*;
 const PRICING: Src = data_set("https://developers.openai.com/api/docs/pricing");
 
 /// Ids OpenAI's API does not sell: the open-weight gpt-oss models at hosted providers' prices
-/// and OpenRouter's GPT-5 image ids, as the data set lists them under OpenAI.
+/// and OpenRouter's GPT-5 image and gpt-4o:extended ids, as the data set lists them under OpenAI.
 const DATA_SET: Src = data_set(
     "https://github.com/pydantic/genai-prices/blob/47df840a5ab10bbcffb8e5ac01b9899032245d1b/prices/new_data/v2/data.json",
 );
@@ -287,6 +295,32 @@ pub(super) static MODELS: &[Entry] = &[
         icr("75", "37.5", "150"),
     ),
     m("openai/computer-use-preview", &[], PRICING, io("3", "12")),
+    // Image generation: every output token is an image token, billed at the output price (the
+    // tokens an image takes depend on its size and quality, so images are not billed apart).
+    // Image input tokens (edits; $10, $2.50 and $8 per 1M, cached $2.50, $0.25 and $2) are not
+    // modelled: they are billed at the text input and cached input prices. Not gpt-image-1.5,
+    // whose output has a text price and an image price of its own (unpriced).
+    m(
+        "openai/gpt-image-1",
+        &[],
+        data_set("https://developers.openai.com/api/docs/models/gpt-image-1"),
+        icr("5", "1.25", "40"),
+    ),
+    m(
+        "openai/gpt-image-1-mini",
+        &[],
+        data_set("https://developers.openai.com/api/docs/models/gpt-image-1-mini"),
+        icr("2", "0.2", "8"),
+    ),
+    m(
+        "openai/gpt-image-2",
+        &["openai/gpt-image-2-2026-04-21"],
+        data_set("https://developers.openai.com/api/docs/models/gpt-image-2"),
+        icr("5", "1.25", "30"),
+    ),
+    // Text to speech: text input, and output that is all audio tokens, at the data set's
+    // output price ($12 per 1M).
+    m("openai/gpt-4o-mini-tts", &[], PRICING, io("0.6", "12")),
     m(
         "openai/gpt-4-turbo",
         &[
@@ -414,6 +448,8 @@ pub(super) static MODELS: &[Entry] = &[
         icr("2.5", "0.25", "2"),
     ),
     m("openai/gpt-5.4-image-2", &[], DATA_SET, icr("8", "2", "15")),
+    // OpenRouter's extended-output gpt-4o.
+    m("openai/gpt-4o:extended", &[], DATA_SET, io("6", "18")),
     // Fine-tuned models (`ft:<base>:...`, matched as `openai/ft:<base>`), at the data set's
     // prices for them: input and output only, so cached input is billed at the input price
     // (the data set gives none). Only the base models OpenAI fine-tunes that the data set
@@ -446,7 +482,10 @@ pub(super) static MODELS: &[Entry] = &[
     m("openai/text-embedding-3-large", &[], PRICING, emb("0.13")),
     m(
         "openai/text-embedding-ada-002",
-        &["openai/text-embedding-ada-002-v2"],
+        &[
+            "openai/text-embedding-ada-002-v2",
+            "openai/text-embedding-ada",
+        ],
         PRICING,
         emb("0.1"),
     ),
