@@ -742,6 +742,9 @@ mod tests {
             (Some("cohere"), "command-r7b-12-2024", Some("cohere/command-r7b")),
             (Some("groq"), "llama-3.3-70b-instruct", Some("meta-llama/llama-3.3-70b-instruct")),
             (Some("perplexity"), "sonar-pro", Some("perplexity/sonar-pro")),
+            (Some("perplexity"), "llama-3.1-sonar-large-128k-online", Some("perplexity/llama-3.1-sonar-large-128k-online")),
+            (Some("perplexity"), "r1-1776", Some("perplexity/r1-1776")),
+            (Some("openrouter"), "perplexity/sonar-pro-search", Some("perplexity/sonar-pro-search")),
             // OpenRouter ids
             (Some("openrouter"), "anthropic/claude-3.5-sonnet", Some("anthropic/claude-3.5-sonnet")),
             (Some("openrouter"), "anthropic/claude-3.5-sonnet:beta", Some("anthropic/claude-3.5-sonnet")),
