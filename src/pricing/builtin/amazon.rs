@@ -1,5 +1,9 @@
 //! Amazon (Nova and Titan on Bedrock, global endpoints; regional Nova 2 endpoints cost 10% more
 //! and are not modelled).
+//!
+//! Not priced (their spans stay unpriced): Nova Sonic and Nova 2 Sonic, speech-to-speech models
+//! whose audio tokens, most of what they bill, cost 4.4 to 57 times their text tokens and are
+//! not counted apart.
 
 use super::*;
 

@@ -1,6 +1,12 @@
 //! Google Gemini (Gemini API and Vertex AI list prices, standard tier). Grounding with Google
 //! Search: $35 per 1000 grounded prompts for Gemini 2.x, $14 per 1000 queries for Gemini 3.x.
 //! Audio input, billed higher by some models, is priced as text input here.
+//!
+//! Not priced (their spans stay unpriced): the Live API and native-audio models
+//! (`gemini-live-2.5-flash`, `gemini-2.5-flash-native-audio-*`, `gemini-3.1-flash-live-preview`),
+//! whose audio tokens cost 2.7 to 6 times their text tokens and are not counted apart;
+//! `gemini-omni-flash-preview`, whose video output has a price of its own; and the Gemini API's
+//! free Gemma 3 and 3n, which the data set lists without a price.
 
 use super::*;
 
@@ -21,6 +27,9 @@ const IMAGE: Src = departs(
 const GEMMA: Src = data_set(
     "https://github.com/pydantic/genai-prices/blob/47df840a5ab10bbcffb8e5ac01b9899032245d1b/prices/new_data/v2/data.json",
 );
+
+/// Amazon Bedrock's pricing page, for Google's models under their Bedrock ids.
+const BEDROCK: Src = data_set("https://aws.amazon.com/bedrock/pricing/");
 
 pub(super) static MODELS: &[Entry] = &[
     // Introductory prices until 2026-12-31; the standard ones from 2027-01-01.
@@ -212,4 +221,24 @@ pub(super) static MODELS: &[Entry] = &[
         icr("0.12", "0.09", "0.36"),
     ),
     m("google/gemma-4-26b-a4b-it", &[], GEMMA, io("0.06", "0.33")),
+    // Gemma 3 as Amazon Bedrock sells it, under Bedrock's ids (`google.gemma-3-27b-it`): the
+    // Gemini API's Gemma 3 is free of charge, not at these prices.
+    m(
+        "bedrock/google.gemma-3-27b-it",
+        &[],
+        BEDROCK,
+        io("0.23", "0.38"),
+    ),
+    m(
+        "bedrock/google.gemma-3-12b-it",
+        &[],
+        BEDROCK,
+        io("0.09", "0.29"),
+    ),
+    m(
+        "bedrock/google.gemma-3-4b-it",
+        &[],
+        BEDROCK,
+        io("0.04", "0.08"),
+    ),
 ];

@@ -1,6 +1,7 @@
-//! The price table shipped in the binary: the current text, reasoning and embedding models of
-//! the major vendors (one file each), with their dated prices, long-context tiers, documented
-//! aliases, and where each model's figures come from.
+//! The price table shipped in the binary: the current text, reasoning, embedding and image
+//! generation models of the major vendors (one file each; `bedrock.rs` for other vendors'
+//! models as Amazon Bedrock sells them), with their dated prices, long-context tiers,
+//! documented aliases, and where each model's figures come from.
 //!
 //! The table is written by hand in this project's own form, as facts. Token prices are written
 //! per million tokens and request, image and web-search prices per unit, as the vendors publish
@@ -36,6 +37,7 @@ use super::table::{ModelPrice, Provenance, Source};
 
 mod amazon;
 mod anthropic;
+mod bedrock;
 mod cohere;
 mod deepseek;
 mod google;
@@ -70,6 +72,7 @@ const VENDORS: &[&[Entry]] = &[
     amazon::MODELS,
     cohere::MODELS,
     perplexity::MODELS,
+    bedrock::MODELS,
 ];
 
 /// Where a model's figures come from: a page, the date of the newest source they were checked

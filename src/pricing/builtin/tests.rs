@@ -41,6 +41,8 @@ fn table_is_large_lower_case_and_sourced() {
         "meta-llama/",
         "amazon/",
         "cohere/",
+        "perplexity/",
+        "bedrock/",
     ] {
         let n = models.iter().filter(|m| m.id.starts_with(vendor)).count();
         assert!(n >= 5, "only {n} models of {vendor}");

@@ -201,6 +201,54 @@ fn builtin_models() {
     );
 }
 
+/// Image generation and speech models bill their image and audio output as output tokens;
+/// Bedrock-only prices apply to Bedrock's ids only.
+#[test]
+fn builtin_image_speech_and_bedrock_hosted_models() {
+    // One 1024x1024 high-quality image, 4160 output tokens: 100 x 5e-6 = 0.0005; 4160 x 40e-6
+    // = 0.1664. The image count has no price of its own.
+    check(
+        call("gpt-image-1").via("openai").input(100).output(4160).images(1),
+        "openai/gpt-image-1 (builtin) prompt=0.0005000000 completion=0.1664000000 total=0.1669000000",
+    );
+    // 1000 x 5e-6 = 0.005; 1000 x 1.25e-6 = 0.00125 cached; 1000 x 30e-6 = 0.03.
+    check(
+        call("gpt-image-2-2026-04-21").via("openai").input(2000).cached(1000).output(1000),
+        "openai/gpt-image-2 (builtin) prompt=0.0050000000 completion=0.0300000000 cache_read=0.0012500000 total=0.0362500000",
+    );
+    // Text in, audio out: 1000 x 0.6e-6 = 0.0006; 10000 x 12e-6 = 0.12.
+    check(
+        call("gpt-4o-mini-tts").via("openai").input(1000).output(10_000),
+        "openai/gpt-4o-mini-tts (builtin) prompt=0.0006000000 completion=0.1200000000 total=0.1206000000",
+    );
+    // Realtime audio is not billed as text.
+    check(
+        call("gpt-realtime").via("openai").input(1000).output(1000),
+        "unknown",
+    );
+    // Tokens only, no request fee: 1000 x 0.2e-6 twice.
+    check(
+        call("llama-3.1-sonar-small-128k-online").via("perplexity").input(1000).output(1000),
+        "perplexity/llama-3.1-sonar-small-128k-online (builtin) prompt=0.0002000000 completion=0.0002000000 total=0.0004000000",
+    );
+    // Palmyra X5 through a cross-region profile: 1M x 0.6e-6 = 0.6; 1M x 6e-6 = 6.
+    check(
+        call("us.writer.palmyra-x5-v1:0").via("amazon-bedrock").input(1_000_000).output(1_000_000),
+        "bedrock/writer.palmyra-x5-v1 (builtin) prompt=0.6000000000 completion=6.0000000000 total=6.6000000000",
+    );
+    // Gemma 3 27B on Bedrock: 1M x 0.23e-6; through the Gemini API (free) it stays unpriced.
+    check(
+        call("google.gemma-3-27b-it")
+            .via("amazon-bedrock")
+            .input(1_000_000),
+        "bedrock/google.gemma-3-27b-it (builtin) prompt=0.2300000000 total=0.2300000000",
+    );
+    check(
+        call("gemma-3-27b-it").via("google").input(1_000_000),
+        "unknown",
+    );
+}
+
 /// OpenAI's models on Amazon Bedrock are priced at Bedrock's prices (about 10% above OpenAI's,
 /// and Terra and Luna without a long-context tier before 2026-07-30), not at OpenAI's own:
 /// `openai.gpt-5.4` must not fall back to `openai/gpt-5.4`.
