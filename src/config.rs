@@ -58,7 +58,7 @@ impl StoreArgs {
         {
             return Err(format!(
                 "INGEST_CLICKHOUSE_URL must be native-protocol URLs like tcp://127.0.0.1:9000 (comma-separated for several), got {:?}",
-                self.clickhouse_url
+                redact_password(&self.clickhouse_url)
             ));
         }
         if self.clickhouse_url.contains(',') && self.clickhouse_cluster.is_none() {
@@ -545,12 +545,14 @@ impl ServeArgs {
             if url.starts_with("rediss://") {
                 return Err(format!(
                     "INGEST_REDIS_URL: rediss:// (TLS) is not supported by this build; use \
-                     redis:// (on a private network, or through a TLS tunnel), got {url:?}"
+                     redis:// (on a private network, or through a TLS tunnel), got {:?}",
+                    redact_password(url)
                 ));
             }
             if !url.starts_with("redis://") || redis::Client::open(url.as_str()).is_err() {
                 return Err(format!(
-                    "INGEST_REDIS_URL must be a URL like redis://127.0.0.1:6379, got {url:?}"
+                    "INGEST_REDIS_URL must be a URL like redis://127.0.0.1:6379, got {:?}",
+                    redact_password(url)
                 ));
             }
         }
@@ -626,6 +628,29 @@ pub fn check_key_prefix(prefix: &str) -> Result<(), String> {
         return Err(format!("must be 1 to 16 of [A-Za-z0-9_-], got {prefix:?}"));
     }
     Ok(())
+}
+
+/// `url` (or several, comma-separated) with the password of each one's user info replaced by
+/// `***`, for messages: a setting's value is echoed when it is refused, and these go to the
+/// log. It need not parse (a URL that does not is what such a message is about): whatever lies
+/// between the first `:` after the scheme and the last `@` is hidden.
+pub fn redact_password(url: &str) -> String {
+    url.split(',')
+        .map(|one| {
+            let start = one.find("://").map_or(0, |i| i + 3);
+            let rest = &one[start..];
+            match rest
+                .rfind('@')
+                .and_then(|at| Some((rest[..at].find(':')?, at)))
+            {
+                Some((colon, at)) => {
+                    format!("{}{}:***{}", &one[..start], &rest[..colon], &rest[at..])
+                }
+                None => one.to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 #[cfg(test)]
@@ -794,6 +819,41 @@ mod tests {
         assert!(err.starts_with("INGEST_REDIS_URL"), "{err}");
         assert!(err.contains("TLS"), "{err}");
         assert!(resolve(&["--redis-url", "redis://:pw@r:6380"]).is_ok());
+    }
+
+    /// Found in review: a URL that failed the checks was echoed whole in the error, password
+    /// and all (`http://default:secret@ch:8123`, the HTTP port by mistake), to stderr and so
+    /// to the service's log. The messages show the URL with its password hidden.
+    #[test]
+    fn url_errors_do_not_show_passwords() {
+        let cases: &[&[&str]] = &[
+            &["--clickhouse-url", "http://default:s3cret@ch:8123"],
+            &["--clickhouse-url", "default:s3cret@ch:9000"],
+            &["--clickhouse-url", "tcp://a:9000,http://u:s3cret@b:8123"],
+            &["--redis-url", "http://:s3cret@redis:6379"],
+            &["--redis-url", "redis://:s3cret@redis:port"],
+        ];
+        for args in cases {
+            let err = resolve(args).unwrap_err();
+            assert!(err.starts_with("INGEST_"), "{args:?}: {err}");
+            assert!(!err.contains("s3cret"), "{args:?}: {err}");
+            assert!(err.contains("***"), "{args:?}: {err}");
+        }
+        // What `Store::new` says of a URL that passed these checks, as `serve` and every
+        // command show it.
+        let store = StoreArgs {
+            clickhouse_url: "tcp://default:s3cret@ch:9000/db".into(),
+            clickhouse_database: "traceingest".into(),
+            clickhouse_cluster: None,
+        };
+        let err = store.open().unwrap_err().to_string();
+        assert!(!err.contains("s3cret") && err.contains("***"), "{err}");
+        assert_eq!(
+            redact_password("tcp://u:p@h:9000,tcp://h2"),
+            "tcp://u:***@h:9000,tcp://h2"
+        );
+        assert_eq!(redact_password("tcp://h:9000"), "tcp://h:9000");
+        assert_eq!(redact_password("tcp://user@h"), "tcp://user@h");
     }
 
     #[test]

@@ -228,7 +228,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// parameters they corrupt the protocol with 18.16.
 /// Returns the options, host and port.
 fn options_from_url(url: &str) -> Result<(Options, String, u16), StoreError> {
-    let bad = |why: &str| StoreError::new(format!("ClickHouse URL {url:?}: {why}"));
+    // The URL as shown in messages: never its password.
+    let shown = crate::config::redact_password(url);
+    let bad = |why: &str| StoreError::new(format!("ClickHouse URL {shown:?}: {why}"));
     let parsed = url::Url::parse(url).map_err(|e| bad(&e.to_string()))?;
     if parsed.scheme() != "tcp" {
         return Err(bad(
