@@ -6,7 +6,7 @@ use crate::auth::{self, DISPLAY_PREFIX_LEN};
 use crate::calendar::civil_from_days;
 use crate::clock;
 use crate::config::StoreArgs;
-use crate::sink::clickhouse::{KeyRecord, Revoked};
+use crate::sink::clickhouse::{revoke_target, KeyRecord, Revoked};
 
 /// Fewest random characters a display prefix should show before `keys create` says that
 /// prefixes may be shared.
@@ -28,8 +28,9 @@ pub enum KeysCommand {
     },
     /// List keys: display prefix, organisation, project, created, state. Never keys or hashes.
     List,
-    /// Revoke a key: by its display prefix (first 12 characters, as `list` shows), or by the
-    /// whole key. A prefix several active keys share revokes nothing unless `--all`.
+    /// Revoke a key: by its display prefix (first 12 characters, as `list` shows, or followed by
+    /// the `...` of `create`'s message), or by the whole key. A prefix several active keys share
+    /// revokes nothing unless `--all`.
     Revoke {
         /// The display prefix, or the whole key.
         prefix: String,
@@ -129,45 +130,51 @@ pub async fn run(cmd: &KeysCommand, store_args: &StoreArgs) -> anyhow::Result<()
                 );
             }
         }
-        KeysCommand::Revoke { prefix, all } => match store.revoke_key(prefix, *all).await? {
-            Revoked::Keys(0) if prefix.len() > DISPLAY_PREFIX_LEN => {
-                anyhow::bail!(
-                    "no active key is {}...",
-                    // Not a byte slice: the argument is whatever was typed.
+        KeysCommand::Revoke { prefix, all } => {
+            // As `revoke_key` reads it: a display prefix without the dots printed after it.
+            let prefix = revoke_target(prefix);
+            match store.revoke_key(prefix, *all).await? {
+                Revoked::Keys(0) if prefix.len() > DISPLAY_PREFIX_LEN => {
+                    anyhow::bail!(
+                        "no active key is {}...",
+                        // Not a byte slice: the argument is whatever was typed.
+                        prefix.chars().take(DISPLAY_PREFIX_LEN).collect::<String>()
+                    );
+                }
+                Revoked::Keys(0) => {
+                    anyhow::bail!("no active key has the display prefix {prefix:?}")
+                }
+                // A whole key is never shown again, not even back to the one who typed it.
+                Revoked::Keys(n) if prefix.len() > DISPLAY_PREFIX_LEN => outln!(
+                    "revoked {n} key(s): {}...",
                     prefix.chars().take(DISPLAY_PREFIX_LEN).collect::<String>()
-                );
-            }
-            Revoked::Keys(0) => anyhow::bail!("no active key has the display prefix {prefix:?}"),
-            // A whole key is never shown again, not even back to the one who typed it.
-            Revoked::Keys(n) if prefix.len() > DISPLAY_PREFIX_LEN => outln!(
-                "revoked {n} key(s): {}...",
-                prefix.chars().take(DISPLAY_PREFIX_LEN).collect::<String>()
-            ),
-            Revoked::Keys(n) => outln!("revoked {n} key(s) with prefix {prefix}"),
-            Revoked::Ambiguous(keys) => {
-                let owners: Vec<String> = keys
-                    .iter()
-                    .map(|k| {
-                        format!(
-                            "org {}{} created {}",
-                            k.org_id,
-                            if k.project_id.is_empty() {
-                                String::new()
-                            } else {
-                                format!(" project {}", k.project_id)
-                            },
-                            format_time(k.created_at)
-                        )
-                    })
-                    .collect();
-                anyhow::bail!(
-                    "{} active keys have the display prefix {prefix:?} ({}); nothing revoked: \
+                ),
+                Revoked::Keys(n) => outln!("revoked {n} key(s) with prefix {prefix}"),
+                Revoked::Ambiguous(keys) => {
+                    let owners: Vec<String> = keys
+                        .iter()
+                        .map(|k| {
+                            format!(
+                                "org {}{} created {}",
+                                k.org_id,
+                                if k.project_id.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(" project {}", k.project_id)
+                                },
+                                format_time(k.created_at)
+                            )
+                        })
+                        .collect();
+                    anyhow::bail!(
+                        "{} active keys have the display prefix {prefix:?} ({}); nothing revoked: \
                      give the whole key to revoke one, or --all to revoke them all",
-                    keys.len(),
-                    owners.join("; ")
-                );
+                        keys.len(),
+                        owners.join("; ")
+                    );
+                }
             }
-        },
+        }
     }
     Ok(())
 }

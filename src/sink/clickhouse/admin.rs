@@ -20,6 +20,16 @@ use crate::clock;
 /// about to read were merged away first) before it reads every key instead.
 const MERGE_ROUNDS: usize = 3;
 
+/// What `keys revoke` was given, without the `...` the commands print after a display prefix
+/// (`created key ti_AbCdEfGhI... for org ...`), so that one pasted from there names the key: a
+/// key is ASCII letters, digits, '_' and '-', so no key ends with them.
+pub fn revoke_target(which: &str) -> &str {
+    ["...", "\u{2026}"]
+        .iter()
+        .find_map(|dots| which.strip_suffix(dots))
+        .unwrap_or(which)
+}
+
 /// Epoch seconds as the `DateTime` the client writes.
 #[inline]
 pub(super) fn utc(epoch_seconds: u32) -> DateTime<Tz> {
@@ -145,11 +155,13 @@ impl Store {
     }
 
     /// Revokes the active key(s) that `which` names: a whole key (longer than a display
-    /// prefix; its hash is looked up, so exactly that key), or a display prefix. A prefix more
+    /// prefix; its hash is looked up, so exactly that key), or a display prefix (followed or not
+    /// by the `...` the commands print after one). A prefix more
     /// than one active key shares (a long `INGEST_KEY_PREFIX` leaves few random characters in
     /// the first 12) revokes nothing unless `all`: the keys it would take are returned instead,
     /// so one organisation's revocation cannot silently take another's keys.
     pub async fn revoke_key(&self, which: &str, all: bool) -> Result<Revoked, StoreError> {
+        let which = revoke_target(which);
         // Filtering before FINAL is safe: all versions of a key share its hash and prefix.
         let filter = if which.len() > crate::auth::DISPLAY_PREFIX_LEN {
             let hash = crate::auth::hex(&crate::auth::hash_key(which.as_bytes()));

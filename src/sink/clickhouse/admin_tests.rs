@@ -56,6 +56,42 @@ fn keys_insert_list_revoke_load() {
     );
 }
 
+/// Found in review: `keys create` reports the key it made as `created key ti_AbCdEfGhI... for
+/// org ...`, and `keys revoke ti_AbCdEfGhI...`, pasted from there, took the argument for a whole
+/// key (it is longer than a display prefix), revoked nothing and said "no active key is
+/// ti_AbCdEfGhI...". A display prefix followed by the "..." the commands print names the key.
+#[test]
+fn a_display_prefix_as_printed_with_its_dots_revokes() {
+    if skip() {
+        return;
+    }
+    let db = TestDb::new("keys_dots");
+    let store = Store::new(NATIVE_URL, &db.0).unwrap();
+    let rt = rt();
+    rt.block_on(store.migrate()).unwrap();
+    for (hash, prefix) in [("0a", "ti_aaaaaaaaa"), ("1b", "ti_bbbbbbbbb")] {
+        let record = KeyRecord {
+            key_hash: hash.repeat(32),
+            display_prefix: prefix.to_string(),
+            org_id: "org-a".to_string(),
+            project_id: String::new(),
+            created_at: 1_700_000_000,
+            revoked_at: None,
+        };
+        rt.block_on(store.insert_key(&record)).unwrap();
+    }
+    let revoke = |p: &str| rt.block_on(store.revoke_key(p, false)).unwrap();
+    assert_eq!(revoke("ti_aaaaaaaaa..."), Revoked::Keys(1));
+    assert_eq!(revoke("ti_bbbbbbbbb\u{2026}"), Revoked::Keys(1));
+    let active: Vec<[u8; 32]> = rt
+        .block_on(store.load_active_keys())
+        .unwrap()
+        .into_iter()
+        .map(|k| k.hash)
+        .collect();
+    assert!(active.is_empty(), "{active:?}");
+}
+
 #[test]
 fn orgs_put_get_list_and_monthly_counts() {
     if skip() {

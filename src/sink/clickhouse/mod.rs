@@ -65,7 +65,9 @@ use clickhouse_rs::{ClientHandle, Options, Pool};
 
 use cluster::{Node, Nodes, Topology};
 
-pub use admin::{ActiveKey, AdminLoad, KeptCounts, KeyRecord, KeyRow, KeyRows, OrgRecord, Revoked};
+pub use admin::{
+    revoke_target, ActiveKey, AdminLoad, KeptCounts, KeyRecord, KeyRow, KeyRows, OrgRecord, Revoked,
+};
 pub use admin_state::AdminTables;
 pub use block::{Inserted, RowRun};
 pub use cluster::{shard_hash, ShardsDone};
