@@ -504,6 +504,12 @@ async fn run(
     if wait_for_room(shared, nudge).await {
         shared.metrics.room_waits.fetch_add(1, Ordering::Relaxed);
     }
+    // The key again, now that the message is in (as over HTTP/1.1): one revoked while it came
+    // must not put its spans in.
+    let principal = key(headers).map_err(|e| {
+        *limits = LimitHeaders::default();
+        otlp_refusal(Refused::Auth(e))
+    })?;
     message.resize(PREFIX + len + BODY_PADDING, 0);
     let body = PaddedBody::new(&mut message[PREFIX..], len);
     let result = worker.pipeline.borrow_mut().ingest_otlp(
