@@ -81,7 +81,12 @@ pub struct Leaser {
 impl Leaser {
     /// Checks the URL; does no I/O.
     pub fn new(url: &str, sync: Duration, status: Arc<FleetStatus>) -> Result<Leaser, String> {
-        let client = Client::open(url).map_err(|e| format!("INGEST_REDIS_URL {url:?}: {e}"))?;
+        let client = Client::open(url).map_err(|e| {
+            format!(
+                "INGEST_REDIS_URL {:?}: {e}",
+                crate::config::redact_password(url)
+            )
+        })?;
         let address = match url::Url::parse(url) {
             Ok(mut u) => {
                 let _ = u.set_password(None);
