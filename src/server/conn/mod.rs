@@ -321,6 +321,7 @@ impl Conn {
         // 3. The key. One the key set does not know may have been created since the last
         // refresh: ask the control thread for an early one, wait for it (coalesced with every
         // other asker, at most `UNKNOWN_KEY_WAIT`), and look again.
+        let keys_at = shared.keys.generation();
         let principal = match self.authenticate(shared, head) {
             Err(AuthError::Unknown) => {
                 wait_for_new_key(worker).await;
@@ -380,10 +381,11 @@ impl Conn {
         if wait_for_room(shared, nudge).await {
             shared.metrics.room_waits.fetch_add(1, Ordering::Relaxed);
         }
-        // The key again, now that the body is in: one revoked while it came (a slow client's
-        // takes minutes, hours at the least rate) must not put its batch in. A key known at
-        // the head and unknown now was revoked: no early load is asked for.
-        let principal = match self.authenticate(shared, head) {
+        // The key again, now that the body is in, if the key set changed since: one revoked
+        // while it came (a slow client's takes minutes, hours at the least rate) must not put
+        // its batch in. A key known at the head and unknown now was revoked: no early load is
+        // asked for.
+        let principal = match self.recheck(shared, head, keys_at, principal) {
             Ok(p) => p,
             Err(e) => {
                 self.consume(head.len + body.raw);
@@ -483,6 +485,21 @@ impl Conn {
         let authorization = head.authorization.clone().map(|r| &h[r]);
         let x_api_key = head.x_api_key.clone().map(|r| &h[r]);
         shared.keys.authenticate(authorization, x_api_key)
+    }
+
+    /// The head's `principal`, or the key looked up again if the key set was replaced since
+    /// `keys_at`.
+    fn recheck(
+        &self,
+        shared: &Shared,
+        head: &Head,
+        keys_at: u64,
+        principal: Arc<Principal>,
+    ) -> Result<Arc<Principal>, AuthError> {
+        if shared.keys.generation() == keys_at {
+            return Ok(principal);
+        }
+        self.authenticate(shared, head)
     }
 
     fn answer(
