@@ -84,15 +84,15 @@ impl fmt::Display for JsonError {
             What::Literal => f.write_str("invalid literal")?,
             What::ExpectedColon => f.write_str("expected ':'")?,
             What::ExpectedKey => f.write_str("expected a string key")?,
-            What::ExpectedArrayContent(c) => write!(f, "expected ',' or ']', found '{c}'")?,
+            What::ExpectedArrayContent(c) => write!(f, "expected ',' or ']', found {}", Shown(c))?,
             What::ExpectedObjectContent(c) => {
-                write!(f, "expected ',', '}}' or a string key, found '{c}'")?
+                write!(f, "expected ',', '}}' or a string key, found {}", Shown(c))?
             }
             What::Unterminated => {
                 f.write_str("unterminated string or control character in a string")?
             }
             What::EndsEarly => f.write_str("unexpected end of the body")?,
-            What::Unexpected(c) => write!(f, "unexpected '{c}'")?,
+            What::Unexpected(c) => write!(f, "unexpected {}", Shown(c))?,
             What::Syntax => f.write_str("syntax error")?,
         }
         match self.at {
@@ -103,6 +103,20 @@ impl fmt::Display for JsonError {
 }
 
 impl std::error::Error for JsonError {}
+
+/// The byte a parse stopped at, for a message: `'}'` when it is printable ASCII, else its value
+/// (`byte 0xEF`: simd-json hands the byte over as a Latin-1 `char`, so a BOM's first byte would
+/// print as `ï` and a form feed raw).
+struct Shown(char);
+
+impl fmt::Display for Shown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            c if c.is_ascii_graphic() || c == ' ' => write!(f, "'{c}'"),
+            c => write!(f, "byte 0x{:02X}", u32::from(c)),
+        }
+    }
+}
 
 /// The repairs a front end wants besides lone surrogates (always repaired).
 pub(crate) struct Repairs<'r> {

@@ -208,6 +208,9 @@ pub(crate) mod tests {
             (b"\"v1\" 2".to_vec(), "invalid_json: the body is not valid JSON: unexpected data after the JSON value"),
             (b"[,]".to_vec(), "invalid_json: the body is not valid JSON: unexpected ',' (at byte 1)"),
             (b"[}".to_vec(), "invalid_json: the body is not valid JSON: unexpected '}' (at byte 1)"),
+            // A byte that is not printable ASCII is shown by value, not as a Latin-1 `char`.
+            (b" \xEF\xBB\xBF{}".to_vec(), "invalid_json: the body is not valid JSON: unexpected byte 0xEF (at byte 1)"),
+            (b"[\x0c1]".to_vec(), "invalid_json: the body is not valid JSON: unexpected byte 0x0C (at byte 1)"),
             (b"{\"a\":}".to_vec(), "invalid_json: the body is not valid JSON: unexpected '}' (at byte 5)"),
             (b"{\"a\" 1}".to_vec(), "invalid_json: the body is not valid JSON: expected ':' (at byte 5)"),
             (b"[1 2]".to_vec(), "invalid_json: the body is not valid JSON: expected ',' or ']', found '2' (at byte 3)"),
