@@ -8,6 +8,8 @@
 //!   the exact size), cut at row boundaries, and checked when read back from disk.
 //! - `write.rs`: the bounds-checked cursors the second pass writes through.
 //! - `read.rs`: `RowReader`, the values read back (for the dead-letter file).
+//! - `select.rs`: `RowBatch::select`, a batch of some of another's rows (what the flush thread
+//!   spools of a batch partly inserted or dead-lettered).
 //!
 //! Layout of a batch of `n` rows: for each column, a *head* and a *tail* region:
 //!
@@ -24,6 +26,7 @@
 mod batch;
 mod columns;
 mod read;
+mod select;
 #[cfg(test)]
 pub(crate) mod test_rows;
 #[cfg(test)]

@@ -332,3 +332,30 @@ fn from_parts_takes_a_batch_back_and_refuses_a_damaged_one() {
         );
     }
 }
+
+/// `select` makes the batch the selected rows make on their own, byte for byte (what the flush
+/// thread spools of a batch partly inserted or dead-lettered), and refuses runs out of order.
+#[test]
+#[allow(clippy::single_range_in_vec_init)] // Lists of runs, some of one.
+fn selected_rows_make_the_batch_they_make_alone() {
+    let ids: Vec<String> = (0..23).map(|i| format!("span-{i}")).collect();
+    let rows = rows_of(&ids);
+    let whole = RowBatch::from_rows(&rows);
+    let cases: [&[std::ops::Range<usize>]; 5] = [
+        &[0..23],
+        &[1..23],
+        &[0..1, 3..4, 7..12, 20..23],
+        &[5..5, 6..9, 22..23],
+        &[],
+    ];
+    for runs in cases {
+        let picked: Vec<RowRef<'_>> = runs.iter().flat_map(|r| rows[r.clone()].to_vec()).collect();
+        let alone = RowBatch::from_rows(&picked);
+        let selected = whole.select(runs).unwrap();
+        assert_eq!(selected.len(), picked.len(), "{runs:?}");
+        assert_eq!(selected.bounds(), alone.bounds(), "{runs:?}");
+        assert_eq!(selected.data(), alone.data(), "{runs:?}");
+    }
+    assert!(whole.select(&[3..5, 4..6]).is_err());
+    assert!(whole.select(&[20..24]).is_err());
+}

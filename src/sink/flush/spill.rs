@@ -1,7 +1,9 @@
 //! Spilling: past the memory room the newest whole batches move to the spool; the spool is
-//! read back oldest first when memory has room; at shutdown everything left goes there.
+//! read back oldest first when memory has room; at shutdown everything left goes there (of a
+//! batch partly inserted or dead-lettered, only the rows still waiting: `spool_rest`).
 
 use std::collections::VecDeque;
+use std::ops::Range;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -61,6 +63,68 @@ impl State {
         }
     }
 
+    /// Shutdown, for a batch whose other rows are inserted or dead-lettered already (a
+    /// bisection settled some of its pieces): only the rows still waiting, `p` and its batch's
+    /// other pieces in the queue, go to the spool, as a new record. Spooled whole, its
+    /// dead-lettered rows would come back at the next start, be refused again, and be written
+    /// to the dead-letter file and counted a second time. Its quota ticket moves to the new
+    /// record whole (it was never cut while its rows were settled one piece at a time: it goes
+    /// once all of them are done). The batch's own record, if it has one (read back, or `wal`
+    /// mode), goes into `replaced`, to be confirmed once the new one is durable. `None` when
+    /// the batch is whole (nothing settled), or when its rest cannot be written: then it is
+    /// spooled whole as before, and nothing is lost.
+    ///
+    /// A frozen insert (cluster mode) of such pieces is named in the intent by the new
+    /// records: its replay sends their rows, not the pieces it sent, as with whole batches
+    /// before (a bisected insert's halves are new blocks anyway, docs/fleet.md). A crash
+    /// instead of a stop leaves a batch's record whole (`wal` mode, or read back): the next
+    /// start meets its dead-lettered rows again, as the spool records no settled rows.
+    fn spool_rest(&mut self, p: &Piece, replaced: &mut Vec<RecordPos>) -> Option<RecordPos> {
+        let entry = &p.entry;
+        let waiting = entry.left.get();
+        if waiting == entry.batch.len() {
+            return None;
+        }
+        let mut runs: Vec<Range<usize>> = std::iter::once(p.start..p.end)
+            .chain(
+                self.queue
+                    .iter()
+                    .filter(|q| Rc::ptr_eq(&q.entry, entry))
+                    .map(|q| q.start..q.end),
+            )
+            .collect();
+        runs.sort_by_key(|r| r.start);
+        let rest = match entry.batch.select(&runs) {
+            // Every row not settled is in one of its pieces (held refused rows are back in
+            // the queue): a rest of fewer rows would lose some.
+            Ok(rest) if rest.len() == waiting => rest,
+            r => {
+                tracing::warn!(
+                    rows = waiting,
+                    error = r.err(),
+                    "cannot cut a batch's waiting rows from it; spooling it whole"
+                );
+                return None;
+            }
+        };
+        let pos = match self.spool.append(&rest, true) {
+            Ok(pos) => pos,
+            Err(e) => {
+                tracing::warn!(rows = waiting, error = %e, "cannot spool a batch's waiting rows alone; spooling it whole");
+                return None;
+            }
+        };
+        if let Some(old) = entry.pos {
+            // A record this process spooled before it was read back keeps its ticket here.
+            if let Some(ticket) = self.tickets.remove(&(old.segment, old.index)) {
+                self.tickets.insert((pos.segment, pos.index), ticket);
+            }
+            replaced.push(old);
+        }
+        self.keep_ticket(pos, entry);
+        Some(pos)
+    }
+
     /// Gives back the memory an entry held (its rows still counted, `rows` of them).
     pub(super) fn release(&self, entry: &Entry, rows: usize) {
         self.cfg.budget.release(rows as u64, entry.bytes);
@@ -86,6 +150,7 @@ impl State {
             if rows <= low_rows && bytes <= low_bytes {
                 break;
             }
+            // Only a whole batch, none of its rows settled (a bisected one waits in memory).
             if !p.is_whole() {
                 break;
             }
@@ -150,6 +215,9 @@ impl State {
         for entry in std::mem::take(&mut self.held) {
             self.push(entry, Instant::now());
         }
+        // Records whose batch's waiting rows went to a new record (`spool_rest`): confirmed
+        // once that one is durable.
+        let mut replaced: Vec<RecordPos> = Vec::new();
         while let Some(p) = self.queue.pop_front() {
             self.queued_rows -= p.len();
             self.cfg.budget.release(p.len() as u64, 0);
@@ -160,9 +228,11 @@ impl State {
             done.push(ptr);
             let entry = &p.entry;
             let unsettled = entry.left.get();
-            // A batch partly inserted goes to the spool whole: its inserted rows come again
-            // and collapse in the table.
-            match self.spool_entry(entry, true) {
+            let spooled = match self.spool_rest(&p, &mut replaced) {
+                Some(pos) => Ok(pos),
+                None => self.spool_entry(entry, true),
+            };
+            match spooled {
                 Ok(pos) => {
                     if let Some((pieces, at)) = &mut frozen {
                         if at.len() < *pieces {
@@ -185,8 +255,16 @@ impl State {
             }
             self.cfg.budget.release(0, entry.bytes);
         }
-        if let Err(e) = self.spool.sync() {
-            tracing::error!(error = %e, "cannot fsync the spool at shutdown");
+        match self.spool.sync() {
+            // The rest of each partly settled batch is durable: its old record goes.
+            Ok(()) => {
+                for pos in replaced {
+                    self.spool.confirm(pos);
+                }
+            }
+            // Both stay (the next start inserts the rest twice, which collapses in the table,
+            // and meets refused rows again), so that nothing is lost.
+            Err(e) => tracing::error!(error = %e, "cannot fsync the spool at shutdown"),
         }
         match frozen {
             Some((pieces, at)) if at.len() == pieces => self.note_stopped_intent(&at),

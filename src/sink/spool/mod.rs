@@ -232,7 +232,8 @@ impl Spool {
     }
 
     /// `buffer` mode: appends a batch memory cannot hold. It joins the backlog. `over_limit`
-    /// (shutdown only) lets the spool pass `max_bytes` rather than lose accepted rows.
+    /// (shutdown only) lets the spool pass `max_bytes` rather than lose accepted rows. In `wal`
+    /// mode only at a stop, once the write-ahead thread has ended, into a segment of its own.
     pub fn append(&mut self, batch: &RowBatch, over_limit: bool) -> Result<RecordPos, SpoolError> {
         self.scratch.clear();
         codec::encode(batch, &mut self.scratch);
@@ -247,6 +248,11 @@ impl Spool {
         }
         if roll {
             self.seal_writer().map_err(SpoolError::Io)?;
+            // `wal` mode, at a stop (the rest of a batch partly settled: `flush/spill.rs`): the
+            // write-ahead thread numbered its segments on from `next_id`; this one goes after.
+            if let Some(last) = self.segments.back() {
+                self.next_id = self.next_id.max(last.id + 1);
+            }
             let id = self.take_next_id();
             let w = Writer::create(&self.cfg.dir, id).map_err(SpoolError::Io)?;
             self.stats

@@ -691,3 +691,106 @@ fn held_load_counts_each_batch_once() {
     held.remove(std::slice::from_ref(&b));
     assert_eq!(held.load(), (0, 0));
 }
+
+/// Found by an audit: a stop spooled a batch the bisection had partly settled whole, so its
+/// dead-lettered row came back at the next start, was refused again, and was written to the
+/// dead-letter file and counted a second time. Only the rows still waiting are spooled: for a
+/// batch with a record (read back, or `wal` mode) a new record replaces it, the quota ticket
+/// moving with the rows. Each way, after a refusal and an outage, then a stop.
+#[test]
+fn a_row_dead_lettered_before_a_stop_does_not_come_back() {
+    use crate::row::{col, test_rows::str_at};
+    let p = quota_principal("o");
+    let month = crate::calendar::Month::of_ms(1_700_000_000_000);
+    let split = InsertError {
+        retry: Retry::Split,
+        code: Some(27),
+        message: "Cannot parse input".into(),
+    };
+    let has_bad = |st: &State, pieces: usize| {
+        let mut rows = st
+            .queue
+            .iter()
+            .take(pieces)
+            .flat_map(|q| (q.start..q.end).map(|i| str_at(&q.entry.batch, col::span_id, i)));
+        rows.any(|id| id == "span-0")
+    };
+    for mode in ["buffer", "read back", "wal"] {
+        let dir = TestDir::new("flush-dead-stop");
+        let cfg = FlushConfig {
+            dead_letter_dir: dir.path().join("deadletter"),
+            ..config("unused", NATIVE_URL)
+        };
+        let mut f = offline_flusher(cfg.clone(), &dir);
+        let st = &mut f.st;
+        let mut b = batch("o", "t", 4, 1_700_000_000_000);
+        let pos = match mode {
+            "read back" => Some(st.spool.append(&b, false).unwrap()),
+            // As the write-ahead thread logs it, then starts the next segment.
+            "wal" => {
+                use crate::sink::segment::Writer;
+                let (spool_dir, id) = (dir.path().join("spool"), st.spool.take_next_id());
+                let mut w = Writer::create(&spool_dir, id).unwrap();
+                let mut payload = Vec::new();
+                crate::sink::codec::encode(&b, &mut payload);
+                let pos = w.append(&payload).unwrap();
+                st.spool.logged(pos, w.created_ms());
+                st.spool.started(
+                    id + 1,
+                    Writer::create(&spool_dir, id + 1).unwrap().created_ms(),
+                );
+                Some(pos)
+            }
+            _ => None,
+        };
+        if mode == "read back" {
+            st.refill();
+        } else {
+            st.cfg.budget.take(b.len() as u64, b.heap_bytes() as u64);
+            st.push(Entry::new(b.clone(), pos), Instant::now());
+        }
+        let mut limits = crate::http::response::LimitHeaders::default();
+        b.usage = crate::admission::admit(&p, 4, 0, 1_700_000_000_000, &mut limits)
+            .unwrap()
+            .into_ticket(&p);
+        st.queue[0].entry.usage.set(std::mem::take(&mut b.usage));
+        // Split down to row 0, refused alone; then ClickHouse goes down, and the service stops.
+        while st.report.rows_rejected == 0 {
+            let (pieces, rows) = st.next_insert();
+            assert!(has_bad(st, pieces));
+            assert!(st.failed(pieces, rows, &split));
+        }
+        let (pieces, rows) = st.next_insert();
+        assert!(!st.failed(pieces, rows, &InsertError::timed_out()));
+        st.spool_everything();
+        assert_eq!(
+            (st.report.rows_spooled, st.report.rows_lost),
+            (3, 0),
+            "{mode}"
+        );
+        assert_eq!((st.cfg.budget.rows(), st.cfg.budget.bytes()), (0, 0));
+        assert_eq!(flushed_spans(&p, month), 0, "the spans stay counted");
+        drop(f);
+        assert_eq!(flushed_spans(&p, month), 4);
+        p.account.usage.begin_sync(month);
+
+        let mut f = offline_flusher(cfg.clone(), &dir);
+        let st = &mut f.st;
+        st.refill();
+        assert_eq!(st.queued_rows, 3, "{mode}");
+        while !st.queue.is_empty() {
+            let (pieces, rows) = st.next_insert();
+            if has_bad(st, pieces) {
+                st.failed(pieces, rows, &split);
+            } else {
+                let inserted = crate::sink::clickhouse::Inserted { rows, bytes: 0 };
+                st.written(pieces, inserted, Duration::ZERO);
+            }
+        }
+        assert_eq!((st.report.rows_flushed, st.report.rows_rejected), (3, 0));
+        let dead = std::fs::read_to_string(dir.path().join("deadletter/spans.jsonl")).unwrap();
+        assert_eq!(dead.lines().count(), 1, "{dead}");
+        drop(f);
+        assert_spool_confirmed(cfg, &dir);
+    }
+}
