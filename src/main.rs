@@ -80,8 +80,8 @@ enum Command {
     /// Recompute the costs of stored spans with the prices in force now and write corrected
     /// rows (see README, "Re-pricing").
     Reprice(RepriceArgs),
-    /// Insert the rows of a dead-letter file again once their refusal is mended (see README,
-    /// "Guarantees").
+    /// Insert the rows of a dead-letter file again once their refusal is mended, or write
+    /// the records a cut spool segment still holds as one (see README, "Guarantees").
     Deadletter {
         #[command(subcommand)]
         command: DeadLetterCommand,

@@ -53,6 +53,10 @@ pub enum DeadLetterCommand {
     /// Insert a dead-letter file's rows again, every column as it was refused; rows ClickHouse
     /// still refuses go to the refused file (see README, "Guarantees").
     Replay(ReplayArgs),
+    /// Find the records still whole in what a spool segment's cut kept
+    /// (`INGEST_DATA_DIR/spool/<segment>.seg.cut-<ms>`) and write their rows as a dead-letter
+    /// file to check and replay (see README, "Guarantees").
+    Salvage(super::salvage::SalvageArgs),
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -77,6 +81,7 @@ pub struct ReplayArgs {
 pub async fn run(command: &DeadLetterCommand) -> anyhow::Result<()> {
     match command {
         DeadLetterCommand::Replay(args) => replay(args).await,
+        DeadLetterCommand::Salvage(args) => super::salvage::run(args),
     }
 }
 
@@ -485,7 +490,7 @@ fn settle_refused(
 }
 
 /// `path` with `suffix` added to its file name.
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+pub(super) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut p = path.to_path_buf().into_os_string();
     p.push(suffix);
     PathBuf::from(p)

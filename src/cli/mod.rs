@@ -45,3 +45,4 @@ pub mod keys;
 pub mod orgs;
 pub mod price;
 pub mod reprice;
+pub mod salvage;

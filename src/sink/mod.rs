@@ -19,6 +19,7 @@ pub mod codec;
 pub mod deadletter;
 pub mod flush;
 pub mod handoff;
+pub mod salvage;
 pub mod segment;
 pub mod spool;
 pub mod stats;

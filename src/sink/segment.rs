@@ -382,6 +382,20 @@ fn read_frame(r: &mut impl Read, left: u64, payload: &mut Vec<u8>) -> io::Result
     Ok(Some(len))
 }
 
+/// The payload of a whole record whose frame starts at `at` of `bytes` and whose checksum
+/// holds, or `None`: what `salvage.rs` looks for at every byte of what a cut kept.
+pub fn frame_at(bytes: &[u8], at: usize) -> Option<&[u8]> {
+    let len_bytes: [u8; 4] = bytes.get(at..at.checked_add(4)?)?.try_into().ok()?;
+    let len = u32::from_le_bytes(len_bytes);
+    if len > MAX_RECORD {
+        return None;
+    }
+    let crc = u32::from_le_bytes(bytes.get(at + 4..at + 8)?.try_into().ok()?);
+    let start = at + FRAME_LEN as usize;
+    let payload = bytes.get(start..start.checked_add(len as usize)?)?;
+    (checksum(len_bytes, payload) == crc).then_some(payload)
+}
+
 /// Reads one record at `offset` of `file` (whose good bytes end at `end`) into `payload`.
 /// Returns the record's total length, or `None` if it is torn or fails its checksum.
 pub fn read_at(

@@ -9,7 +9,7 @@ use crate::private_clickhouse::PrivateClickHouse;
 use crate::support::*;
 
 /// A server on a private ClickHouse, with extra settings.
-fn server_on(ch: &PrivateClickHouse, env: &[(&str, &str)]) -> Server {
+pub(crate) fn server_on(ch: &PrivateClickHouse, env: &[(&str, &str)]) -> Server {
     let url = ch.native_url();
     let mut all: Vec<(&str, &str)> = vec![("INGEST_CLICKHOUSE_URL", url.as_str())];
     all.extend_from_slice(env);
@@ -20,7 +20,7 @@ fn server_on(ch: &PrivateClickHouse, env: &[(&str, &str)]) -> Server {
 
 /// Posts `body` until it is answered `202`, waiting out `503 buffer_full` (it says when to
 /// retry). Returns how many `503`s it took.
-fn post_until_accepted(server: &Server, key: &str, body: &[u8]) -> usize {
+pub(crate) fn post_until_accepted(server: &Server, key: &str, body: &[u8]) -> usize {
     let mut refused = 0;
     loop {
         let r = server.post_ingest(key, body);

@@ -21,5 +21,6 @@ mod keys;
 mod operations;
 mod otlp;
 mod pricing;
+mod salvage;
 mod shutdown;
 mod storage;

@@ -1,0 +1,117 @@
+//! `traceingest deadletter salvage FILE...`: the rows of the records still whole in what a
+//! spool segment's cut kept (`<segment>.seg.cut-<ms>`, see `sink/salvage.rs`), written as a
+//! dead-letter file (`FILE.jsonl`, or `--out`) for an operator to check and then insert with
+//! `traceingest deadletter replay`. FILE itself is never changed, and a file already at the
+//! output path is never written to: running the command again says so instead of adding the
+//! rows twice.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+
+use super::deadletter::with_suffix;
+use crate::row::{col, RowBatch, Value};
+use crate::sink::clickhouse::{InsertError, Retry, RowRun};
+use crate::sink::deadletter::DeadLetters;
+use crate::sink::salvage::salvage;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct SalvageArgs {
+    /// What a cut kept (`INGEST_DATA_DIR/spool/<segment>.seg.cut-<ms>`), or a segment file.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// The dead-letter file to write, for every FILE [default: FILE.jsonl for each]. It must
+    /// not exist yet.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+pub fn run(args: &SalvageArgs) -> anyhow::Result<()> {
+    let outs: Vec<PathBuf> = match &args.out {
+        Some(out) => vec![out.clone(); args.files.len()],
+        None => args
+            .files
+            .iter()
+            .map(|f| with_suffix(f, ".jsonl"))
+            .collect(),
+    };
+    for out in &outs {
+        if out.exists() {
+            bail!(
+                "{} exists already (salvaged before?): replay it, or move it away to salvage again",
+                out.display()
+            );
+        }
+    }
+    let mut written = Vec::new();
+    for (file, out) in args.files.iter().zip(&outs) {
+        let bytes = std::fs::read(file).with_context(|| format!("{}", file.display()))?;
+        let got = salvage(&bytes);
+        let rows: usize = got.found.iter().map(|f| f.batch.len()).sum();
+        println!(
+            "{}: {} record{} of {} row{} found; {} of {} bytes in none (the damaged record, \
+             and anything else the disk changed)",
+            file.display(),
+            got.found.len(),
+            plural(got.found.len()),
+            rows,
+            plural(rows),
+            got.lost_bytes,
+            bytes.len()
+        );
+        for (org, n) in by_org(got.found.iter().map(|f| &f.batch)) {
+            println!("  {org}: {n} row{}", plural(n));
+        }
+        for found in &got.found {
+            let why = InsertError {
+                retry: Retry::Never,
+                code: None,
+                message: format!(
+                    "salvaged from {} (the record at byte {}); not refused by ClickHouse",
+                    file.display(),
+                    found.offset
+                ),
+            };
+            let run = RowRun {
+                batch: &found.batch,
+                rows: 0..found.batch.len(),
+            };
+            DeadLetters::at(out.clone())
+                .write(&[run], &why)
+                .with_context(|| format!("writing {}", out.display()))?;
+        }
+        if rows > 0 && !written.contains(out) {
+            written.push(out.clone());
+        }
+    }
+    for out in written {
+        println!(
+            "written to {0}: check it, then `traceingest deadletter replay {0}`",
+            out.display()
+        );
+    }
+    Ok(())
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// Rows per organisation, so an operator sees whose spans a cut held.
+fn by_org<'a>(batches: impl Iterator<Item = &'a RowBatch>) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for b in batches {
+        let mut rows = b.reader(0..b.len());
+        while let Some(values) = rows.next_row() {
+            if let Value::Str(org) = &values[col::org_id] {
+                *counts.entry(org.to_string()).or_default() += 1;
+            }
+        }
+    }
+    counts
+}
