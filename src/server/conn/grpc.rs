@@ -175,10 +175,24 @@ pub async fn serve(stream: TcpStream, read: Vec<u8>, worker: Rc<Worker>) {
                 None => std::future::pending().await,
             }
         };
+        // At `MAX_STREAMS` exports running, no stream is taken: h2 counts only open streams,
+        // and a client that resets each export it opened (one waiting for a key-set load,
+        // buffer room or the write-ahead log runs on) could start any number. The
+        // connection is still driven; new streams wait in h2, which sends `GOAWAY` to a
+        // client resetting many of those.
+        let full = running.count.get() >= MAX_STREAMS as usize;
+        let incoming = async {
+            if full {
+                poll_fn(|cx| conn.poll_closed(cx)).await.err().map(Err)
+            } else {
+                conn.accept().await
+            }
+        };
         let next = monoio::select! {
-            next = conn.accept() => Some(next),
+            next = incoming => Some(next),
             _ = timer => None,
-            _ = running.until_none(), if busy => None,
+            // Full: until one ends; else until none runs.
+            _ = running.until_below(if full { MAX_STREAMS as usize } else { 1 }), if busy => None,
             // Idle: the drain; closing: its cut-off.
             _ = worker.drain.wait(closing_since.is_none()) => None,
         };
@@ -218,8 +232,8 @@ struct Running {
     /// Message bytes the running exports hold (`Held`), at most `HELD_MESSAGES` messages;
     /// also counted in the server's `grpc_message_bytes`.
     held: Cell<u64>,
-    /// The connection loop, waiting for the count to reach zero.
-    waiter: RefCell<Option<Waker>>,
+    /// The connection loop, waiting for the count to fall below the number it holds.
+    waiter: RefCell<Option<(usize, Waker)>>,
     shared: Arc<Shared>,
 }
 
@@ -260,13 +274,13 @@ impl Running {
         })
     }
 
-    /// Resolves once no export runs.
-    async fn until_none(&self) {
+    /// Resolves once fewer than `n` exports run.
+    async fn until_below(&self, n: usize) {
         poll_fn(|cx| {
-            if self.count.get() == 0 {
+            if self.count.get() < n {
                 return Poll::Ready(());
             }
-            *self.waiter.borrow_mut() = Some(cx.waker().clone());
+            *self.waiter.borrow_mut() = Some((n, cx.waker().clone()));
             Poll::Pending
         })
         .await
@@ -299,8 +313,9 @@ impl Drop for RunningGuard {
         let running = &self.0;
         running.count.set(running.count.get() - 1);
         running.last_busy.set(Instant::now());
-        if running.count.get() == 0 {
-            if let Some(w) = running.waiter.borrow_mut().take() {
+        let mut waiter = running.waiter.borrow_mut();
+        if matches!(*waiter, Some((n, _)) if running.count.get() < n) {
+            if let Some((_, w)) = waiter.take() {
                 w.wake();
             }
         }

@@ -1,6 +1,8 @@
 //! Tests of `grpc.rs`.
 
 use super::*;
+use std::sync::Arc;
+use std::time::Duration;
 
 #[test]
 fn the_preface_is_told_from_http1_by_its_first_bytes() {
@@ -154,4 +156,265 @@ fn unbase64(coded: &[u8]) -> Vec<u8> {
         }
     }
     out
+}
+
+/// A gRPC server on a worker of its own (a monoio thread serving `connections` connections
+/// with `serve`), its rows sent to a channel the test holds, and an h2 client for it.
+mod harness {
+    use std::net::SocketAddr;
+    use std::sync::Arc;
+
+    use crate::server::conn::Worker;
+    use crate::server::drain::DrainSignal;
+    use crate::server::keywait::KeyWaits;
+    use crate::server::Shared;
+    use crate::sink::Handoff;
+
+    pub struct TestServer {
+        pub addr: SocketAddr,
+        pub thread: std::thread::JoinHandle<()>,
+        pub rows: crossbeam_channel::Receiver<crate::row::RowBatch>,
+    }
+
+    /// Serves the next `connections` connections to a listener of its own, all at once,
+    /// until every one has ended and every export they started too.
+    pub fn start(shared: Arc<Shared>, connections: usize) -> TestServer {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().unwrap();
+        let (tx, rows) = crossbeam_channel::unbounded();
+        let thread = std::thread::spawn(move || {
+            monoio::RuntimeBuilder::<monoio::LegacyDriver>::new()
+                .enable_timer()
+                .build()
+                .expect("a monoio runtime")
+                .block_on(async move {
+                    let handoff = Handoff::buffer(shared.budget.clone(), tx);
+                    let worker = std::rc::Rc::new(Worker {
+                        pipeline: std::cell::RefCell::new(crate::ingest::Pipeline::new(
+                            shared.pipeline_parts(handoff),
+                        )),
+                        active: std::cell::Cell::new(0),
+                        key_waits: KeyWaits::default(),
+                        drain: DrainSignal::default(),
+                        shared,
+                    });
+                    let listener =
+                        monoio::net::TcpListener::from_std(listener).expect("a listener");
+                    let mut served = Vec::new();
+                    for _ in 0..connections {
+                        let (stream, _) = listener.accept().await.expect("accept");
+                        served.push(monoio::spawn(super::serve(
+                            stream,
+                            Vec::new(),
+                            worker.clone(),
+                        )));
+                    }
+                    for s in served {
+                        s.await;
+                    }
+                    // And the exports they started (each holds the worker).
+                    while std::rc::Rc::strong_count(&worker) > 1 {
+                        monoio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    }
+                });
+        });
+        TestServer { addr, thread, rows }
+    }
+
+    pub fn client_runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a tokio runtime")
+    }
+
+    /// An h2 client connection (prior knowledge), driven by a task of the runtime.
+    pub async fn connect(addr: SocketAddr) -> h2::client::SendRequest<bytes::Bytes> {
+        let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let (client, conn) = h2::client::handshake(tcp).await.expect("h2 handshake");
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        client
+    }
+
+    /// A key the server knows, of an organisation without limits.
+    pub fn known_key(shared: &Shared) -> String {
+        let key = crate::auth::generate_key(&shared.config.key_prefix).unwrap();
+        let mut set = crate::auth::KeySet::default();
+        set.insert(
+            crate::auth::hash_key(key.as_bytes()),
+            Arc::new(crate::auth::Principal::unlimited("org", "")),
+        );
+        shared.keys.replace(set, 0, true);
+        key
+    }
+
+    /// An export of `spans` spans of one trace, as its gRPC message (prefix included).
+    pub fn message(spans: u64) -> Vec<u8> {
+        use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+        use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+        use prost::Message;
+        let spans = (1..=spans)
+            .map(|i| Span {
+                trace_id: vec![7; 16],
+                span_id: i.to_be_bytes().to_vec(),
+                name: format!("span {i}"),
+                start_time_unix_nano: 1_700_000_000_000_000_000,
+                end_time_unix_nano: 1_700_000_001_000_000_000,
+                ..Span::default()
+            })
+            .collect();
+        let request = ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                scope_spans: vec![ScopeSpans {
+                    spans,
+                    ..ScopeSpans::default()
+                }],
+                ..ResourceSpans::default()
+            }],
+        };
+        framed(&request.encode_to_vec())
+    }
+
+    /// `bytes` behind gRPC's uncompressed prefix.
+    pub fn framed(bytes: &[u8]) -> Vec<u8> {
+        let mut out = vec![0];
+        out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
+        out.extend_from_slice(bytes);
+        out
+    }
+
+    /// An answer: `grpc-status` (trailers, or the headers of a trailers-only answer), its
+    /// metadata and its data.
+    #[derive(Debug)]
+    pub struct Answer {
+        pub status: Option<i32>,
+        pub meta: http::HeaderMap,
+        pub data: Vec<u8>,
+    }
+
+    /// Sends `request` with `body` as one DATA frame and ends the stream; reads the answer.
+    pub async fn call(
+        client: &mut h2::client::SendRequest<bytes::Bytes>,
+        request: http::Request<()>,
+        body: Vec<u8>,
+    ) -> Result<Answer, h2::Error> {
+        let mut ready = client.clone().ready().await?;
+        let (answer, mut sending) = ready.send_request(request, false)?;
+        sending.send_data(bytes::Bytes::from(body), true)?;
+        let (parts, mut recv) = answer.await?.into_parts();
+        let mut data = Vec::new();
+        while let Some(piece) = recv.data().await {
+            let piece = piece?;
+            let _ = recv.flow_control().release_capacity(piece.len());
+            data.extend_from_slice(&piece);
+        }
+        let meta = recv.trailers().await?.unwrap_or(parts.headers);
+        let status = meta
+            .get("grpc-status")
+            .map(|v| v.to_str().unwrap().parse().unwrap());
+        Ok(Answer { status, meta, data })
+    }
+
+    /// An export's request head, with `headers` besides the path and content type.
+    pub fn export_request(addr: SocketAddr, headers: &[(&str, &str)]) -> http::Request<()> {
+        let mut request = http::Request::builder()
+            .method("POST")
+            .uri(format!("http://{addr}{}", super::EXPORT_PATH))
+            .header("content-type", "application/grpc");
+        for (k, v) in headers {
+            request = request.header(*k, *v);
+        }
+        request.body(()).unwrap()
+    }
+}
+
+/// A client that resets each export as soon as the server has taken it, while its task still
+/// waits (here, for a key-set load that may know its key), opens the next one in its place:
+/// h2 counts only open streams, so without a bound of their own the exports of one
+/// connection piled up (a thousand tasks, each holding its headers, from a client that never
+/// had more than 100 streams open), from a few bytes per stream.
+#[test]
+fn exports_reset_by_the_client_do_not_pile_up_on_its_connection() {
+    let shared = Arc::new(Shared::for_bench());
+    let unknown = crate::auth::generate_key(&shared.config.key_prefix).unwrap();
+    let server = harness::start(shared.clone(), 1);
+    let addr = server.addr;
+    let rt = harness::client_runtime();
+    let client = rt.block_on(async {
+        let mut client = harness::connect(addr).await;
+        for _ in 0..10 {
+            let mut opened = Vec::new();
+            for _ in 0..MAX_STREAMS {
+                let Ok(ready) = client.clone().ready().await else {
+                    return client;
+                };
+                client = ready;
+                let request = harness::export_request(addr, &[("x-api-key", &unknown)]);
+                let Ok((_, sending)) = client.send_request(request, false) else {
+                    return client;
+                };
+                opened.push(sending);
+            }
+            // The server takes them (its tasks start), then the client resets them all.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            for mut s in opened {
+                s.send_reset(h2::Reason::CANCEL);
+            }
+        }
+        client
+    });
+    drop((client, rt));
+    // The server ends once every export it started has (after the key wait, 500 ms).
+    server.thread.join().expect("the server ends");
+    let started = shared.metrics.responses(401, "invalid_api_key");
+    assert!(started > 0, "the server took the exports");
+    assert!(
+        started <= u64::from(MAX_STREAMS),
+        "{started} exports ran on one connection"
+    );
+}
+
+/// More exports at once than a connection runs are all answered and stored: those past the
+/// limit wait in h2 until one ends.
+#[test]
+fn more_concurrent_exports_than_a_connection_runs_are_all_answered() {
+    let shared = Arc::new(Shared::for_bench());
+    let key = harness::known_key(&shared);
+    let server = harness::start(shared.clone(), 1);
+    let addr = server.addr;
+    let n = MAX_STREAMS as usize + 50;
+    let statuses = harness::client_runtime().block_on(async {
+        let client = harness::connect(addr).await;
+        let calls: Vec<_> = (0..n)
+            .map(|_| {
+                let mut client = client.clone();
+                let request = harness::export_request(addr, &[("x-api-key", &key)]);
+                tokio::spawn(async move {
+                    let a = harness::call(&mut client, request, harness::message(2)).await;
+                    // An empty `ExportTraceServiceResponse`, after its prefix.
+                    a.map(|a| {
+                        (
+                            a.status,
+                            a.data == [0; 5],
+                            a.meta.contains_key("grpc-message"),
+                        )
+                    })
+                })
+            })
+            .collect();
+        let mut statuses = Vec::new();
+        for c in calls {
+            statuses.push(c.await.unwrap().expect("an answer"));
+        }
+        statuses
+    });
+    assert!(
+        statuses.iter().all(|s| *s == (Some(0), true, false)),
+        "{statuses:?}"
+    );
+    server.thread.join().expect("the server ends");
+    let rows: usize = server.rows.try_iter().map(|b| b.len()).sum();
+    assert_eq!(rows, 2 * n);
 }
