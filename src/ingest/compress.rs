@@ -14,7 +14,8 @@
 //!   each member's CRC-32 and size checked.
 //! - `deflate`: as HTTP defines it, a zlib stream (RFC 1950, Adler-32 checked); a raw deflate
 //!   stream (RFC 1951), which some clients send, is accepted too, told apart by the zlib header.
-//! - `zstd`: RFC 8878 frames, possibly several; checksums checked when present.
+//! - `zstd`: RFC 8878 frames, possibly several; checksums checked when present; skippable
+//!   frames skipped.
 //! - `identity` or no header: the body as it is. Anything else: [`CompressError::Unsupported`].
 //!
 //! The codecs are pure Rust: flate2 on zlib-rs, and ruzstd; `docs/otlp.md` has the
@@ -237,6 +238,13 @@ impl Decompressor {
     fn zstd(&mut self, input: &[u8], cap: usize) -> Result<(), CompressError> {
         let mut src = input;
         loop {
+            if let Some(skip) = zstd_skippable(src)? {
+                src = &src[skip..];
+                if src.is_empty() {
+                    return Ok(());
+                }
+                continue;
+            }
             let window = zstd_window(src)?;
             if window > ZSTD_MAX_WINDOW || window > cap as u64 + 1 {
                 return Err(CompressError::TooLarge { cap });
@@ -359,6 +367,23 @@ fn gzip_header(b: &[u8]) -> Result<usize, CompressError> {
         return Err(CompressError::Truncated);
     }
     Ok(at)
+}
+
+/// The length of a skippable frame (RFC 8878, 3.1.2: magic 0x184D2A50 to 0x184D2A5F, then
+/// its size) at the start of `b`, which a decoder skips; `None` for any other frame.
+fn zstd_skippable(b: &[u8]) -> Result<Option<usize>, CompressError> {
+    match b {
+        [m, 0x2A, 0x4D, 0x18, ..] if m & 0xF0 == 0x50 => {
+            let size = b.get(4..8).ok_or(CompressError::Truncated)?;
+            let size = u32::from_le_bytes(size.try_into().expect("4 bytes")) as usize;
+            let len = size.checked_add(8).ok_or(CompressError::Truncated)?;
+            if len > b.len() {
+                return Err(CompressError::Truncated);
+            }
+            Ok(Some(len))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// The window size a zstd frame at the start of `b` asks for (RFC 8878, 3.1.1.1), read before
@@ -650,6 +675,35 @@ mod tests {
         assert_eq!(
             run(&mut d, Encoding::Zstd, &two, 4 * CAP).as_deref(),
             Ok(&data[..])
+        );
+    }
+
+    /// Skippable frames (RFC 8878, 3.1.2: what klauspost/compress's padding and the seekable
+    /// format's seek table are) are skipped wherever they are, as zstd itself does; one that
+    /// claims more bytes than the body holds is truncated.
+    #[test]
+    fn zstd_skippable_frames_are_skipped() {
+        let data = body();
+        let skippable = |magic: u8, content: &[u8]| {
+            let mut f = vec![magic, 0x2A, 0x4D, 0x18];
+            f.extend_from_slice(&(content.len() as u32).to_le_bytes());
+            f.extend_from_slice(content);
+            f
+        };
+        let mut input = skippable(0x50, b"seek table");
+        input.extend(zstd(&data[..5000]));
+        input.extend(skippable(0x5F, b""));
+        input.extend(zstd(&data[5000..]));
+        input.extend(skippable(0x5A, &[0; 100]));
+        let mut d = Decompressor::new();
+        let got = run(&mut d, Encoding::Zstd, &input, 4 * CAP);
+        assert_eq!(got.as_ref().map(Vec::len), Ok(data.len()));
+        assert!(got.unwrap() == data);
+        let mut short = zstd(b"x");
+        short.extend(&skippable(0x50, b"abc")[..9]);
+        assert_eq!(
+            run(&mut d, Encoding::Zstd, &short, CAP),
+            Err(CompressError::Truncated)
         );
     }
 }
