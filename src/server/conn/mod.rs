@@ -547,17 +547,13 @@ impl Conn {
     /// Writes every pending answer. A client that does not take them within the write timeout
     /// is dropped, so a reader that never reads cannot hold the connection forever.
     async fn flush(&mut self) -> Result<(), Stop> {
-        if self.worker.drain.is_cut_off() {
-            return Err(Stop::Close);
-        }
         // Most answers fit in the socket's send buffer: one plain non-blocking `send(2)` takes
         // them at once, without an io_uring operation, its deadline timer and a wake-up of this
-        // task. Whatever the socket cannot take now goes the normal way, with the deadline.
+        // task. Whatever the socket cannot take now goes the normal way, with the deadline. It
+        // is tried even past the drain's cut-off, which it cannot hold up: an answer to a batch
+        // already handed over (one finished as the cut-off came) gets out, so its client does
+        // not send it again.
         match send_now(&self.stream, &self.out) {
-            Ok(n) if n == self.out.len() => {
-                self.out.clear();
-                return Ok(());
-            }
             Ok(n) => {
                 self.out.drain(..n);
             }
@@ -566,6 +562,12 @@ impl Conn {
                 tracing::debug!(error = %e, "write failed");
                 return Err(Stop::Close);
             }
+        }
+        if self.worker.drain.is_cut_off() {
+            return Err(Stop::Close);
+        }
+        if self.out.is_empty() {
+            return Ok(());
         }
         let out = std::mem::take(&mut self.out);
         let timeout = self.write_timeout;
