@@ -633,9 +633,25 @@ pub fn check_key_prefix(prefix: &str) -> Result<(), String> {
 /// `url` (or several, comma-separated) with the password of each one's user info replaced by
 /// `***`, for messages: a setting's value is echoed when it is refused, and these go to the
 /// log. It need not parse (a URL that does not is what such a message is about): whatever lies
-/// between the first `:` after the scheme and the last `@` is hidden.
+/// between the first `:` after the scheme and the last `@` is hidden. A comma starts another
+/// URL only where a scheme follows it: a password may hold one.
 pub fn redact_password(url: &str) -> String {
-    url.split(',')
+    let mut urls: Vec<&str> = Vec::new();
+    let mut from = 0;
+    for (at, _) in url.match_indices(',') {
+        let next = url[at + 1..].trim_start();
+        let scheme = next.find("://").map(|i| &next[..i]);
+        if scheme.is_some_and(|s| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+        }) {
+            urls.push(&url[from..at]);
+            from = at + 1;
+        }
+    }
+    urls.push(&url[from..]);
+    urls.into_iter()
         .map(|one| {
             let start = one.find("://").map_or(0, |i| i + 3);
             let rest = &one[start..];
@@ -854,6 +870,34 @@ mod tests {
         );
         assert_eq!(redact_password("tcp://h:9000"), "tcp://h:9000");
         assert_eq!(redact_password("tcp://user@h"), "tcp://user@h");
+    }
+
+    /// Found in review: the redaction split the value at every comma before looking for a
+    /// password, so one with a comma in it (legal in a URL's user info) was cut in two pieces
+    /// neither of which looked like user info, and echoed whole.
+    #[test]
+    fn a_password_with_a_comma_is_hidden_too() {
+        let cases: &[&[&str]] = &[
+            &["--redis-url", "redis://:s3,cret@redis:port"],
+            &["--clickhouse-url", "tcp://default:s3,cret@ch:9000"],
+            &["--clickhouse-url", "tcp://a:9000,tcp://u:s3,cret@b:9000"],
+        ];
+        for args in cases {
+            let err = resolve(args).unwrap_err();
+            assert!(err.starts_with("INGEST_"), "{args:?}: {err}");
+            assert!(
+                !err.contains("s3") && !err.contains("cret"),
+                "{args:?}: {err}"
+            );
+        }
+        assert_eq!(
+            redact_password("tcp://a:9000,tcp://u:p,w@b:9000"),
+            "tcp://a:9000,tcp://u:***@b:9000"
+        );
+        assert_eq!(
+            redact_password("tcp://u:p@h:9000, tcp://v:q@h2"),
+            "tcp://u:***@h:9000, tcp://v:***@h2"
+        );
     }
 
     #[test]
