@@ -1,0 +1,141 @@
+//! Tests of deadletter replay's reading and splitting.
+
+use super::*;
+use crate::sink::test_dir::TestDir;
+
+#[test]
+fn only_whole_lines_are_read() {
+    let dir = TestDir::new("replay-lines");
+    let file = dir.path().join("f.jsonl");
+    for (text, want) in [
+        ("", (0, 0)),
+        ("{}\n", (3, 0)),
+        ("{}\n{\"row\"", (3, 6)),
+        ("no newline", (0, 10)),
+    ] {
+        std::fs::write(&file, text).unwrap();
+        let f = std::fs::File::open(&file).unwrap();
+        assert_eq!(whole_lines(&f, &file).unwrap(), want, "{text:?}");
+    }
+    // A last line longer than the window read from the end at a time.
+    let long = format!("{}\n{}", "a".repeat(100_000), "b".repeat(70_000));
+    std::fs::write(&file, &long).unwrap();
+    let f = std::fs::File::open(&file).unwrap();
+    assert_eq!(whole_lines(&f, &file).unwrap(), (100_001, 70_000));
+}
+
+#[test]
+fn damaged_lines_are_named_or_left_out_with_their_numbers() {
+    let dir = TestDir::new("replay-damaged");
+    let path = dir.path().join("f.jsonl");
+    std::fs::write(&path, b"\n\xff\xfe\n{\"row\": {}}\n  \n").unwrap();
+    let f = std::fs::File::open(&path).unwrap();
+    let (size, tail) = whole_lines(&f, &path).unwrap();
+    assert_eq!((size, tail), (19, 0));
+    let err = Chunks::open(&f, &path, size, false)
+        .unwrap()
+        .next_batch()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("f.jsonl line 2: not UTF-8"), "{err}");
+    let mut chunks = Chunks::open(&f, &path, size, true).unwrap();
+    assert!(chunks.next_batch().unwrap().is_none(), "no row left");
+    let lines: Vec<usize> = chunks.damaged.iter().map(|(n, _)| *n).collect();
+    assert_eq!(lines, [2, 3]);
+    assert_eq!(chunks.damaged[1].1, "no value for column `org_id`");
+}
+
+/// Dead-letter lines of `spans` rows of one trace, as the server writes them.
+fn dead_letter_lines(spans: usize) -> String {
+    let dir = TestDir::new("replay-lines-src");
+    let dl = DeadLetters::new(dir.path());
+    let b = crate::row::test_rows::batch("org-1", "trace-1", spans, 1_700_000_000_000);
+    let err = InsertError {
+        retry: Retry::Split,
+        code: Some(395),
+        message: "refused".into(),
+    };
+    dl.write(&[RowRun::whole(&b)], &err).unwrap();
+    std::fs::read_to_string(dl.path()).unwrap()
+}
+
+/// Found in review: damaged lines counted towards a chunk's 64 MB, and a chunk of nothing
+/// but damaged lines read as the end of the file, so the rows after them were never tried.
+#[test]
+fn rows_after_64_mb_of_damaged_lines_are_read() {
+    let dir = TestDir::new("replay-long-damage");
+    let path = dir.path().join("f.jsonl");
+    let garbage = "x".repeat(CHUNK_BYTES + 1);
+    std::fs::write(&path, format!("{garbage}\n{}", dead_letter_lines(2))).unwrap();
+    let f = std::fs::File::open(&path).unwrap();
+    let (size, _) = whole_lines(&f, &path).unwrap();
+    let mut chunks = Chunks::open(&f, &path, size, true).unwrap();
+    let (batch, lines) = chunks.next_batch().unwrap().expect("the rows after it");
+    assert_eq!((batch.len(), lines), (2, 2..=3));
+    assert!(chunks.next_batch().unwrap().is_none());
+    assert_eq!(chunks.damaged.len(), 1);
+}
+
+#[test]
+fn an_earlier_refused_file_is_read_whole_or_refused() {
+    let dir = TestDir::new("replay-earlier");
+    let path = dir.path().join("f.refused");
+    assert!(refused_keys(&path).unwrap().is_empty(), "none there");
+    let lines = dead_letter_lines(3);
+    std::fs::write(&path, &lines).unwrap();
+    assert_eq!(refused_keys(&path).unwrap().len(), 3);
+    // Its last row without a newline would go unchecked: refused.
+    std::fs::write(&path, lines.trim_end()).unwrap();
+    let e = format!("{:#}", refused_keys(&path).unwrap_err());
+    assert!(e.contains("ends in a line without its newline"), "{e}");
+    // A damaged line: not the advice for a file to replay.
+    std::fs::write(&path, format!("{lines}{{\"row\": 1}}\n")).unwrap();
+    let e = format!("{:#}", refused_keys(&path).unwrap_err());
+    assert!(e.contains("line 4: no `row` object"), "{e}");
+    assert!(e.contains("refused file of an earlier run"), "{e}");
+    assert!(!e.contains("--skip-damaged"), "{e}");
+}
+
+#[test]
+fn one_run_at_a_time_writes_aside_and_its_file_goes_with_it() {
+    let dir = TestDir::new("replay-lock");
+    let aside = dir.path().join("f.refused.partial");
+    let first = lock_aside(&aside).unwrap();
+    let e = format!("{:#}", lock_aside(&aside).err().expect("locked"));
+    assert!(e.contains("another `deadletter replay`"), "{e}");
+    drop(first);
+    assert!(!aside.exists(), "an unused aside is removed");
+    // Renamed away (rows were refused), and a new file at its path: not removed.
+    let second = lock_aside(&aside).unwrap();
+    std::fs::rename(&aside, dir.path().join("f.refused")).unwrap();
+    std::fs::write(&aside, "another run's").unwrap();
+    drop(second);
+    assert!(aside.exists(), "not this run's file");
+    assert!(dir.path().join("f.refused").exists());
+    std::fs::remove_file(&aside).unwrap();
+    // Refused rows not renamed away (a failed rename) stay where the message says.
+    let third = lock_aside(&aside).unwrap();
+    std::fs::write(&aside, "refused rows").unwrap();
+    drop(third);
+    assert_eq!(std::fs::read_to_string(&aside).unwrap(), "refused rows");
+    // A locked file whose path went elsewhere is not the path's file any more.
+    std::fs::remove_file(&aside).unwrap();
+    let fourth = lock_aside(&aside).unwrap();
+    std::fs::remove_file(&aside).unwrap();
+    assert!(!fourth.named());
+}
+
+#[test]
+fn a_damaged_line_says_what_is_wrong() {
+    assert!(row_object("{\"row\": {\"org_id\": \"o")
+        .unwrap_err()
+        .starts_with("the line ends before its JSON does"));
+    assert!(row_object("{\"row\": 1}")
+        .unwrap_err()
+        .starts_with("no `row` object"));
+    assert_eq!(row_object("[1]").unwrap_err(), "not a JSON object");
+    assert!(row_object("{,}").unwrap_err().starts_with("not JSON"));
+    assert!(row_object("{\"row\": {}}").unwrap().is_empty());
+    assert_eq!(rows(1), "1 row");
+    assert_eq!(rows(2), "2 rows");
+}
