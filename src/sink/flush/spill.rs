@@ -218,6 +218,9 @@ impl State {
         // Records whose batch's waiting rows went to a new record (`spool_rest`): confirmed
         // once that one is durable.
         let mut replaced: Vec<RecordPos> = Vec::new();
+        // A segment holding such a rest may be sealed (and fsynced) by a later append: its
+        // fsync failing, the last `sync` passing would not make the rest durable.
+        let seal_failures = self.spool.seal_failures();
         while let Some(p) = self.queue.pop_front() {
             self.queued_rows -= p.len();
             self.cfg.budget.release(p.len() as u64, 0);
@@ -257,13 +260,16 @@ impl State {
         }
         match self.spool.sync() {
             // The rest of each partly settled batch is durable: its old record goes.
-            Ok(()) => {
+            Ok(()) if self.spool.seal_failures() == seal_failures => {
                 for pos in replaced {
                     self.spool.confirm(pos);
                 }
             }
             // Both stay (the next start inserts the rest twice, which collapses in the table,
             // and meets refused rows again), so that nothing is lost.
+            Ok(()) => tracing::error!(
+                "a spool segment's fsync failed at shutdown; the records rests replace stay too"
+            ),
             Err(e) => tracing::error!(error = %e, "cannot fsync the spool at shutdown"),
         }
         match frozen {

@@ -207,6 +207,9 @@ pub struct Spool {
     /// The last read of the backlog failed: `read_next` waits until `at` (the flush thread
     /// too, `read_retry_at`). `None` while reads work.
     read_retry: Option<ReadRetry>,
+    /// Fsyncs that sealed a segment and failed: its records may not be on disk, although a
+    /// later `sync` (of the next segment) passes.
+    seal_failures: u64,
 }
 
 impl Spool {
@@ -279,6 +282,7 @@ impl Spool {
             return Ok(());
         };
         let synced = w.sync();
+        self.seal_failures += u64::from(synced.is_err());
         let id = w.id();
         if let Some(seg) = self.segment_mut(id) {
             seg.sealed = true;
@@ -418,6 +422,12 @@ impl Spool {
         // Room was made: let the next batch try (it sets the flag again if still full).
         self.stats.full.store(false, Ordering::Relaxed);
         self.update_oldest();
+    }
+
+    /// How many fsyncs sealing a segment failed so far: what was appended since a count was
+    /// read is durable only if `sync` passes and the count is the same.
+    pub fn seal_failures(&self) -> u64 {
+        self.seal_failures
     }
 
     /// `buffer` mode at shutdown: makes everything appended durable.

@@ -47,6 +47,7 @@ impl Spool {
             stats,
             scratch: Vec::new(),
             read_retry: None,
+            seal_failures: 0,
             cfg,
         };
         for id in ids {

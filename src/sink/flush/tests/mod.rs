@@ -12,6 +12,7 @@ use std::sync::atomic::Ordering;
 
 mod live;
 mod offline;
+mod stop;
 
 fn config(db: &str, url: &str) -> FlushConfig {
     FlushConfig {
