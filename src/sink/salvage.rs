@@ -58,7 +58,8 @@ pub fn salvage(bytes: &[u8]) -> Salvaged {
             }
         }
     }
-    out.lost_bytes += bytes.len() - at;
+    // A file cut inside its segment header leaves `at` past its end.
+    out.lost_bytes += bytes.len().saturating_sub(at);
     out
 }
 
@@ -129,5 +130,17 @@ mod tests {
         // Nothing at all in zeros, or in nothing.
         assert!(salvage(&[0u8; 4096]).found.is_empty());
         assert_eq!(salvage(&[]).lost_bytes, 0);
+    }
+
+    /// Found by a review: a segment cut short inside its header (a crash while it was made)
+    /// made the count of bytes in no record underflow (a panic, or a huge count in release).
+    #[test]
+    fn a_segment_shorter_than_its_header_has_nothing_and_counts_nothing() {
+        let (bytes, _) = segment();
+        for len in [8, 12, HEADER_LEN as usize] {
+            let got = salvage(&bytes[..len]);
+            assert!(got.found.is_empty());
+            assert_eq!(got.lost_bytes, 0, "{len} bytes");
+        }
     }
 }
