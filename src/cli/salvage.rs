@@ -28,6 +28,20 @@ pub struct SalvageArgs {
 }
 
 pub fn run(args: &SalvageArgs) -> anyhow::Result<()> {
+    // A file named twice (a glob overlapping a name) would have its rows written twice.
+    let mut seen = Vec::new();
+    for file in &args.files {
+        let id = file
+            .canonicalize()
+            .with_context(|| format!("{}", file.display()))?;
+        if seen.contains(&id) {
+            bail!(
+                "{} is given twice: its rows would be written twice",
+                file.display()
+            );
+        }
+        seen.push(id);
+    }
     let outs: Vec<PathBuf> = match &args.out {
         Some(out) => vec![out.clone(); args.files.len()],
         None => args
@@ -114,4 +128,40 @@ fn by_org<'a>(batches: impl Iterator<Item = &'a RowBatch>) -> BTreeMap<String, u
         }
     }
     counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sink::clickhouse::test_support::batch;
+    use crate::sink::segment::Writer;
+
+    /// Found by a review: a cut file named twice (`salvage a.cut a.cut`, or two globs that
+    /// overlap) passed the check that the output does not exist, then had its rows written to
+    /// it twice, and the counts printed twice. It is refused, nothing written.
+    #[test]
+    fn a_file_given_twice_is_refused_before_anything_is_written() {
+        let dir = crate::sink::test_dir::TestDir::new("salvage-twice");
+        let mut w = Writer::create(dir.path(), 1).unwrap();
+        let mut payload = Vec::new();
+        crate::sink::codec::encode(&batch("o", "t", 3, 0), &mut payload);
+        w.append(&payload).unwrap();
+        let file = crate::sink::segment::segment_path(dir.path(), 1);
+        let out = with_suffix(&file, ".jsonl");
+        let args = SalvageArgs {
+            files: vec![
+                file.clone(),
+                dir.path().join(".").join(file.file_name().unwrap()),
+            ],
+            out: None,
+        };
+        assert!(run(&args).is_err());
+        assert!(!out.exists(), "nothing written");
+        let args = SalvageArgs {
+            files: vec![file],
+            out: None,
+        };
+        run(&args).unwrap();
+        assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 3);
+    }
 }
