@@ -50,12 +50,32 @@ pub fn run(args: &SalvageArgs) -> anyhow::Result<()> {
             .map(|f| with_suffix(f, ".jsonl"))
             .collect(),
     };
+    // Each output claimed before anything is written (made, empty, here, so that a second
+    // run at the same time cannot write into it too).
+    let mut claimed: Vec<&PathBuf> = Vec::new();
     for out in &outs {
-        if out.exists() {
-            bail!(
-                "{} exists already (salvaged before?): replay it, or move it away to salvage again",
-                out.display()
-            );
+        if claimed.contains(&out) {
+            continue;
+        }
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(out)
+        {
+            Ok(_) => claimed.push(out),
+            Err(e) => {
+                for made in &claimed {
+                    let _ = std::fs::remove_file(made);
+                }
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    bail!(
+                        "{} exists already (salvaged before?): replay it, or move it away to \
+                         salvage again",
+                        out.display()
+                    );
+                }
+                return Err(e).with_context(|| format!("creating {}", out.display()));
+            }
         }
     }
     let mut written = Vec::new();
@@ -97,6 +117,12 @@ pub fn run(args: &SalvageArgs) -> anyhow::Result<()> {
         }
         if rows > 0 && !written.contains(out) {
             written.push(out.clone());
+        }
+    }
+    // An output no record went to is not left behind, empty, to be taken for one.
+    for out in claimed {
+        if !written.contains(out) {
+            let _ = std::fs::remove_file(out);
         }
     }
     for out in written {
@@ -163,5 +189,27 @@ mod tests {
         };
         run(&args).unwrap();
         assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 3);
+    }
+
+    /// Outputs are claimed before anything is written: one that exists stops the run and
+    /// the outputs claimed before it are removed again; a file with no record leaves none.
+    #[test]
+    fn outputs_are_claimed_first_and_none_is_left_empty() {
+        let dir = crate::sink::test_dir::TestDir::new("salvage-claim");
+        let (empty, other) = (dir.path().join("a.cut"), dir.path().join("b.cut"));
+        std::fs::write(&empty, [0u8; 100]).unwrap();
+        std::fs::write(&other, [7u8; 100]).unwrap();
+        let taken = with_suffix(&other, ".jsonl");
+        std::fs::write(&taken, "").unwrap();
+        let both = SalvageArgs {
+            files: vec![empty.clone(), other.clone()],
+            out: None,
+        };
+        let err = run(&both).unwrap_err().to_string();
+        assert!(err.contains("exists already"), "{err}");
+        assert!(!with_suffix(&empty, ".jsonl").exists(), "its claim removed");
+        std::fs::remove_file(&taken).unwrap();
+        run(&both).unwrap();
+        assert!(!with_suffix(&empty, ".jsonl").exists() && !taken.exists());
     }
 }

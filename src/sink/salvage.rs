@@ -41,10 +41,14 @@ pub fn salvage(bytes: &[u8]) -> Salvaged {
     let mut out = Salvaged::default();
     let frame = FRAME_LEN as usize;
     while at + frame <= bytes.len() {
-        // The version byte and row count first: a checksum over a length read from the
-        // middle of a payload can be megabytes long.
-        let record = codec::rows_in(&bytes[at + frame..])
-            .ok()
+        // The batch's header first: a checksum over a length read from the middle of a
+        // payload can be megabytes long, at every offset. A header whose columns and data
+        // size add up to the frame's length leaves next to nothing to chance (bytes written
+        // to look like a record, in a damaged record's strings, still can: see README).
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")) as usize;
+        let record = Some(len)
+            .filter(|&len| at + frame + len <= bytes.len())
+            .filter(|&len| codec::fits(&bytes[at + frame..], len))
             .and_then(|_| segment::frame_at(bytes, at))
             .and_then(|payload| Some((payload.len(), codec::decode(payload).ok()?)));
         match record {
