@@ -250,7 +250,12 @@ impl Spool {
             return Err(SpoolError::Full);
         }
         if roll {
-            self.seal_writer().map_err(SpoolError::Io)?;
+            if let Err(e) = self.seal_writer() {
+                // Sealed all the same (its records still read back, from the page cache, and
+                // `seal_failures` tells a stop not to rely on them): this batch goes to a new
+                // segment rather than being refused, which at a stop would lose it.
+                tracing::error!(error = %e, "cannot fsync a spool segment as it is sealed; its records may not survive a power cut");
+            }
             // `wal` mode, at a stop (the rest of a batch partly settled: `flush/spill.rs`): the
             // write-ahead thread numbered its segments on from `next_id`; this one goes after.
             if let Some(last) = self.segments.back() {
