@@ -463,7 +463,8 @@ impl RowBatch {
             bounds[2 * col::ingested_at] as usize,
             bounds[2 * col::ingested_at + 1] as usize,
         );
-        if at.1 < at.0 || at.1 - at.0 != rows.saturating_mul(4) {
+        // Bounds not checked yet (`from_parts` checks them all below): inside the data first.
+        if at.1 < at.0 || at.1 > data.len() || at.1 - at.0 != rows.saturating_mul(4) {
             return Err("a column's size does not match its rows");
         }
         let ingested: Vec<u32> = data[at.0..at.1]

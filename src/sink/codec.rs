@@ -302,6 +302,33 @@ mod tests {
         assert_eq!(decode(&old).expect("an older record decodes"), b);
     }
 
+    /// Found by a review: an earlier build's record (fewer columns) whose `ingested_at`
+    /// bounds lie past its data made `decode` panic (a slice out of range) instead of refusing
+    /// it. `deadletter salvage` decodes whatever bytes pass a checksum, strings a client sent
+    /// included, so one such record stopped the salvage of a whole cut.
+    #[test]
+    fn an_older_record_whose_bounds_pass_its_data_is_refused() {
+        let columns = COLUMNS - 1;
+        for rows in [0u32, 1] {
+            let mut bytes = vec![VERSION];
+            bytes.extend_from_slice(&rows.to_le_bytes());
+            bytes.extend_from_slice(&(columns as u16).to_le_bytes());
+            let data_len = 8u32;
+            for i in 0..=2 * columns {
+                let bound = match i {
+                    i if i == 2 * crate::row::col::ingested_at => 1000,
+                    i if i == 2 * crate::row::col::ingested_at + 1 => 1000 + 4 * rows,
+                    i if i == 2 * columns => data_len,
+                    _ => 0,
+                };
+                bytes.extend_from_slice(&bound.to_le_bytes());
+            }
+            bytes.extend_from_slice(&[0u8; 8]);
+            assert!(fits(&bytes, bytes.len()));
+            assert!(decode(&bytes).is_err(), "{rows} rows");
+        }
+    }
+
     /// The rows as a version-1 record, as an earlier build spooled them.
     fn v1_record(rows: &[RowRef<'_>]) -> Vec<u8> {
         let mut v1 = legacy::Batch::default();
