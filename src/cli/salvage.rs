@@ -78,8 +78,37 @@ pub fn run(args: &SalvageArgs) -> anyhow::Result<()> {
             }
         }
     }
+    // Every output is made from its files alone, which are never changed: on an error, what
+    // this run wrote goes again (partial, or claimed and empty, it would be taken for a
+    // finished salvage: 'exists already (salvaged before?): replay it').
+    let written = match write_outputs(args, &outs) {
+        Ok(written) => written,
+        Err(e) => {
+            for made in &claimed {
+                let _ = std::fs::remove_file(made);
+            }
+            return Err(e);
+        }
+    };
+    // An output no record went to is not left behind, empty, to be taken for one.
+    for out in claimed {
+        if !written.contains(out) {
+            let _ = std::fs::remove_file(out);
+        }
+    }
+    for out in written {
+        println!(
+            "written to {0}: check it, then `traceingest deadletter replay {0}`",
+            out.display()
+        );
+    }
+    Ok(())
+}
+
+/// Salvages each file into its output (claimed already); the outputs a record went to.
+fn write_outputs(args: &SalvageArgs, outs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let mut written = Vec::new();
-    for (file, out) in args.files.iter().zip(&outs) {
+    for (file, out) in args.files.iter().zip(outs) {
         let bytes = std::fs::read(file).with_context(|| format!("{}", file.display()))?;
         let got = salvage(&bytes);
         let rows: usize = got.found.iter().map(|f| f.batch.len()).sum();
@@ -119,19 +148,7 @@ pub fn run(args: &SalvageArgs) -> anyhow::Result<()> {
             written.push(out.clone());
         }
     }
-    // An output no record went to is not left behind, empty, to be taken for one.
-    for out in claimed {
-        if !written.contains(out) {
-            let _ = std::fs::remove_file(out);
-        }
-    }
-    for out in written {
-        println!(
-            "written to {0}: check it, then `traceingest deadletter replay {0}`",
-            out.display()
-        );
-    }
-    Ok(())
+    Ok(written)
 }
 
 fn plural(n: usize) -> &'static str {
@@ -211,5 +228,39 @@ mod tests {
         std::fs::remove_file(&taken).unwrap();
         run(&both).unwrap();
         assert!(!with_suffix(&empty, ".jsonl").exists() && !taken.exists());
+    }
+
+    /// Found by a review: a file that fails after the outputs were claimed (here a directory,
+    /// which cannot be read) left the earlier file's output written and its own claimed and
+    /// empty; the next run called them salvaged before and said to replay them, the empty one
+    /// too, and its rows were never salvaged. An error leaves no output of the run behind.
+    #[test]
+    fn an_error_leaves_no_output_behind() {
+        let dir = crate::sink::test_dir::TestDir::new("salvage-error");
+        let mut w = Writer::create(dir.path(), 1).unwrap();
+        let mut payload = Vec::new();
+        crate::sink::codec::encode(&batch("o", "t", 3, 0), &mut payload);
+        w.append(&payload).unwrap();
+        let file = crate::sink::segment::segment_path(dir.path(), 1);
+        let unreadable = dir.path().join("b.cut");
+        std::fs::create_dir(&unreadable).unwrap();
+        let args = SalvageArgs {
+            files: vec![file.clone(), unreadable.clone()],
+            out: None,
+        };
+        assert!(run(&args).is_err());
+        assert!(!with_suffix(&file, ".jsonl").exists(), "its rows written");
+        assert!(
+            !with_suffix(&unreadable, ".jsonl").exists(),
+            "claimed, empty"
+        );
+        std::fs::remove_dir(&unreadable).unwrap();
+        let args = SalvageArgs {
+            files: vec![file.clone()],
+            out: None,
+        };
+        run(&args).unwrap();
+        let out = std::fs::read_to_string(with_suffix(&file, ".jsonl")).unwrap();
+        assert_eq!(out.lines().count(), 3);
     }
 }
