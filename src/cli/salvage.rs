@@ -28,12 +28,13 @@ pub struct SalvageArgs {
 }
 
 pub fn run(args: &SalvageArgs) -> anyhow::Result<()> {
-    // A file named twice (a glob overlapping a name) would have its rows written twice.
+    // A file named twice (a glob overlapping a name, a link) would have its rows written
+    // twice: files are told apart by device and inode.
     let mut seen = Vec::new();
     for file in &args.files {
-        let id = file
-            .canonicalize()
-            .with_context(|| format!("{}", file.display()))?;
+        use std::os::unix::fs::MetadataExt as _;
+        let meta = std::fs::metadata(file).with_context(|| format!("{}", file.display()))?;
+        let id = (meta.dev(), meta.ino());
         if seen.contains(&id) {
             bail!(
                 "{} is given twice: its rows would be written twice",
@@ -199,6 +200,14 @@ mod tests {
             out: None,
         };
         assert!(run(&args).is_err());
+        assert!(!out.exists(), "nothing written");
+        let link = dir.path().join("link.cut");
+        std::fs::hard_link(&file, &link).unwrap();
+        let args = SalvageArgs {
+            files: vec![file.clone(), link],
+            out: None,
+        };
+        assert!(run(&args).is_err(), "a hard link is the same file");
         assert!(!out.exists(), "nothing written");
         let args = SalvageArgs {
             files: vec![file],
