@@ -9,8 +9,9 @@ scripts/build-deps.sh
 scripts/clickhouse.sh
 echo "building the release binary (the first build takes a few minutes)..." >&2
 cargo build --release
-BIN=target/release/traceingest
-$BIN migrate >&2
+# Where cargo put it: `target/`, or the user's own CARGO_TARGET_DIR.
+BIN="${CARGO_TARGET_DIR:-target}/release/traceingest"
+"$BIN" migrate >&2
 
 # Keys are shown once and only their hashes are stored, so the key this script made is kept
 # in the data directory and reused while it is active, instead of a new key every run.
@@ -21,7 +22,7 @@ KEY=""
 if [ -s "$KEY_FILE" ]; then
   KEY=$(head -n 1 "$KEY_FILE")
   # `keys list`: PREFIX ORG PROJECT CREATED(date time) STATE; the prefix is 12 characters.
-  if $BIN keys list | awk -v p="${KEY:0:12}" -v o="$ORG" \
+  if "$BIN" keys list | awk -v p="${KEY:0:12}" -v o="$ORG" \
       '$1 == p && $2 == o && $NF == "active" { found = 1 } END { exit !found }'; then
     echo "reusing the API key for org '$ORG' kept in $KEY_FILE (delete the file for a new one)" >&2
   else
@@ -31,7 +32,7 @@ if [ -s "$KEY_FILE" ]; then
 fi
 if [ -z "$KEY" ]; then
   # Its error, if any, goes to the terminal as it is.
-  if ! KEY=$($BIN keys create --org "$ORG"); then
+  if ! KEY=$("$BIN" keys create --org "$ORG"); then
     echo "scripts/dev.sh: \`traceingest keys create --org $ORG\` failed (see above)" >&2
     exit 1
   fi
@@ -60,4 +61,4 @@ Then look at it:
 Metrics (admin listener): curl -s http://$ADMIN/metrics
 
 MSG
-exec $BIN serve
+exec "$BIN" serve
