@@ -441,8 +441,8 @@ async fn run(
     let shared = &*worker.shared;
     let (parts, mut body) = request.into_parts();
     let headers = &parts.headers;
-    if parts.uri.path() != EXPORT_PATH {
-        return Err(unknown_method(parts.uri.path()));
+    if parts.uri.path() != EXPORT_PATH || parts.method != http::Method::POST {
+        return Err(unknown_method(&parts.method, parts.uri.path()));
     }
     if !is_grpc_proto(headers.get("content-type")) {
         return Err(Refusal {
@@ -656,9 +656,9 @@ fn connection_busy(held: u64, max_body: u64) -> Refusal {
     }
 }
 
-fn unknown_method(path: &str) -> Refusal {
+fn unknown_method(method: &http::Method, path: &str) -> Refusal {
     Refusal {
-        message: format!("unknown method {path}; this server serves {EXPORT_PATH}"),
+        message: format!("unknown method {method} {path}; this server serves POST {EXPORT_PATH}"),
         ..otlp_refusal(ConnError::NotFound)
     }
 }

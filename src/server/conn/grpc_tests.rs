@@ -424,3 +424,36 @@ fn more_concurrent_exports_than_a_connection_runs_are_all_answered() {
     let rows: usize = server.rows.try_iter().map(|b| b.len()).sum();
     assert_eq!(rows, 2 * (n + 1));
 }
+
+/// gRPC calls are `POST`: an export sent with another method is an unknown method
+/// (`UNIMPLEMENTED`), not served. (It was, whatever the method.)
+#[test]
+fn an_export_not_sent_as_post_is_unimplemented() {
+    let shared = Arc::new(Shared::for_bench());
+    let key = harness::known_key(&shared);
+    let server = harness::start(shared.clone(), 1);
+    let addr = server.addr;
+    let answers = harness::client_runtime().block_on(async {
+        let mut client = harness::connect(addr).await;
+        let mut answers = Vec::new();
+        for method in ["PUT", "POST"] {
+            let mut request = harness::export_request(addr, &[("x-api-key", &key)]);
+            *request.method_mut() = method.parse().unwrap();
+            let a = harness::call(&mut client, request, harness::message(1)).await;
+            let a = a.expect("an answer");
+            let message = a
+                .meta
+                .get("grpc-message")
+                .map(|m| m.to_str().unwrap().to_string());
+            answers.push((a.status, message));
+        }
+        answers
+    });
+    server.thread.join().expect("the server ends");
+    assert_eq!(answers[0].0, Some(code::UNIMPLEMENTED), "{answers:?}");
+    let message = answers[0].1.as_deref().unwrap_or_default();
+    assert!(message.contains("unknown method PUT"), "{message}");
+    assert_eq!(answers[1], (Some(0), None));
+    let rows: usize = server.rows.try_iter().map(|b| b.len()).sum();
+    assert_eq!(rows, 1, "only the POST's span");
+}
