@@ -86,7 +86,7 @@ pub async fn run(command: &DeadLetterCommand) -> anyhow::Result<()> {
 }
 
 /// `n row` or `n rows`.
-fn rows(n: u64) -> String {
+pub(super) fn rows(n: u64) -> String {
     format!("{n} row{}", if n == 1 { "" } else { "s" })
 }
 

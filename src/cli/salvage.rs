@@ -113,36 +113,39 @@ fn write_outputs(args: &SalvageArgs, outs: &[PathBuf]) -> anyhow::Result<Vec<Pat
         let bytes = std::fs::read(file).with_context(|| format!("{}", file.display()))?;
         let got = salvage(&bytes);
         let rows: usize = got.found.iter().map(|f| f.batch.len()).sum();
+        let records = got.found.len();
         println!(
-            "{}: {} record{} of {} row{} found; {} of {} bytes in none (the damaged record, \
+            "{}: {records} record{} of {} found; {} of {} bytes in none (the damaged record, \
              and anything else the disk changed)",
             file.display(),
-            got.found.len(),
-            plural(got.found.len()),
-            rows,
-            plural(rows),
+            if records == 1 { "" } else { "s" },
+            super::deadletter::rows(rows as u64),
             got.lost_bytes,
             bytes.len()
         );
         for (org, n) in by_org(got.found.iter().map(|f| &f.batch)) {
-            println!("  {org}: {n} row{}", plural(n));
+            println!("  {org}: {}", super::deadletter::rows(n as u64));
         }
-        for found in &got.found {
-            let why = InsertError {
-                retry: Retry::Never,
-                code: None,
-                message: format!(
-                    "salvaged from {} (the record at byte {}); not refused by ClickHouse",
-                    file.display(),
-                    found.offset
-                ),
-            };
-            let run = RowRun {
-                batch: &found.batch,
-                rows: 0..found.batch.len(),
-            };
+        // One append and one fsync for the file's records.
+        let runs: Vec<RowRun<'_>> = got
+            .found
+            .iter()
+            .map(|f| RowRun {
+                batch: &f.batch,
+                rows: 0..f.batch.len(),
+            })
+            .collect();
+        let why = InsertError {
+            retry: Retry::Never,
+            code: None,
+            message: format!(
+                "salvaged from {}; not refused by ClickHouse",
+                file.display()
+            ),
+        };
+        if !runs.is_empty() {
             DeadLetters::at(out.clone())
-                .write(&[run], &why)
+                .write(&runs, &why)
                 .with_context(|| format!("writing {}", out.display()))?;
         }
         if rows > 0 && !written.contains(out) {
@@ -150,14 +153,6 @@ fn write_outputs(args: &SalvageArgs, outs: &[PathBuf]) -> anyhow::Result<Vec<Pat
         }
     }
     Ok(written)
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
 }
 
 /// Rows per organisation, so an operator sees whose spans a cut held.

@@ -321,27 +321,10 @@ fn broken_files_are_refused_with_a_path() {
 /// `TRACEINGEST_REFERENCE_TESTS=required` (`scripts/test.sh` sets it when the file is there).
 #[test]
 fn the_published_data_set_loads_and_every_model_prices() {
-    use std::io::Write;
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/reference/genai-prices-v2-data.json"
-    );
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) => {
-            assert!(
-                std::env::var("TRACEINGEST_REFERENCE_TESTS").as_deref() != Ok("required"),
-                "TRACEINGEST_REFERENCE_TESTS=required but {path}: {e}"
-            );
-            // Straight to stderr: the test harness captures eprintln! of a passing test.
-            let _ = writeln!(
-                std::io::stderr(),
-                "\nSKIPPED pricing::genai::tests::the_published_data_set_loads_and_every_model_prices: \
-                 {path}: {e} (the genai-prices v2 data set is not next to the repository; \
-                 TRACEINGEST_REFERENCE_TESTS=required makes this a failure)\n"
-            );
-            return;
-        }
+    let Some(text) = crate::pricing::tests::reference_data_set(
+        "pricing::genai::tests::the_published_data_set_loads_and_every_model_prices",
+    ) else {
+        return;
     };
     let t = PriceTable::with_overrides(&text, "genai-prices-v2-data.json").unwrap();
     let file_models: Vec<_> = t

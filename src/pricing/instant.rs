@@ -105,14 +105,54 @@ pub const fn clock_s(text: &str) -> u32 {
 /// (`2026-07-30T12:15:00Z`, `2026-07-30T14:15:00+02:00`, fractions of a second allowed) or
 /// epoch milliseconds (`1785369600000`). Errors say what is wrong in a few words.
 pub fn parse_instant(text: &str) -> Result<u64, &'static str> {
+    parse(text, Epoch::Any)
+}
+
+/// When a price starts, as a pricing file gives it (`changes[].from`, genai-prices'
+/// `start_date`): `YYYY-MM-DD` or an RFC 3339 time, as `docs/pricing-file.md` says. Not epoch
+/// milliseconds: a date written without dashes (`20260730`) would be read as 1970-01-01
+/// 05:37:40.730 UTC, and the price change would be in force for every span.
+pub fn parse_file_instant(text: &str) -> Result<u64, &'static str> {
+    parse(text, Epoch::No)
+}
+
+/// An instant given on the command line (`price --at`, `reprice --from`/`--to`): what
+/// `parse_instant` reads, but epoch milliseconds of fewer than 12 digits (before 1973-03-03)
+/// are refused. They are a date written without dashes (`20260701`, 1970-01-01 05:37 as
+/// milliseconds), and `reprice --from 20260701` would rewrite every stored span up to `--to`.
+pub fn parse_cli_instant(text: &str) -> Result<u64, &'static str> {
+    parse(text, Epoch::AtLeast12Digits)
+}
+
+/// Which epoch milliseconds an instant may be written as.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Epoch {
+    Any,
+    /// From 1973-03-03 on: fewer digits are a date without dashes.
+    AtLeast12Digits,
+    No,
+}
+
+fn parse(text: &str, epoch: Epoch) -> Result<u64, &'static str> {
     let t = text.trim();
     let b = t.as_bytes();
+    let expected = match epoch {
+        Epoch::No => "expected YYYY-MM-DD or an RFC 3339 time",
+        _ => "expected YYYY-MM-DD, an RFC 3339 time or epoch milliseconds",
+    };
     if !b.is_empty() && b.iter().all(u8::is_ascii_digit) {
-        return t
-            .parse::<u64>()
-            .map_err(|_| "epoch milliseconds out of range");
+        return match epoch {
+            Epoch::No => Err(expected),
+            Epoch::AtLeast12Digits if b.len() < 12 => Err(
+                "epoch milliseconds before 1973: a date is written YYYY-MM-DD (epoch \
+                 milliseconds have 13 digits today)",
+            ),
+            _ => t
+                .parse::<u64>()
+                .map_err(|_| "epoch milliseconds out of range"),
+        };
     }
-    let days = date_days(b).ok_or("expected YYYY-MM-DD, an RFC 3339 time or epoch milliseconds")?;
+    let days = date_days(b).ok_or(expected)?;
     let day_ms = days as u64 * DAY_MS;
     if b.len() == 10 {
         return Ok(day_ms);
@@ -123,37 +163,6 @@ pub fn parse_instant(text: &str) -> Result<u64, &'static str> {
     let (clock_ms, offset_s) = clock(&b[11..]).ok_or("expected HH:MM:SS[.fff] and Z or ±HH:MM")?;
     let ms = day_ms as i64 + clock_ms as i64 - offset_s * 1000;
     u64::try_from(ms).map_err(|_| "before 1970")
-}
-
-/// When a price starts, as a pricing file gives it (`changes[].from`, genai-prices'
-/// `start_date`): `YYYY-MM-DD` or an RFC 3339 time, as `docs/pricing-file.md` says. Not epoch
-/// milliseconds: a date written without dashes (`20260730`) would be read as 1970-01-01
-/// 05:37:40.730 UTC, and the price change would be in force for every span.
-pub fn parse_file_instant(text: &str) -> Result<u64, &'static str> {
-    const EXPECTED: &str = "expected YYYY-MM-DD or an RFC 3339 time";
-    let t = text.trim();
-    if t.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(EXPECTED);
-    }
-    parse_instant(t).map_err(|why| match why {
-        "expected YYYY-MM-DD, an RFC 3339 time or epoch milliseconds" => EXPECTED,
-        other => other,
-    })
-}
-
-/// An instant given on the command line (`price --at`, `reprice --from`/`--to`): what
-/// `parse_instant` reads, but epoch milliseconds of fewer than 12 digits (before 1973-03-03)
-/// are refused. They are a date written without dashes (`20260701`, 1970-01-01 05:37 as
-/// milliseconds), and `reprice --from 20260701` would rewrite every stored span up to `--to`.
-pub fn parse_cli_instant(text: &str) -> Result<u64, &'static str> {
-    let t = text.trim();
-    if !t.is_empty() && t.len() < 12 && t.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(
-            "epoch milliseconds before 1973: a date is written YYYY-MM-DD \
-                    (epoch milliseconds have 13 digits today)",
-        );
-    }
-    parse_instant(t)
 }
 
 /// `HH:MM:SS[.fff...]` then `Z` or `±HH:MM` -> (milliseconds into the day, offset in seconds).

@@ -7,6 +7,33 @@ use crate::ingest::wire::{Span, SpanType, Usage};
 
 use super::*;
 
+/// The public genai-prices v2 data set, read from next to the repository (never copied into
+/// it); `None` when it is not there and `TRACEINGEST_REFERENCE_TESTS` does not require it
+/// (`scripts/test.sh` sets it when the file is there): then `test` is said to be skipped, on
+/// stderr (not captured), and passes.
+pub(super) fn reference_data_set(test: &str) -> Option<String> {
+    use std::io::Write;
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/reference/genai-prices-v2-data.json"
+    );
+    match std::fs::read_to_string(path) {
+        Ok(text) => Some(text),
+        Err(e) => {
+            assert!(
+                std::env::var("TRACEINGEST_REFERENCE_TESTS").as_deref() != Ok("required"),
+                "TRACEINGEST_REFERENCE_TESTS=required but {path}: {e}"
+            );
+            let _ = writeln!(
+                std::io::stderr(),
+                "\nSKIPPED {test}: {path}: {e} (the genai-prices v2 data set is not next to the \
+                 repository; TRACEINGEST_REFERENCE_TESTS=required makes this a failure)\n"
+            );
+            None
+        }
+    }
+}
+
 /// Test-local prices in the project's own format, so the arithmetic cases do not change when
 /// the built-in table does. Merged over the built-in table, which the last cases use.
 const PRICES: &str = r#"{"models": [

@@ -134,28 +134,9 @@ fn every_id_and_alias_finds_its_model() {
     }
 }
 
-/// The public data set, read from next to the repository (never copied into it); `None` when it
-/// is not there and `TRACEINGEST_REFERENCE_TESTS` does not require it (said on stderr).
+/// The public data set (`pricing::tests::reference_data_set`).
 fn reference() -> Option<String> {
-    use std::io::Write;
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/reference/genai-prices-v2-data.json"
-    );
-    match std::fs::read_to_string(path) {
-        Ok(text) => Some(text),
-        Err(e) => {
-            assert!(
-                std::env::var("TRACEINGEST_REFERENCE_TESTS").as_deref() != Ok("required"),
-                "TRACEINGEST_REFERENCE_TESTS=required but {path}: {e}"
-            );
-            let _ = writeln!(
-                std::io::stderr(),
-                "\nSKIPPED a check against the genai-prices data set: {path}: {e}\n"
-            );
-            None
-        }
-    }
+    super::super::tests::reference_data_set("a check of the built-in table against the data set")
 }
 
 /// The dates and input sizes at which a built-in model is compared with the data set: before,
