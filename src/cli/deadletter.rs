@@ -698,13 +698,20 @@ async fn insert_isolating(
             };
             tries += 1;
             match err.retry {
-                Retry::Later | Retry::AfterMigrate if tries < TRIES => {
+                // Out of memory for these rows: halves, none of them refused for it.
+                Retry::Smaller if rows.len() > 1 => {
+                    let mid = rows.start + rows.len() / 2;
+                    todo.push(mid..rows.end);
+                    todo.push(rows.start..mid);
+                    break;
+                }
+                Retry::Later | Retry::AfterMigrate | Retry::Smaller if tries < TRIES => {
                     if err.retry == Retry::AfterMigrate {
                         store.migrate().await?;
                     }
                 }
                 Retry::Unknown if whole && tries < UNKNOWN_TRIES => {}
-                Retry::Later | Retry::AfterMigrate => {
+                Retry::Later | Retry::AfterMigrate | Retry::Smaller => {
                     bail!(
                         "ClickHouse did not take an insert in {TRIES} tries: {}",
                         described(&err)

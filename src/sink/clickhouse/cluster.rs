@@ -663,9 +663,9 @@ impl Store {
 
     /// One shard's block, to its replicas in turn from the next in its rotation until one
     /// writes it: its size; when none did, a transient error if one of them failed so (the
-    /// rows wait for it), else the last replica's error (`Unknown` or `AfterMigrate` if that
-    /// is what it said); or the first error that is the rows' or the schema's fault (not
-    /// retryable: another replica would say the same).
+    /// rows wait for it), else the last replica's error (`Unknown`, `AfterMigrate` or
+    /// `Smaller` if that is what it said); or the first error that is the rows' or the
+    /// schema's fault (not retryable: another replica would say the same).
     async fn insert_shard(
         &self,
         topology: &Topology,
@@ -689,8 +689,16 @@ impl Store {
                 // the same if it is the rows), but the node is not taken out of rotation. A
                 // missing table or column is this node's state too (its `CREATE ... ON
                 // CLUSTER` has not run yet, or it has yet to apply an `ALTER` its peers have):
-                // another replica of the shard may well take the block.
-                Err(e) if matches!(e.retry, Retry::Unknown | Retry::AfterMigrate) => last = Some(e),
+                // another replica of the shard may well take the block. So may a replica with
+                // more memory to spare (`Smaller`).
+                Err(e)
+                    if matches!(
+                        e.retry,
+                        Retry::Unknown | Retry::AfterMigrate | Retry::Smaller
+                    ) =>
+                {
+                    last = Some(e)
+                }
                 Err(e) => return Err(e),
             }
         }

@@ -14,6 +14,11 @@ pub enum Retry {
     AfterMigrate,
     /// Refused because of some rows' values: split the insert to isolate the bad rows.
     Split,
+    /// The server had not the memory for this insert (`MEMORY_LIMIT_EXCEEDED`: the query's,
+    /// the user's or the whole server's `max_memory_usage`). Nobody's rows' fault, but a
+    /// smaller insert may well go in: split it without blaming any row, and insert fewer rows
+    /// at a time for a while; a single row refused so is retried like `Later`.
+    Smaller,
     /// Refused whatever the rows (schema mismatch, client-side error): retrying cannot succeed.
     Never,
     /// The server refused with a code this build does not know: retried like `Later`, but only
@@ -139,6 +144,9 @@ fn classify(err: &ChError) -> (Retry, Option<u32>) {
         codes::UNKNOWN_TABLE | codes::UNKNOWN_DATABASE | codes::NO_SUCH_COLUMN_IN_TABLE => {
             Retry::AfterMigrate
         }
+        // Retried at the same size, a block past the user's `max_memory_usage` waited forever
+        // (and the server's whole limit passes with its load, which halves do not hurt).
+        codes::MEMORY_LIMIT_EXCEEDED => Retry::Smaller,
         // Current releases refuse one block spanning more than `max_partitions_per_insert_block`
         // months with the same code as "too many parts": smaller inserts do succeed.
         codes::TOO_MANY_PARTS if e.message.contains("partitions for single INSERT") => Retry::Split,
@@ -186,7 +194,6 @@ fn classify(err: &ChError) -> (Retry, Option<u32>) {
         | codes::NETWORK_ERROR
         | codes::TABLE_IS_DROPPED
         | codes::ABORTED
-        | codes::MEMORY_LIMIT_EXCEEDED
         | codes::TABLE_IS_READ_ONLY
         | codes::NOT_ENOUGH_SPACE
         | codes::TOO_MANY_PARTS
@@ -258,7 +265,7 @@ mod tests {
                 ),
                 Retry::Split,
             ),
-            (server(241, "Memory limit exceeded"), Retry::Later),
+            (server(241, "Memory limit exceeded"), Retry::Smaller),
             (server(159, "Timeout exceeded"), Retry::Later),
             (server(60, "Table x doesn't exist"), Retry::AfterMigrate),
             (server(16, "No such column"), Retry::AfterMigrate),

@@ -292,6 +292,9 @@ struct State {
     /// While bisecting: some rows of the refused insert went in, or one was refused alone, so
     /// the refusal is the rows' and an unknown error splits at once (`retry.rs`).
     rows_at_fault: bool,
+    /// After ClickHouse had not the memory for an insert: the most rows an insert takes, and
+    /// until when (`retry.rs`, `State::max_insert_rows`).
+    smaller: Option<(usize, Instant)>,
     /// Jitter source (splitmix64 state).
     rng: u64,
     report: FlushReport,
@@ -390,6 +393,7 @@ impl Flusher {
                 unreachable: false,
                 capped_failures: 0,
                 rows_at_fault: false,
+                smaller: None,
                 rng: seed,
                 report: FlushReport::default(),
                 backlogged: false,

@@ -54,6 +54,10 @@ pub(super) struct Piece {
     /// Largest insert this piece may join: `usize::MAX` normally; while a refused insert is
     /// being bisected, the size of the piece's half, so that each half is tried on its own.
     pub(super) cap: usize,
+    /// Part of a bisection isolating refused rows (`Retry::Split`, or an unknown error taken
+    /// for one): its going in shows the refusal was some rows'. Not so for the halves of an
+    /// insert ClickHouse had not the memory for (`Retry::Smaller`).
+    pub(super) suspect: bool,
 }
 
 impl Piece {
@@ -80,6 +84,7 @@ impl State {
             entry: Rc::new(entry),
             arrived,
             cap: usize::MAX,
+            suspect: false,
         });
     }
 
@@ -93,6 +98,7 @@ impl State {
             entry: Rc::new(entry),
             arrived,
             cap: usize::MAX,
+            suspect: false,
         });
     }
 
@@ -103,7 +109,7 @@ impl State {
         let backlog = self.spool.backlog() && !self.held_at_bound();
         let at = match self.queue.front() {
             Some(p)
-                if self.queued_rows >= self.cfg.max_rows
+                if self.queued_rows >= self.max_insert_rows()
                     || self
                         .cfg
                         .budget
@@ -124,7 +130,7 @@ impl State {
     }
 
     /// The front pieces that make the next insert: the frozen ones after a failure in cluster
-    /// mode, else at most `max_rows` rows (and no more than any included piece's cap) and
+    /// mode, else at most `max_insert_rows` rows (and no more than any included piece's cap) and
     /// `max_bytes`, at most half of `room()`, in bytes, but always at least one piece.
     /// (An insert's pieces stay in memory until it ends, however long ClickHouse takes: the
     /// other half is for intake, and for what must move to the spool meanwhile.)
@@ -133,12 +139,12 @@ impl State {
             return (pieces, self.queue.iter().take(pieces).map(Piece::len).sum());
         }
         let max_bytes = (self.cfg.budget.room().1 / 2).min(self.cfg.max_bytes);
+        let max_rows = self.max_insert_rows();
         let (mut pieces, mut rows, mut bytes, mut cap) = (0, 0, 0, usize::MAX);
         for p in &self.queue {
             let cap_with = cap.min(p.cap);
             let whole = if p.is_whole() { p.entry.bytes } else { 0 };
-            if pieces > 0
-                && (rows + p.len() > self.cfg.max_rows.min(cap_with) || bytes + whole > max_bytes)
+            if pieces > 0 && (rows + p.len() > max_rows.min(cap_with) || bytes + whole > max_bytes)
             {
                 break;
             }
@@ -148,6 +154,15 @@ impl State {
             cap = cap_with;
         }
         (pieces, rows)
+    }
+
+    /// The most rows an insert takes: `max_rows`, or fewer for a while after ClickHouse had
+    /// not the memory for one (`State::smaller`).
+    pub(super) fn max_insert_rows(&self) -> usize {
+        match self.smaller {
+            Some((rows, until)) if Instant::now() < until => self.cfg.max_rows.min(rows),
+            _ => self.cfg.max_rows,
+        }
     }
 
     /// Enough waits for the next insert to go at once, without waiting for its interval: a
@@ -176,7 +191,7 @@ impl State {
     pub(super) fn written(&mut self, pieces: usize, inserted: Inserted, took: Duration) {
         for p in self.queue.drain(..pieces).collect::<Vec<_>>() {
             // Part of a refused insert went in: the refusal was some rows' (`failed`).
-            self.rows_at_fault |= p.cap != usize::MAX;
+            self.rows_at_fault |= p.suspect;
             self.settle(&p.entry, p.len());
         }
         self.queued_rows -= inserted.rows;

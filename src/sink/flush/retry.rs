@@ -13,6 +13,11 @@ use crate::sink::clickhouse::{InsertError, Retry, RowRun};
 /// Migrate-then-retry cycles on the same rows before they are treated as refused.
 const MAX_MIGRATE_ATTEMPTS: u32 = 3;
 
+/// After ClickHouse had not the memory for an insert, how long inserts stay at most half its
+/// size: a limit of the user's or the query's stays, and trying the full size once in a while
+/// finds out whether it was lifted, at the cost of one failed insert.
+const SMALLER_FOR: Duration = Duration::from_secs(600);
+
 /// Refused rows logged one line each per dead-letter write; the rest get one line.
 pub(super) const LOGGED_ROWS: usize = 10;
 
@@ -53,6 +58,32 @@ impl State {
                 self.back_off(e);
                 false
             }
+            Retry::Smaller if rows > 1 => {
+                let most = (rows / 2).max(1);
+                tracing::warn!(
+                    rows,
+                    code = e.code,
+                    error = %e,
+                    most_rows = most,
+                    for_s = SMALLER_FOR.as_secs(),
+                    "ClickHouse had not the memory for this insert; inserting it in halves, and \
+                     at most half as many rows at a time for a while (no row is at fault)"
+                );
+                self.capped_failures = 0;
+                if !bisecting {
+                    self.rows_at_fault = false;
+                }
+                let until = Instant::now() + SMALLER_FOR;
+                let most = self.smaller.map_or(most, |(rows, _)| rows.min(most));
+                self.smaller = Some((most, until));
+                self.bisect(pieces, rows, false);
+                true
+            }
+            // A single row: the server's memory, not the insert's size.
+            Retry::Smaller => {
+                self.back_off(e);
+                false
+            }
             Retry::Split if rows > 1 => {
                 tracing::warn!(
                     rows,
@@ -64,7 +95,7 @@ impl State {
                 if !bisecting {
                     self.rows_at_fault = false;
                 }
-                self.bisect(pieces, rows);
+                self.bisect(pieces, rows, true);
                 true
             }
             Retry::Split | Retry::Never => {
@@ -111,8 +142,9 @@ impl State {
         (base / 2 + base.mul_f64(unit / 2.0)).max(min)
     }
 
-    /// Replaces the refused insert's pieces with its two halves, each to be inserted alone.
-    pub(super) fn bisect(&mut self, pieces: usize, rows: usize) {
+    /// Replaces the refused insert's pieces with its two halves, each to be inserted alone;
+    /// `suspect` when it isolates refused rows (`Piece::suspect`).
+    pub(super) fn bisect(&mut self, pieces: usize, rows: usize, suspect: bool) {
         // New pieces: shards that took the whole will get the halves as other blocks (the
         // rows are the same, so `FINAL` still shows each once).
         self.frozen = None;
@@ -130,15 +162,21 @@ impl State {
                     end: cut,
                     arrived: p.arrived,
                     cap: half,
+                    suspect: p.suspect || suspect,
                 });
                 halves.push(Piece {
                     start: cut,
                     cap: rows - half,
+                    suspect: p.suspect || suspect,
                     ..p
                 });
             } else {
                 let cap = if seen < half { half } else { rows - half };
-                halves.push(Piece { cap, ..p });
+                halves.push(Piece {
+                    cap,
+                    suspect: p.suspect || suspect,
+                    ..p
+                });
             }
             seen += len;
         }

@@ -11,6 +11,7 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::Ordering;
 
 mod live;
+mod memory;
 mod offline;
 mod stop;
 

@@ -14,14 +14,14 @@ fn bisect_splits_across_pieces() {
     }
     let st = &mut f.st;
     assert_eq!(st.next_insert(), (3, 9));
-    st.bisect(3, 9);
+    st.bisect(3, 9, true);
     let shape: Vec<(usize, usize, usize)> =
         st.queue.iter().map(|p| (p.start, p.end, p.cap)).collect();
     assert_eq!(shape, vec![(0, 3, 4), (0, 1, 4), (1, 4, 5), (0, 2, 5)]);
     assert_eq!(st.next_insert(), (2, 4));
     st.queue.drain(..2);
     assert_eq!(st.next_insert(), (2, 5));
-    st.bisect(2, 5);
+    st.bisect(2, 5, true);
     let shape: Vec<(usize, usize, usize)> =
         st.queue.iter().map(|p| (p.start, p.end, p.cap)).collect();
     assert_eq!(shape, vec![(1, 3, 2), (3, 4, 3), (0, 2, 3)]);
@@ -56,7 +56,7 @@ fn a_batch_over_max_rows_is_one_insert_with_its_intent_and_bisected_halves_have_
     st.note_intent(1);
     assert_eq!(written().as_deref(), Some(positions[0].as_str()));
     // Refused and bisected: halves of 5, which have no intent.
-    st.bisect(1, 10);
+    st.bisect(1, 10, true);
     assert_eq!(written(), None, "a bisection drops the intent");
     assert_eq!(st.next_insert(), (1, 5));
     st.note_intent(1);
@@ -300,7 +300,7 @@ fn access_refusals_never_dead_letter_good_rows() {
 }
 
 /// An error code this build does not know, as ClickHouse would send it.
-fn unknown_error() -> InsertError {
+pub(super) fn unknown_error() -> InsertError {
     InsertError {
         retry: Retry::Unknown,
         code: Some(9999),
@@ -311,7 +311,7 @@ fn unknown_error() -> InsertError {
 
 /// One batch of `rows` rows at the front of an offline flusher, counted in its memory budget;
 /// the dead-letter file in `dir` unless `cfg` names another place.
-fn queued(dir: &TestDir, mut cfg: FlushConfig, rows: usize) -> Flusher {
+pub(super) fn queued(dir: &TestDir, mut cfg: FlushConfig, rows: usize) -> Flusher {
     if cfg.dead_letter_dir.is_relative() {
         cfg.dead_letter_dir = dir.path().join("deadletter");
     }
@@ -676,6 +676,7 @@ fn held_load_counts_each_batch_once() {
         end,
         arrived: Instant::now(),
         cap: usize::MAX,
+        suspect: false,
     };
     let (a, b) = (piece(0, 2), piece(2, rows));
     let mut held = super::super::retry::HeldLoad::default();

@@ -1,0 +1,102 @@
+//! Inserts ClickHouse had not the memory for (`MEMORY_LIMIT_EXCEEDED`, `Retry::Smaller`): split
+//! without blaming any row, and smaller for a while; never dead-lettered.
+
+use super::offline::{queued, unknown_error};
+use super::*;
+use crate::sink::clickhouse::Inserted;
+
+fn out_of_memory() -> InsertError {
+    use clickhouse_rs::errors::{Error as ChError, ServerError};
+    InsertError::from(ChError::Server(ServerError {
+        code: 241,
+        name: "DB::Exception".into(),
+        message: "Memory limit (for query) exceeded: would use 9.31 GiB (attempt to allocate \
+                  chunk of 4194304 bytes), maximum: 9.31 GiB"
+            .into(),
+        stack_trace: String::new(),
+    }))
+}
+
+/// Drives inserts until the queue is empty, ClickHouse taking at most `most` rows an insert
+/// (more fail with `out_of_memory`). Returns the rows of every insert tried, in order.
+fn drive_with_room_for(st: &mut State, most: usize) -> Vec<usize> {
+    let mut tried = Vec::new();
+    while !st.queue.is_empty() {
+        let (pieces, rows) = st.next_insert();
+        tried.push(rows);
+        if rows > most {
+            st.failed(pieces, rows, &out_of_memory());
+        } else {
+            st.written(pieces, Inserted { rows, bytes: 0 }, Duration::ZERO);
+        }
+        assert!(tried.len() < 1000, "no end to the failures: {tried:?}");
+    }
+    tried
+}
+
+/// Found by an audit: `MEMORY_LIMIT_EXCEEDED` was retried at the same size, so a block past
+/// the user's `max_memory_usage` waited forever (and held the rows behind it). Now the insert
+/// is split in halves until they fit, no row dead-lettered, and the next inserts are no larger
+/// than the last size refused halved.
+#[test]
+fn an_insert_without_the_memory_goes_in_halves_and_the_next_ones_are_smaller() {
+    let dir = TestDir::new("flush-memory");
+    let mut f = queued(&dir, config("unused", NATIVE_URL), 8);
+    let st = &mut f.st;
+    assert_eq!(drive_with_room_for(st, 2), vec![8, 4, 2, 2, 4, 2, 2]);
+    assert_eq!((st.report.rows_flushed, st.report.rows_rejected), (8, 0));
+    assert_eq!(st.cfg.budget.rows(), 0);
+    // Eight batches of one row each: inserts of two, none refused.
+    for i in 0..8 {
+        let b = batch("o", &format!("t{i}"), 1, 1_700_000_000_000);
+        st.cfg.budget.take(b.len() as u64, b.heap_bytes() as u64);
+        st.push(Entry::new(b, None), Instant::now());
+    }
+    assert_eq!(st.max_insert_rows(), 2);
+    assert_eq!(drive_with_room_for(st, 2), vec![2, 2, 2, 2]);
+    assert_eq!((st.report.rows_flushed, st.report.rows_rejected), (16, 0));
+    // Once the while has passed, inserts are full size again.
+    st.smaller = st.smaller.map(|(rows, _)| (rows, Instant::now()));
+    assert_eq!(st.max_insert_rows(), st.cfg.max_rows);
+}
+
+/// A server short of memory as a whole refuses even one row: it is waited for like any
+/// transient error, never dead-lettered, and everything goes in once it has memory again.
+#[test]
+fn a_single_row_without_the_memory_waits() {
+    let dir = TestDir::new("flush-memory-row");
+    let mut f = queued(&dir, config("unused", NATIVE_URL), 8);
+    let st = &mut f.st;
+    for _ in 0..40 {
+        let (pieces, rows) = st.next_insert();
+        st.failed(pieces, rows, &out_of_memory());
+    }
+    assert_eq!(st.next_insert().1, 1, "split down to one row");
+    assert!(st.retry_at.is_some(), "backing off");
+    assert_eq!(st.report.rows_rejected, 0, "no row dead-lettered");
+    assert_eq!(st.queued_rows, 8, "every row kept");
+    drive_with_room_for(st, usize::MAX);
+    assert_eq!((st.report.rows_flushed, st.report.rows_rejected), (8, 0));
+}
+
+/// The halves of an insert refused for memory going in say nothing of the rows: an unknown
+/// error that follows is retried up to its cap before any split, as outside a bisection, so a
+/// lasting server-side error does not dead-letter good rows.
+#[test]
+fn halves_of_a_memory_split_going_in_do_not_blame_the_rows() {
+    let dir = TestDir::new("flush-memory-unknown");
+    let mut f = queued(&dir, config("unused", NATIVE_URL), 8);
+    let st = &mut f.st;
+    let (pieces, rows) = st.next_insert();
+    assert!(st.failed(pieces, rows, &out_of_memory()), "split at once");
+    let (pieces, rows) = st.next_insert();
+    assert_eq!(rows, 4);
+    st.written(pieces, Inserted { rows, bytes: 0 }, Duration::ZERO);
+    let e = unknown_error();
+    for _ in 0..20 {
+        let (pieces, rows) = st.next_insert();
+        st.failed(pieces, rows, &e);
+    }
+    assert_eq!(st.report.rows_rejected, 0, "no row dead-lettered");
+    assert_eq!(st.queued_rows, 4, "the other half kept");
+}
