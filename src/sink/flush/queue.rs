@@ -108,8 +108,10 @@ impl State {
         // read (`refill`): then nothing is due for it until they are written.
         let backlog = self.spool.backlog() && !self.held_at_bound();
         let at = match self.queue.front() {
+            // (Not `max_insert_rows`: after an insert ClickHouse had not the memory for, one
+            // of a few rows each time one is due would make a part per batch.)
             Some(p)
-                if self.queued_rows >= self.max_insert_rows()
+                if self.queued_rows >= self.cfg.max_rows
                     || self
                         .cfg
                         .budget
