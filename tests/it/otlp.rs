@@ -2,7 +2,7 @@
 //! (and once, when an exporter retries), the protocol's edges (formats, codings, a bomb, a
 //! broken body, partial success, each retryable status, the quota answer, a bearer key, the
 //! body cap of its own), the counters in `/metrics`, client costs and provider aliases priced
-//! end to end, and a live Python exporter.
+//! end to end (`priced.rs`), and the live Python and Node exporters (`live.rs`).
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -11,6 +11,9 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::support::*;
+
+mod live;
+mod priced;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/otlp");
 
@@ -788,207 +791,4 @@ fn a_bearer_key_a_body_cap_of_its_own_and_the_counters() {
     // The same size on /ingest: 413 from the head alone, the v1 cap.
     let r = server.post_ingest(&key, &body);
     assert_eq!((r.status, r.code().as_str()), (413, "payload_too_large"));
-}
-
-/// A cost the client reported for a model the price table does not know stands as the total
-/// (`pricing_source = 'client'`); for a known model our own price wins.
-#[test]
-fn a_client_cost_stands_for_an_unknown_model() {
-    let server = Server::start();
-    let key = server.ready_key("org-client-cost");
-    let body = export_of(
-        "lib",
-        &[
-            (
-                "0000000000000c01",
-                vec![
-                    ("gen_ai.operation.name", str("chat")),
-                    ("gen_ai.provider.name", str("acme")),
-                    ("gen_ai.request.model", str("acme-large-7")),
-                    ("gen_ai.usage.input_tokens", int(1000)),
-                    ("gen_ai.usage.cost", dbl(0.0123)),
-                ],
-            ),
-            (
-                "0000000000000c02",
-                vec![
-                    ("gen_ai.operation.name", str("chat")),
-                    ("gen_ai.provider.name", str("openai")),
-                    ("gen_ai.request.model", str("gpt-4o")),
-                    ("gen_ai.usage.input_tokens", int(1000)),
-                    ("gen_ai.usage.output_tokens", int(100)),
-                    ("gen_ai.usage.cost", str("9.99")),
-                ],
-            ),
-        ],
-    );
-    let r = post(&server, &key, JSON, &[], &body);
-    assert_eq!(r.status, 200, "{:?}", String::from_utf8_lossy(&r.body));
-    server.wait_rows(2);
-    assert_eq!(
-        server.rows(
-            "span_id, toString(reported_cost) AS reported, toString(total_cost) AS total, \
-             pricing_source, priced_model_id",
-            "ORDER BY span_id",
-        ),
-        vec![
-            json!({"span_id": "0000000000000c01", "reported": "0.0123000000",
-                   "total": "0.0123000000", "pricing_source": "client", "priced_model_id": ""}),
-            // gpt-4o: $2.50 per million input tokens, $10 per million output tokens.
-            json!({"span_id": "0000000000000c02", "reported": "9.9900000000",
-                   "total": "0.0035000000", "pricing_source": "builtin",
-                   "priced_model_id": "openai/gpt-4o"}),
-        ]
-    );
-}
-
-/// The GenAI conventions' provider values are priced: `aws.bedrock` with a Bedrock model id
-/// (here from OpenLLMetry's Bedrock instrumentation, whose input count leaves the cache out)
-/// and `gcp.vertex_ai`.
-#[test]
-fn a_semconv_provider_is_priced() {
-    let server = Server::start();
-    let key = server.ready_key("org-semconv");
-    let body = export_of(
-        "opentelemetry.instrumentation.bedrock",
-        &[(
-            "0000000000000d01",
-            vec![
-                ("gen_ai.operation.name", str("chat")),
-                ("gen_ai.provider.name", str("aws.bedrock")),
-                (
-                    "gen_ai.request.model",
-                    str("us.anthropic.claude-3-5-sonnet-20240620-v1:0"),
-                ),
-                ("gen_ai.usage.input_tokens", int(1000)),
-                ("gen_ai.usage.cache_read.input_tokens", int(2000)),
-                ("gen_ai.usage.output_tokens", int(100)),
-            ],
-        )],
-    );
-    let r = post(&server, &key, JSON, &[], &body);
-    assert_eq!(r.status, 200, "{:?}", String::from_utf8_lossy(&r.body));
-    let body = export_of(
-        "lib",
-        &[(
-            "0000000000000d02",
-            vec![
-                ("gen_ai.operation.name", str("generate_content")),
-                ("gen_ai.provider.name", str("gcp.vertex_ai")),
-                ("gen_ai.request.model", str("gemini-2.5-pro")),
-                ("gen_ai.usage.input_tokens", int(1000)),
-                ("gen_ai.usage.output_tokens", int(100)),
-            ],
-        )],
-    );
-    let r = post(&server, &key, JSON, &[], &body);
-    assert_eq!(r.status, 200, "{:?}", String::from_utf8_lossy(&r.body));
-    server.wait_rows(2);
-    assert_eq!(
-        server.rows(
-            "span_id, provider, toString(input_tokens) AS input, \
-             toString(cached_input_tokens) AS cached, toString(total_cost) AS total, \
-             pricing_source, priced_model_id",
-            "ORDER BY span_id",
-        ),
-        vec![
-            // Claude 3.5 Sonnet: $3 per million input tokens, $0.30 per million read from the
-            // cache, $15 per million output: 1000 missed the cache, 2000 hit it.
-            json!({"span_id": "0000000000000d01", "provider": "aws.bedrock",
-                   "input": "3000", "cached": "2000", "total": "0.0051000000",
-                   "pricing_source": "builtin", "priced_model_id": "anthropic/claude-3.5-sonnet"}),
-            // Gemini 2.5 Pro: $1.25 per million input tokens, $10 per million output.
-            json!({"span_id": "0000000000000d02", "provider": "gcp.vertex_ai",
-                   "input": "1000", "cached": "0", "total": "0.0022500000",
-                   "pricing_source": "builtin", "priced_model_id": "google/gemini-2.5-pro"}),
-        ]
-    );
-}
-
-/// The Python SDK's own OTLP exporters against the server, OTLP/HTTP (protobuf, gzip) and
-/// gRPC (gzip, on the same port): each export succeeds and its spans are stored as the capture
-/// of the same program says.
-#[test]
-fn a_live_python_exporter() {
-    let program = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/scripts/otlp-capture/python_sdk_genai.py"
-    );
-    live_exporter(
-        "TRACEINGEST_OTLP_PYTHON",
-        |python| (python.into(), vec![program.into()]),
-        "python-sdk-genai",
-        &[
-            ("org-live", &["--gzip"]),
-            ("org-live-grpc", &["--gzip", "--grpc"]),
-        ],
-    );
-}
-
-/// The OpenTelemetry JS SDK's own exporters against the server: OTLP/HTTP JSON (gzip) and
-/// OTLP over gRPC (`@grpc/grpc-js`, plain and gzip, on the same port). Each export succeeds
-/// and its spans are stored as the capture of the same program says.
-#[test]
-fn a_live_node_exporter() {
-    live_exporter(
-        "TRACEINGEST_OTLP_NODE",
-        |dir| {
-            let program = std::path::Path::new(dir).join("js_sdk_genai.mjs");
-            ("node".into(), vec![program.into_os_string()])
-        },
-        "js-sdk-genai",
-        &[
-            ("org-node-http", &["--gzip"]),
-            ("org-node-grpc", &["--grpc"]),
-            ("org-node-grpc-gzip", &["--grpc", "--gzip"]),
-        ],
-    );
-}
-
-/// Runs a capture program with an SDK's own exporters once per `(org, flags)` of `runs`
-/// (`--grpc`: to the server's address, else to `/v1/traces`), each with a key of its own, and
-/// checks that it succeeds and that the organisation's stored spans are `capture`'s expected
-/// lines. `var` names the SDK's install (the scripts' output), from which `command` makes the
-/// program and its first arguments; without it the test is skipped, unless
-/// `TRACEINGEST_OTLP_LIVE_TEST` requires it.
-fn live_exporter(
-    var: &str,
-    command: impl Fn(&std::ffi::OsStr) -> (std::ffi::OsString, Vec<std::ffi::OsString>),
-    capture: &str,
-    runs: &[(&str, &[&str])],
-) {
-    let Some(install) = std::env::var_os(var) else {
-        assert!(
-            std::env::var_os("TRACEINGEST_OTLP_LIVE_TEST").is_none(),
-            "TRACEINGEST_OTLP_LIVE_TEST is set but {var} is not"
-        );
-        eprintln!("{var} is not set (scripts/test.sh sets it): skipping");
-        return;
-    };
-    let (program, first) = command(&install);
-    let server = Server::start();
-    let want = expected(capture);
-    for (n, (org, args)) in runs.iter().enumerate() {
-        let key = server.ready_key(org);
-        let endpoint = if args.contains(&"--grpc") {
-            format!("http://{}", server.addr)
-        } else {
-            format!("http://{}/v1/traces", server.addr)
-        };
-        let out = std::process::Command::new(&program)
-            .args(&first)
-            .args(*args)
-            .env("OTLP_CAPTURE_ENDPOINT", endpoint)
-            .env("OTEL_EXPORTER_OTLP_HEADERS", format!("x-api-key={key}"))
-            .output()
-            .unwrap_or_else(|e| panic!("run {}: {e}", program.to_string_lossy()));
-        assert!(
-            out.status.success(),
-            "the exporter ({org}) failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        server.wait_rows((n + 1) as u64 * want.len() as u64);
-        assert_eq!(stored_lines(&server, org), want, "{org}");
-    }
 }
