@@ -1,7 +1,7 @@
 //! Inserts ClickHouse had not the memory for (`MEMORY_LIMIT_EXCEEDED`, `Retry::Smaller`): split
 //! without blaming any row, and smaller for a while; never dead-lettered.
 
-use super::offline::{queued, unknown_error};
+use super::offline::{drive, queued, unknown_error};
 use super::*;
 use crate::sink::clickhouse::Inserted;
 
@@ -20,18 +20,8 @@ fn out_of_memory() -> InsertError {
 /// Drives inserts until the queue is empty, ClickHouse taking at most `most` rows an insert
 /// (more fail with `out_of_memory`). Returns the rows of every insert tried, in order.
 fn drive_with_room_for(st: &mut State, most: usize) -> Vec<usize> {
-    let mut tried = Vec::new();
-    while !st.queue.is_empty() {
-        let (pieces, rows) = st.next_insert();
-        tried.push(rows);
-        if rows > most {
-            st.failed(pieces, rows, &out_of_memory());
-        } else {
-            st.written(pieces, Inserted { rows, bytes: 0 }, Duration::ZERO);
-        }
-        assert!(tried.len() < 1000, "no end to the failures: {tried:?}");
-    }
-    tried
+    let tried = drive(st, |_, _, rows| (rows > most).then(out_of_memory));
+    tried.into_iter().map(|(rows, _)| rows).collect()
 }
 
 /// Found by an audit: `MEMORY_LIMIT_EXCEEDED` was retried at the same size, so a block past

@@ -325,24 +325,38 @@ pub(super) fn queued(dir: &TestDir, mut cfg: FlushConfig, rows: usize) -> Flushe
 /// Drives inserts until the queue is empty: an insert that takes any row `bad` accepts is
 /// refused with `err`, the others are written. Returns the failures seen.
 fn drive_inserts(st: &mut State, err: &InsertError, bad: impl Fn(usize) -> bool) -> usize {
-    use crate::sink::clickhouse::Inserted;
-    let mut failures = 0;
-    while !st.queue.is_empty() {
-        let (pieces, rows) = st.next_insert();
-        if st
-            .queue
+    let tried = drive(st, |st, pieces, _| {
+        st.queue
             .iter()
             .take(pieces)
             .any(|p| (p.start..p.end).any(&bad))
-        {
-            failures += 1;
-            st.failed(pieces, rows, err);
-        } else {
-            st.written(pieces, Inserted { rows, bytes: 0 }, Duration::ZERO);
+            .then(|| err.clone())
+    });
+    tried.iter().filter(|(_, failed)| *failed).count()
+}
+
+/// Drives inserts until the queue is empty, each refused with the error `refuse` gives for its
+/// (pieces, rows), if any, else written. Returns the rows of every insert tried, and whether
+/// it failed.
+pub(super) fn drive(
+    st: &mut State,
+    mut refuse: impl FnMut(&State, usize, usize) -> Option<InsertError>,
+) -> Vec<(usize, bool)> {
+    use crate::sink::clickhouse::Inserted;
+    let mut tried = Vec::new();
+    while !st.queue.is_empty() {
+        let (pieces, rows) = st.next_insert();
+        let err = refuse(st, pieces, rows);
+        match &err {
+            Some(e) => {
+                st.failed(pieces, rows, e);
+            }
+            None => st.written(pieces, Inserted { rows, bytes: 0 }, Duration::ZERO),
         }
-        assert!(failures < 1000, "no end to the failures");
+        tried.push((rows, err.is_some()));
+        assert!(tried.len() < 1000, "no end to the failures");
     }
-    failures
+    tried
 }
 
 /// Found by an audit: an error code no list names (`Unknown`) that lasted past its 8 tries
