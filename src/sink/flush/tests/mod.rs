@@ -1,6 +1,7 @@
 //! The flush thread against a real ClickHouse: insert timing, dead letters, outages, the
 //! memory bound and the spool, shutdown, quota tickets (`live`); bisection, intents and retries
-//! without it (`offline`). The helpers both use are here.
+//! without it (`offline`), refused rows held (`held`), inserts refused for memory (`memory`),
+//! a stop's partly settled batches (`stop`). The helpers they share are here.
 
 use super::super::clickhouse::test_support::*;
 use super::super::spool::SpoolConfig;
@@ -10,6 +11,7 @@ use crate::row::RowBatch;
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::Ordering;
 
+mod held;
 mod live;
 mod memory;
 mod offline;
