@@ -73,14 +73,20 @@ impl State {
                 if !bisecting {
                     self.rows_at_fault = false;
                 }
-                let until = Instant::now() + SMALLER_FOR;
-                let most = self.smaller.map_or(most, |(rows, _)| rows.min(most));
-                self.smaller = Some((most, until));
+                let now = Instant::now();
+                let most = match self.smaller {
+                    Some((earlier, until)) if now < until => earlier.min(most),
+                    _ => most,
+                };
+                self.smaller = Some((most, now + SMALLER_FOR));
                 self.bisect(pieces, rows, false);
                 true
             }
-            // A single row: the server's memory, not the insert's size.
+            // A single row: the server's memory (its total, or the user's other queries), not
+            // the insert's size, so later inserts need not be small: without this, a server
+            // short of memory for a while left one batch an insert for 10 minutes.
             Retry::Smaller => {
+                self.smaller = None;
                 self.back_off(e);
                 false
             }

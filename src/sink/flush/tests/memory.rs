@@ -63,6 +63,11 @@ fn a_single_row_without_the_memory_waits() {
     }
     assert_eq!(st.next_insert().1, 1, "split down to one row");
     assert!(st.retry_at.is_some(), "backing off");
+    assert_eq!(
+        st.max_insert_rows(),
+        st.cfg.max_rows,
+        "not the inserts' size: later ones are full size"
+    );
     assert_eq!(st.report.rows_rejected, 0, "no row dead-lettered");
     assert_eq!(st.queued_rows, 8, "every row kept");
     drive_with_room_for(st, usize::MAX);
