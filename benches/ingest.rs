@@ -30,7 +30,7 @@ use traceingest::http::response::LimitHeaders;
 use traceingest::ingest::body::{PaddedBody, BODY_PADDING};
 use traceingest::ingest::compress::Encoding;
 use traceingest::ingest::v1::Decoder;
-use traceingest::ingest::{rows, Pipeline};
+use traceingest::ingest::{rows, BatchLimit, Pipeline};
 use traceingest::pricing::Pricer;
 use traceingest::row::RowBatch;
 use traceingest::server::Shared;
@@ -129,7 +129,7 @@ fn ingest(c: &mut Criterion) {
                         &table,
                         &mut pricer,
                         NOW_MS,
-                        u64::MAX,
+                        BatchLimit::NONE,
                         &scratch,
                     )
                     .expect("prices fit")

@@ -33,8 +33,8 @@ use traceingest::auth::Principal;
 use traceingest::ingest::body::{PaddedBody, BODY_PADDING};
 use traceingest::ingest::compress::{Decompressor, Encoding};
 use traceingest::ingest::otlp::{read_protobuf_spans, OtlpDecoder};
-use traceingest::ingest::rows;
 use traceingest::ingest::v1::Decoder;
+use traceingest::ingest::{rows, BatchLimit};
 use traceingest::pricing::{PriceTable, Pricer};
 
 const NOW_MS: u64 = 1_760_000_000_000;
@@ -94,7 +94,7 @@ fn otlp(c: &mut Criterion) {
                 &table,
                 &mut pricer,
                 NOW_MS,
-                u64::MAX,
+                BatchLimit::NONE,
                 &arena,
             )
             .unwrap()
@@ -119,7 +119,7 @@ fn otlp(c: &mut Criterion) {
                 &table,
                 &mut pricer,
                 NOW_MS,
-                u64::MAX,
+                BatchLimit::NONE,
                 &arena,
             )
             .unwrap()
@@ -159,7 +159,7 @@ fn otlp(c: &mut Criterion) {
                     &table,
                     &mut pricer,
                     NOW_MS,
-                    u64::MAX,
+                    BatchLimit::NONE,
                     &v1_arena,
                 )
                 .unwrap()

@@ -39,8 +39,8 @@ use bumpalo::Bump;
 use traceingest::auth::Principal;
 use traceingest::ingest::body::{PaddedBody, BODY_PADDING};
 use traceingest::ingest::otlp::OtlpDecoder;
-use traceingest::ingest::rows;
 use traceingest::ingest::v1::Decoder;
+use traceingest::ingest::{rows, BatchLimit};
 use traceingest::pricing::{PriceTable, Pricer};
 use traceingest::row::RowBatch;
 
@@ -185,7 +185,7 @@ fn main() {
                 &table,
                 &mut pricer,
                 NOW_MS,
-                u64::MAX,
+                BatchLimit::NONE,
                 &arena,
             )
             .expect("the fixture's prices fit");

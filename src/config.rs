@@ -218,7 +218,8 @@ pub struct ServeArgs {
     pub flush_nice: u8,
     /// Rows of accepted batches held in memory (at least --flush-max-rows); past it the newest
     /// batches go to the spool on disk, and `/ingest` answers 503 buffer_full only when the
-    /// spool is full too. `/ready` answers 503 not_ready past 90% of it.
+    /// spool is full too. `/ready` answers 503 not_ready past 90% of it. A batch of more spans
+    /// than this is refused (413 batch_too_large).
     #[arg(long, env = "INGEST_BUFFER_MAX_ROWS", default_value_t = 1_000_000)]
     pub buffer_max_rows: u64,
     /// Heap bytes of accepted batches held in memory (at least 65536); past it the newest

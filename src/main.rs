@@ -263,11 +263,12 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         }
         None => tracing::warn!("cannot read the open-files limit (RLIMIT_NOFILE)"),
     }
-    let batch_limit = traceingest::ingest::batch_limit(config.buffer_max_bytes);
-    if batch_limit < 2 * config.limits.max_body_bytes {
+    let batch_limit =
+        traceingest::ingest::BatchLimit::of_buffer(config.buffer_max_rows, config.buffer_max_bytes);
+    if batch_limit.bytes < 2 * config.limits.max_body_bytes {
         tracing::warn!(
             buffer_max_bytes = config.buffer_max_bytes,
-            batch_limit,
+            batch_limit = batch_limit.bytes,
             max_body_bytes = config.limits.max_body_bytes,
             "one batch's rows may take a quarter of INGEST_BUFFER_MAX_BYTES, less than twice \
              INGEST_MAX_BODY_BYTES: bodies near the body cap may be refused with 413 \

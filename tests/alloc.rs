@@ -21,9 +21,9 @@ use traceingest::auth::Principal;
 use traceingest::ingest::body::PaddedBody;
 use traceingest::ingest::compress::{Decompressor, Encoding};
 use traceingest::ingest::otlp::OtlpDecoder;
-use traceingest::ingest::rows;
 use traceingest::ingest::wire::Usage;
 use traceingest::ingest::Pipeline;
+use traceingest::ingest::{rows, BatchLimit};
 use traceingest::pricing::{PriceTable, Pricer, SharedPrices};
 use traceingest::server::Shared;
 use traceingest::sink::Handoff;
@@ -184,7 +184,7 @@ fn otlp_path_allocations_do_not_grow_with_spans() {
             &table,
             &mut pricer,
             1_760_000_000_000,
-            u64::MAX,
+            BatchLimit::NONE,
             &arena,
         )
         .expect("rows");

@@ -11,8 +11,8 @@ use bumpalo::Bump;
 use traceingest::auth::Principal;
 use traceingest::ingest::body::PaddedBody;
 use traceingest::ingest::otlp::OtlpDecoder;
-use traceingest::ingest::rows;
 use traceingest::ingest::v1::Decoder;
+use traceingest::ingest::{rows, BatchLimit};
 use traceingest::pricing::{PriceTable, Pricer};
 
 #[test]
@@ -34,7 +34,7 @@ fn the_v1_twin_stores_the_same_rows_as_the_otlp_export() {
         &table,
         &mut pricer,
         now,
-        u64::MAX,
+        BatchLimit::NONE,
         &arena,
     )
     .expect("rows");
@@ -50,7 +50,7 @@ fn the_v1_twin_stores_the_same_rows_as_the_otlp_export() {
         &table,
         &mut pricer,
         now,
-        u64::MAX,
+        BatchLimit::NONE,
         &v1_arena,
     )
     .expect("rows");

@@ -275,6 +275,15 @@ fn decode(e: DecodeError) -> Refusal {
                  with every span)"
             ),
         ),
+        DecodeError::TooManySpans { spans, limit } => new(
+            413,
+            "batch_too_large",
+            format!(
+                "the batch has {spans} spans, more than the {limit} rows the write buffer \
+                 holds (INGEST_BUFFER_MAX_ROWS), so it can never be accepted; send at most \
+                 {limit} spans per batch"
+            ),
+        ),
     }
 }
 
@@ -451,6 +460,13 @@ mod tests {
                     body_len: 1,
                 })
                 .into(),
+                413,
+                "batch_too_large",
+                None,
+                false,
+            ),
+            (
+                IngestError::Decode(DecodeError::TooManySpans { spans: 2, limit: 1 }).into(),
                 413,
                 "batch_too_large",
                 None,

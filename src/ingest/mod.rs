@@ -10,7 +10,7 @@
 //! its connection owns (with simd-json's padding after it, `body.rs`, so the JSON front ends
 //! parse it where it lies) and gets back either the rows handed over (`Handed`, to await in
 //! write-ahead mode) or why they were refused. The pipeline knows nothing of the server: it is
-//! built from what it needs (prices, the hand-off, the clock, the batch limit, where unpriced
+//! built from what it needs (prices, the hand-off, the clock, the `BatchLimit`, where unpriced
 //! spans are counted: `unpriced.rs`, which also logs each model without a price once).
 
 pub mod body;
@@ -47,12 +47,16 @@ pub enum DecodeError {
     InvalidJson(String),
     /// Fails the schema: these (at most 100) issues.
     Schema(Vec<Issue>),
-    /// The rows would take `bytes` of the write buffer, more than the `limit` one batch may.
+    /// The rows would take `bytes` of the write buffer, more than the `limit` one batch may
+    /// (`BatchLimit::bytes`).
     TooLarge {
         bytes: u64,
         limit: u64,
         body_len: usize,
     },
+    /// The batch has more `spans` than the write buffer holds rows (`limit`,
+    /// `BatchLimit::rows`): it could never be handed over, however long the client waits.
+    TooManySpans { spans: u64, limit: u64 },
 }
 
 /// Which encoding of an OTLP export the body is (its `Content-Type`).
@@ -77,10 +81,35 @@ pub struct Exported {
     pub dropped_attributes: u64,
 }
 
-/// The most one batch's rows may take in the write buffer: a quarter of it, so that a batch
-/// always fits beside others. Real batches take about 1.6 times their body (strings of a
-/// trace are stored with each of its spans), far below this for any body under the body cap;
-/// only trace-level strings repeated over thousands of spans come near it.
-pub fn batch_limit(buffer_max_bytes: u64) -> u64 {
-    buffer_max_bytes / 4
+/// What one batch may take of the write buffer; a batch past either bound is refused with
+/// `413 batch_too_large` after decoding and before its rows are written (`rows::build`), so
+/// nothing is allocated for it and the client is told not to send it again as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchLimit {
+    /// Rows, one per span: `INGEST_BUFFER_MAX_ROWS`, the memory's whole row bound. The hand-off
+    /// (`MemoryBudget::reserve`) refuses a batch of more rows even with memory empty, which
+    /// was a `503 buffer_full` on every try: a client retried it for ever.
+    pub rows: u64,
+    /// Bytes of rows: a quarter of `INGEST_BUFFER_MAX_BYTES`, so that a batch always fits
+    /// beside others. Real batches take about 1.6 times their body (strings of a trace are
+    /// stored with each of its spans), far below this for any body under the body cap; only
+    /// trace-level strings repeated over thousands of spans come near it.
+    pub bytes: u64,
+}
+
+impl BatchLimit {
+    /// No limit (benches and tests that build rows without a buffer).
+    pub const NONE: BatchLimit = BatchLimit {
+        rows: u64::MAX,
+        bytes: u64::MAX,
+    };
+
+    /// The limit of a write buffer of `max_rows` rows (`INGEST_BUFFER_MAX_ROWS`) and
+    /// `max_bytes` heap bytes (`INGEST_BUFFER_MAX_BYTES`).
+    pub fn of_buffer(max_rows: u64, max_bytes: u64) -> BatchLimit {
+        BatchLimit {
+            rows: max_rows,
+            bytes: max_bytes / 4,
+        }
+    }
 }

@@ -13,7 +13,7 @@ use super::rows::{self, BuildError};
 use super::unpriced::UnpricedModels;
 use super::v1::Decoder;
 use super::wire::Batch;
-use super::{DecodeError, Exported, OtlpFormat};
+use super::{BatchLimit, DecodeError, Exported, OtlpFormat};
 use crate::admission::{self, AdmissionError, LimitHeaders};
 use crate::auth::Principal;
 use crate::clock::Clock;
@@ -56,8 +56,8 @@ pub struct Parts {
     pub handoff: Handoff,
     /// Wall clock (rows, quota month) and monotonic clock (rate limits).
     pub clock: Clock,
-    /// The most one batch's rows may take (`batch_limit`).
-    pub batch_limit: u64,
+    /// The most rows and bytes one batch's rows may take (`BatchLimit::of_buffer`).
+    pub batch_limit: BatchLimit,
     /// Where accepted spans without a price are counted (and their models logged once).
     pub unpriced: Arc<UnpricedModels>,
 }
@@ -293,6 +293,7 @@ fn refusal(e: BuildError, body_len: usize) -> DecodeError {
             limit: t.limit,
             body_len,
         },
+        BuildError::TooManySpans { spans, limit } => DecodeError::TooManySpans { spans, limit },
     }
 }
 
@@ -343,7 +344,7 @@ mod tests {
             prices: Arc::new(SharedPrices::builtin()),
             handoff: Handoff::buffer(budget, tx),
             clock: Clock::new(0),
-            batch_limit: u64::MAX,
+            batch_limit: BatchLimit::NONE,
             unpriced: Arc::default(),
         };
         let mut p = Pipeline::new(parts);
@@ -366,5 +367,92 @@ mod tests {
         // A full bucket, and no quota warning: nothing of the refused batch counts.
         assert_eq!(limits.rate, Some((10, 10)));
         assert_eq!(limits.quota, None);
+    }
+
+    /// A pipeline whose write buffer holds `max_rows` rows (and 1 GiB), with its budget.
+    fn small_buffer(max_rows: u64) -> (Pipeline, crossbeam_channel::Receiver<RowBatch>) {
+        let budget = Arc::new(MemoryBudget::new(max_rows, 1 << 30));
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let parts = Parts {
+            prices: Arc::new(SharedPrices::builtin()),
+            handoff: Handoff::buffer(budget, tx),
+            clock: Clock::new(0),
+            batch_limit: BatchLimit::of_buffer(max_rows, 1 << 30),
+            unpriced: Arc::default(),
+        };
+        (Pipeline::new(parts), rx)
+    }
+
+    /// A batch of more spans than the write buffer holds rows can never be handed over, even
+    /// to an empty buffer: every front end refuses it as `413 batch_too_large` naming both
+    /// counts and the setting, before admission (nothing taken). It was `503 buffer_full`,
+    /// which clients retry for ever. One at the limit goes in.
+    #[test]
+    fn a_batch_of_more_spans_than_the_buffer_holds_is_too_large_for_every_front_end() {
+        use crate::http::refusal::{otlp_refusal, refusal};
+        use crate::ingest::otlp::testkit::{export, span, to_json};
+        use prost::Message;
+        let principal = Principal::unlimited("org", "");
+        let (mut p, rx) = small_buffer(5);
+        let mut limits = LimitHeaders::default();
+        fn too_many<T>(r: Result<T, IngestError>) -> DecodeError {
+            match r {
+                Err(IngestError::Decode(e @ DecodeError::TooManySpans { spans: 6, limit: 5 })) => e,
+                Err(e) => panic!("{e:?}"),
+                Ok(_) => panic!("accepted"),
+            }
+        }
+        let check = |r: crate::http::refusal::Refusal| {
+            assert_eq!(
+                (r.status, r.code, r.retry_after),
+                (413, "batch_too_large", None)
+            );
+            assert_eq!(
+                r.message,
+                "the batch has 6 spans, more than the 5 rows the write buffer holds \
+                 (INGEST_BUFFER_MAX_ROWS), so it can never be accepted; send at most 5 spans \
+                 per batch"
+            );
+        };
+
+        let mut b = body(6);
+        let r = p.ingest_v1(
+            &principal,
+            PaddedBody::pad(&mut b),
+            Encoding::Identity,
+            1 << 20,
+            &mut limits,
+        );
+        check(refusal(IngestError::Decode(too_many(r))));
+
+        let six = export((1..=6).map(|n| span(n, 0, "x", &[])).collect());
+        for (format, mut body) in [
+            (OtlpFormat::Protobuf, six.encode_to_vec()),
+            (OtlpFormat::Json, to_json(&six)),
+        ] {
+            let r = p.ingest_otlp(
+                &principal,
+                PaddedBody::pad(&mut body),
+                format,
+                Encoding::Identity,
+                1 << 20,
+                &mut limits,
+            );
+            check(otlp_refusal(IngestError::Decode(too_many(
+                r.map(|(h, _)| h),
+            ))));
+        }
+        assert_eq!(p.handoff().budget().rows(), 0, "nothing reserved");
+
+        let mut b = body(5);
+        let r = p.ingest_v1(
+            &principal,
+            PaddedBody::pad(&mut b),
+            Encoding::Identity,
+            1 << 20,
+            &mut limits,
+        );
+        assert!(r.is_ok(), "{:?}", r.err());
+        assert_eq!(rx.try_iter().map(|b| b.len()).sum::<usize>(), 5);
     }
 }

@@ -26,6 +26,7 @@ use bumpalo::Bump;
 use crate::auth::Principal;
 use crate::ingest::v1::{Issue, PathSeg, MAX_ISSUES};
 use crate::ingest::wire::{Batch, Metadata, Span, Trace};
+use crate::ingest::BatchLimit;
 use crate::pricing::{PriceError, PriceTable, Priced, Pricer};
 use crate::row::{
     CostColumns, Measure, MetaPairs, RowBatch, RowRef, RowSource, StoredUsage, TooLarge,
@@ -38,22 +39,32 @@ pub enum BuildError {
     /// in its `spans`), all of them, sorted. v1 refuses the batch with an issue per span
     /// (`cost_issues`); OTLP refuses those spans alone and builds the rest again.
     CostTooLarge(Vec<(usize, usize)>),
-    /// The rows would take more of the write buffer than one batch may.
+    /// The rows would take more bytes of the write buffer than one batch may.
     TooLarge(TooLarge),
+    /// The batch has more spans than one batch may (`BatchLimit::rows`).
+    TooManySpans { spans: u64, limit: u64 },
 }
 
 /// Builds the rows of a validated batch, priced against one table for the whole batch and
-/// stamped `now_ms` (`ingested_at`, `priced_at`, `version`). `limit` is the most the rows may
-/// take (bytes); `arena` holds the prices and merged metadata between the passes.
+/// stamped `now_ms` (`ingested_at`, `priced_at`, `version`). `limit` is the most rows (checked
+/// first, before anything is done) and bytes the rows may take; `arena` holds the prices and
+/// merged metadata between the passes.
 pub fn build(
     batch: &Batch<'_>,
     principal: &Principal,
     table: &PriceTable,
     pricer: &mut Pricer,
     now_ms: u64,
-    limit: u64,
+    limit: BatchLimit,
     arena: &Bump,
 ) -> Result<RowBatch, BuildError> {
+    let spans = batch.span_count as u64;
+    if spans > limit.rows {
+        return Err(BuildError::TooManySpans {
+            spans,
+            limit: limit.rows,
+        });
+    }
     let order = key_order(batch, arena);
     // Both passes go through the spans in the order the rows are written, so that the first
     // (price, merge metadata, measure) also finds where each trace's rows will start
@@ -116,7 +127,8 @@ pub fn build(
         span: 0,
         at: 0,
     };
-    RowBatch::write_grouped(&measure, &groups, limit, &mut spans).map_err(BuildError::TooLarge)
+    RowBatch::write_grouped(&measure, &groups, limit.bytes, &mut spans)
+        .map_err(BuildError::TooLarge)
 }
 
 /// A row's place in the `spans` table's sorting key within a batch: trace id, start time,
@@ -469,7 +481,7 @@ mod tests {
             &table,
             &mut Pricer::new(),
             1,
-            u64::MAX,
+            BatchLimit::NONE,
             &arena,
         )
         .expect("rows");
@@ -608,7 +620,7 @@ mod tests {
                 &PriceTable::builtin(),
                 &mut Pricer::new(),
                 1,
-                u64::MAX,
+                BatchLimit::NONE,
                 &arena,
             )
             .expect("rows")
@@ -664,5 +676,56 @@ mod tests {
         assert_eq!(rows.groups_of(&(1..3)), None);
         // One trace: nothing to index.
         assert_eq!(built(&traces[..1]).groups(), 0);
+    }
+
+    /// A batch of more spans than `BatchLimit::rows` is refused before anything is priced or
+    /// measured, naming both counts; one at the limit is built. The row limit is checked first:
+    /// a batch past both limits is refused for its spans, the cheaper and clearer reason.
+    #[test]
+    fn a_batch_over_the_row_limit_is_refused_and_one_at_it_is_built() {
+        let spans: Vec<Span<'_>> = (0..5)
+            .map(|_| Span {
+                span_id: "s",
+                ..Span::default()
+            })
+            .collect();
+        let traces = [Trace {
+            trace_id: "t",
+            spans: &spans,
+            ..Trace::default()
+        }];
+        let batch = Batch {
+            traces: &traces,
+            span_count: spans.len(),
+        };
+        let arena = Bump::new();
+        let build_within = |rows: u64, bytes: u64| {
+            build(
+                &batch,
+                &Principal::unlimited("o", "p"),
+                &PriceTable::builtin(),
+                &mut Pricer::new(),
+                1,
+                BatchLimit { rows, bytes },
+                &arena,
+            )
+        };
+        let cases: [(u64, u64, Result<usize, &str>); 5] = [
+            (5, u64::MAX, Ok(5)),
+            (4, u64::MAX, Err("TooManySpans { spans: 5, limit: 4 }")),
+            (0, u64::MAX, Err("TooManySpans { spans: 5, limit: 0 }")),
+            (u64::MAX, 10, Err("TooLarge")),
+            (4, 10, Err("TooManySpans { spans: 5, limit: 4 }")),
+        ];
+        for (rows, bytes, want) in cases {
+            let got = build_within(rows, bytes)
+                .map(|b| b.len())
+                .map_err(|e| format!("{e:?}"));
+            match (got, want) {
+                (Ok(n), Ok(m)) => assert_eq!(n, m),
+                (Err(e), Err(w)) => assert!(e.starts_with(w), "{rows}, {bytes}: {e}"),
+                (got, want) => panic!("{rows}, {bytes}: got {got:?}, want {want:?}"),
+            }
+        }
     }
 }

@@ -196,4 +196,19 @@ mod tests {
         b.release(600, 0);
         assert!(!b.behind());
     }
+
+    /// `BatchLimit::rows` is exactly the most rows `reserve` takes in one batch with memory
+    /// empty: a batch within it is refused only for a while (`503 buffer_full`), one past it
+    /// would be refused for ever, so it is refused as too large before it gets here.
+    #[test]
+    fn the_batch_limit_s_rows_are_what_an_empty_budget_takes_at_once() {
+        use crate::ingest::BatchLimit;
+        for (max_rows, max_bytes) in [(1, 65_536), (1000, 1 << 20), (1_000_000, 512 << 20)] {
+            let limit = BatchLimit::of_buffer(max_rows, max_bytes);
+            let b = MemoryBudget::new(max_rows, max_bytes);
+            assert_eq!(b.reserve(limit.rows + 1, 1), Err(Full), "{max_rows}");
+            assert_eq!(b.reserve(limit.rows, 1), Ok(()), "{max_rows}");
+            assert_eq!(limit.bytes, max_bytes / 4);
+        }
+    }
 }

@@ -389,3 +389,43 @@ fn a_batch_whose_rows_would_not_fit_the_buffer_is_refused() {
         "nothing of the refused batch was stored"
     );
 }
+
+/// With `INGEST_BUFFER_MAX_ROWS` lowered (a small box), a batch of more spans than memory
+/// holds rows could never be handed over: it is refused with 413 batch_too_large naming both
+/// counts and the setting, not 503 buffer_full on every retry; a batch within the bound goes
+/// in.
+#[test]
+fn a_batch_of_more_spans_than_the_buffer_holds_rows_is_refused_as_too_large() {
+    let server = Server::start_with(&[
+        ("INGEST_BUFFER_MAX_ROWS", "10"),
+        ("INGEST_FLUSH_MAX_ROWS", "10"),
+    ]);
+    let key = server.ready_key("org-rows-bound");
+    let r = server.post_ingest(&key, &batch("over", 1, 11));
+    assert_eq!(r.status, 413, "{r:?}");
+    assert_eq!(
+        r.json(),
+        json!({
+            "error": "the batch has 11 spans, more than the 10 rows the write buffer holds \
+                      (INGEST_BUFFER_MAX_ROWS), so it can never be accepted; send at most 10 \
+                      spans per batch",
+            "code": "batch_too_large"
+        })
+    );
+    assert_eq!(r.header("retry-after"), None);
+
+    // The connection stays usable; a batch within the bound is accepted and stored.
+    let r = server.post_ingest(&key, &batch("within", 2, 4));
+    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json(), json!({"accepted": 8}));
+    server.wait_rows(8);
+    let ids: Vec<String> = server
+        .rows("span_id", "ORDER BY span_id")
+        .iter()
+        .map(|r| r["span_id"].as_str().unwrap().to_string())
+        .collect();
+    let want: Vec<String> = (0..2)
+        .flat_map(|t| (0..4).map(move |s| format!("within-s{t}-{s}")))
+        .collect();
+    assert_eq!(ids, want, "nothing of the refused batch was stored");
+}

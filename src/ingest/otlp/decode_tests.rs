@@ -611,7 +611,7 @@ fn a_span_whose_cost_cannot_be_stored_is_refused_alone() {
                 &crate::pricing::PriceTable::builtin(),
                 &mut crate::pricing::Pricer::new(),
                 1_760_000_000_000,
-                u64::MAX,
+                crate::ingest::BatchLimit::NONE,
                 &arena,
             )
         };

@@ -60,7 +60,7 @@ mod proto;
 pub mod protowire;
 mod raw;
 #[cfg(test)]
-mod testkit;
+pub(crate) mod testkit;
 #[cfg(test)]
 mod tests;
 mod usage;

@@ -13,7 +13,7 @@ use prost::Message;
 
 use super::{Decoded, OtlpDecoder};
 use crate::auth::Principal;
-use crate::ingest::{rows, wire};
+use crate::ingest::{rows, wire, BatchLimit};
 use crate::pricing::{PriceTable, Pricer};
 use crate::row::RowBatch;
 
@@ -287,7 +287,7 @@ pub(crate) fn priced_rows(batch: &wire::Batch<'_>, arena: &Bump) -> RowBatch {
         &PriceTable::builtin(),
         &mut Pricer::new(),
         1_760_000_000_000,
-        u64::MAX,
+        BatchLimit::NONE,
         arena,
     )
     .expect("rows")

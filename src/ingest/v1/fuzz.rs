@@ -19,7 +19,7 @@ use crate::auth::Principal;
 use crate::ingest::body::{PaddedBody, BODY_PADDING};
 use crate::ingest::rows;
 use crate::ingest::wire::Batch;
-use crate::ingest::DecodeError;
+use crate::ingest::{BatchLimit, DecodeError};
 use crate::pricing::{PriceTable, Pricer};
 use crate::row::RowBatch;
 
@@ -89,8 +89,10 @@ pub fn fuzz_decode(data: &[u8]) {
                 Ok(_) => panic!("decoder refused JSON the oracle parses: {message}"),
             },
             Err(
-                e
-                @ (DecodeError::TooLarge { .. } | DecodeError::Encoding(_) | DecodeError::Otlp(_)),
+                e @ (DecodeError::TooLarge { .. }
+                | DecodeError::TooManySpans { .. }
+                | DecodeError::Encoding(_)
+                | DecodeError::Otlp(_)),
             ) => panic!("not the v1 decoder's refusals: {e:?}"),
         }
         assert!(
@@ -112,7 +114,7 @@ fn build_rows(batch: &Batch<'_>) {
         table,
         &mut Pricer::new(),
         1_700_000_000_000,
-        u64::MAX,
+        BatchLimit::NONE,
         &arena,
     );
     match result {
@@ -123,7 +125,9 @@ fn build_rows(batch: &Batch<'_>) {
                 .expect("a built batch has a valid layout");
             assert_eq!(back, rows);
         }
-        Err(rows::BuildError::TooLarge(t)) => panic!("no limit, yet too large: {t:?}"),
+        Err(e @ (rows::BuildError::TooLarge(_) | rows::BuildError::TooManySpans { .. })) => {
+            panic!("no limit, yet too large: {e:?}")
+        }
         Err(rows::BuildError::CostTooLarge(spans)) => {
             // The only other refusal: spans whose cost cannot be stored, which must be there.
             for &(t, s) in &spans {

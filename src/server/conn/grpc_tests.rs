@@ -457,3 +457,51 @@ fn an_export_not_sent_as_post_is_unimplemented() {
     let rows: usize = server.rows.try_iter().map(|b| b.len()).sum();
     assert_eq!(rows, 1, "only the POST's span");
 }
+
+/// An export of more spans than the write buffer holds rows (`INGEST_BUFFER_MAX_ROWS`) can
+/// never be handed over: it is `INVALID_ARGUMENT` (OTLP/HTTP's `413 batch_too_large`), which
+/// exporters do not retry, with both counts and the setting in its message. It was
+/// `UNAVAILABLE` with a `RetryInfo` (`503 buffer_full`), retried for ever.
+#[test]
+fn an_export_of_more_spans_than_the_buffer_holds_is_invalid_not_retried() {
+    let mut shared = Shared::for_bench();
+    shared.config.buffer_max_rows = 5;
+    shared.budget = Arc::new(crate::sink::budget::MemoryBudget::new(
+        5,
+        shared.config.buffer_max_bytes,
+    ));
+    let shared = Arc::new(shared);
+    let key = harness::known_key(&shared);
+    let server = harness::start(shared.clone(), 1);
+    let addr = server.addr;
+    let answers = harness::client_runtime().block_on(async {
+        let mut client = harness::connect(addr).await;
+        let mut answers = Vec::new();
+        for spans in [6, 5] {
+            let request = harness::export_request(addr, &[("x-api-key", &key)]);
+            let a = harness::call(&mut client, request, harness::message(spans)).await;
+            let a = a.expect("an answer");
+            let message = a
+                .meta
+                .get("grpc-message")
+                .map(|m| m.to_str().unwrap().to_string());
+            let retry = a.meta.contains_key("google.rpc.retryinfo-bin");
+            answers.push((a.status, message, retry));
+        }
+        answers
+    });
+    server.thread.join().expect("the server ends");
+    let (status, message, retry) = &answers[0];
+    assert_eq!(*status, Some(code::INVALID_ARGUMENT), "{answers:?}");
+    assert!(!retry, "no RetryInfo: {answers:?}");
+    let message = message.as_deref().unwrap_or_default();
+    assert!(
+        message.contains("6 spans")
+            && message.contains("5 rows")
+            && message.contains("INGEST_BUFFER_MAX_ROWS"),
+        "{message}"
+    );
+    assert_eq!(answers[1].0, Some(0), "{answers:?}");
+    let rows: usize = server.rows.try_iter().map(|b| b.len()).sum();
+    assert_eq!(rows, 5, "only the export within the limit");
+}
