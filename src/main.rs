@@ -275,6 +275,22 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
              batch_too_large; set INGEST_BUFFER_MAX_BYTES to at least 8 x INGEST_MAX_BODY_BYTES"
         );
     }
+    // Informational: a small row bound is a choice (a small box), and batches within it are
+    // served as before; but clients sending more spans in one batch are refused for good.
+    let most_spans = traceingest::ingest::most_spans_in_a_body(
+        config.limits.max_body_bytes,
+        config.otlp_max_body_bytes,
+    );
+    if batch_limit.rows < most_spans {
+        tracing::warn!(
+            buffer_max_rows = config.buffer_max_rows,
+            most_spans_in_a_body = most_spans,
+            "INGEST_BUFFER_MAX_ROWS is below the spans one body within INGEST_MAX_BODY_BYTES or \
+             INGEST_OTLP_MAX_BODY_BYTES can carry: a batch of more spans than it is refused \
+             with 413 batch_too_large (gRPC: INVALID_ARGUMENT); raise it, or make sure clients \
+             send fewer spans per batch"
+        );
+    }
 
     let prices = Arc::new(SharedPrices::builtin());
     if let Some(path) = &config.pricing_file {

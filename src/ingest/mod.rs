@@ -113,3 +113,123 @@ impl BatchLimit {
         }
     }
 }
+
+/// The fewest bytes a span takes in a v1 body: `{"spanId":"a","spanType":"llm","name":"",`
+/// `"startTime":0,"endTime":0}` and the comma before the next (every other field is optional).
+pub const SMALLEST_V1_SPAN: u64 = 68;
+
+/// The fewest bytes a span the OTLP front end keeps takes in a protobuf export: its trace id
+/// (16 bytes) and span id (8), both required, and its start and end times (fixed64, both
+/// required non-zero), each behind a one-byte tag (and the ids a one-byte length): 46 bytes,
+/// behind the `spans` field's tag and length. OTLP/JSON spells the same span longer.
+pub const SMALLEST_OTLP_SPAN: u64 = 48;
+
+/// The most spans one body within the caps can carry: a v1 body of `max_body_bytes`
+/// (`INGEST_MAX_BODY_BYTES`; at most 1,000 traces of 2,000 spans by the schema) or an OTLP
+/// export of `otlp_max_body_bytes` (`INGEST_OTLP_MAX_BODY_BYTES`), decoded, each of the
+/// smallest spans. A row bound (`BatchLimit::rows`) at least this large is never reached.
+pub fn most_spans_in_a_body(max_body_bytes: u64, otlp_max_body_bytes: u64) -> u64 {
+    // The schema's bounds (`v1/validate/schema.rs`): traces per batch, spans per trace.
+    const V1_MOST_SPANS: u64 = 1000 * 2000;
+    let v1 = (max_body_bytes / SMALLEST_V1_SPAN).min(V1_MOST_SPANS);
+    v1.max(otlp_max_body_bytes / SMALLEST_OTLP_SPAN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bumpalo::Bump;
+
+    /// The smallest v1 span is accepted, takes `SMALLEST_V1_SPAN` bytes in a batch, and
+    /// nothing can go from it: every key is required and every value as short as it may be.
+    #[test]
+    fn the_smallest_v1_span_is_valid_and_takes_its_bytes() {
+        let fields = [
+            r#""spanId":"a""#,
+            r#""spanType":"llm""#,
+            r#""name":"""#,
+            r#""startTime":0"#,
+            r#""endTime":0"#,
+        ];
+        let span_of = |fields: &[&str]| format!("{{{}}}", fields.join(","));
+        let spans = |span: &str, n: usize| {
+            let spans = vec![span; n].join(",");
+            format!(
+                r#"{{"version":"v1","traces":[{{"traceId":"t","traceName":"t","spans":[{spans}]}}]}}"#
+            )
+        };
+        let decoded = |body: String| {
+            let mut body = body.into_bytes();
+            let arena = Bump::new();
+            v1::Decoder::new()
+                .decode(body::PaddedBody::pad(&mut body), &arena)
+                .map(|b| b.span_count)
+                .map_err(|e| format!("{e:?}"))
+        };
+        let smallest = span_of(&fields);
+        assert_eq!(decoded(spans(&smallest, 10)), Ok(10));
+        assert_eq!(
+            spans(&smallest, 11).len() - spans(&smallest, 10).len(),
+            SMALLEST_V1_SPAN as usize
+        );
+        for i in 0..fields.len() {
+            let mut without = fields.to_vec();
+            without.remove(i);
+            let without = span_of(&without);
+            let refused = decoded(spans(&without, 1));
+            assert!(
+                matches!(&refused, Err(e) if e.starts_with("Schema")),
+                "{without}: {refused:?}"
+            );
+        }
+    }
+
+    /// The smallest OTLP span is kept, takes `SMALLEST_OTLP_SPAN` bytes in an export, and
+    /// each of its fields is required.
+    #[test]
+    fn the_smallest_otlp_span_is_kept_and_takes_its_bytes() {
+        use opentelemetry_proto::tonic::trace::v1::Span;
+        use prost::Message;
+        let smallest = Span {
+            trace_id: vec![1; 16],
+            span_id: vec![1; 8],
+            start_time_unix_nano: 1,
+            end_time_unix_nano: 1,
+            ..Span::default()
+        };
+        // The span's bytes behind the `spans` field's tag and one-byte length.
+        assert_eq!(smallest.encoded_len() as u64 + 2, SMALLEST_OTLP_SPAN);
+        let kept = |span: &Span| {
+            let export = otlp::testkit::export(vec![span.clone(); 3]).encode_to_vec();
+            let arena = Bump::new();
+            let d = otlp::OtlpDecoder::new()
+                .decode_protobuf(&export, &arena)
+                .expect("an export");
+            d.batch.span_count
+        };
+        assert_eq!(kept(&smallest), 3);
+        let without: [fn(&mut Span); 4] = [
+            |s| s.trace_id.clear(),
+            |s| s.span_id.clear(),
+            |s| s.start_time_unix_nano = 0,
+            |s| s.end_time_unix_nano = 0,
+        ];
+        for (i, strip) in without.iter().enumerate() {
+            let mut span = smallest.clone();
+            strip(&mut span);
+            assert_eq!(kept(&span), 0, "field {i}");
+        }
+    }
+
+    #[test]
+    fn most_spans_in_a_body_is_the_larger_front_end_s() {
+        let (v1_body, otlp_body) = (10 * 1024 * 1024, 20 * 1024 * 1024);
+        assert_eq!(
+            most_spans_in_a_body(v1_body, otlp_body),
+            20 * 1024 * 1024 / 48
+        );
+        assert_eq!(most_spans_in_a_body(v1_body, 1), 10 * 1024 * 1024 / 68);
+        // A v1 batch holds at most 1,000 traces of 2,000 spans, whatever the body cap.
+        assert_eq!(most_spans_in_a_body(1 << 30, 1), 2_000_000);
+    }
+}

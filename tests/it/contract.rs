@@ -393,7 +393,7 @@ fn a_batch_whose_rows_would_not_fit_the_buffer_is_refused() {
 /// With `INGEST_BUFFER_MAX_ROWS` lowered (a small box), a batch of more spans than memory
 /// holds rows could never be handed over: it is refused with 413 batch_too_large naming both
 /// counts and the setting, not 503 buffer_full on every retry; a batch within the bound goes
-/// in.
+/// in. The start-up log warns that the bound is below what a body may carry.
 #[test]
 fn a_batch_of_more_spans_than_the_buffer_holds_rows_is_refused_as_too_large() {
     let server = Server::start_with(&[
@@ -428,4 +428,9 @@ fn a_batch_of_more_spans_than_the_buffer_holds_rows_is_refused_as_too_large() {
         .flat_map(|t| (0..4).map(move |s| format!("within-s{t}-{s}")))
         .collect();
     assert_eq!(ids, want, "nothing of the refused batch was stored");
+    assert!(
+        server.log().contains("INGEST_BUFFER_MAX_ROWS is below"),
+        "{}",
+        server.log()
+    );
 }
