@@ -67,6 +67,10 @@ pub enum Key {
     TtftSeconds(u8),
 }
 
+/// The rank of `llm.system` among the provider names: the mapper keeps its value apart too
+/// (`usage::Origin::llm_system`), since it tells one instrumentation's ways of counting apart.
+pub const LLM_SYSTEM: u8 = 3;
+
 /// Prefixes of flattened message lists, each followed by `<index>.<field>`: the input ones,
 /// then the output ones.
 pub const INPUT_PARTS: [&str; 2] = ["llm.input_messages.", "gen_ai.prompt."];
@@ -124,7 +128,7 @@ const TABLE: &[(&str, Key)] = {
         // OpenInference.
         ("openinference.span.kind", OpenInferenceKind),
         ("llm.provider", Provider(2)),
-        ("llm.system", Provider(3)),
+        ("llm.system", Provider(LLM_SYSTEM)),
         ("llm.model_name", Model(3)),
         ("embedding.model_name", Model(4)),
         ("llm.token_count.prompt", Usage(OpenInference, Input, 0)),

@@ -118,6 +118,7 @@ struct Found<'a> {
     llm_request_type: Option<&'a str>,
     traceloop_kind: Option<&'a str>,
     provider: Ranked<&'a str>,
+    llm_system: Option<&'a str>,
     model: Ranked<&'a str>,
     usage: Reported,
     cost: Ranked<Money>,
@@ -258,6 +259,7 @@ impl<'a> Mapper<'a> {
                 f.usage.usage(Origin {
                     scope: scope.name,
                     provider: f.provider.get(),
+                    llm_system: f.llm_system,
                 })
             } else {
                 None
@@ -363,7 +365,12 @@ impl<'a> Mapper<'a> {
                 return type_key(&mut f.traceloop_kind, s, Convention::Traceloop)
             }
             (Key::AgentName, Some(s)) => set(&mut f.agent, s),
-            (Key::Provider(rank), Some(s)) => offer(&mut f.provider, rank, s),
+            (Key::Provider(rank), Some(s)) => {
+                if rank == keys::LLM_SYSTEM {
+                    f.llm_system = Some(s);
+                }
+                offer(&mut f.provider, rank, s)
+            }
             (Key::Model(rank), Some(s)) => offer(&mut f.model, rank, s),
             (Key::Session(rank), Some(s)) => f.session.offer(rank, s),
             (Key::User(rank), Some(s)) => f.user.offer(rank, s),

@@ -20,14 +20,22 @@ use crate::row::Money;
 /// Buckets per dialect (`keys::Bucket`).
 const BUCKETS: usize = 7;
 
-/// Instrumentation scopes that pass Amazon Bedrock's `inputTokens` on as the input count: it
-/// excludes cache reads and writes, which they report next to it. (OpenLLMetry's and
-/// OpenInference's Bedrock instrumentations; Strands Agents, whichever its model provider.)
+/// Instrumentation scopes that pass the provider's own input count on, Amazon Bedrock's
+/// `inputTokens` (and, on InvokeModel, Anthropic's `input_tokens`): it excludes cache reads and
+/// writes, which they report next to it. (OpenLLMetry's Bedrock instrumentation; OpenInference's,
+/// Python and JS: but see `OPENINFERENCE_BEDROCK`.) Strands Agents is not one: it passes each
+/// model provider's count (Bedrock's without the cache, OpenAI's and LiteLLM's with it) and its
+/// total, which says which (Bedrock's `totalTokens` counts the cache).
 const INPUT_WITHOUT_CACHE_SCOPES: [&str; 3] = [
     "opentelemetry.instrumentation.bedrock",
-    "openinference.instrumentation.bedrock",
-    "strands.telemetry.tracer",
+    OPENINFERENCE_BEDROCK,
+    "@arizeai/openinference-instrumentation-bedrock",
 ];
+
+/// OpenInference's Python Bedrock instrumentation, which adds Anthropic's cache counts to its
+/// input on InvokeModel for a Claude model: the one path where it sets `llm.system`
+/// (`anthropic`). Its Converse and other InvokeModel paths pass Bedrock's count on.
+const OPENINFERENCE_BEDROCK: &str = "openinference.instrumentation.bedrock";
 
 /// The token counts one span reported: per dialect and bucket, the best-ranked (lowest) name's.
 #[derive(Default)]
@@ -40,6 +48,8 @@ pub struct Origin<'a> {
     pub scope: &'a str,
     /// The span's provider (best-ranked provider attribute).
     pub provider: Option<&'a str>,
+    /// The span's `llm.system` (OpenInference), whatever provider ranked better.
+    pub llm_system: Option<&'a str>,
 }
 
 /// How one span's instrumentation counted: whether its input leaves the cache out, and
@@ -117,7 +127,8 @@ impl Counting {
     /// input, reasoning inside output) unless one of these says otherwise:
     ///
     /// 1. the instrumentation is known to pass a count that leaves them out:
-    ///    `INPUT_WITHOUT_CACHE_SCOPES`; the AI SDK before v6 (no `inputTokenDetails`), whose
+    ///    `INPUT_WITHOUT_CACHE_SCOPES` (not OpenInference's Python Bedrock instrumentation's
+    ///    Claude spans, `OPENINFERENCE_BEDROCK`); the AI SDK before v6 (no `inputTokenDetails`), whose
     ///    counts are the provider's own: Anthropic's and Bedrock's input without the cache,
     ///    Google's output without reasoning;
     /// 2. the reported total is the sum of the parts only if they are left out (an inclusive
@@ -133,7 +144,9 @@ impl Counting {
         let (input, output) = (get(Bucket::Input), get(Bucket::Output));
 
         let mut c = Counting::default();
-        if INPUT_WITHOUT_CACHE_SCOPES.contains(&origin.scope) {
+        let claude_invoke_model =
+            origin.scope == OPENINFERENCE_BEDROCK && origin.llm_system == Some("anthropic");
+        if INPUT_WITHOUT_CACHE_SCOPES.contains(&origin.scope) && !claude_invoke_model {
             c.input_without_cache = true;
         }
         if dialect == Dialect::AiSdk && get(Bucket::NoCache).is_none() {

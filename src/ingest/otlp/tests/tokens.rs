@@ -52,13 +52,34 @@ fn token_counting_by_instrumentation() {
             "usage=4024/250/1024/512/-/3250",
         ),
         (
-            // Strands Agents: the same, with its own name for cache writes.
+            // Strands Agents on Bedrock: Bedrock's inputTokens (the cache left out), its own
+            // name for cache writes, and Bedrock's totalTokens, which counts the cache: the
+            // total says how the input was counted.
             "strands.telemetry.tracer",
-            exclusive(
-                "gen_ai.usage.cache_read_input_tokens",
-                "gen_ai.usage.cache_write_input_tokens",
+            with(
+                exclusive(
+                    "gen_ai.usage.cache_read_input_tokens",
+                    "gen_ai.usage.cache_write_input_tokens",
+                ),
+                total(4786),
             ),
-            "usage=4024/250/1024/512/-/-",
+            "usage=4024/250/1024/512/-/4786",
+        ),
+        (
+            // Strands Agents on OpenAI (or LiteLLM): OpenAI's prompt_tokens, which include the
+            // cached ones, and OpenAI's total. (It was read as Bedrock's: the 1024 cached
+            // tokens were counted twice.)
+            "strands.telemetry.tracer",
+            vec![
+                chat.clone(),
+                ("gen_ai.usage.prompt_tokens", i(2000)),
+                ("gen_ai.usage.input_tokens", i(2000)),
+                ("gen_ai.usage.cache_read_input_tokens", i(1024)),
+                ("gen_ai.usage.completion_tokens", i(300)),
+                ("gen_ai.usage.output_tokens", i(300)),
+                total(2300),
+            ],
+            "usage=2000/300/1024/-/-/2300",
         ),
         (
             // An instrumentation we do not know, whose total counts the cache once more than
@@ -140,6 +161,37 @@ fn token_counting_by_instrumentation() {
             "openinference.instrumentation.bedrock",
             vec![
                 ("openinference.span.kind", s("LLM")),
+                ("llm.token_count.prompt", i(3000)),
+                ("llm.token_count.prompt_details.cache_read", i(1024)),
+                ("llm.token_count.prompt_details.cache_write", i(512)),
+                ("llm.token_count.completion", i(250)),
+            ],
+            "usage=4024/250/1024/512/-/-",
+        ),
+        (
+            // ... except on InvokeModel for a Claude model (the only spans where it sets
+            // `llm.system`), where it adds Anthropic's cache counts to the prompt itself. (They
+            // were added again: 5560.)
+            "openinference.instrumentation.bedrock",
+            vec![
+                ("openinference.span.kind", s("LLM")),
+                ("llm.provider", s("aws")),
+                ("llm.system", s("anthropic")),
+                ("llm.token_count.prompt", i(4536)),
+                ("llm.token_count.prompt_details.cache_read", i(1024)),
+                ("llm.token_count.prompt_details.cache_write", i(512)),
+                ("llm.token_count.completion", i(250)),
+            ],
+            "usage=4024/250/1024/512/-/-",
+        ),
+        (
+            // OpenInference's JS Bedrock instrumentation passes Anthropic's and Nova's
+            // InvokeModel counts on (the cache left out), whatever its `llm.system`.
+            "@arizeai/openinference-instrumentation-bedrock",
+            vec![
+                ("openinference.span.kind", s("LLM")),
+                ("llm.provider", s("aws")),
+                ("llm.system", s("anthropic")),
                 ("llm.token_count.prompt", i(3000)),
                 ("llm.token_count.prompt_details.cache_read", i(1024)),
                 ("llm.token_count.prompt_details.cache_write", i(512)),
