@@ -108,6 +108,9 @@ const TABLE: &[(&str, Key)] = {
         ("gen_ai.usage.reasoning_tokens", Usage(GenAi, Reasoning, 1)),
         ("gen_ai.usage.output_tokens.reasoning", Usage(GenAi, Reasoning, 2)),
         ("gen_ai.usage.details.reasoning_tokens", Usage(GenAi, Reasoning, 3)),
+        // Pydantic AI's names for Anthropic's thinking and Gemini's thoughts (parts of output).
+        ("gen_ai.usage.details.thinking_tokens", Usage(GenAi, Reasoning, 5)),
+        ("gen_ai.usage.details.thoughts_tokens", Usage(GenAi, Reasoning, 6)),
         ("llm.usage.reasoning_tokens", Usage(GenAi, Reasoning, 4)),
         ("gen_ai.usage.cost", Cost(0)),
         ("gen_ai.input.messages", InputText(0)),

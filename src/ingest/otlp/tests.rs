@@ -535,6 +535,29 @@ fn pydantic_ai() {
             "llm chat gpt-4o provider=openai model=gpt-4o usage=950/100/200/50/30/- meta[gen_ai.usage.details.input_audio_tokens=0,model_request_parameters={}]",
         ),
         (
+            // Its names for Anthropic's thinking and Gemini's thoughts tokens, parts of its
+            // output as OpenAI's reasoning tokens are.
+            "chat claude-sonnet-4-5",
+            vec![
+                ("gen_ai.operation.name", s("chat")),
+                ("gen_ai.usage.input_tokens", i(3)),
+                ("gen_ai.usage.output_tokens", i(100)),
+                ("gen_ai.usage.details.thinking_tokens", i(40)),
+            ],
+            "llm chat claude-sonnet-4-5 usage=3/100/-/-/40/-",
+        ),
+        (
+            "chat gemini-2.5-flash",
+            vec![
+                ("gen_ai.operation.name", s("chat")),
+                ("gen_ai.usage.input_tokens", i(9)),
+                ("gen_ai.usage.output_tokens", i(43)),
+                ("gen_ai.usage.details.thoughts_tokens", i(34)),
+                ("gen_ai.usage.details.text_prompt_tokens", i(9)),
+            ],
+            "llm chat gemini-2.5-flash usage=9/43/-/-/34/- meta[gen_ai.usage.details.text_prompt_tokens=9]",
+        ),
+        (
             // Today's agent run: aggregated usage under its own names, kept, never priced.
             "invoke_agent agent",
             vec![
