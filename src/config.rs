@@ -12,6 +12,7 @@ use clap::Args;
 
 use crate::admission::plan::{self, Plans};
 use crate::http::request::Limits;
+use crate::ingest::BatchLimit;
 use crate::sink::clickhouse::Store;
 use crate::sink::flush::DEFAULT_NICE as DEFAULT_FLUSH_NICE;
 
@@ -227,7 +228,8 @@ pub struct ServeArgs {
     /// spool is full too. One batch's rows may take a quarter of it (413 batch_too_large).
     #[arg(long, env = "INGEST_BUFFER_MAX_BYTES", default_value_t = 512 * 1024 * 1024)]
     pub buffer_max_bytes: u64,
-    /// Bytes the spool on disk may hold; with memory and spool full, `/ingest` answers 503.
+    /// Bytes the spool on disk may hold; with memory and spool full, `/ingest` answers 503. In
+    /// wal mode one batch may take a quarter of it (413 batch_too_large).
     #[arg(long, env = "INGEST_SPOOL_MAX_BYTES", default_value_t = 1024 * 1024 * 1024)]
     pub spool_max_bytes: u64,
     /// Bytes the dead-letter file may hold (at least 65536); rows ClickHouse refuses for good
@@ -372,6 +374,23 @@ pub struct Config {
     pub ready_store_timeout: Duration,
     /// Test-only wall-clock shift; 0 in production.
     pub clock_offset_ms: i64,
+}
+
+impl Config {
+    /// The most one batch may take (`ingest::BatchLimit`): of the memory buffer, and in `wal`
+    /// mode a quarter of the spool too, where every batch is a record first. (A batch whose
+    /// record alone passed `INGEST_SPOOL_MAX_BYTES` was refused `503 buffer_full` on every
+    /// try, however empty the spool.)
+    pub fn batch_limit(&self) -> BatchLimit {
+        let limit = BatchLimit::of_buffer(self.buffer_max_rows, self.buffer_max_bytes);
+        match self.durability {
+            Durability::Wal => BatchLimit {
+                bytes: limit.bytes.min(self.spool_max_bytes / 4),
+                ..limit
+            },
+            Durability::Buffer => limit,
+        }
+    }
 }
 
 impl ServeArgs {

@@ -331,3 +331,27 @@ fn slow_client_settings() {
         assert_eq!(resolve(flags).unwrap_err(), *message, "{flags:?}");
     }
 }
+
+/// One batch may take a quarter of the memory buffer, and in `wal` mode, where each batch is a
+/// spool record first, a quarter of the spool too: a record larger than the spool could never
+/// be written, and was refused `503 buffer_full` on every try.
+#[test]
+fn a_batch_may_take_a_quarter_of_the_buffer_and_in_wal_mode_of_the_spool() {
+    let sizes = [
+        "--buffer-max-bytes",
+        "4194304",
+        "--spool-max-bytes",
+        "1048576",
+    ];
+    let buffer = resolve(&sizes).unwrap().batch_limit();
+    assert_eq!((buffer.rows, buffer.bytes), (1_000_000, 1 << 20));
+    let wal = resolve(&[&sizes[..], &["--durability", "wal"]].concat())
+        .unwrap()
+        .batch_limit();
+    assert_eq!((wal.rows, wal.bytes), (1_000_000, 1 << 18));
+    // A spool larger than the buffer leaves the buffer's bound.
+    let wal = resolve(&["--durability", "wal", "--spool-max-bytes", "8589934592"])
+        .unwrap()
+        .batch_limit();
+    assert_eq!(wal.bytes, (512 << 20) / 4);
+}

@@ -19,7 +19,7 @@ use crate::auth::KeyStore;
 use crate::clock::Clock;
 use crate::config::{Config, ServeArgs};
 use crate::ingest::unpriced::UnpricedModels;
-use crate::ingest::{BatchLimit, Parts};
+use crate::ingest::Parts;
 use crate::metrics::Metrics;
 use crate::pricing::SharedPrices;
 use crate::sink::{FlushStats, Handoff, MemoryBudget};
@@ -113,10 +113,7 @@ impl Shared {
             prices: self.prices.clone(),
             handoff,
             clock: self.clock,
-            batch_limit: BatchLimit::of_buffer(
-                self.config.buffer_max_rows,
-                self.config.buffer_max_bytes,
-            ),
+            batch_limit: self.config.batch_limit(),
             unpriced: self.unpriced.clone(),
         }
     }

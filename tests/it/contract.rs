@@ -434,3 +434,28 @@ fn a_batch_of_more_spans_than_the_buffer_holds_rows_is_refused_as_too_large() {
         server.log()
     );
 }
+
+/// In `wal` mode every batch is a spool record before it is answered: one whose rows pass a
+/// quarter of `INGEST_SPOOL_MAX_BYTES` is `413 batch_too_large`. (One whose record alone was
+/// larger than the spool was refused `503 buffer_full` on every try, however empty the spool.)
+#[test]
+fn in_wal_mode_a_batch_larger_than_the_spool_allows_is_too_large() {
+    let server = Server::start_with(&[
+        ("INGEST_DURABILITY", "wal"),
+        ("INGEST_SPOOL_MAX_BYTES", "65536"),
+    ]);
+    let key = server.ready_key("org-wal-bound");
+    // 300 spans take about 140 KB as rows: more than the whole spool.
+    let r = server.post_ingest(&key, &batch("over", 1, 300));
+    assert_eq!(r.status, 413, "{r:?}");
+    assert_eq!(r.code(), "batch_too_large");
+    assert_eq!(r.header("retry-after"), None);
+    let r = server.post_ingest(&key, &batch("within", 1, 10));
+    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+    server.wait_rows(10);
+    assert_eq!(
+        server.raw_count(),
+        10,
+        "nothing of the refused batch was stored"
+    );
+}
