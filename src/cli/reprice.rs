@@ -32,10 +32,10 @@ pub struct RepriceArgs {
     #[arg(long, value_parser = instant)]
     pub to: u64,
     /// Only this organisation's spans.
-    #[arg(long)]
+    #[arg(long, value_parser = not_empty)]
     pub org: Option<String>,
     /// Only spans of this model: as the client sent it, or as it was priced (`vendor/model`).
-    #[arg(long)]
+    #[arg(long, value_parser = not_empty)]
     pub model: Option<String>,
     /// Print what would change; write nothing.
     #[arg(long)]
@@ -49,6 +49,16 @@ pub struct RepriceArgs {
 
 fn instant(text: &str) -> Result<u64, String> {
     parse_cli_instant(text).map_err(str::to_string)
+}
+
+/// A filter's value. An empty one (a shell variable not set) is refused: `--org ''` would
+/// select nothing and say so as if all were well, and `--model ''` every span ingest left
+/// unpriced (their `priced_model_id` is empty), whatever their model.
+fn not_empty(text: &str) -> Result<String, String> {
+    if text.is_empty() {
+        return Err("empty; leave the flag out to select every one".to_string());
+    }
+    Ok(text.to_string())
 }
 
 /// Rows examined and changed, and their total cost before and after, for one model.
@@ -287,6 +297,36 @@ mod tests {
             reported_cost: None,
             version: 1_780_000_000_000,
         }
+    }
+
+    /// The command line as `traceingest reprice` reads it.
+    fn parse(args: &[&str]) -> Result<RepriceArgs, clap::Error> {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            reprice: RepriceArgs,
+        }
+        use clap::Parser as _;
+        let base = ["reprice", "--from", "2026-07-01", "--to", "2026-08-01"];
+        Cli::try_parse_from(base.iter().chain(args)).map(|c| c.reprice)
+    }
+
+    #[test]
+    fn an_empty_filter_is_refused_not_read_as_a_value() {
+        for flag in ["--org", "--model"] {
+            let err = parse(&[flag, ""]).expect_err(flag);
+            assert_eq!(
+                err.kind(),
+                clap::error::ErrorKind::ValueValidation,
+                "{flag}"
+            );
+            assert!(err.to_string().contains("empty"), "{err}");
+        }
+        let args = parse(&["--org", "acme", "--model", "gpt-4o"]).unwrap();
+        assert_eq!(
+            (args.org.as_deref(), args.model.as_deref()),
+            (Some("acme"), Some("gpt-4o"))
+        );
     }
 
     #[test]
