@@ -18,7 +18,7 @@ use crate::ingest::rows::CLIENT_SOURCE;
 use crate::pricing::{
     format_instant, format_money, parse_cli_instant, reprice, CostColumns, Money, PriceTable,
 };
-use crate::sink::clickhouse::{correction_version, Correction, SpanFilter, StoredSpan};
+use crate::sink::clickhouse::{correction_version, Correction, SpanFilter, Store, StoredSpan};
 
 /// Start times read per query.
 const WINDOW_MS: u64 = 86_400_000;
@@ -94,47 +94,107 @@ pub async fn run(args: &RepriceArgs) -> anyhow::Result<()> {
     } else {
         store.migrate().await?;
     }
-    let version = clock::now_ms();
-    let priced_at = clock::now_s();
-    let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
-    let mut written = 0;
-    let mut from = args.from;
-    while from < args.to {
-        let filter = SpanFilter {
-            from_ms: from,
-            to_ms: args.to.min(from.saturating_add(WINDOW_MS)),
-            org: args.org.as_deref(),
-            model: args.model.as_deref(),
-        };
-        let spans = store
-            .spans_to_reprice(&filter)
-            .await
-            .with_context(|| format!("reading spans from {}", format_instant(from)))?;
-        let mut corrections = Vec::new();
-        for span in &spans {
-            let (label, correction) = correct(&table, span, priced_at, version)?;
-            let t = tallies.entry(label).or_default();
-            t.rows += 1;
-            t.before += span.costs.total.unwrap_or(0);
-            match correction {
-                Some(c) => {
-                    t.changed += 1;
-                    t.after += c.costs.total.unwrap_or(0);
-                    corrections.push(c);
-                }
-                None => t.after += span.costs.total.unwrap_or(0),
-            }
-        }
-        if !args.dry_run {
-            written += store
-                .write_repriced(&filter, &corrections, version)
-                .await
-                .with_context(|| format!("writing spans from {}", format_instant(from)))?;
-        }
-        from = filter.to_ms;
-    }
-    print_summary(&tallies, (!args.dry_run).then_some(written));
+    let run = Run {
+        table: &table,
+        version: clock::now_ms(),
+        priced_at: clock::now_s(),
+        dry_run: args.dry_run,
+    };
+    let done = run
+        .range(
+            &store,
+            args.from,
+            args.to,
+            args.org.as_deref(),
+            args.model.as_deref(),
+        )
+        .await?;
+    print_summary(&done.tallies, (!args.dry_run).then_some(done.written));
     Ok(())
+}
+
+/// One run's settings: the table it prices with, the time it stamps, whether it writes.
+struct Run<'t> {
+    table: &'t PriceTable,
+    /// Epoch ms: the corrected copies' `version` (or newer: `correction_version`).
+    version: u64,
+    /// Epoch seconds: the corrected copies' `priced_at`.
+    priced_at: u32,
+    dry_run: bool,
+}
+
+/// What a run did.
+#[derive(Debug, Default)]
+struct Done {
+    /// Per model label (`label`).
+    tallies: BTreeMap<String, Tally>,
+    /// Corrected rows written.
+    written: u64,
+    /// Windows of start times read.
+    windows: u64,
+}
+
+impl Run<'_> {
+    /// Re-prices the spans of `[from, to)` of `org` and `model` (`None`: all), a day of start
+    /// times at a time; a day without spans is followed by the next start time there is.
+    async fn range(
+        &self,
+        store: &Store,
+        from: u64,
+        to: u64,
+        org: Option<&str>,
+        model: Option<&str>,
+    ) -> anyhow::Result<Done> {
+        let mut done = Done::default();
+        let mut next = Some(from);
+        while let Some(from) = next.filter(|&f| f < to) {
+            let filter = SpanFilter {
+                from_ms: from,
+                to_ms: to.min(from.saturating_add(WINDOW_MS)),
+                org,
+                model,
+            };
+            let spans = store
+                .spans_to_reprice(&filter)
+                .await
+                .with_context(|| format!("reading spans from {}", format_instant(from)))?;
+            done.windows += 1;
+            let mut corrections = Vec::new();
+            for span in &spans {
+                let (label, correction) = correct(self.table, span, self.priced_at, self.version)?;
+                let t = done.tallies.entry(label).or_default();
+                t.rows += 1;
+                t.before += span.costs.total.unwrap_or(0);
+                match correction {
+                    Some(c) => {
+                        t.changed += 1;
+                        t.after += c.costs.total.unwrap_or(0);
+                        corrections.push(c);
+                    }
+                    None => t.after += span.costs.total.unwrap_or(0),
+                }
+            }
+            if !self.dry_run {
+                done.written += store
+                    .write_repriced(&filter, &corrections, self.version)
+                    .await
+                    .with_context(|| format!("writing spans from {}", format_instant(from)))?;
+            }
+            let rest = SpanFilter {
+                from_ms: filter.to_ms,
+                to_ms: to,
+                ..filter
+            };
+            next = if spans.is_empty() && rest.from_ms < to {
+                store.next_start_to_reprice(&rest).await.with_context(|| {
+                    format!("looking for spans from {}", format_instant(rest.from_ms))
+                })?
+            } else {
+                Some(rest.from_ms)
+            };
+        }
+        Ok(done)
+    }
 }
 
 /// A stored span's price with `table`: the summary's model label, and the correction when its
@@ -265,6 +325,10 @@ fn print_summary(tallies: &BTreeMap<String, Tally>, written: Option<u64>) {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "reprice_tests.rs"]
+mod store_tests;
 
 #[cfg(test)]
 mod tests {

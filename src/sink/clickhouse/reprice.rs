@@ -198,6 +198,34 @@ impl Store {
         Ok(spans)
     }
 
+    /// The earliest start time of a stored `llm` or `embedding` span `filter` selects, `None`
+    /// when there is none: where a run goes on after a window that held no span, so that a
+    /// wide range (a `--to` in microseconds by mistake is 20 million days away) costs one
+    /// query per stretch without spans, not one per day. Read without `FINAL`: a row a later
+    /// copy replaced may name a window that then holds nothing, which only costs its read.
+    pub async fn next_start_to_reprice(
+        &self,
+        filter: &SpanFilter<'_>,
+    ) -> Result<Option<u64>, StoreError> {
+        let block = self
+            .fetch(format!(
+                "SELECT count() AS n, min(start_time_ms) AS first FROM {} \
+                 WHERE {} AND span_type IN ('llm', 'embedding')",
+                self.spans_table,
+                filter.sql()
+            ))
+            .await?;
+        let Some(row) = block.rows().next() else {
+            return Ok(None);
+        };
+        let n: u64 = row.get("n")?;
+        Ok(if n == 0 {
+            None
+        } else {
+            Some(row.get("first")?)
+        })
+    }
+
     /// Writes a corrected copy, at its own `version`, of every stored row `corrections` names
     /// (all of them selected by `filter`) that `FINAL` still shows: a span stored again since
     /// it was read keeps its new row. `run` names the scratch table. Returns the corrections
