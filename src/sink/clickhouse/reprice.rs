@@ -4,11 +4,13 @@
 //! priced-at time and request count replaced, and a `version` newer than the row it corrects
 //! ([`correction_version`]), so the `ReplacingMergeTree(version)` keeps it (`FINAL` shows it
 //! at once, merges drop the old copy). Every other column is copied inside ClickHouse (`INSERT ... SELECT` joined with the
-//! corrections), so no value but the price changes.
+//! corrections, sent to a temporary table of the connection's own), so no value but the
+//! price changes.
 
 use chrono::DateTime;
 use chrono_tz::Tz;
 use clickhouse_rs::types::{Block, Decimal};
+use clickhouse_rs::ClientHandle;
 
 use super::admin::utc;
 use super::errors::StoreError;
@@ -239,38 +241,9 @@ impl Store {
         if corrections.is_empty() {
             return Ok(0);
         }
-        let scratch = format!(
-            "`{}`.`reprice_{}_{}`",
-            self.database,
-            std::process::id(),
-            run
-        );
+        let scratch = scratch_name(run);
         let mut c = self.long_running().get_handle().await?;
-        let mut columns = vec![
-            "org_id String".to_string(),
-            "trace_id String".to_string(),
-            "start_time_ms UInt64".to_string(),
-            "span_id String".to_string(),
-            "version UInt64".to_string(),
-        ];
-        columns.extend(
-            COST_COLUMNS
-                .iter()
-                .map(|col| format!("new_{col} Nullable(Decimal(18, 10))")),
-        );
-        columns.extend([
-            "new_priced_model_id String".to_string(),
-            "new_pricing_source String".to_string(),
-            "new_priced_at Nullable(DateTime)".to_string(),
-            "new_request_count UInt64".to_string(),
-            "new_version UInt64".to_string(),
-        ]);
-        c.execute(format!("DROP TABLE IF EXISTS {scratch}")).await?;
-        c.execute(format!(
-            "CREATE TABLE {scratch} ({}) ENGINE = Memory",
-            columns.join(", ")
-        ))
-        .await?;
+        create_scratch(&mut c, &scratch).await?;
         let result = async {
             for chunk in corrections.chunks(CORRECTIONS_PER_STATEMENT) {
                 c.insert(scratch.as_str(), block_of(chunk)).await?;
@@ -311,11 +284,52 @@ impl Store {
             Ok::<_, StoreError>(matched)
         }
         .await;
-        let dropped = c.execute(format!("DROP TABLE IF EXISTS {scratch}")).await;
+        let dropped = c
+            .execute(format!("DROP TEMPORARY TABLE IF EXISTS {scratch}"))
+            .await;
         let written = result?;
         dropped?;
         Ok(written)
     }
+}
+
+/// The scratch table of the run that started at `run` (epoch ms), unique to this process.
+fn scratch_name(run: u64) -> String {
+    format!("reprice_{}_{}", std::process::id(), run)
+}
+
+/// Creates the scratch table the corrections are sent to, empty: a temporary table, the
+/// connection's own, so a run killed mid-way (or whose connection is cut) leaves nothing in
+/// the database; a table of the database stayed there, with what it held, for good.
+async fn create_scratch(c: &mut ClientHandle, scratch: &str) -> Result<(), StoreError> {
+    let mut columns = vec![
+        "org_id String".to_string(),
+        "trace_id String".to_string(),
+        "start_time_ms UInt64".to_string(),
+        "span_id String".to_string(),
+        "version UInt64".to_string(),
+    ];
+    columns.extend(
+        COST_COLUMNS
+            .iter()
+            .map(|col| format!("new_{col} Nullable(Decimal(18, 10))")),
+    );
+    columns.extend([
+        "new_priced_model_id String".to_string(),
+        "new_pricing_source String".to_string(),
+        "new_priced_at Nullable(DateTime)".to_string(),
+        "new_request_count UInt64".to_string(),
+        "new_version UInt64".to_string(),
+    ]);
+    // This connection's earlier day of the same run.
+    c.execute(format!("DROP TEMPORARY TABLE IF EXISTS {scratch}"))
+        .await?;
+    c.execute(format!(
+        "CREATE TEMPORARY TABLE {scratch} ({})",
+        columns.join(", ")
+    ))
+    .await?;
+    Ok(())
 }
 
 /// Corrections as a block of the scratch table's columns.
@@ -473,6 +487,85 @@ mod tests {
             rows,
             [serde_json::json!({"input_tokens": "5000", "t": "0.0000050000"})],
             "the later row keeps its own price, not the one computed for 1000 tokens"
+        );
+    }
+
+    /// A run killed between making its scratch table and dropping it leaves nothing in the
+    /// database (a table there stayed, with its corrections, for good); the next run's
+    /// corrections go in as ever.
+    #[test]
+    fn a_killed_runs_scratch_table_goes_with_its_connection() {
+        use crate::row::test_rows::row;
+        use crate::row::RowBatch;
+        use crate::sink::clickhouse::test_support::*;
+        if skip() {
+            return;
+        }
+        let db = TestDb::new("reprice_scratch");
+        let rt = rt();
+        let start = 1_700_000_000_000;
+        let stored = row("org-s", "trace-s", "span-1", start, true);
+        let correction = Correction {
+            key: SpanKey {
+                org_id: "org-s".into(),
+                trace_id: "trace-s".into(),
+                start_time_ms: start,
+                span_id: "span-1".into(),
+            },
+            costs: CostColumns {
+                total: Some(10_000),
+                ..CostColumns::default()
+            },
+            priced_model_id: "acme/x".into(),
+            pricing_source: "file".into(),
+            priced_at: Some(1_700_000_200),
+            request_count: 1,
+            version: correction_version(1_800_000_000_000, stored.version),
+            row_version: stored.version,
+        };
+        {
+            let store = Store::new(NATIVE_URL, &db.0).unwrap();
+            rt.block_on(store.migrate()).unwrap();
+            rt.block_on(store.insert_spans(&[RowBatch::from_rows(&[stored])]))
+                .unwrap();
+            rt.block_on(async {
+                let mut c = store.long_running().get_handle().await.unwrap();
+                let scratch = scratch_name(1);
+                create_scratch(&mut c, &scratch).await.unwrap();
+                c.insert(
+                    scratch.as_str(),
+                    block_of(std::slice::from_ref(&correction)),
+                )
+                .await
+                .unwrap();
+            });
+            // Killed here: the process, its pool and its connections go.
+        }
+        let tables = json_rows(&format!(
+            "SELECT name FROM system.tables WHERE database = '{}' ORDER BY name",
+            db.0
+        ));
+        let names: Vec<&str> = tables.iter().filter_map(|t| t["name"].as_str()).collect();
+        assert_eq!(names, ["api_keys", "orgs", "spans"]);
+
+        let store = Store::new(NATIVE_URL, &db.0).unwrap();
+        let filter = SpanFilter {
+            from_ms: start,
+            to_ms: start + 1,
+            org: None,
+            model: None,
+        };
+        let written = rt
+            .block_on(store.write_repriced(&filter, &[correction], 2))
+            .unwrap();
+        assert_eq!(written, 1);
+        let rows = json_rows(&format!(
+            "SELECT toString(total_cost) AS t, pricing_source AS s FROM `{}`.spans FINAL",
+            db.0
+        ));
+        assert_eq!(
+            rows,
+            [serde_json::json!({"t": "0.0000010000", "s": "file"})]
         );
     }
 
