@@ -56,7 +56,10 @@ pub async fn run(cmd: &KeysCommand, store_args: &StoreArgs) -> anyhow::Result<()
             .map_err(|e| anyhow::anyhow!("--prefix (INGEST_KEY_PREFIX) {e}"))?;
     }
     let store = store_args.open()?;
-    store.migrate().await?;
+    match cmd {
+        KeysCommand::Create { .. } => store.migrate().await.map(drop)?,
+        KeysCommand::List | KeysCommand::Revoke { .. } => super::migrate_existing(&store).await?,
+    }
     match cmd {
         KeysCommand::Create {
             org,

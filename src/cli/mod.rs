@@ -40,6 +40,34 @@ pub fn stdout_gone() -> bool {
     STDOUT_GONE.load(Ordering::Relaxed)
 }
 
+/// Brings the schema up to date (`migrate`) for a command that reads or changes what is
+/// stored already (listing or revoking keys, a plan change, re-pricing): unlike `migrate`
+/// itself or a first `keys create`, it refuses a database that does not exist, which is a
+/// mistyped `--clickhouse-database` far more often than a wish to create it. (It created the
+/// database, and then listed nothing, or said no key matched.)
+pub async fn migrate_existing(store: &crate::sink::clickhouse::Store) -> anyhow::Result<()> {
+    pending_in_existing(store).await?;
+    store.migrate().await?;
+    Ok(())
+}
+
+/// What `migrate` would do to the database (`Store::pending_migration`, read-only), refusing
+/// one that does not exist as `migrate_existing` does.
+pub async fn pending_in_existing(
+    store: &crate::sink::clickhouse::Store,
+) -> anyhow::Result<crate::sink::clickhouse::Migrated> {
+    let pending = store.pending_migration().await?;
+    if pending.created_database {
+        anyhow::bail!(
+            "ClickHouse has no database {:?}, so nothing is stored there; is \
+             --clickhouse-database (INGEST_CLICKHOUSE_DATABASE) right? (`traceingest migrate` \
+             creates it)",
+            store.database()
+        );
+    }
+    Ok(pending)
+}
+
 pub mod deadletter;
 pub mod keys;
 pub mod orgs;

@@ -39,7 +39,10 @@ pub async fn run(
         check_plan(&plans, plan)?;
     }
     let store = store_args.open()?;
-    store.migrate().await?;
+    match cmd {
+        OrgsCommand::Create { .. } => store.migrate().await.map(drop)?,
+        OrgsCommand::SetPlan { .. } | OrgsCommand::List => super::migrate_existing(&store).await?,
+    }
     match cmd {
         OrgsCommand::Create { org, plan } => {
             if let Some(existing) = store.get_org(org).await? {

@@ -72,7 +72,11 @@ struct Tally {
 
 pub async fn run(args: &RepriceArgs) -> anyhow::Result<()> {
     if args.from >= args.to {
-        bail!("--from must be before --to");
+        bail!(
+            "--from ({}) must be before --to ({}): the range is [from, to)",
+            format_instant(args.from),
+            format_instant(args.to)
+        );
     }
     let table = match &args.file {
         Some(path) => PriceTable::from_file(path)?,
@@ -82,7 +86,7 @@ pub async fn run(args: &RepriceArgs) -> anyhow::Result<()> {
     // The table must have its current shape (the `version` column decides which copy stays).
     // A dry run only looks: it may not create, alter or rebuild anything.
     if args.dry_run {
-        let pending = store.pending_migration().await?;
+        let pending = super::pending_in_existing(&store).await?;
         if !pending.is_noop() {
             bail!(
                 "the schema of database {} is older than this build's; a dry run changes \
@@ -92,7 +96,7 @@ pub async fn run(args: &RepriceArgs) -> anyhow::Result<()> {
             );
         }
     } else {
-        store.migrate().await?;
+        super::migrate_existing(&store).await?;
     }
     let run = Run {
         table: &table,

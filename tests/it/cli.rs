@@ -99,6 +99,7 @@ fn store_and_plan_flags_work_after_the_subcommand() {
         );
     }
     // And they still name the database the command works on.
+    assert_eq!(run(&server, &["migrate"]).0, Some(0));
     let (code, stdout, stderr) = run(
         &server,
         &["keys", "list", "--clickhouse-database", &server.database],
@@ -312,4 +313,49 @@ fn a_gone_reader_does_not_change_a_commands_status() {
     );
     let (_, list, _) = run(&server, &["keys", "list"]);
     assert!(list.contains("org-gone"), "the key was created: {list}");
+}
+
+/// A command that reads or changes what is stored refuses a database that does not exist (a
+/// mistyped `--clickhouse-database`), naming it, and creates nothing: it created the database
+/// and then listed nothing, or said no key matched. `keys create` and `orgs create` still make
+/// a new one, as a first setup does.
+#[test]
+fn commands_on_stored_data_refuse_a_database_that_does_not_exist() {
+    let server = Server::new(CH_HTTP, &[("INGEST_LOG", "info,clickhouse_rs=error")]);
+    let db = server.database.clone();
+    let exists = || {
+        server.ch_exec(&format!(
+            "SELECT count() FROM system.databases WHERE name = '{db}'"
+        ))
+    };
+    for args in [
+        &["keys", "list"][..],
+        &["keys", "revoke", "ti_AbCdEfGhI"],
+        &["orgs", "list"],
+        &["orgs", "set-plan", "acme", "pro"],
+        &[
+            "reprice",
+            "--from",
+            "2026-11-01",
+            "--to",
+            "2026-11-02",
+            "--dry-run",
+        ],
+        &["reprice", "--from", "2026-11-01", "--to", "2026-11-02"],
+    ] {
+        let (code, stdout, stderr) = run(&server, args);
+        assert_eq!(code, Some(1), "{args:?}: {stdout}{stderr}");
+        assert!(
+            stderr.contains(&format!("ClickHouse has no database {db:?}"))
+                && stderr.contains("INGEST_CLICKHOUSE_DATABASE"),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(exists().trim(), "0", "{args:?} created the database");
+    }
+    let (code, _, stderr) = run(&server, &["keys", "create", "--org", "acme"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(exists().trim(), "1");
+    let (code, stdout, stderr) = run(&server, &["keys", "list"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("acme"), "{stdout}");
 }
