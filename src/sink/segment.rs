@@ -422,6 +422,18 @@ impl Read for OffsetReader<'_> {
     }
 }
 
+/// Opens (creating) an ack file to append entries to. A torn last entry (a crash or a failed
+/// write in the middle of one) is cut off first: appended after it, every later entry would be
+/// read shifted by its bytes, and a record never confirmed could be read as confirmed.
+pub fn open_acks(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new().create(true).append(true).open(path)?;
+    let len = file.metadata()?.len();
+    if len % 4 != 0 {
+        file.set_len(len - len % 4)?;
+    }
+    Ok(file)
+}
+
 /// The record indices listed in an ack file (a torn last entry is ignored).
 pub fn read_acks(path: &Path) -> io::Result<Vec<u32>> {
     match std::fs::read(path) {

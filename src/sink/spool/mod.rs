@@ -376,11 +376,7 @@ impl Spool {
             return;
         }
         if seg.ack.is_none() {
-            match OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(segment::ack_path(&dir, pos.segment))
-            {
+            match segment::open_acks(&segment::ack_path(&dir, pos.segment)) {
                 Ok(f) => seg.ack = Some(f),
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot open a spool ack file; a restart may insert some rows twice (FINAL still shows one)")

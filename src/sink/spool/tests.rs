@@ -480,3 +480,31 @@ fn a_segment_whose_sealing_fsync_failed_still_goes_once_confirmed() {
     assert_eq!(files(&dir, ".seg"), 0);
     assert_eq!(stats.spool_bytes.load(Ordering::Relaxed), 0);
 }
+
+/// A torn last ack entry (a crash or a failed write in the middle of one) is ignored when
+/// read, and the acks appended after it by the next run stay whole: the file is cut back to
+/// its last whole entry before it is appended to. (They were appended after the torn bytes,
+/// so every later entry was read shifted: a record confirmed then was replayed, and one
+/// never confirmed was taken as confirmed and lost.)
+#[test]
+fn acks_appended_after_a_torn_entry_are_read_back_as_written() {
+    let dir = TestDir::new("spool-torn-ack");
+    let spool_dir = dir.path().join("spool");
+    let traces: Vec<String> = (0..8).map(|i| format!("t{i}")).collect();
+    let traces: Vec<&str> = traces.iter().map(String::as_str).collect();
+    left_with(&dir, &traces, &[]);
+    // The first byte of the ack of record 5, as a crash left it.
+    std::fs::write(segment::ack_path(&spool_dir, 1), [5u8]).unwrap();
+    {
+        let (mut spool, _) = open(&dir, 1 << 30);
+        let first = spool.read_next().expect("record 0");
+        assert_eq!(trace(&first), "t0");
+        spool.confirm(first.pos);
+        // Killed here: record 0 is confirmed, no other.
+    }
+    let (mut spool, _) = open(&dir, 1 << 30);
+    let again: Vec<String> = std::iter::from_fn(|| spool.read_next())
+        .map(|r| trace(&r))
+        .collect();
+    assert_eq!(again, traces[1..]);
+}
