@@ -252,8 +252,12 @@ pub fn scan(path: &Path, mut rows_in: impl FnMut(u32, &[u8]) -> u64) -> Result<S
     let file = OpenOptions::new().read(true).write(true).open(path)?;
     let file_len = file.metadata()?.len();
     let mut header = [0u8; HEADER_LEN as usize];
-    if file_len < HEADER_LEN {
-        // Torn while being created: nothing was ever written to it. Start it over.
+    file.read_exact_at(&mut header[..file_len.min(HEADER_LEN) as usize], 0)?;
+    if file_len < HEADER_LEN || header == [0; HEADER_LEN as usize] && all_zeros(&file, 0, file_len)?
+    {
+        // Torn while being created (short, or all zeros: its size reached the disk but not
+        // its bytes): nothing was ever written to it, as `Writer::create` fsyncs the header
+        // before it returns. Start it over.
         return Ok(Scanned {
             created_ms: clock::now_ms(),
             records: 0,
@@ -263,7 +267,6 @@ pub fn scan(path: &Path, mut rows_in: impl FnMut(u32, &[u8]) -> u64) -> Result<S
             kept: None,
         });
     }
-    file.read_exact_at(&mut header, 0)?;
     if header[..8] != MAGIC {
         return Err(ScanError::NotASegment);
     }
@@ -545,6 +548,27 @@ mod tests {
         std::fs::write(&path, &MAGIC[..5]).unwrap();
         let s = scan(&path, rows).unwrap();
         assert_eq!((s.records, s.len, s.discarded), (0, 0, 5));
+    }
+
+    /// A power cut right after a segment was created may leave its size on disk but not its
+    /// header: all zeros. Nothing was written to it (`create` fsyncs the header before it
+    /// returns), so it counts as empty and goes, instead of being refused as not a segment
+    /// at every start until an operator removes it.
+    #[test]
+    fn a_segment_of_zeros_is_empty_not_foreign() {
+        let dir = TestDir::new("seg-zeros");
+        let path = segment_path(dir.path(), 4);
+        for len in [HEADER_LEN as usize, 4096] {
+            std::fs::write(&path, vec![0u8; len]).unwrap();
+            let s = scan(&path, rows).unwrap();
+            assert_eq!((s.records, s.len, s.discarded), (0, 0, len as u64));
+            assert!(s.kept.is_none());
+        }
+        // Zeros in the header with bytes after them are not what a create leaves: refused.
+        let mut bytes = vec![0u8; 64];
+        bytes[40] = 1;
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(matches!(scan(&path, rows), Err(ScanError::NotASegment)));
     }
 
     #[test]
