@@ -277,6 +277,37 @@ fn a_full_spool_answers_503_with_retry_after_and_keeps_what_it_accepted() {
     assert_eq!(refusal.status, 503);
     assert_eq!(refusal.code(), "buffer_full");
     assert_eq!(refusal.header("retry-after"), Some("1"));
+    // OTLP/HTTP says the same its own way: 503, `Retry-After`, `UNAVAILABLE`. (A small
+    // export may still fit where the batch did not: sent until one is refused.)
+    let refused = (0..50).find_map(|i: u32| {
+        // Span ids of their own per export: the same ids would be the same spans.
+        let ids: Vec<String> = (1..=10).map(|s| format!("{i:08x}{s:08x}")).collect();
+        let spans: Vec<(&str, u64, u64)> = ids
+            .iter()
+            .map(|id| (id.as_str(), crate::otlp::T0, crate::otlp::T0 + 1))
+            .collect();
+        let export = crate::otlp::json_export(&spans);
+        let r = crate::otlp::post(&server, &key, crate::otlp::JSON, &[], &export);
+        match r.status {
+            200 => {
+                accepted += 10;
+                None
+            }
+            _ => Some(r),
+        }
+    });
+    let r = refused.expect("an export refused while memory and spool are full");
+    assert_eq!(r.status, 503);
+    assert_eq!(r.header("retry-after"), Some("1"));
+    assert_eq!(r.json()["code"], 14, "UNAVAILABLE");
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("(buffer_full)"),
+        "{}",
+        r.json()
+    );
     assert!(accepted > 0);
     let ready = server.get("/ready");
     assert_eq!(ready.status, 503, "not ready while full");

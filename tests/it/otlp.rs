@@ -553,21 +553,23 @@ fn retryable_statuses_and_the_quota_answer() {
     assert_eq!(status_protobuf(&r.body).0, 8, "RESOURCE_EXHAUSTED");
     drop(server);
 
-    // 503 with Retry-After: memory holds fewer rows than the export has.
+    // 503 with Retry-After (memory and spool full): `durability.rs`,
+    // `a_full_spool_answers_503_with_retry_after_and_keeps_what_it_accepted`. (An export of
+    // more spans than memory holds rows is 413 `batch_too_large`, never retried.)
     let server = Server::start_with(&[
         ("INGEST_BUFFER_MAX_ROWS", "1"),
         ("INGEST_FLUSH_MAX_ROWS", "1"),
     ]);
     let key = server.ready_key("org-full");
     let r = post(&server, &key, JSON, &[], &two);
-    assert_eq!(r.status, 503);
-    assert_eq!(r.header("retry-after"), Some("1"));
-    assert_eq!(r.json()["code"], 14, "UNAVAILABLE");
+    assert_eq!(r.status, 413);
+    assert_eq!(r.header("retry-after"), None);
+    assert_eq!(r.json()["code"], 3, "INVALID_ARGUMENT");
     assert!(
         r.json()["message"]
             .as_str()
             .unwrap()
-            .ends_with("(buffer_full)"),
+            .ends_with("(batch_too_large)"),
         "{}",
         r.json()
     );

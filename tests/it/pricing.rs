@@ -584,7 +584,7 @@ fn a_dry_run_reprice_changes_nothing_even_when_the_schema_is_older() {
     let out = server.cli(&dry_run);
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(!out.status.success(), "{err}");
-    assert!(err.contains("would create database"), "{err}");
+    assert!(err.contains("has no database"), "{err}");
     assert_eq!(
         schema_and_rows(&server),
         before,
