@@ -155,6 +155,10 @@ pub struct LogArgs {
     pub log_format: String,
 }
 
+/// The log filter without `INGEST_LOG` (a variable only, read by `main.rs`): the ClickHouse
+/// client crate's own warnings repeat what the server logs.
+pub const DEFAULT_LOG_FILTER: &str = "info,clickhouse_rs=error";
+
 /// The format of the log (`INGEST_LOG_FORMAT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogFormat {

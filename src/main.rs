@@ -21,7 +21,7 @@ use traceingest::cli::price::PriceArgs;
 use traceingest::cli::reprice::RepriceArgs;
 use traceingest::clock::Clock;
 use traceingest::config::{
-    Durability, LogArgs, LogFormat, MigrateArgs, PlanArgs, ServeArgs, StoreArgs,
+    Durability, LogArgs, LogFormat, MigrateArgs, PlanArgs, ServeArgs, StoreArgs, DEFAULT_LOG_FILTER,
 };
 use traceingest::control::Refresher;
 use traceingest::metrics::Metrics;
@@ -185,7 +185,7 @@ fn main() {
 fn init_logging(format: LogFormat) -> Result<(), String> {
     use std::io::IsTerminal as _;
     let filter = match std::env::var_os("INGEST_LOG") {
-        None => tracing_subscriber::EnvFilter::new("info,clickhouse_rs=error"),
+        None => tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER),
         Some(raw) => {
             let text = raw.to_string_lossy();
             tracing_subscriber::EnvFilter::try_new(&*text).map_err(|e| {
