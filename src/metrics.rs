@@ -678,4 +678,70 @@ mod tests {
             assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");
         }
     }
+
+    fn docs() -> String {
+        let root = env!("CARGO_MANIFEST_DIR");
+        [
+            "README.md",
+            "ARCHITECTURE.md",
+            "docs/fleet.md",
+            "docs/otlp.md",
+        ]
+        .iter()
+        .map(|f| std::fs::read_to_string(format!("{root}/{f}")).expect(f))
+        .collect()
+    }
+
+    /// Every series `/metrics` can show is named in the docs as a scrape shows it (`_total`
+    /// on counters), and every `traceingest_*` name the docs give is one of them.
+    #[test]
+    fn the_docs_name_every_series_and_no_other() {
+        let mut s = Snapshot::new(&Metrics::default(), &Histogram::default());
+        s.fleet = Some((false, 0, 0));
+        s.quota_refusals = vec![("org".into(), 1)];
+        s.unpriced_spans = vec![("openai", 1)];
+        let text = s.encode();
+        let series: Vec<String> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .map(|l| match l.split_once(' ') {
+                Some((name, "counter")) => format!("{name}_total"),
+                Some((name, _)) => name.to_string(),
+                None => panic!("{l}"),
+            })
+            .collect();
+        assert!(series.len() > 40, "{text}");
+        let docs = docs();
+        for name in &series {
+            assert!(
+                docs.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .any(|w| w == name),
+                "{name} is not in README.md or docs/"
+            );
+        }
+        for word in docs.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            if word.starts_with("traceingest_") {
+                assert!(
+                    series.iter().any(|s| s == word),
+                    "the docs name {word}, which /metrics never shows"
+                );
+            }
+        }
+    }
+
+    /// Every error code an answer can carry (each is counted by its status and code) is in
+    /// README, as a `code`.
+    #[test]
+    fn readme_names_every_error_code() {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+            .expect("README.md");
+        for (status, code) in ANSWERS {
+            if !matches!(*code, "ok" | "accepted" | "exported") {
+                assert!(
+                    readme.contains(&format!("`{code}`")),
+                    "{status} {code} is not in README"
+                );
+            }
+        }
+    }
 }
