@@ -4,8 +4,8 @@
 //!   thread (`buffer` mode) or the write-ahead thread (`wal`), await the fsync.
 //! - `wal.rs`: the write-ahead thread: append, one fsync per group, answer the workers.
 //! - `flush/`: the flush thread: memory queue, spool spill, inserts, retries, dead letters.
-//! - `spool/`, `segment.rs`, `codec.rs`: the spool on disk: segments of records, a
-//!   `RowBatch` as bytes.
+//! - `spool/`, `segment.rs`, `acks.rs`, `codec.rs`: the spool on disk: segments of records,
+//!   the records of each already confirmed, a `RowBatch` as bytes.
 //! - `deadletter.rs`: rows ClickHouse refused for good, as JSON lines.
 //! - `clickhouse/`: the only code that talks to ClickHouse.
 //! - `stats.rs`: the counters and gauges all of these keep for `/metrics` and `/ready`.
@@ -13,6 +13,7 @@
 //! Each thread that talks to ClickHouse (flush, control, a CLI command) builds its own `Store`
 //! on its own current-thread tokio runtime; no other thread runs tokio.
 
+pub mod acks;
 pub mod budget;
 pub mod clickhouse;
 pub mod codec;

@@ -18,10 +18,7 @@
 //! cut are first copied to a new `<segment>.seg.cut-<ms>` for an operator (unless they are all
 //! zeros: space allocated and never written), and the caller counts the cut.
 //!
-//! Beside each segment, `<id>.ack` lists (u32le each) the indices of its records already
-//! confirmed, so a restart does not insert them again. It is written without fsync: losing its
-//! tail in a power cut only means re-inserting rows that ClickHouse's `ReplacingMergeTree`
-//! collapses again.
+//! Beside each segment, its ack file lists the records already confirmed (`acks.rs`).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -61,22 +58,9 @@ pub fn segment_path(dir: &Path, id: u64) -> PathBuf {
     dir.join(format!("{id:016}.seg"))
 }
 
-pub fn ack_path(dir: &Path, id: u64) -> PathBuf {
-    dir.join(format!("{id:016}.ack"))
-}
-
 /// The id of a segment file name (`0000000000000042.seg` -> 42).
 pub fn parse_segment_name(name: &str) -> Option<u64> {
     let id = name.strip_suffix(".seg")?;
-    if id.len() != 16 || !id.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    id.parse().ok()
-}
-
-/// The id of an ack file name (`0000000000000042.ack` -> 42).
-pub fn parse_ack_name(name: &str) -> Option<u64> {
-    let id = name.strip_suffix(".ack")?;
     if id.len() != 16 || !id.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -425,30 +409,6 @@ impl Read for OffsetReader<'_> {
     }
 }
 
-/// Opens (creating) an ack file to append entries to. A torn last entry (a crash or a failed
-/// write in the middle of one) is cut off first: appended after it, every later entry would be
-/// read shifted by its bytes, and a record never confirmed could be read as confirmed.
-pub fn open_acks(path: &Path) -> io::Result<File> {
-    let file = OpenOptions::new().create(true).append(true).open(path)?;
-    let len = file.metadata()?.len();
-    if len % 4 != 0 {
-        file.set_len(len - len % 4)?;
-    }
-    Ok(file)
-}
-
-/// The record indices listed in an ack file (a torn last entry is ignored).
-pub fn read_acks(path: &Path) -> io::Result<Vec<u32>> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(bytes
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
-            .collect()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(e),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -602,19 +562,5 @@ mod tests {
         let e = Writer::create(dir.path(), 5).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
         assert!(path.exists(), "not its file: left alone");
-    }
-
-    #[test]
-    fn acks_ignore_a_torn_entry() {
-        let dir = TestDir::new("seg-acks");
-        let path = ack_path(dir.path(), 1);
-        assert_eq!(read_acks(&path).unwrap(), Vec::<u32>::new());
-        let mut bytes = Vec::new();
-        for i in [0u32, 2, 5] {
-            bytes.extend_from_slice(&i.to_le_bytes());
-        }
-        bytes.push(9);
-        std::fs::write(&path, bytes).unwrap();
-        assert_eq!(read_acks(&path).unwrap(), vec![0, 2, 5]);
     }
 }

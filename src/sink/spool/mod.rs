@@ -14,10 +14,11 @@
 //! The queue is a FIFO: the flush thread's memory holds the oldest batches, the spool the newer
 //! ones. While anything waits on disk (the *backlog*, from `cursor` to the last record), every
 //! new batch goes behind it, and `read_next` brings records back into memory oldest first. A
-//! record is *confirmed* once its rows are in ClickHouse or in the dead-letter file; its index
-//! goes to the segment's ack file, and a segment no one will append to again is deleted once all
-//! its records are confirmed. At start-up (`open`) whatever the directory holds is scanned, torn
-//! tails are cut (`segment::scan`), acked records are skipped, and the rest is the backlog.
+//! record is *confirmed* once its rows are in ClickHouse or in the dead-letter file; an entry
+//! for it goes to the segment's ack file (`acks.rs`), and a segment no one will append to again
+//! is deleted once all its records are confirmed. At start-up (`open`) whatever the directory
+//! holds is scanned, torn tails are cut (`segment::scan`), acked records are skipped, and the
+//! rest is the backlog.
 //!
 //! Reading back tells a record that is gone from a read that failed. A record not there as it
 //! was scanned or appended (a bad frame, a file cut short or deleted) will not come back: the
@@ -37,6 +38,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::acks::{self, AckKey};
 use super::codec;
 use super::segment::{self, RecordPos, ScanError, Writer, HEADER_LEN};
 use super::stats::FlushStats;
@@ -112,7 +114,7 @@ struct Segment {
     in_memory: Marks,
     /// No record will be added: a newer segment exists, or it is from a previous run.
     sealed: bool,
-    /// The ack file, opened on first confirmation.
+    /// The ack file (`acks.rs`), opened on first confirmation.
     ack: Option<File>,
     /// Opened on first read.
     reader: Option<File>,
@@ -131,6 +133,14 @@ impl Segment {
             sealed: false,
             ack: None,
             reader: None,
+        }
+    }
+
+    /// What its ack entries are bound to.
+    fn ack_key(&self) -> AckKey {
+        AckKey {
+            segment: self.id,
+            created_ms: self.created_ms,
         }
     }
 
@@ -375,8 +385,9 @@ impl Spool {
             // nothing more to record.
             return;
         }
+        let key = seg.ack_key();
         if seg.ack.is_none() {
-            match segment::open_acks(&segment::ack_path(&dir, pos.segment)) {
+            match acks::open(&dir, key) {
                 Ok(f) => seg.ack = Some(f),
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot open a spool ack file; a restart may insert some rows twice (FINAL still shows one)")
@@ -384,7 +395,7 @@ impl Spool {
             }
         }
         if let Some(f) = &mut seg.ack {
-            if let Err(e) = f.write_all(&pos.index.to_le_bytes()) {
+            if let Err(e) = f.write_all(&acks::entry(key, pos.index)) {
                 tracing::warn!(error = %e, "cannot write a spool ack; a restart may insert some rows twice (FINAL still shows one)");
                 seg.ack = None;
             }
@@ -415,8 +426,8 @@ impl Spool {
         if self.cursor.is_some_and(|c| c.segment == id) {
             self.advance_to_segment_after(id);
         }
-        // The ack file first (see `recover`).
-        remove(&segment::ack_path(&self.cfg.dir, id));
+        // The ack files first (see `recover`).
+        remove_acks(&self.cfg.dir, id);
         remove(&segment::segment_path(&self.cfg.dir, id));
         sub(&self.stats.spool_bytes, seg.end);
         sub(&self.stats.spool_segments, 1);
@@ -496,6 +507,13 @@ fn sub(a: &std::sync::atomic::AtomicU64, v: u64) {
     let _ = a.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |x| {
         Some(x.saturating_sub(v))
     });
+}
+
+/// Removes both ack files of segment `id` (the current format's and an earlier build's).
+fn remove_acks(dir: &Path, id: u64) {
+    for path in acks::ack_paths(dir, id) {
+        remove(&path);
+    }
 }
 
 fn remove(path: &Path) {

@@ -9,7 +9,7 @@ impl Spool {
     pub fn open(cfg: SpoolConfig, stats: Arc<FlushStats>) -> io::Result<Spool> {
         std::fs::create_dir_all(&cfg.dir)?;
         let mut ids = Vec::new();
-        let mut acks = Vec::new();
+        let mut orphans = Vec::new();
         let mut max_id = 0;
         for entry in std::fs::read_dir(&cfg.dir)? {
             let name = entry?.file_name();
@@ -17,8 +17,8 @@ impl Spool {
             if let Some(id) = segment::parse_segment_name(name) {
                 ids.push(id);
                 max_id = max_id.max(id);
-            } else if let Some(id) = segment::parse_ack_name(name) {
-                acks.push(id);
+            } else if let Some(id) = acks::parse_ack_name(name) {
+                orphans.push(id);
                 max_id = max_id.max(id);
             } else if let Some(id) = segment::parse_cut_name(name) {
                 // A cut file names its segment: a new one of that id would be taken for it.
@@ -29,14 +29,17 @@ impl Spool {
         // An ack file without its segment (a crash between the two removals of an older
         // build, which removed the segment first): its acks name records of a segment that is
         // gone, and a new segment of the same id must not take them for its own. (Ids also
-        // count the ack files, so a new segment never reuses one anyway.)
-        for id in acks {
+        // count the ack files, so a new segment never reuses one anyway, and entries of the
+        // current format name their segment's creation time.)
+        orphans.sort_unstable();
+        orphans.dedup();
+        for id in orphans {
             if ids.binary_search(&id).is_err() {
                 tracing::warn!(
                     segment = id,
                     "removing the ack file of a spool segment that is gone"
                 );
-                remove(&segment::ack_path(&cfg.dir, id));
+                remove_acks(&cfg.dir, id);
             }
         }
         let mut spool = Spool {
@@ -87,16 +90,12 @@ impl Spool {
 
     fn recover(&mut self, id: u64) -> io::Result<()> {
         let path = segment::segment_path(&self.cfg.dir, id);
-        let ack_path = segment::ack_path(&self.cfg.dir, id);
-        let mut acked = segment::read_acks(&ack_path)?;
-        acked.sort_unstable();
-        acked.dedup();
-        let scanned = match segment::scan(&path, |i, payload| {
-            if acked.binary_search(&i).is_ok() {
-                0
-            } else {
-                codec::rows_in(payload).map_or(0, u64::from)
-            }
+        // Rows per record: which count is known once the acks are read, and they are read
+        // with the creation time from the segment's header, which `scan` reads.
+        let mut rows_of = Vec::new();
+        let scanned = match segment::scan(&path, |_, payload| {
+            rows_of.push(codec::rows_in(payload).map_or(0, u64::from));
+            0
         }) {
             Ok(s) => s,
             Err(ScanError::NotASegment) => {
@@ -141,20 +140,42 @@ impl Spool {
                  power cut before an fsync)"
             );
         }
+        let key = AckKey {
+            segment: id,
+            created_ms: scanned.created_ms,
+        };
+        let acks = acks::read(&self.cfg.dir, key)?;
+        if acks.bad_inside + acks.bad_at_end > 0 {
+            tracing::warn!(
+                segment = id,
+                bad_inside = acks.bad_inside,
+                bad_at_end = acks.bad_at_end,
+                "ignored spool ack entries that cannot be trusted (at the end: what a power cut \
+                 or a torn write left; inside: bytes the disk changed); the records they may \
+                 have confirmed are inserted again, and FINAL shows one copy"
+            );
+        }
+        let mut acked = acks.confirmed;
         acked.retain(|&i| i < scanned.records);
         let confirmed = acked.len() as u32;
         if scanned.records == 0 || confirmed >= scanned.records {
-            // The ack file first: a crash between the two leaves a segment without acks
+            // The ack files first: a crash between the removals leaves a segment without acks
             // (replayed whole: copies FINAL collapses), never acks a later segment of the same
             // id would take for its own.
-            remove(&ack_path);
+            remove_acks(&self.cfg.dir, id);
             remove(&path);
             return Ok(());
         }
+        let rows: u64 = rows_of
+            .iter()
+            .zip(0u32..)
+            .filter(|(_, i)| acked.binary_search(i).is_err())
+            .map(|(rows, _)| rows)
+            .sum();
         let stats = &self.stats;
         stats.spool_bytes.fetch_add(scanned.len, Ordering::Relaxed);
         stats.spool_segments.fetch_add(1, Ordering::Relaxed);
-        stats.spool_rows.fetch_add(scanned.rows, Ordering::Relaxed);
+        stats.spool_rows.fetch_add(rows, Ordering::Relaxed);
         let mut seg = Segment {
             records: scanned.records,
             end: scanned.len,
