@@ -289,8 +289,9 @@ struct State {
     /// Consecutive failures of the head insert with a capped class (unknown code, missing
     /// table after migrating).
     capped_failures: u32,
-    /// While bisecting: some rows of the refused insert went in, or one was refused alone, so
-    /// the refusal is the rows' and an unknown error splits at once (`retry.rs`).
+    /// While isolating refused rows (`Piece::suspect`): some rows of the refused insert went
+    /// in, or one was refused alone, so the refusal is the rows' and an unknown error splits
+    /// at once (`retry.rs`).
     rows_at_fault: bool,
     /// After ClickHouse had not the memory for an insert: the most rows an insert takes, and
     /// until when (`retry.rs`, `State::max_insert_rows`).

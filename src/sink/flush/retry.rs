@@ -33,14 +33,18 @@ impl State {
     /// go on with the next insert at once (after a split or a rejection) rather than wait.
     pub(super) fn failed(&mut self, pieces: usize, rows: usize, e: &InsertError) -> bool {
         self.cfg.stats.flush_errors.fetch_add(1, Ordering::Relaxed);
-        let bisecting = self.queue.front().is_some_and(|p| p.cap != usize::MAX);
+        // Part of an isolation of refused rows (`Piece::suspect`): not merely a half of an
+        // insert ClickHouse had not the memory for, whose rows nothing was said against.
+        let suspect = self.queue.front().is_some_and(|p| p.suspect);
         let class = match e.retry {
-            // While bisecting, an unknown refusal is taken as the rows' once the bisection has
+            // While isolating, an unknown refusal is taken as the rows' once the bisection has
             // shown the rows matter: some of them went in, or one was refused alone. Until
             // then it is retried up to the cap before each split, so that an unlisted error
             // that is nobody's rows' fault (the server's, lasting longer than the first tries)
             // does not split the insert down to single rows and dead-letter every good one.
-            Retry::Unknown if bisecting && self.rows_at_fault => Retry::Split,
+            // (Not for a memory split's other half once an isolation inside its first half
+            // found a bad row: its good rows were dead-lettered within three tries.)
+            Retry::Unknown if suspect && self.rows_at_fault => Retry::Split,
             Retry::Unknown if self.capped_failures + 1 >= self.cfg.max_unknown_attempts => {
                 Retry::Split
             }
@@ -70,7 +74,7 @@ impl State {
                      at most half as many rows at a time for a while (no row is at fault)"
                 );
                 self.capped_failures = 0;
-                if !bisecting {
+                if !suspect {
                     self.rows_at_fault = false;
                 }
                 let now = Instant::now();
@@ -98,7 +102,7 @@ impl State {
                     "insert refused; splitting it to isolate the rows at fault"
                 );
                 self.capped_failures = 0;
-                if !bisecting {
+                if !suspect {
                     self.rows_at_fault = false;
                 }
                 self.bisect(pieces, rows, true);
@@ -106,7 +110,7 @@ impl State {
             }
             Retry::Split | Retry::Never => {
                 self.capped_failures = 0;
-                self.rows_at_fault |= bisecting;
+                self.rows_at_fault |= suspect;
                 self.reject(pieces, rows, e);
                 true
             }

@@ -95,3 +95,43 @@ fn halves_of_a_memory_split_going_in_do_not_blame_the_rows() {
     assert_eq!(st.report.rows_rejected, 0, "no row dead-lettered");
     assert_eq!(st.queued_rows, 4, "the other half kept");
 }
+
+/// Found by a review: a half of an insert refused for memory that held a bad row was bisected
+/// to isolate it (`Split`), which showed those rows at fault; the other half, never suspected
+/// of anything, then met an unknown error (the server's, say) and was split at once as if it
+/// were part of that isolation: its good rows were dead-lettered within three tries, not
+/// retried up to the cap first.
+#[test]
+fn an_isolation_inside_a_memory_split_does_not_blame_the_other_half() {
+    let dir = TestDir::new("flush-memory-split-unknown");
+    let mut f = queued(&dir, config("unused", NATIVE_URL), 8);
+    let st = &mut f.st;
+    let split = InsertError {
+        retry: Retry::Split,
+        code: Some(27),
+        message: "Cannot parse input".into(),
+    };
+    // Eight rows refused for memory; in the first half, row 0 is refused for its value.
+    while st.queued_rows > 4 {
+        let (pieces, rows) = st.next_insert();
+        let has_row_0 = st.queue.iter().take(pieces).any(|p| p.start == 0);
+        if rows == 8 {
+            st.failed(pieces, rows, &out_of_memory());
+        } else if has_row_0 {
+            st.failed(pieces, rows, &split);
+        } else {
+            st.written(pieces, Inserted { rows, bytes: 0 }, Duration::ZERO);
+        }
+    }
+    assert_eq!(st.report.rows_rejected, 1, "row 0 dead-lettered");
+    let front = st.queue.front().expect("the other half");
+    assert_eq!((front.start, front.end), (4, 8));
+    // The other half meets an unknown error, fewer times than its cap.
+    let e = unknown_error();
+    for _ in 0..st.cfg.max_unknown_attempts - 1 {
+        let (pieces, rows) = st.next_insert();
+        st.failed(pieces, rows, &e);
+    }
+    assert_eq!(st.report.rows_rejected, 1, "no good row dead-lettered");
+    assert_eq!(st.queued_rows, 4, "the other half kept");
+}
