@@ -16,8 +16,9 @@ pub enum Retry {
     Split,
     /// The server had not the memory for this insert (`MEMORY_LIMIT_EXCEEDED`: the query's,
     /// the user's or the whole server's `max_memory_usage`). Nobody's rows' fault, but a
-    /// smaller insert may well go in: split it without blaming any row, and insert fewer rows
-    /// at a time for a while; a single row refused so is retried like `Later`.
+    /// smaller insert may well go in: split it without blaming any row, and, when the limit
+    /// was the query's own (`InsertError::memory_shared` is false), insert fewer rows at a
+    /// time for a while; a single row refused so is retried like `Later`.
     Smaller,
     /// Refused whatever the rows (schema mismatch, client-side error): retrying cannot succeed.
     Never,
@@ -45,6 +46,15 @@ impl InsertError {
             code,
             message: message(err),
         }
+    }
+
+    /// For `Smaller`: whether the memory limit passed is one the insert shares with other
+    /// queries, the server's whole (`Memory limit (total) exceeded`) or its user's (`(for
+    /// user)`), rather than the query's own (`(for query)`). Such a refusal says how busy the
+    /// server was, not how large an insert it takes.
+    pub fn memory_shared(&self) -> bool {
+        self.message.contains("Memory limit (total)")
+            || self.message.contains("Memory limit (for user)")
     }
 
     /// An insert that did not finish before a caller's deadline.

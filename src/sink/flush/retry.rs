@@ -13,8 +13,8 @@ use crate::sink::clickhouse::{InsertError, Retry, RowRun};
 /// Migrate-then-retry cycles on the same rows before they are treated as refused.
 const MAX_MIGRATE_ATTEMPTS: u32 = 3;
 
-/// After ClickHouse had not the memory for an insert, how long inserts stay at most half its
-/// size: a limit of the user's or the query's stays, and trying the full size once in a while
+/// After ClickHouse had not the memory for an insert (the query's own limit), how long inserts
+/// stay at most half its size: that limit stays, and trying the full size once in a while
 /// finds out whether it was lifted, at the cost of one failed insert.
 const SMALLER_FOR: Duration = Duration::from_secs(600);
 
@@ -61,6 +61,25 @@ impl State {
                 self.needs_migrate |= class == Retry::AfterMigrate;
                 self.back_off(e);
                 false
+            }
+            // A limit shared with other queries (the server's whole memory, the user's) says
+            // how busy the server was, not how large an insert it takes: halves, but no cap.
+            // (Capped, inserts stayed at whatever size went in once a heavy query ended, for
+            // 10 minutes, renewed by each such refusal.)
+            Retry::Smaller if rows > 1 && e.memory_shared() => {
+                tracing::warn!(
+                    rows,
+                    code = e.code,
+                    error = %e,
+                    "ClickHouse had not the memory for this insert (a limit shared with other \
+                     queries); inserting it in halves (no row is at fault)"
+                );
+                self.capped_failures = 0;
+                if !suspect {
+                    self.rows_at_fault = false;
+                }
+                self.bisect(pieces, rows, false);
+                true
             }
             Retry::Smaller if rows > 1 => {
                 let most = (rows / 2).max(1);

@@ -135,3 +135,35 @@ fn an_isolation_inside_a_memory_split_does_not_blame_the_other_half() {
     assert_eq!(st.report.rows_rejected, 1, "no good row dead-lettered");
     assert_eq!(st.queued_rows, 4, "the other half kept");
 }
+
+/// Found by a review: a limit the insert shares with other queries, the server's whole memory
+/// (`(total)`) or its user's (`(for user)`), passed while a heavy query ran, capped inserts at
+/// the size at which the bisection happened to go in once that query ended: e.g. 39 rows an
+/// insert, for 10 minutes, each renewed by the next such refusal (a part per few batches). The
+/// halves still go in, but only the query's own limit (`(for query)`) caps the next inserts.
+#[test]
+fn a_shortage_the_insert_shares_with_other_queries_leaves_no_cap() {
+    use clickhouse_rs::errors::{Error as ChError, ServerError};
+    for limit in ["(total)", "(for user)"] {
+        let dir = TestDir::new("flush-memory-total");
+        let mut f = queued(&dir, config("unused", NATIVE_URL), 8);
+        let st = &mut f.st;
+        let e = InsertError::from(ChError::Server(ServerError {
+            code: 241,
+            name: "DB::Exception".into(),
+            message: format!(
+                "Memory limit {limit} exceeded: would use 9.31 GiB (attempt to allocate chunk \
+                 of 4194304 bytes), maximum: 9.31 GiB"
+            ),
+            stack_trace: String::new(),
+        }));
+        assert_eq!(e.retry, Retry::Smaller);
+        let (pieces, rows) = st.next_insert();
+        assert!(st.failed(pieces, rows, &e), "{limit}: split at once");
+        // The heavy query ends: the halves go in.
+        let tried = drive(st, |_, _, _| None);
+        assert_eq!(tried, vec![(4, false), (4, false)], "{limit}");
+        assert_eq!(st.max_insert_rows(), st.cfg.max_rows, "{limit}: no cap");
+        assert_eq!(st.report.rows_rejected, 0);
+    }
+}
