@@ -677,11 +677,10 @@ async fn insert_isolating(
     refused: &DeadLetters,
     outcome: &mut Outcome,
 ) -> anyhow::Result<()> {
-    // Ranges of rows still to insert, the next on top.
-    let mut todo = Vec::new();
-    todo.push(0..batch.len());
-    while let Some(rows) = todo.pop() {
-        let whole = rows.len() == batch.len();
+    // Ranges of rows still to insert, the next on top, each with whether it is part of an
+    // isolation of refused rows (`Piece::suspect` in the flush thread).
+    let mut todo = vec![(0..batch.len(), false)];
+    while let Some((rows, suspect)) = todo.pop() {
         let runs = [RowRun {
             batch,
             rows: rows.clone(),
@@ -697,42 +696,32 @@ async fn insert_isolating(
                 Err(e) => e,
             };
             tries += 1;
-            match err.retry {
-                // Out of memory for these rows: halves, none of them refused for it.
-                Retry::Smaller if rows.len() > 1 => {
-                    let mid = rows.start + rows.len() / 2;
-                    todo.push(mid..rows.end);
-                    todo.push(rows.start..mid);
-                    break;
-                }
-                Retry::Later | Retry::AfterMigrate | Retry::Smaller if tries < TRIES => {
+            match after_failure(err.retry, rows.len(), suspect, tries) {
+                Step::Again => {
                     if err.retry == Retry::AfterMigrate {
                         store.migrate().await?;
                     }
                 }
-                Retry::Unknown if whole && tries < UNKNOWN_TRIES => {}
-                Retry::Later | Retry::AfterMigrate | Retry::Smaller => {
-                    bail!(
-                        "ClickHouse did not take an insert in {TRIES} tries: {}",
-                        described(&err)
-                    )
-                }
-                Retry::Never => bail!(
+                Step::GiveUp => bail!(
+                    "ClickHouse did not take an insert in {TRIES} tries: {}",
+                    described(&err)
+                ),
+                Step::Stop => bail!(
                     "ClickHouse refuses these rows whatever their values: {}; is `spans` as \
                      `traceingest migrate` makes it?",
                     described(&err)
                 ),
-                Retry::Split | Retry::Unknown => {
-                    if rows.len() == 1 {
-                        refused.write(&runs, &err).with_context(|| {
-                            format!("cannot write {}", refused.path().display())
-                        })?;
-                        outcome.refused += 1;
-                    } else {
-                        let mid = rows.start + rows.len() / 2;
-                        todo.push(mid..rows.end);
-                        todo.push(rows.start..mid);
-                    }
+                Step::Refuse => {
+                    refused
+                        .write(&runs, &err)
+                        .with_context(|| format!("cannot write {}", refused.path().display()))?;
+                    outcome.refused += 1;
+                    break;
+                }
+                Step::Halve { suspect } => {
+                    let mid = rows.start + rows.len() / 2;
+                    todo.push((mid..rows.end, suspect));
+                    todo.push((rows.start..mid, suspect));
                     break;
                 }
             }
@@ -740,6 +729,38 @@ async fn insert_isolating(
         }
     }
     Ok(())
+}
+
+/// What `insert_isolating` does after the `tries`-th failure of a range of `rows` rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Try the same range again (after a back-off; `AfterMigrate`: after `migrate`).
+    Again,
+    /// The halves, each on its own; `suspect` when they isolate refused rows.
+    Halve { suspect: bool },
+    /// The single row goes to the refused file.
+    Refuse,
+    /// ClickHouse did not take it in `TRIES` tries: stop the command.
+    GiveUp,
+    /// Refused whatever the values: stop the command.
+    Stop,
+}
+
+/// The decision of `insert_isolating`, on its own. `suspect`: the range is part of an
+/// isolation of refused rows, so an unknown refusal is taken as its rows' at once; a range that
+/// is not (a whole chunk, or a half of one ClickHouse had not the memory for) is tried
+/// `UNKNOWN_TRIES` times first.
+fn after_failure(retry: Retry, rows: usize, suspect: bool, tries: u32) -> Step {
+    match retry {
+        // Out of memory for these rows: halves, none of them suspected for it.
+        Retry::Smaller if rows > 1 => Step::Halve { suspect },
+        Retry::Later | Retry::AfterMigrate | Retry::Smaller if tries < TRIES => Step::Again,
+        Retry::Unknown if !suspect && tries < UNKNOWN_TRIES => Step::Again,
+        Retry::Later | Retry::AfterMigrate | Retry::Smaller => Step::GiveUp,
+        Retry::Never => Step::Stop,
+        Retry::Split | Retry::Unknown if rows == 1 => Step::Refuse,
+        Retry::Split | Retry::Unknown => Step::Halve { suspect: true },
+    }
 }
 
 /// An insert error with its ClickHouse code when there is one.

@@ -139,3 +139,38 @@ fn a_damaged_line_says_what_is_wrong() {
     assert_eq!(rows(1), "1 row");
     assert_eq!(rows(2), "2 rows");
 }
+
+/// Found by a review: a chunk refused for memory was halved, and a half, no longer the whole
+/// chunk, was split at once by an unknown error as if it isolated refused rows, so its good
+/// rows went to the refused file one by one. Halves for memory keep their range's standing;
+/// only an isolation's halves split at once. The rest of the decision, as it was.
+#[test]
+fn a_half_for_memory_gets_an_unknown_error_s_tries_as_its_chunk_did() {
+    use Step::*;
+    let cases = [
+        // (retry, rows, suspect, tries) -> step
+        ((Retry::Smaller, 8, false, 1), Halve { suspect: false }),
+        ((Retry::Smaller, 8, true, 1), Halve { suspect: true }),
+        ((Retry::Unknown, 4, false, 1), Again),
+        (
+            (Retry::Unknown, 4, false, UNKNOWN_TRIES),
+            Halve { suspect: true },
+        ),
+        ((Retry::Unknown, 4, true, 1), Halve { suspect: true }),
+        ((Retry::Unknown, 1, true, 1), Refuse),
+        ((Retry::Split, 4, false, 1), Halve { suspect: true }),
+        ((Retry::Split, 1, false, 1), Refuse),
+        ((Retry::Smaller, 1, false, 1), Again),
+        ((Retry::Smaller, 1, false, TRIES), GiveUp),
+        ((Retry::Later, 4, true, TRIES - 1), Again),
+        ((Retry::AfterMigrate, 4, false, TRIES), GiveUp),
+        ((Retry::Never, 4, false, 1), Stop),
+    ];
+    for ((retry, rows, suspect, tries), want) in cases {
+        assert_eq!(
+            after_failure(retry, rows, suspect, tries),
+            want,
+            "{retry:?}, {rows} rows, suspect {suspect}, try {tries}"
+        );
+    }
+}
