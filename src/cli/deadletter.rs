@@ -178,8 +178,9 @@ async fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         outln!("nothing inserted (--dry-run)");
     } else if total > 0 {
         let store = args.store.open()?;
-        // As `reprice` does: the table must have every column the rows have.
-        store.migrate().await?;
+        // As `reprice` does: the table must have every column the rows have, in a database
+        // that exists (a mistyped one would take the rows where nobody reads them).
+        super::migrate_existing(&store).await?;
         let mut chunks = Chunks::open(&source, file, size, args.skip_damaged)?;
         let aside = lock.as_ref().expect("locked unless a dry run");
         insert_all(

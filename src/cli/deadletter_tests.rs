@@ -174,3 +174,40 @@ fn a_half_for_memory_gets_an_unknown_error_s_tries_as_its_chunk_did() {
         );
     }
 }
+
+/// A replay into a database that does not exist (a mistyped `--clickhouse-database`) is
+/// refused, naming it, and creates nothing: it made the database, put the rows there, and
+/// exited 0, so the rows an operator meant to recover went where nobody reads them.
+#[test]
+fn a_replay_refuses_a_database_that_does_not_exist() {
+    use crate::sink::clickhouse::test_support::{count, rt, skip, TestDb, NATIVE_URL};
+    if skip() {
+        return;
+    }
+    let db = TestDb::new("replay_no_db");
+    let dir = TestDir::new("replay-no-db");
+    let file = dir.path().join("f.jsonl");
+    std::fs::write(&file, dead_letter_lines(2)).unwrap();
+    let args = ReplayArgs {
+        file: file.clone(),
+        refused: None,
+        skip_damaged: false,
+        dry_run: false,
+        store: StoreArgs {
+            clickhouse_url: NATIVE_URL.into(),
+            clickhouse_database: db.0.clone(),
+            clickhouse_cluster: None,
+        },
+    };
+    let e = format!("{:#}", rt().block_on(replay(&args)).unwrap_err());
+    assert!(
+        e.contains(&format!("ClickHouse has no database {:?}", db.0))
+            && e.contains("INGEST_CLICKHOUSE_DATABASE"),
+        "{e}"
+    );
+    let databases = count(&format!(
+        "SELECT count() FROM system.databases WHERE name = '{}'",
+        db.0
+    ));
+    assert_eq!(databases, 0, "the replay created the database");
+}

@@ -41,7 +41,8 @@ pub fn stdout_gone() -> bool {
 }
 
 /// Brings the schema up to date (`migrate`) for a command that reads or changes what is
-/// stored already (listing or revoking keys, a plan change, re-pricing): unlike `migrate`
+/// stored already (listing or revoking keys, a plan change, re-pricing, a dead-letter replay,
+/// which would put its rows where nobody reads them): unlike `migrate`
 /// itself or a first `keys create`, it refuses a database that does not exist, which is a
 /// mistyped `--clickhouse-database` far more often than a wish to create it. (It created the
 /// database, and then listed nothing, or said no key matched.)
