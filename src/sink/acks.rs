@@ -3,7 +3,7 @@
 //! ```text
 //! <id>.ack2 = entry*   entry = !index:u32le check:u32le
 //!                      check = CRC-32C("TIACK2" ++ id:u64le ++ created_ms:u64le ++ index:u32le)
-//! <id>.ack  = index:u32le*                  (earlier builds: read, never written)
+//! <id>.ack  = index:u32le*                  (earlier builds: read, never written, 0 ignored)
 //! ```
 //!
 //! `created_ms` is the one in the segment's header. An ack file is appended to by the flush
@@ -100,7 +100,8 @@ fn decode(key: AckKey, e: &[u8]) -> Option<u32> {
 pub struct Acks {
     /// Records confirmed, ascending, each once.
     pub confirmed: Vec<u32>,
-    /// Entries that fail their check with a good one after them: bytes the disk changed.
+    /// Entries that fail their check with a good one after them: bytes the disk changed, or
+    /// (old format) zero entries an earlier build appended after.
     pub bad_inside: u64,
     /// Entries after the last good one that fail their check (a torn entry counts): what a
     /// power cut or a torn write leaves, or (old format) zero entries at the end.
@@ -126,13 +127,17 @@ pub fn read(dir: &Path, key: AckKey) -> io::Result<Acks> {
         let indices: Vec<u32> = entries
             .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
             .collect();
-        // Zeros at the end may be a power cut's, not record 0's entry, and a bare index cannot
-        // tell: record 0 is replayed rather than risked. (An earlier build writes record 0's
-        // entry once, so this costs a replay only where record 0 was confirmed last.)
-        let zeros = indices.iter().rev().take_while(|&&i| i == 0).count();
-        acks.bad_at_end += zeros as u64;
+        // A zero entry may be a power cut's, not record 0's, and a bare index cannot tell:
+        // record 0 is replayed rather than risked. Not only at the end: an earlier build cut
+        // only a torn entry off before appending, so zeros a power cut left end up inside the
+        // file once that build confirmed more after its restart. (This costs a replay of
+        // record 0 in each segment an earlier build confirmed it in.)
+        let zeros_at_end = indices.iter().rev().take_while(|&&i| i == 0).count();
+        let zeros = indices.iter().filter(|&&i| i == 0).count();
+        acks.bad_at_end += zeros_at_end as u64;
+        acks.bad_inside += (zeros - zeros_at_end) as u64;
         acks.confirmed
-            .extend_from_slice(&indices[..indices.len() - zeros]);
+            .extend(indices.iter().copied().filter(|&i| i != 0));
     }
     acks.confirmed.sort_unstable();
     acks.confirmed.dedup();
@@ -295,7 +300,8 @@ mod tests {
     }
 
     /// Earlier builds' files (bare u32le indices) are read as before (a torn entry ignored),
-    /// but zeros at their end are not taken for record 0; with both files, their union.
+    /// but a zero entry, at the end or inside, is not taken for record 0; with both files,
+    /// their union.
     #[test]
     fn old_ack_files_are_still_read() {
         let old =
@@ -303,20 +309,23 @@ mod tests {
         // (what, the old file, the current one, confirmed)
         type Case = (&'static str, Vec<u8>, Vec<u8>, Vec<u32>);
         let cases: Vec<Case> = vec![
-            ("old only", old(&[0, 2, 5]), vec![], vec![0, 2, 5]),
+            ("old only", old(&[3, 2, 5]), vec![], vec![2, 3, 5]),
             (
                 "a torn entry",
-                [old(&[0, 2, 5]), vec![9]].concat(),
+                [old(&[3, 2, 5]), vec![9]].concat(),
                 vec![],
-                vec![0, 2, 5],
+                vec![2, 3, 5],
             ),
             ("zeros at the end", old(&[2, 0, 0]), vec![], vec![2]),
             ("record 0 last", old(&[2, 0]), vec![], vec![2]),
+            ("record 0 first", old(&[0, 2]), vec![], vec![2]),
+            // A power cut's zeros, then entries appended after them by the earlier build.
+            ("zeros inside", old(&[2, 0, 0, 3]), vec![], vec![2, 3]),
             (
                 "both",
-                old(&[0, 2]),
-                entries(KEY, &[4, 2, 1]),
-                vec![0, 1, 2, 4],
+                old(&[3, 2]),
+                entries(KEY, &[4, 2, 0]),
+                vec![0, 2, 3, 4],
             ),
         ];
         for (what, old_bytes, new_bytes, confirmed) in cases {
