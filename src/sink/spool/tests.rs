@@ -698,3 +698,95 @@ fn zeros_inside_an_earlier_builds_ack_file_confirm_nothing() {
         .collect();
     assert_eq!(again, ["t0", "t1"]);
 }
+
+/// `wal` mode: the flush thread confirms records of segments the write-ahead thread created,
+/// binding each entry to the creation time it was told (`Started`, `Logged`); the next start
+/// binds them to the one in each segment's header. The two are one number: the records
+/// confirmed, out of order and across segments, are skipped, and only those.
+#[test]
+fn acks_of_the_write_ahead_threads_segments_hold_at_the_next_start() {
+    use crate::sink::wal::{self, WalEvent, WalRequest};
+    let dir = TestDir::new("spool-wal-acks");
+    let mut cfg = SpoolConfig::new(dir.path().join("spool"), 1 << 30);
+    cfg.segment_bytes = 4 << 10;
+    let stats = Arc::new(FlushStats::default());
+    let mut spool = Spool::open(cfg.clone(), Arc::clone(&stats)).unwrap();
+    let writer = Writer::create(&cfg.dir, spool.take_next_id()).unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let (out_tx, out) = crossbeam_channel::unbounded::<WalEvent>();
+    let handle = wal::spawn(cfg.clone(), writer, Arc::clone(&stats), rx, out_tx).unwrap();
+    for i in 0..30 {
+        let (done, _) = futures_channel::oneshot::channel();
+        let batch = batch("o", &format!("w{i:02}"), 1, 0);
+        tx.send(WalRequest { batch, done }).unwrap();
+    }
+    drop(tx);
+    handle.join().unwrap();
+    let mut logged = Vec::new();
+    for event in out.try_iter() {
+        match event {
+            WalEvent::Started {
+                segment,
+                created_ms,
+            } => spool.started(segment, created_ms),
+            WalEvent::Logged(l) => {
+                spool.logged(l.pos, l.segment_created_ms);
+                logged.push((trace_of(&l.batch), l.pos));
+            }
+        }
+    }
+    assert_eq!(logged.len(), 30);
+    let segments = logged.last().unwrap().1.segment - logged[0].1.segment + 1;
+    assert!(segments >= 3, "{segments} segments");
+    // Every third record confirmed, newest first.
+    for (_, pos) in logged.iter().step_by(3).rev() {
+        spool.confirm(*pos);
+    }
+    drop(spool);
+    let (mut spool, _) = open(&dir, 1 << 30);
+    let again: Vec<String> = std::iter::from_fn(|| spool.read_next())
+        .map(|r| trace(&r))
+        .collect();
+    let want: Vec<String> = logged
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 3 != 0)
+        .map(|(_, (t, _))| t.clone())
+        .collect();
+    assert_eq!(again, want);
+}
+
+fn trace_of(b: &crate::row::RowBatch) -> String {
+    crate::row::test_rows::str_at(b, crate::row::col::trace_id, 0)
+}
+
+/// A segment an earlier build left, cut at a bad record at this start, with the earlier
+/// build's ack file: what this run confirms of it goes to the current format's file, bound
+/// to the header's creation time, and the next start honours both files.
+#[test]
+fn acks_this_run_adds_to_a_cut_earlier_builds_segment_hold_at_the_next_start() {
+    let dir = TestDir::new("spool-cut-old-acks");
+    let spool_dir = dir.path().join("spool");
+    let traces = ["t0", "t1", "t2", "t3", "t4", "t5"];
+    left_with(&dir, &traces, &[9; 40]);
+    std::fs::write(acks::old_ack_path(&spool_dir, 1), 4u32.to_le_bytes()).unwrap();
+    {
+        let (mut spool, _) = open(&dir, 1 << 30);
+        assert_eq!(cut_files(&dir).len(), 1, "cut at the bad record");
+        let read: Vec<Replayed> = std::iter::from_fn(|| spool.read_next()).collect();
+        let read_traces: Vec<String> = read.iter().map(trace).collect();
+        assert_eq!(
+            read_traces,
+            ["t0", "t1", "t2", "t3", "t5"],
+            "t4 acked before"
+        );
+        spool.confirm(read[3].pos);
+        spool.confirm(read[0].pos);
+    }
+    assert_eq!(files(&dir, ".ack2"), 1);
+    let (mut spool, _) = open(&dir, 1 << 30);
+    let again: Vec<String> = std::iter::from_fn(|| spool.read_next())
+        .map(|r| trace(&r))
+        .collect();
+    assert_eq!(again, ["t1", "t2", "t5"]);
+}
