@@ -339,15 +339,7 @@ mod tests {
         // No room at all: every batch is refused with buffer_full.
         let budget = Arc::new(MemoryBudget::new(1, 1));
         budget.reserve(1, 1).unwrap();
-        let (tx, _rx) = crossbeam_channel::unbounded();
-        let parts = Parts {
-            prices: Arc::new(SharedPrices::builtin()),
-            handoff: Handoff::buffer(budget, tx),
-            clock: Clock::new(0),
-            batch_limit: BatchLimit::NONE,
-            unpriced: Arc::default(),
-        };
-        let mut p = Pipeline::new(parts);
+        let (mut p, _rx) = pipeline_on(budget, BatchLimit::NONE);
         let mut limits = LimitHeaders::default();
         let mut b = body(10);
         let r = p.ingest_v1(
@@ -369,18 +361,26 @@ mod tests {
         assert_eq!(limits.quota, None);
     }
 
-    /// A pipeline whose write buffer holds `max_rows` rows (and 1 GiB), with its budget.
-    fn small_buffer(max_rows: u64) -> (Pipeline, crossbeam_channel::Receiver<RowBatch>) {
-        let budget = Arc::new(MemoryBudget::new(max_rows, 1 << 30));
+    /// A pipeline handing over into `budget`, what it hands over received at the other end.
+    fn pipeline_on(
+        budget: Arc<MemoryBudget>,
+        batch_limit: BatchLimit,
+    ) -> (Pipeline, crossbeam_channel::Receiver<RowBatch>) {
         let (tx, rx) = crossbeam_channel::unbounded();
         let parts = Parts {
             prices: Arc::new(SharedPrices::builtin()),
             handoff: Handoff::buffer(budget, tx),
             clock: Clock::new(0),
-            batch_limit: BatchLimit::of_buffer(max_rows, 1 << 30),
+            batch_limit,
             unpriced: Arc::default(),
         };
         (Pipeline::new(parts), rx)
+    }
+
+    /// A pipeline whose write buffer holds `max_rows` rows (and 1 GiB), with its budget.
+    fn small_buffer(max_rows: u64) -> (Pipeline, crossbeam_channel::Receiver<RowBatch>) {
+        let budget = Arc::new(MemoryBudget::new(max_rows, 1 << 30));
+        pipeline_on(budget, BatchLimit::of_buffer(max_rows, 1 << 30))
     }
 
     /// A batch of more spans than the write buffer holds rows can never be handed over, even

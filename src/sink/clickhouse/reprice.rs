@@ -462,19 +462,7 @@ mod tests {
             .unwrap();
 
         let run = first.version + 60_000;
-        let correction = Correction {
-            key: read[0].key.clone(),
-            costs: CostColumns {
-                total: Some(10_000),
-                ..CostColumns::default()
-            },
-            priced_model_id: "acme/x".into(),
-            pricing_source: "file".into(),
-            priced_at: Some(1_700_000_200),
-            request_count: 1,
-            version: correction_version(run, read[0].version),
-            row_version: read[0].version,
-        };
+        let correction = priced_at_1e4(read[0].key.clone(), run, read[0].version);
         let written = rt
             .block_on(store.write_repriced(&filter, &[correction], run))
             .unwrap();
@@ -488,6 +476,24 @@ mod tests {
             [serde_json::json!({"input_tokens": "5000", "t": "0.0000050000"})],
             "the later row keeps its own price, not the one computed for 1000 tokens"
         );
+    }
+
+    /// A correction of the row of `key` at `row_version` to a total of 10,000 units
+    /// (`acme/x`, from a pricing file), by a run that started at `run` (epoch ms).
+    fn priced_at_1e4(key: SpanKey, run: u64, row_version: u64) -> Correction {
+        Correction {
+            key,
+            costs: CostColumns {
+                total: Some(10_000),
+                ..CostColumns::default()
+            },
+            priced_model_id: "acme/x".into(),
+            pricing_source: "file".into(),
+            priced_at: Some(1_700_000_200),
+            request_count: 1,
+            version: correction_version(run, row_version),
+            row_version,
+        }
     }
 
     /// A run killed between making its scratch table and dropping it leaves nothing in the
@@ -505,24 +511,13 @@ mod tests {
         let rt = rt();
         let start = 1_700_000_000_000;
         let stored = row("org-s", "trace-s", "span-1", start, true);
-        let correction = Correction {
-            key: SpanKey {
-                org_id: "org-s".into(),
-                trace_id: "trace-s".into(),
-                start_time_ms: start,
-                span_id: "span-1".into(),
-            },
-            costs: CostColumns {
-                total: Some(10_000),
-                ..CostColumns::default()
-            },
-            priced_model_id: "acme/x".into(),
-            pricing_source: "file".into(),
-            priced_at: Some(1_700_000_200),
-            request_count: 1,
-            version: correction_version(1_800_000_000_000, stored.version),
-            row_version: stored.version,
+        let key = SpanKey {
+            org_id: "org-s".into(),
+            trace_id: "trace-s".into(),
+            start_time_ms: start,
+            span_id: "span-1".into(),
         };
+        let correction = priced_at_1e4(key, 1_800_000_000_000, stored.version);
         {
             let store = Store::new(NATIVE_URL, &db.0).unwrap();
             rt.block_on(store.migrate()).unwrap();

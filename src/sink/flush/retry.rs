@@ -62,47 +62,25 @@ impl State {
                 self.back_off(e);
                 false
             }
-            // A limit shared with other queries (the server's whole memory, the user's) says
-            // how busy the server was, not how large an insert it takes: halves, but no cap.
-            // (Capped, inserts stayed at whatever size went in once a heavy query ended, for
-            // 10 minutes, renewed by each such refusal.)
-            Retry::Smaller if rows > 1 && e.memory_shared() => {
-                tracing::warn!(
-                    rows,
-                    code = e.code,
-                    error = %e,
-                    "ClickHouse had not the memory for this insert (a limit shared with other \
-                     queries); inserting it in halves (no row is at fault)"
-                );
+            // Halves, each tried alone: to isolate the rows at fault (`Split`), or, without
+            // blaming any row, because ClickHouse had not the memory for the whole (`Smaller`).
+            Retry::Smaller | Retry::Split if rows > 1 => {
+                let isolating = class == Retry::Split;
+                if isolating {
+                    tracing::warn!(
+                        rows,
+                        code = e.code,
+                        error = %e,
+                        "insert refused; splitting it to isolate the rows at fault"
+                    );
+                } else {
+                    self.cap_after_memory_refusal(rows, e);
+                }
                 self.capped_failures = 0;
                 if !suspect {
                     self.rows_at_fault = false;
                 }
-                self.bisect(pieces, rows, false);
-                true
-            }
-            Retry::Smaller if rows > 1 => {
-                let most = (rows / 2).max(1);
-                tracing::warn!(
-                    rows,
-                    code = e.code,
-                    error = %e,
-                    most_rows = most,
-                    for_s = SMALLER_FOR.as_secs(),
-                    "ClickHouse had not the memory for this insert; inserting it in halves, and \
-                     at most half as many rows at a time for a while (no row is at fault)"
-                );
-                self.capped_failures = 0;
-                if !suspect {
-                    self.rows_at_fault = false;
-                }
-                let now = Instant::now();
-                let most = match self.smaller {
-                    Some((earlier, until)) if now < until => earlier.min(most),
-                    _ => most,
-                };
-                self.smaller = Some((most, now + SMALLER_FOR));
-                self.bisect(pieces, rows, false);
+                self.bisect(pieces, rows, isolating);
                 true
             }
             // A single row: the server's memory (its total, or the user's other queries), not
@@ -113,20 +91,6 @@ impl State {
                 self.back_off(e);
                 false
             }
-            Retry::Split if rows > 1 => {
-                tracing::warn!(
-                    rows,
-                    code = e.code,
-                    error = %e,
-                    "insert refused; splitting it to isolate the rows at fault"
-                );
-                self.capped_failures = 0;
-                if !suspect {
-                    self.rows_at_fault = false;
-                }
-                self.bisect(pieces, rows, true);
-                true
-            }
             Retry::Split | Retry::Never => {
                 self.capped_failures = 0;
                 self.rows_at_fault |= suspect;
@@ -134,6 +98,40 @@ impl State {
                 true
             }
         }
+    }
+
+    /// After an insert of `rows` rows ClickHouse had not the memory for: while the limit was
+    /// the query's own, inserts take at most half as many rows for `SMALLER_FOR`. A limit
+    /// shared with other queries (the server's whole memory, the user's) says how busy the
+    /// server was, not how large an insert it takes: no cap. (Capped, inserts stayed at
+    /// whatever size went in once a heavy query ended, for 10 minutes, renewed by each such
+    /// refusal.)
+    fn cap_after_memory_refusal(&mut self, rows: usize, e: &InsertError) {
+        if e.memory_shared() {
+            tracing::warn!(
+                rows,
+                code = e.code,
+                error = %e,
+                "ClickHouse had not the memory for this insert (a limit shared with other \
+                 queries); inserting it in halves (no row is at fault)"
+            );
+            return;
+        }
+        let now = Instant::now();
+        let most = match self.smaller {
+            Some((earlier, until)) if now < until => earlier.min(rows / 2),
+            _ => rows / 2,
+        };
+        tracing::warn!(
+            rows,
+            code = e.code,
+            error = %e,
+            most_rows = most,
+            for_s = SMALLER_FOR.as_secs(),
+            "ClickHouse had not the memory for this insert; inserting it in halves, and at most \
+             half as many rows at a time for a while (no row is at fault)"
+        );
+        self.smaller = Some((most, now + SMALLER_FOR));
     }
 
     /// Keeps every row and schedules the next attempt.
