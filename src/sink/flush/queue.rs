@@ -136,12 +136,13 @@ impl State {
     /// `max_bytes`, at most half of `room()`, in bytes, but always at least one piece.
     /// (An insert's pieces stay in memory until it ends, however long ClickHouse takes: the
     /// other half is for intake, and for what must move to the spool meanwhile.)
-    pub(super) fn next_insert(&self) -> (usize, usize) {
+    pub(super) fn next_insert(&mut self) -> (usize, usize) {
         if let Some((pieces, _)) = self.frozen {
             return (pieces, self.queue.iter().take(pieces).map(Piece::len).sum());
         }
         let max_bytes = (self.cfg.budget.room().1 / 2).min(self.cfg.max_bytes);
         let max_rows = self.max_insert_rows();
+        self.cut_front(max_rows);
         let (mut pieces, mut rows, mut bytes, mut cap) = (0, 0, 0, usize::MAX);
         for p in &self.queue {
             let cap_with = cap.min(p.cap);
@@ -156,6 +157,34 @@ impl State {
             cap = cap_with;
         }
         (pieces, rows)
+    }
+
+    /// While inserts are capped after an insert ClickHouse had not the memory for
+    /// (`State::smaller`), a front piece of more rows than `most` is cut there: an insert takes
+    /// at least one piece, so a batch past the cap was sent whole, refused and halved again,
+    /// log2(batch / cap) failed inserts for each such batch. (Not otherwise: a whole batch may
+    /// move to the spool and be named in an insert intent, a cut one not.)
+    fn cut_front(&mut self, most: usize) {
+        if most >= self.cfg.max_rows {
+            return;
+        }
+        let Some(front) = self.queue.front_mut() else {
+            return;
+        };
+        if front.len() <= most {
+            return;
+        }
+        let cut = front.start + most;
+        let rest = Piece {
+            entry: Rc::clone(&front.entry),
+            start: cut,
+            end: front.end,
+            arrived: front.arrived,
+            cap: front.cap,
+            suspect: front.suspect,
+        };
+        front.end = cut;
+        self.queue.insert(1, rest);
     }
 
     /// The most rows an insert takes: `max_rows`, or fewer for a while after ClickHouse had

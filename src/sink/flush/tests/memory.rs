@@ -33,7 +33,7 @@ fn an_insert_without_the_memory_goes_in_halves_and_the_next_ones_are_smaller() {
     let dir = TestDir::new("flush-memory");
     let mut f = queued(&dir, config("unused", NATIVE_URL), 8);
     let st = &mut f.st;
-    assert_eq!(drive_with_room_for(st, 2), vec![8, 4, 2, 2, 4, 2, 2]);
+    assert_eq!(drive_with_room_for(st, 2), vec![8, 4, 2, 2, 2, 2]);
     assert_eq!((st.report.rows_flushed, st.report.rows_rejected), (8, 0));
     assert_eq!(st.cfg.budget.rows(), 0);
     // Eight batches of one row each: inserts of two, none refused.
@@ -48,6 +48,24 @@ fn an_insert_without_the_memory_goes_in_halves_and_the_next_ones_are_smaller() {
     // Once the while has passed, inserts are full size again.
     st.smaller = st.smaller.map(|(rows, _)| (rows, Instant::now()));
     assert_eq!(st.max_insert_rows(), st.cfg.max_rows);
+}
+
+/// Found by a review of the memory split: while inserts were capped, a batch of more rows than
+/// the cap was still sent whole (an insert takes at least one batch), refused, and halved down
+/// to the cap again: log2(batch / cap) failed inserts for every such batch. It is cut at the
+/// cap before it is sent, and its rows still go in once each.
+#[test]
+fn a_batch_past_the_cap_is_cut_before_it_is_sent() {
+    let dir = TestDir::new("flush-memory-cut");
+    let mut f = queued(&dir, config("unused", NATIVE_URL), 8);
+    let st = &mut f.st;
+    assert_eq!(drive_with_room_for(st, 2), vec![8, 4, 2, 2, 2, 2]);
+    let b = batch("o", "t-big", 7, 1_700_000_000_000);
+    st.cfg.budget.take(b.len() as u64, b.heap_bytes() as u64);
+    st.push(Entry::new(b, None), Instant::now());
+    assert_eq!(drive_with_room_for(st, 2), vec![2, 2, 2, 1]);
+    assert_eq!((st.report.rows_flushed, st.report.rows_rejected), (15, 0));
+    assert_eq!((st.cfg.budget.rows(), st.cfg.budget.bytes()), (0, 0));
 }
 
 /// A server short of memory as a whole refuses even one row: it is waited for like any
