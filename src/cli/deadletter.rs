@@ -17,7 +17,9 @@
 //! new error, to the refused file (by default `FILE.refused`), which is itself a dead-letter
 //! file to replay later. Each run replaces it with what that run refused (it is written aside,
 //! in a file locked for the run, and renamed at the end), so running the command again never
-//! repeats a row there; a run replaces it only when every row in it is also in FILE, and one
+//! repeats a row there; a run replaces it only when every row in it is also in FILE, and only
+//! the file it checked (`HeldRefused`: locked for the run, so a server's dead-letter file named
+//! with `--refused` loses no row written during the run), and one
 //! that stops before the end without refusing any leaves it as it was. An error
 //! that refuses any rows (the table does not take these columns) or that lasts (ClickHouse
 //! unreachable for `TRIES` tries) stops the command, saying how many rows were inserted before.
@@ -34,6 +36,10 @@ use crate::config::StoreArgs;
 use crate::row::{col, metadata_pairs, row_from_values, RowBatch, RowRef, Value, SPANS_COLUMNS};
 use crate::sink::clickhouse::{InsertError, Retry, RowRun, ShardsDone, Store};
 use crate::sink::deadletter::{row_values, DeadLetters};
+
+#[path = "deadletter_refused.rs"]
+mod refused;
+use refused::{lock_aside, HeldRefused, LockedAside};
 
 /// Rows per insert.
 const CHUNK_ROWS: usize = 10_000;
@@ -127,7 +133,13 @@ async fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         share_lock(&source).with_context(|| format!("cannot lock {}", file.display()))?;
     }
     let (size, tail) = whole_lines(&source, file)?;
-    // The run replaces the refused file: only when every row in it is in FILE too.
+    // The run replaces the refused file: only when every row in it is in FILE too, and only
+    // the file it checked (held from here to the end of the run).
+    let held = if args.dry_run {
+        None
+    } else {
+        Some(HeldRefused::hold(&refused_path)?)
+    };
     let mut earlier = refused_keys(&refused_path)?;
     let mut per_org: BTreeMap<String, u64> = BTreeMap::new();
     let mut total = 0u64;
@@ -183,15 +195,8 @@ async fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         super::migrate_existing(&store).await?;
         let mut chunks = Chunks::open(&source, file, size, args.skip_damaged)?;
         let aside = lock.as_ref().expect("locked unless a dry run");
-        insert_all(
-            &store,
-            &mut chunks,
-            &first_pass,
-            &refused_path,
-            aside,
-            total,
-        )
-        .await?;
+        let held = held.expect("held unless a dry run");
+        insert_all(&store, &mut chunks, &first_pass, held, aside, total).await?;
     }
     let damaged = first_pass.len();
     if damaged > 0 {
@@ -271,7 +276,7 @@ async fn insert_all(
     store: &Store,
     chunks: &mut Chunks<'_>,
     first_pass: &[(usize, String)],
-    refused_path: &Path,
+    held: HeldRefused,
     aside: &LockedAside,
     total: u64,
 ) -> anyhow::Result<()> {
@@ -314,12 +319,8 @@ async fn insert_all(
             outcome.inserted + outcome.refused
         ));
     }
-    let settled = settle_refused(
-        refused_path,
-        &aside.path,
-        outcome.refused,
-        stopped.is_some(),
-    );
+    let refused_path = held.path().to_path_buf();
+    let settled = held.settle(&aside.path, outcome.refused, stopped.is_some());
     let summary = format!(
         "{} of {} inserted into {}.spans",
         outcome.inserted,
@@ -353,37 +354,6 @@ async fn insert_all(
     Ok(())
 }
 
-/// Where a run writes its refused rows until its end, and that file, locked for the run.
-/// Dropped, it is removed if its path still names it and it is empty (a run that refused
-/// nothing, or stopped before writing there); refused rows that were not renamed onto the
-/// refused file (a failed rename, a panic) stay there.
-struct LockedAside {
-    path: PathBuf,
-    file: std::fs::File,
-}
-
-impl LockedAside {
-    /// Whether `path` names this very file now.
-    fn named(&self) -> bool {
-        use std::os::unix::fs::MetadataExt as _;
-        match (std::fs::metadata(&self.path), self.file.metadata()) {
-            (Ok(p), Ok(f)) => (p.dev(), p.ino()) == (f.dev(), f.ino()),
-            _ => false,
-        }
-    }
-}
-
-impl Drop for LockedAside {
-    fn drop(&mut self) {
-        if self.named() && self.file.metadata().is_ok_and(|m| m.len() == 0) {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
-}
-
-/// Opens (creating) `aside` and locks it for this process, or says that another replay has it.
-/// While this process holds the lock, the path names the locked file: only its holder removes
-/// or renames it, and a file locked after its path went elsewhere is let go and opened again.
 /// A shared `flock` on `f`, waited for: the server takes an exclusive one to write its
 /// dead-letter file (`DeadLetters::write`) and, while a replay holds the file, writes to a new
 /// one at its path instead.
@@ -405,89 +375,6 @@ fn share_lock(f: &std::fs::File) -> std::io::Result<()> {
             return Err(e);
         }
     }
-}
-
-fn lock_aside(aside: &Path) -> anyhow::Result<LockedAside> {
-    use std::os::fd::AsRawFd as _;
-    loop {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(aside)
-            .with_context(|| format!("cannot open {}", aside.display()))?;
-        // SAFETY: `flock` on a descriptor this function owns; no memory is passed.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::WouldBlock {
-                bail!(
-                    "another `deadletter replay` is writing its refused rows to {}: wait for it \
-                     to end, or name another --refused",
-                    aside.display()
-                );
-            }
-            return Err(e).with_context(|| format!("cannot lock {}", aside.display()));
-        }
-        let locked = LockedAside {
-            path: aside.to_path_buf(),
-            file,
-        };
-        if locked.named() {
-            return Ok(locked);
-        }
-        // Its holder removed or renamed it between our open and our lock: let it go (its drop
-        // leaves what the path names alone) and open the path again.
-        drop(locked);
-    }
-}
-
-/// Puts this run's refused rows (`refused` of them, in `aside`) in place of `refused_path`;
-/// says what it did, for the summary.
-fn settle_refused(
-    refused_path: &Path,
-    aside: &Path,
-    refused: u64,
-    stopped: bool,
-) -> anyhow::Result<String> {
-    let said = if refused > 0 {
-        std::fs::rename(aside, refused_path).with_context(|| {
-            format!(
-                "cannot rename {} to {} (this run's refused rows are in the first)",
-                aside.display(),
-                refused_path.display()
-            )
-        })?;
-        format!(
-            ", {} refused (in {})",
-            rows(refused),
-            refused_path.display()
-        )
-    } else {
-        // The empty aside goes when its lock does (`LockedAside`).
-        if stopped {
-            return Ok(String::new());
-        }
-        // Every row of FILE was tried, and those of the earlier refused file are in FILE.
-        match std::fs::remove_file(refused_path) {
-            Ok(()) => format!(
-                "; {} of an earlier run removed: this run refused no row",
-                refused_path.display()
-            ),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
-            Err(e) => {
-                return Err(e).with_context(|| format!("cannot remove {}", refused_path.display()))
-            }
-        }
-    };
-    // The rename or removal survives a crash (best effort: the rows are in FILE anyway).
-    let dir = match refused_path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(said)
 }
 
 /// `path` with `suffix` added to its file name.

@@ -211,3 +211,75 @@ fn a_replay_refuses_a_database_that_does_not_exist() {
     ));
     assert_eq!(databases, 0, "the replay created the database");
 }
+
+/// Found in an audit: the end of a run replaced the refused file (or removed it, when the run
+/// refused nothing) whatever had happened to it since the run checked it. Named with
+/// `--refused` as the server's own dead-letter file, that lost the rows the server refused
+/// during the run (the only copy: their spool records were confirmed). The run now holds the
+/// file it checked: one there at its start is locked (the server's writes wait, holding their
+/// rows), one that appears meanwhile is left as it is, this run's rows kept aside.
+#[test]
+fn a_run_replaces_or_removes_only_the_refused_file_it_checked() {
+    let dir = TestDir::new("replay-held-refused");
+    let server = DeadLetters::new(dir.path());
+    let path = server.path().to_path_buf();
+    let aside = dir.path().join("spans.jsonl.partial");
+    let b = crate::row::test_rows::batch("org-1", "trace-1", 1, 1_700_000_000_000);
+    let err = InsertError {
+        retry: Retry::Split,
+        code: Some(395),
+        message: "refused".into(),
+    };
+    let refuse = || server.write(&[RowRun::whole(&b)], &err);
+
+    // None at the start; the server refuses a row during the run.
+    let held = HeldRefused::hold(&path).unwrap();
+    refuse().unwrap();
+    let servers = std::fs::read(&path).unwrap();
+    let said = held.settle(&aside, 0, false).unwrap();
+    assert_eq!(said, "", "a run that refused nothing");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        servers,
+        "the server's row kept"
+    );
+
+    // Again, and this run refused a row: it stays aside, and the error says where.
+    std::fs::remove_file(&path).unwrap();
+    let held = HeldRefused::hold(&path).unwrap();
+    refuse().unwrap();
+    let servers = std::fs::read(&path).unwrap();
+    std::fs::write(&aside, "this run's row\n").unwrap();
+    let e = format!("{:#}", held.settle(&aside, 1, false).unwrap_err());
+    assert!(
+        e.contains(&aside.display().to_string()) && e.contains("appeared"),
+        "{e}"
+    );
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        servers,
+        "the server's row kept"
+    );
+    assert_eq!(std::fs::read_to_string(&aside).unwrap(), "this run's row\n");
+
+    // There at the start: the server cannot append to it during the run, so it is replaced
+    // as checked; the server's row is held, and goes to the file at the path afterwards.
+    let held = HeldRefused::hold(&path).unwrap();
+    let busy = refuse().unwrap_err();
+    assert_eq!(busy.kind(), std::io::ErrorKind::WouldBlock, "{busy}");
+    assert_eq!(std::fs::read(&path).unwrap(), servers);
+    held.settle(&aside, 1, false).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "this run's row\n",
+        "replaced"
+    );
+    refuse().unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 2);
+
+    // There at the start, and the run refused nothing: removed.
+    let held = HeldRefused::hold(&path).unwrap();
+    let said = held.settle(&aside, 0, false).unwrap();
+    assert!(said.contains("removed"), "{said}");
+    assert!(!path.exists());
+}
