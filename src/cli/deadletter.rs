@@ -39,7 +39,7 @@ use crate::sink::deadletter::{row_values, DeadLetters};
 
 #[path = "deadletter_refused.rs"]
 mod refused;
-use refused::{lock_aside, HeldRefused, LockedAside};
+use refused::{lock_aside, lock_within, locked_too_long, HeldRefused, LockedAside, LOCK_WAIT};
 
 /// Rows per insert.
 const CHUNK_ROWS: usize = 10_000;
@@ -130,7 +130,17 @@ async fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     // A server writing refused rows to this file (it was moved away after the server opened
     // it) finishes its write first; none starts while the run holds the file.
     if !args.dry_run {
-        share_lock(&source).with_context(|| format!("cannot lock {}", file.display()))?;
+        // A shared lock: the server takes an exclusive one to write its dead-letter file
+        // (`DeadLetters::write`) and, while a replay holds the file, writes to a new one at
+        // its path instead.
+        match lock_within(&source, libc::LOCK_SH, LOCK_WAIT) {
+            Ok(true) => {}
+            Ok(false) => eprintln!(
+                "warning: the filesystem of {} does not lock files; replaying it unlocked",
+                file.display()
+            ),
+            Err(e) => return Err(locked_too_long(e, file)),
+        }
     }
     let (size, tail) = whole_lines(&source, file)?;
     // The run replaces the refused file: only when every row in it is in FILE too, and only
@@ -138,7 +148,7 @@ async fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let held = if args.dry_run {
         None
     } else {
-        Some(HeldRefused::hold(&refused_path)?)
+        Some(HeldRefused::hold(&refused_path, LOCK_WAIT)?)
     };
     let mut earlier = refused_keys(&refused_path)?;
     let mut per_org: BTreeMap<String, u64> = BTreeMap::new();
@@ -352,29 +362,6 @@ async fn insert_all(
         );
     }
     Ok(())
-}
-
-/// A shared `flock` on `f`, waited for: the server takes an exclusive one to write its
-/// dead-letter file (`DeadLetters::write`) and, while a replay holds the file, writes to a new
-/// one at its path instead.
-fn share_lock(f: &std::fs::File) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd as _;
-    loop {
-        // SAFETY: `flock` on a descriptor `f` owns for the call; no memory is passed.
-        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH) } == 0 {
-            return Ok(());
-        }
-        let e = std::io::Error::last_os_error();
-        if crate::sink::deadletter::unlockable(&e) {
-            eprintln!(
-                "warning: the file's filesystem does not lock files ({e}); replaying it unlocked"
-            );
-            return Ok(());
-        }
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
 }
 
 /// `path` with `suffix` added to its file name.

@@ -1,6 +1,7 @@
 //! The refused file of `deadletter replay` and the file its run writes aside.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
@@ -82,10 +83,9 @@ pub(super) struct HeldRefused {
 }
 
 impl HeldRefused {
-    /// Opens and locks the file at `path` (waiting for a server's write to end), or notes that
-    /// there is none.
-    pub(super) fn hold(path: &Path) -> anyhow::Result<HeldRefused> {
-        use std::os::fd::AsRawFd as _;
+    /// Opens and locks the file at `path` (waiting for a server's write to end, at most
+    /// `wait`), or notes that there is none.
+    pub(super) fn hold(path: &Path, wait: Duration) -> anyhow::Result<HeldRefused> {
         let cannot = || format!("cannot lock {}", path.display());
         loop {
             let file = match std::fs::File::open(path) {
@@ -98,19 +98,13 @@ impl HeldRefused {
                 }
                 Err(e) => return Err(e).with_context(cannot),
             };
-            // SAFETY: `flock` on a descriptor this function owns; no memory is passed.
-            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-                let e = std::io::Error::last_os_error();
-                if e.kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                if !crate::sink::deadletter::unlockable(&e) {
-                    return Err(e).with_context(cannot);
-                }
-                eprintln!(
-                    "warning: the filesystem of {} does not lock files ({e}); holding it unlocked",
+            match lock_within(&file, libc::LOCK_EX, wait) {
+                Ok(true) => {}
+                Ok(false) => eprintln!(
+                    "warning: the filesystem of {} does not lock files; holding it unlocked",
                     path.display()
-                );
+                ),
+                Err(e) => return Err(locked_too_long(e, path)),
             }
             let held = HeldRefused {
                 path: path.to_path_buf(),
@@ -265,4 +259,49 @@ fn settle_refused(
         let _ = d.sync_all();
     }
     Ok(said)
+}
+
+/// How long a replay waits for its lock on FILE or on the refused file. The server holds one
+/// only while it writes refused rows (milliseconds); longer, another `deadletter replay` holds
+/// it for its whole run (one whose FILE is this run's refused file, or the other way round),
+/// and two such runs waiting for each other would wait for ever.
+pub(super) const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// Takes the `flock` `op` (`LOCK_SH` or `LOCK_EX`) on `f`, waiting at most `wait`: `true`
+/// once held, `false` when the file's filesystem does not lock files, and `WouldBlock` when
+/// it was still held elsewhere after `wait`.
+pub(super) fn lock_within(f: &std::fs::File, op: i32, wait: Duration) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd as _;
+    let until = Instant::now() + wait;
+    loop {
+        // SAFETY: `flock` on a descriptor `f` owns for the call; no memory is passed.
+        if unsafe { libc::flock(f.as_raw_fd(), op | libc::LOCK_NB) } == 0 {
+            return Ok(true);
+        }
+        let e = std::io::Error::last_os_error();
+        if crate::sink::deadletter::unlockable(&e) {
+            return Ok(false);
+        }
+        match e.kind() {
+            std::io::ErrorKind::Interrupted => {}
+            std::io::ErrorKind::WouldBlock if Instant::now() < until => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            _ => return Err(e),
+        }
+    }
+}
+
+/// The error of a lock on `path` `lock_within` did not get.
+pub(super) fn locked_too_long(e: std::io::Error, path: &Path) -> anyhow::Error {
+    if e.kind() == std::io::ErrorKind::WouldBlock {
+        anyhow::anyhow!(
+            "{} stayed locked for {} s: another `traceingest deadletter replay` is using it (as \
+             its FILE or its --refused file); run this one once that one has ended",
+            path.display(),
+            LOCK_WAIT.as_secs()
+        )
+    } else {
+        anyhow::Error::new(e).context(format!("cannot lock {}", path.display()))
+    }
 }

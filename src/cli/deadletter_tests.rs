@@ -233,7 +233,7 @@ fn a_run_replaces_or_removes_only_the_refused_file_it_checked() {
     let refuse = || server.write(&[RowRun::whole(&b)], &err);
 
     // None at the start; the server refuses a row during the run.
-    let held = HeldRefused::hold(&path).unwrap();
+    let held = HeldRefused::hold(&path, LOCK_WAIT).unwrap();
     refuse().unwrap();
     let servers = std::fs::read(&path).unwrap();
     let said = held.settle(&aside, 0, false).unwrap();
@@ -246,7 +246,7 @@ fn a_run_replaces_or_removes_only_the_refused_file_it_checked() {
 
     // Again, and this run refused a row: it stays aside, and the error says where.
     std::fs::remove_file(&path).unwrap();
-    let held = HeldRefused::hold(&path).unwrap();
+    let held = HeldRefused::hold(&path, LOCK_WAIT).unwrap();
     refuse().unwrap();
     let servers = std::fs::read(&path).unwrap();
     std::fs::write(&aside, "this run's row\n").unwrap();
@@ -264,7 +264,7 @@ fn a_run_replaces_or_removes_only_the_refused_file_it_checked() {
 
     // There at the start: the server cannot append to it during the run, so it is replaced
     // as checked; the server's row is held, and goes to the file at the path afterwards.
-    let held = HeldRefused::hold(&path).unwrap();
+    let held = HeldRefused::hold(&path, LOCK_WAIT).unwrap();
     let busy = refuse().unwrap_err();
     assert_eq!(busy.kind(), std::io::ErrorKind::WouldBlock, "{busy}");
     assert_eq!(std::fs::read(&path).unwrap(), servers);
@@ -278,8 +278,43 @@ fn a_run_replaces_or_removes_only_the_refused_file_it_checked() {
     assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 2);
 
     // There at the start, and the run refused nothing: removed.
-    let held = HeldRefused::hold(&path).unwrap();
+    let held = HeldRefused::hold(&path, LOCK_WAIT).unwrap();
     let said = held.settle(&aside, 0, false).unwrap();
     assert!(said.contains("removed"), "{said}");
     assert!(!path.exists());
+}
+
+/// Found by an audit: both of a run's locks were waited for without end, so two runs each
+/// replaying the other's refused file (`replay X --refused Y` beside `replay Y --refused X`)
+/// waited for each other for ever, and a run whose refused file another run was reading as
+/// its FILE waited silently until that run ended. Each now waits a bounded time (the server
+/// holds a lock only for a write) and then says who holds the file.
+#[test]
+fn a_lock_another_replay_holds_is_an_error_not_a_wait_without_end() {
+    use std::os::fd::AsRawFd as _;
+    let dir = TestDir::new("deadletter-lock-wait");
+    let path = dir.path().join("spans.jsonl");
+    std::fs::write(&path, "a line\n").unwrap();
+    let wait = Duration::from_millis(50);
+    // Another replay reads it as its FILE: a shared lock, held for its run.
+    let other = std::fs::File::open(&path).unwrap();
+    // SAFETY: `flock` on a descriptor the test owns.
+    assert_eq!(unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_SH) }, 0);
+    let e = format!("{:#}", HeldRefused::hold(&path, wait).err().unwrap());
+    assert!(e.contains("another `traceingest deadletter replay`"), "{e}");
+    // Let go, the file is held.
+    drop(other);
+    assert!(HeldRefused::hold(&path, wait).is_ok());
+    // Another replay holds it as its refused file: an exclusive lock; FILE's shared one waits
+    // for it no longer than the bound either.
+    let other = std::fs::File::open(&path).unwrap();
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let source = std::fs::File::open(&path).unwrap();
+    let e = lock_within(&source, libc::LOCK_SH, wait).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
+    let said = format!("{:#}", locked_too_long(e, &path));
+    assert!(said.contains(&path.display().to_string()), "{said}");
+    drop(other);
+    assert!(lock_within(&source, libc::LOCK_SH, wait).unwrap());
 }
