@@ -112,6 +112,10 @@ struct Segment {
     /// mode and not released): skipped when reading back, so that a record memory still
     /// holds is never read a second time, whatever order memory releases its records in.
     in_memory: Marks,
+    /// Rows of each record waiting in the backlog (appended, released from memory, or found at
+    /// start-up), by index, as `FlushStats::spool_rows` counts them; 0 once read back or given
+    /// up, so that records given up (`lose_rest`) leave that gauge.
+    rows: Vec<u32>,
     /// No record will be added: a newer segment exists, or it is from a previous run.
     sealed: bool,
     /// The ack file (`acks.rs`), opened on first confirmation.
@@ -130,6 +134,7 @@ impl Segment {
             confirmed: 0,
             done: Marks::default(),
             in_memory: Marks::default(),
+            rows: Vec::new(),
             sealed: false,
             ack: None,
             reader: None,
@@ -146,6 +151,22 @@ impl Segment {
 
     fn done(&self) -> bool {
         self.sealed && self.confirmed >= self.records
+    }
+
+    /// Record `index` joins the backlog with `rows` rows.
+    fn set_rows(&mut self, index: u32, rows: u64) {
+        let i = index as usize;
+        if self.rows.len() <= i {
+            self.rows.resize(i + 1, 0);
+        }
+        self.rows[i] = u32::try_from(rows).unwrap_or(u32::MAX);
+    }
+
+    /// Record `index` leaves the backlog: the rows it was counted with there.
+    fn take_rows(&mut self, index: u32) -> u64 {
+        self.rows
+            .get_mut(index as usize)
+            .map_or(0, |r| u64::from(std::mem::take(r)))
     }
 
     /// Marks record `index` done; whether it was not already.
@@ -367,6 +388,9 @@ impl Spool {
                 offset: pos.offset,
                 index: pos.index,
             });
+        }
+        if let Some(seg) = self.segment_mut(pos.segment) {
+            seg.set_rows(pos.index, rows);
         }
         self.stats.spool_rows.fetch_add(rows, Ordering::Relaxed);
         self.stats.rows_spooled.fetch_add(rows, Ordering::Relaxed);

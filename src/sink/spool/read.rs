@@ -86,14 +86,19 @@ impl Spool {
                     self.cursor = Some(step(cur, len));
                     match codec::decode(&self.scratch) {
                         Ok(batch) => {
-                            self.segments[i].in_memory.set(pos.index);
+                            let seg = &mut self.segments[i];
+                            seg.in_memory.set(pos.index);
+                            seg.take_rows(pos.index);
                             let rows = batch.len() as u64;
                             sub(&self.stats.spool_rows, rows);
                             self.stats.rows_replayed.fetch_add(rows, Ordering::Relaxed);
                             return Some(Replayed { batch, pos });
                         }
                         Err(e) => {
-                            let rows = codec::rows_in(&self.scratch).map_or(0, u64::from);
+                            let rows = match self.segments[i].take_rows(pos.index) {
+                                0 => codec::rows_in(&self.scratch).map_or(0, u64::from),
+                                rows => rows,
+                            };
                             tracing::error!(
                                 segment = pos.segment,
                                 record = pos.index,
@@ -212,22 +217,27 @@ impl Spool {
         let seg = &mut self.segments[i];
         // Those not done yet and not in memory: a record memory holds is confirmed when its
         // rows are inserted, and the segment waits for it.
-        let mut lost = 0u32;
+        let (mut lost, mut rows) = (0u32, 0u64);
         for index in cur.index..seg.records {
             if !seg.in_memory.get(index) && !seg.done.get(index) {
                 seg.mark_done(index);
                 lost += 1;
+                rows += seg.take_rows(index);
             }
         }
         tracing::error!(
             segment = seg.id,
             from_record = cur.index,
             records = lost,
+            rows,
             "spool segment unreadable from this record on; those records are lost"
         );
         self.stats
             .spool_bad_records
             .fetch_add(u64::from(lost), Ordering::Relaxed);
+        // Their rows wait nowhere any more: out of the spool's gauge, into the lost.
+        sub(&self.stats.spool_rows, rows);
+        self.stats.rows_lost.fetch_add(rows, Ordering::Relaxed);
         self.cursor = Some(Cursor {
             segment: seg.id,
             offset: seg.end,

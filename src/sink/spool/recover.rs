@@ -182,6 +182,11 @@ impl Spool {
             sealed: true,
             ..Segment::new(id, scanned.created_ms)
         };
+        for (i, &rows) in (0u32..).zip(&rows_of) {
+            if acked.binary_search(&i).is_err() {
+                seg.set_rows(i, rows);
+            }
+        }
         for i in acked {
             seg.mark_done(i);
         }

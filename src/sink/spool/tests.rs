@@ -6,6 +6,8 @@ use crate::sink::clickhouse::test_support::batch;
 use crate::sink::faults::{self, Site};
 use crate::sink::test_dir::TestDir;
 
+mod lost;
+
 fn open(dir: &TestDir, max: u64) -> (Spool, Arc<FlushStats>) {
     let stats = Arc::new(FlushStats::default());
     let spool = Spool::open(
