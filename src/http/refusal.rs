@@ -356,6 +356,10 @@ fn not_ready(e: NotReady) -> Refusal {
             "the write buffer is over {READY_BUFFER_PERCENT}% full ({buffered} of {max} rows in \
              memory)"
         ),
+        NotReady::BufferBytesNearlyFull { bytes, max } => format!(
+            "the write buffer is over {READY_BUFFER_PERCENT}% full ({bytes} of {max} bytes in \
+             memory)"
+        ),
         NotReady::SpoolNearlyFull { bytes, max } => {
             format!("the spool is over {READY_BUFFER_PERCENT}% full ({bytes} of {max} bytes)")
         }

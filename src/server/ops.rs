@@ -8,8 +8,8 @@ use crate::http::response::Outcome;
 use crate::metrics::{self, Snapshot};
 use crate::server::Shared;
 
-/// Share of a bound (`INGEST_BUFFER_MAX_ROWS` of rows in memory, `INGEST_SPOOL_MAX_BYTES` of
-/// spool) past which the instance says it is not ready, so a load balancer sends new work
+/// Share of a bound (`INGEST_BUFFER_MAX_ROWS` of rows and `INGEST_BUFFER_MAX_BYTES` of bytes in
+/// memory, `INGEST_SPOOL_MAX_BYTES` of spool) past which the instance says it is not ready, so a load balancer sends new work
 /// elsewhere before batches get `503 buffer_full`.
 pub const READY_BUFFER_PERCENT: u64 = 90;
 
@@ -26,6 +26,11 @@ pub enum NotReady {
     /// The write buffer holds this many rows in memory of at most `max`.
     BufferNearlyFull {
         buffered: u64,
+        max: u64,
+    },
+    /// The write buffer holds this many heap bytes in memory of at most `max`.
+    BufferBytesNearlyFull {
+        bytes: u64,
         max: u64,
     },
     /// The spool holds this many bytes of at most `max`.
@@ -48,6 +53,10 @@ pub struct Load {
     /// take it.
     pub memory_rows: u64,
     pub memory_max_rows: u64,
+    /// Heap bytes of the batches held in memory and `INGEST_BUFFER_MAX_BYTES`: the bound
+    /// real rows (about 1 KiB each) reach first.
+    pub memory_bytes: u64,
+    pub memory_max_bytes: u64,
     /// Bytes of the spool on disk and `INGEST_SPOOL_MAX_BYTES`.
     pub spool_bytes: u64,
     pub spool_max_bytes: u64,
@@ -58,8 +67,8 @@ fn over(used: u64, max: u64) -> bool {
 }
 
 /// The readiness rule, from plain numbers: not draining, memory and spool not full, keys loaded
-/// from ClickHouse within `store_timeout_ms`, and neither the memory rows nor the spool over 90%
-/// of their bounds. The first reason that holds, in that order, is the answer.
+/// from ClickHouse within `store_timeout_ms`, and neither the memory rows, the memory bytes nor
+/// the spool over 90% of their bounds. The first reason that holds, in that order, is the answer.
 pub fn readiness(load: &Load) -> Result<(), NotReady> {
     if load.draining {
         return Err(NotReady::Draining);
@@ -76,6 +85,12 @@ pub fn readiness(load: &Load) -> Result<(), NotReady> {
         return Err(NotReady::BufferNearlyFull {
             buffered: load.memory_rows,
             max: load.memory_max_rows,
+        });
+    }
+    if over(load.memory_bytes, load.memory_max_bytes) {
+        return Err(NotReady::BufferBytesNearlyFull {
+            bytes: load.memory_bytes,
+            max: load.memory_max_bytes,
         });
     }
     if over(load.spool_bytes, load.spool_max_bytes) {
@@ -108,6 +123,8 @@ pub fn ready(shared: &Shared) -> Outcome {
         store_timeout_ms: shared.config.ready_store_timeout.as_millis() as u64,
         memory_rows: shared.budget.rows(),
         memory_max_rows: shared.budget.max_rows(),
+        memory_bytes: shared.budget.bytes(),
+        memory_max_bytes: shared.budget.max_bytes(),
         spool_bytes: stats.spool_bytes.load(Ordering::Relaxed),
         spool_max_bytes: shared.config.spool_max_bytes,
     });
@@ -177,12 +194,41 @@ pub fn metrics(shared: &Shared) -> Outcome {
 mod tests {
     use super::*;
 
+    fn status(shared: &Shared) -> u16 {
+        match ready(shared) {
+            Outcome::Ok { .. } => 200,
+            Outcome::Refused(r) => r.status,
+            _ => 0,
+        }
+    }
+
+    /// Memory full by bytes (rows of about 1 KiB reach the default 512 MiB long before the
+    /// million rows) refuses batches as surely as by rows: `/ready` says so before it does, and
+    /// says ready again once the bytes are gone. (It looked at rows only, so with the spool
+    /// failing, not full, every batch was `503 buffer_full` while `/ready` answered `200`.)
+    #[test]
+    fn not_ready_while_memory_is_nearly_full_of_bytes() {
+        let shared = Shared::for_bench();
+        shared.keys.confirm(clock::now_ms());
+        assert_eq!(status(&shared), 200);
+        let max = shared.budget.max_bytes();
+        shared.budget.take(10, max / 100 * 95);
+        assert_eq!(
+            shared.budget.reserve(10, max / 10),
+            Err(crate::sink::budget::Full)
+        );
+        assert_eq!(status(&shared), 503);
+        shared.budget.release(10, max / 100 * 95);
+        assert_eq!(status(&shared), 200);
+    }
+
     #[test]
     fn readiness_rule() {
         // 10 s store timeout, 1000 rows of memory, 10 000 bytes of spool.
         let base = Load {
             store_timeout_ms: 10_000,
             memory_max_rows: 1000,
+            memory_max_bytes: 100_000,
             spool_max_bytes: 10_000,
             ..Load::default()
         };
@@ -192,6 +238,7 @@ mod tests {
                 Load {
                     key_set_age_ms: 10_000,
                     memory_rows: 900,
+                    memory_bytes: 90_000,
                     spool_bytes: 9_000,
                     ..base
                 },
@@ -229,6 +276,17 @@ mod tests {
                 Err(NotReady::BufferNearlyFull {
                     buffered: 901,
                     max: 1000,
+                }),
+            ),
+            (
+                Load {
+                    memory_bytes: 90_001,
+                    spool_bytes: 9_001,
+                    ..base
+                },
+                Err(NotReady::BufferBytesNearlyFull {
+                    bytes: 90_001,
+                    max: 100_000,
                 }),
             ),
             (
