@@ -39,7 +39,7 @@ use crate::sink::deadletter::{row_values, DeadLetters};
 
 #[path = "deadletter_refused.rs"]
 mod refused;
-use refused::{lock_aside, lock_within, locked_too_long, HeldRefused, LockedAside, LOCK_WAIT};
+use refused::{lock_aside, lock_for_run, HeldRefused, LockedAside, LOCK_WAIT};
 
 /// Rows per insert.
 const CHUNK_ROWS: usize = 10_000;
@@ -133,14 +133,7 @@ async fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         // A shared lock: the server takes an exclusive one to write its dead-letter file
         // (`DeadLetters::write`) and, while a replay holds the file, writes to a new one at
         // its path instead.
-        match lock_within(&source, libc::LOCK_SH, LOCK_WAIT) {
-            Ok(true) => {}
-            Ok(false) => eprintln!(
-                "warning: the filesystem of {} does not lock files; replaying it unlocked",
-                file.display()
-            ),
-            Err(e) => return Err(locked_too_long(e, file)),
-        }
+        lock_for_run(&source, libc::LOCK_SH, LOCK_WAIT, file)?;
     }
     let (size, tail) = whole_lines(&source, file)?;
     // The run replaces the refused file: only when every row in it is in FILE too, and only

@@ -98,14 +98,7 @@ impl HeldRefused {
                 }
                 Err(e) => return Err(e).with_context(cannot),
             };
-            match lock_within(&file, libc::LOCK_EX, wait) {
-                Ok(true) => {}
-                Ok(false) => eprintln!(
-                    "warning: the filesystem of {} does not lock files; holding it unlocked",
-                    path.display()
-                ),
-                Err(e) => return Err(locked_too_long(e, path)),
-            }
+            lock_for_run(&file, libc::LOCK_EX, wait, path)?;
             let held = HeldRefused {
                 path: path.to_path_buf(),
                 file: Some(file),
@@ -290,6 +283,25 @@ pub(super) fn lock_within(f: &std::fs::File, op: i32, wait: Duration) -> std::io
             _ => return Err(e),
         }
     }
+}
+
+/// `lock_within` on `f`, the file at `path`, for a run: a filesystem that does not lock files
+/// is warned of (the run goes on unlocked), a lock held elsewhere past `wait` is the error.
+pub(super) fn lock_for_run(
+    f: &std::fs::File,
+    op: i32,
+    wait: Duration,
+    path: &Path,
+) -> anyhow::Result<()> {
+    match lock_within(f, op, wait) {
+        Ok(true) => {}
+        Ok(false) => eprintln!(
+            "warning: the filesystem of {} does not lock files; going on without its lock",
+            path.display()
+        ),
+        Err(e) => return Err(locked_too_long(e, path)),
+    }
+    Ok(())
 }
 
 /// The error of a lock on `path` `lock_within` did not get.

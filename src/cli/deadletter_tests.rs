@@ -1,5 +1,6 @@
 //! Tests of deadletter replay's reading and splitting.
 
+use super::refused::{lock_within, locked_too_long};
 use super::*;
 use crate::sink::test_dir::TestDir;
 
