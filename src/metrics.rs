@@ -384,7 +384,7 @@ impl Collector for Snapshot {
         counter(
             &mut enc,
             "traceingest_flush_retries",
-            "Inserts scheduled again after a failure (backoff waits)",
+            "Backoff waits before the next insert attempt (after a failed insert, or a failed migration before one)",
             self.flush_retries,
         )?;
         counter(
