@@ -271,15 +271,24 @@ pub fn peek(principal: &Principal, mono_ns: u64, now_ms: u64) -> LimitHeaders {
     let rate = account
         .rate()
         .map(|r| (u64::from(r.burst), principal.bucket.peek(r, mono_ns)));
-    let quota = account.monthly_spans().and_then(|limit| {
+    LimitHeaders {
+        rate,
+        quota: quota_warning(account, now_ms),
+    }
+}
+
+/// The quota headers at `now_ms` (none under 90% of the quota, or without one).
+fn quota_warning(account: &Account, now_ms: u64) -> Option<(u64, u64)> {
+    account.monthly_spans().and_then(|limit| {
         let used = account.usage.used(Month::of_ms(now_ms));
         near_limit(used, limit).then_some((used, limit))
-    });
-    LimitHeaders { rate, quota }
+    })
 }
 
 /// Checks 6 (rate limit) and 7 (quota) for a batch of `spans` spans. On success the batch's
-/// rate-limit credit and quota are taken; `headers` gets what the answer reports either way.
+/// rate-limit credit and quota are taken; `headers` gets what the answer reports either way,
+/// in whole: what a `peek` before the body found (a month may have begun since, a sync or a
+/// plan change may have moved the limits) is replaced.
 pub fn admit(
     principal: &Principal,
     spans: u64,
@@ -288,6 +297,7 @@ pub fn admit(
     headers: &mut LimitHeaders,
 ) -> Result<Reservation, AdmissionError> {
     let account = &principal.account;
+    *headers = LimitHeaders::default();
     let mut reservation = Reservation {
         credit: None,
         quota: None,
@@ -303,6 +313,7 @@ pub fn admit(
                 remaining,
             } => {
                 headers.rate = Some((u64::from(rate.burst), remaining));
+                headers.quota = quota_warning(account, now_ms);
                 return Err(AdmissionError::RateLimited {
                     per_second: rate.per_second,
                     burst: rate.burst,
@@ -315,9 +326,7 @@ pub fn admit(
         let month = Month::of_ms(now_ms);
         match account.usage.reserve(month, spans, hard_limit(limit)) {
             Ok(used) => {
-                if near_limit(used, limit) {
-                    headers.quota = Some((used, limit));
-                }
+                headers.quota = near_limit(used, limit).then_some((used, limit));
                 reservation.quota = Some((month, spans));
             }
             Err(used) => {
@@ -529,6 +538,57 @@ mod tests {
         // What was let through is charged.
         drop(admit(&p, 4, S, JAN, &mut h).unwrap().into_ticket(&p));
         assert_eq!(p.bucket.lease.demand().local, 4);
+    }
+
+    /// The headers of an admitted (or rate-limited) batch are the admission's, not what the
+    /// `peek` before its body found. Found by an audit: `admit` set the quota headers only when
+    /// usage was past 90%, so a body that came in after the month turned (or after a plan
+    /// change lifted the quota or the rate limit) was answered with last month's
+    /// `X-Quota-Used` and a 90% warning, or a rate limit the key no longer had.
+    #[test]
+    fn the_answer_carries_the_admissions_headers_not_the_peeks() {
+        // 2024-01-31 23:59:59.
+        const JAN_END: u64 = FEB - 1_000;
+        let p = principal(Some((10, 10)), Some(100));
+        // 95 spans in January (a batch larger than the bucket costs the bucket).
+        assert_eq!(admit_one(&p, 95, S, JAN).0, 202);
+        let mut h = peek(&p, 2 * S, JAN_END);
+        assert_eq!(h.quota, Some((95, 100)), "the body's head came in January");
+        // The body is in after midnight: February has used nothing.
+        let r = admit(&p, 1, 2 * S, FEB, &mut h).unwrap();
+        drop(r.into_ticket(&p));
+        assert_eq!(
+            h,
+            LimitHeaders {
+                rate: Some((10, 9)),
+                quota: None
+            }
+        );
+        // Rate-limited in February: the quota headers are February's too.
+        let mut h = peek(&p, 2 * S, JAN_END);
+        assert!(matches!(
+            admit(&p, 10, 2 * S, FEB, &mut h),
+            Err(AdmissionError::RateLimited { .. })
+        ));
+        assert_eq!(
+            h,
+            LimitHeaders {
+                rate: Some((10, 9)),
+                quota: None
+            }
+        );
+        // The plan lost its quota and its rate limit while the body came: no limit headers.
+        let p = principal(Some((10, 10)), Some(100));
+        assert_eq!(admit_one(&p, 95, S, JAN).0, 202);
+        let mut h = peek(&p, 2 * S, JAN);
+        assert!(h.quota.is_some() && h.rate.is_some());
+        p.account.set_plan(&Plan {
+            name: "unlimited".into(),
+            monthly_spans: None,
+            rate: None,
+        });
+        drop(admit(&p, 1, 3 * S, JAN, &mut h).unwrap().into_ticket(&p));
+        assert_eq!(h, LimitHeaders::default());
     }
 
     #[test]
