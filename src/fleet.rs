@@ -29,7 +29,10 @@ use crate::auth::{hex, KeyStore};
 /// to charge. The charge is taken whatever the bucket holds (the spans were admitted already)
 /// but the debt is capped at one bucket, so that a long outage does not lock the key out for
 /// as long afterwards (the documented bound counts local admissions in full, repaid or not);
-/// then as much of `want` as the bucket has is granted. Returns the spans granted.
+/// then as much of `want` as the bucket has is granted. Returns the spans granted. A bucket
+/// found further ahead than that cap (debt run up under a plan that refilled more slowly, or
+/// Redis's clock stepped back) is cut to it first: left alone, it gave the key nothing until
+/// Redis's clock caught up, however long that was.
 const SCRIPT: &str = r#"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -41,6 +44,7 @@ local per = 1000000 / rate
 local tau = burst * per
 local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
 if tat < now then tat = now end
+if tat > now + 2 * tau then tat = now + 2 * tau end
 if charge > 0 then
   tat = math.min(tat + charge * per, now + 2 * tau)
 end
@@ -244,3 +248,7 @@ impl Leaser {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "fleet_tests.rs"]
+mod tests;

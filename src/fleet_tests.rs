@@ -1,0 +1,149 @@
+//! `Leaser` against a `redis-server` of the test's own (on a free port, killed on drop; the
+//! integration tests' `fleet.rs` starts theirs the same way).
+
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::admission::plan::Plan;
+use crate::admission::rate::{Rate, Take};
+use crate::admission::Account;
+use crate::auth::{hash_key, KeySet, Principal};
+
+struct Redis {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl Redis {
+    fn start() -> Redis {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let dir = std::env::temp_dir().join(format!("traceingest-lib-redis-{port}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server (apt-get install redis-server, or scripts/cluster.sh up)");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not come up");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Redis { child, port, dir }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A key store holding one key of an organisation on `plan`; the key's Redis bucket name.
+fn one_key(plan: &Plan) -> (KeyStore, Arc<Principal>, String) {
+    let account = Arc::new(Account::new("org".into(), plan));
+    let principal = Arc::new(Principal::new("org".into(), "".into(), account));
+    let hash = hash_key(b"ti_the-key");
+    let mut set = KeySet::default();
+    set.insert(hash, principal.clone());
+    let keys = KeyStore::new("ti_");
+    keys.replace(set, 0, true);
+    (keys, principal, format!("traceingest:rate:{}", hex(&hash)))
+}
+
+/// Redis's clock, in microseconds (the script's).
+async fn redis_now_us(conn: &mut MultiplexedConnection) -> u64 {
+    let (s, us): (u64, u64) = redis::cmd("TIME").query_async(conn).await.unwrap();
+    s * 1_000_000 + us
+}
+
+/// A bucket whose TAT lies further ahead than the plan in force ever lets it run (debt run up
+/// under a plan that refilled far more slowly, `orgs set-plan` since; or Redis's clock stepped
+/// back, a failover to a replica whose clock is behind) is cut to one bucket of debt, as the
+/// local bucket's is. Found by an audit: the script kept such a TAT, so the key got nothing
+/// from the fleet until Redis's clock caught up with it: the old plan's refill time (an hour
+/// here), or the whole step back, with `429`s saying "retry in 1 s" all along.
+#[test]
+fn a_redis_bucket_far_ahead_of_its_plan_is_cut_to_one_bucket_of_debt() {
+    let redis = Redis::start();
+    let rt = runtime();
+    // 1,000 spans/s, a bucket of 1,000: a full bucket refills in 1 s.
+    let plan = Plan {
+        name: "fast".into(),
+        monthly_spans: None,
+        rate: Some(Rate {
+            per_second: 1_000,
+            burst: 1_000,
+        }),
+    };
+    let (keys, principal, bucket) = one_key(&plan);
+    let mut leaser = Leaser::new(
+        &redis.url(),
+        Duration::from_millis(100),
+        Arc::new(FleetStatus::default()),
+    )
+    .unwrap();
+    rt.block_on(async {
+        let client = Client::open(redis.url()).unwrap();
+        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        // The key is used (its local bucket lets the batch through): the round leases it.
+        let rate = plan.rate.unwrap();
+        assert!(matches!(
+            principal.bucket.take(rate, 10, 1),
+            Take::Taken { .. }
+        ));
+        leaser.round(&keys).await;
+        assert!(principal.bucket.lease.is_fleet(), "the round reached Redis");
+        // Then an hour of debt appears: the old plan's, or Redis's clock stepped back by an
+        // hour. The key keeps asking (from its lease: no local spans to charge).
+        let ahead = redis_now_us(&mut conn).await + 3_600 * 1_000_000;
+        let _: () = redis::cmd("SET")
+            .arg(&bucket)
+            .arg(ahead)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let _ = principal.bucket.take(rate, 1_000, 2);
+        assert_eq!(principal.bucket.lease.demand().local, 0);
+        let _ = principal.bucket.take(rate, 1_000, 3);
+        leaser.round(&keys).await;
+        let tat: u64 = redis::cmd("GET")
+            .arg(&bucket)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let now = redis_now_us(&mut conn).await;
+        // At most one bucket (1 s) of debt past an empty bucket (1 s): 2 s ahead.
+        assert!(
+            tat <= now + 2_000_000,
+            "the bucket's TAT is {} s ahead of Redis's clock",
+            (tat - now) / 1_000_000
+        );
+    });
+}
