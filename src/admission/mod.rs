@@ -323,13 +323,15 @@ pub fn admit(
         }
     }
     if let Some(limit) = account.monthly_spans() {
-        let month = Month::of_ms(now_ms);
-        match account.usage.reserve(month, spans, hard_limit(limit)) {
-            Ok(used) => {
+        match account
+            .usage
+            .reserve(Month::of_ms(now_ms), spans, hard_limit(limit))
+        {
+            Ok((month, used)) => {
                 headers.quota = near_limit(used, limit).then_some((used, limit));
                 reservation.quota = Some((month, spans));
             }
-            Err(used) => {
+            Err((month, used)) => {
                 reservation.cancel(principal);
                 if let (Some(rate), Some((_, remaining))) = (account.rate(), headers.rate.as_mut())
                 {

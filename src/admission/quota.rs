@@ -113,21 +113,30 @@ impl Usage {
     }
 
     /// Reserves `spans` spans of `month` if used + spans stays within `hard_limit`. Returns the
-    /// usage after the batch, or, refused, the usage before it. One CAS: concurrent workers
-    /// cannot both pass the last free spans.
-    pub fn reserve(&self, month: Month, spans: u64, hard_limit: u64) -> Result<u64, u64> {
+    /// month reserved in and the usage after the batch, or, refused, that month and the usage
+    /// before it. One CAS: concurrent workers cannot both pass the last free spans.
+    ///
+    /// The month never goes back: a caller whose clock is behind a month another caller has
+    /// reserved in already (a worker that read the clock just before midnight, or the wall
+    /// clock stepped back across the turn of a month) reserves in that later month, against
+    /// its counts. Its rows are stamped with the earlier month, so they count in the later one
+    /// only until they are flushed and the next sync takes them out of `unsynced`: an
+    /// over-count for a few seconds, where letting them through uncounted (as this did) let a
+    /// clock stepped back past midnight ignore the quota until it reached the month again.
+    pub fn reserve(
+        &self,
+        month: Month,
+        spans: u64,
+        hard_limit: u64,
+    ) -> Result<(Month, u64), (Month, u64)> {
         let mut word = self.unsynced.0.load(Ordering::Acquire);
         loop {
             let (m, unsynced) = unpack(word);
-            if m > month {
-                // Another worker's clock is already in the next month: this batch belongs to the
-                // month that just ended, whose counters are gone; let it through uncounted.
-                return Ok(self.used(month));
-            }
+            let month = month.max(m);
             let unsynced = if m == month { unsynced } else { 0 };
             let used = self.stored.get(month).saturating_add(unsynced);
             if used.saturating_add(spans) > hard_limit {
-                return Err(used);
+                return Err((month, used));
             }
             let new = pack(month, unsynced + spans);
             match self.unsynced.0.compare_exchange_weak(
@@ -136,7 +145,7 @@ impl Usage {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return Ok(used + spans),
+                Ok(_) => return Ok((month, used + spans)),
                 Err(current) => word = current,
             }
         }
@@ -208,14 +217,14 @@ mod tests {
         // Plan of 100 spans: the hard limit is 110. Batches of 30 pass until 90; 90 + 30 > 110.
         let u = Usage::default();
         let hard = hard_limit(100);
-        assert_eq!(u.reserve(JAN, 30, hard), Ok(30));
-        assert_eq!(u.reserve(JAN, 30, hard), Ok(60));
-        assert_eq!(u.reserve(JAN, 30, hard), Ok(90));
-        assert_eq!(u.reserve(JAN, 30, hard), Err(90));
+        assert_eq!(u.reserve(JAN, 30, hard), Ok((JAN, 30)));
+        assert_eq!(u.reserve(JAN, 30, hard), Ok((JAN, 60)));
+        assert_eq!(u.reserve(JAN, 30, hard), Ok((JAN, 90)));
+        assert_eq!(u.reserve(JAN, 30, hard), Err((JAN, 90)));
         // A refused batch consumed nothing: exactly the 20 left still fit.
-        assert_eq!(u.reserve(JAN, 21, hard), Err(90));
-        assert_eq!(u.reserve(JAN, 20, hard), Ok(110));
-        assert_eq!(u.reserve(JAN, 1, hard), Err(110));
+        assert_eq!(u.reserve(JAN, 21, hard), Err((JAN, 90)));
+        assert_eq!(u.reserve(JAN, 20, hard), Ok((JAN, 110)));
+        assert_eq!(u.reserve(JAN, 1, hard), Err((JAN, 110)));
         // A released reservation gives its spans back.
         u.release(JAN, 20);
         assert_eq!(u.used(JAN), 90);
@@ -225,27 +234,52 @@ mod tests {
     fn a_new_month_starts_from_zero() {
         let u = Usage::default();
         let hard = hard_limit(100);
-        assert_eq!(u.reserve(JAN, 100, hard), Ok(100));
+        assert_eq!(u.reserve(JAN, 100, hard), Ok((JAN, 100)));
         u.flushed(JAN, 100);
         let taken = u.begin_sync(JAN);
         u.finish_sync(JAN, 100, taken);
-        assert_eq!(u.reserve(JAN, 11, hard), Err(100));
+        assert_eq!(u.reserve(JAN, 11, hard), Err((JAN, 100)));
         // February: nothing used yet, whatever January's counters say.
         assert_eq!(u.used(FEB), 0);
-        assert_eq!(u.reserve(FEB, 110, hard), Ok(110));
+        assert_eq!(u.reserve(FEB, 100, hard), Ok((FEB, 100)));
         // A late January event (a batch flushed after the turn of the month, another
         // worker's clock behind) does not touch February.
         u.flushed(JAN, 100);
         u.release(JAN, 5);
-        assert_eq!(u.used(FEB), 110);
-        // A worker still in January once February started is let through uncounted.
-        assert_eq!(u.reserve(JAN, 1_000, hard), Ok(100));
+        assert_eq!(u.used(FEB), 100);
+        // A worker still in January once February started reserves in February.
+        assert_eq!(u.reserve(JAN, 1_000, hard), Err((FEB, 100)));
+        assert_eq!(u.reserve(JAN, 10, hard), Ok((FEB, 110)));
         assert_eq!(u.used(FEB), 110);
         // A sync of January that finishes after one of February does not overwrite February.
         let t = u.begin_sync(FEB);
         u.finish_sync(FEB, 0, t);
         u.finish_sync(JAN, 5, 0);
         assert_eq!(u.used(FEB), 110);
+    }
+
+    /// A wall clock stepped back across the turn of a month (one that ran ahead, corrected)
+    /// does not lift the quota. Found by an audit: a reservation for a month before the one
+    /// the counters had reached was let through uncounted, whatever the usage, for as long as
+    /// the clock stayed behind; and its spans never counted once flushed.
+    #[test]
+    fn a_clock_stepped_back_across_a_month_keeps_the_quota() {
+        let u = Usage::default();
+        let hard = hard_limit(100);
+        // February 1st: the organisation uses its whole quota.
+        assert_eq!(u.reserve(FEB, 110, hard), Ok((FEB, 110)));
+        // The clock steps back into January 31st: the quota still holds.
+        assert_eq!(u.reserve(JAN, 1, hard), Err((FEB, 110)));
+        // Room again (a batch given back): a January reservation takes it, in February.
+        u.release(FEB, 10);
+        assert_eq!(u.reserve(JAN, 10, hard), Ok((FEB, 110)));
+        assert_eq!(u.used(FEB), 110);
+        // Its spans leave `unsynced` once flushed and synced, as any other February spans do
+        // (ClickHouse counts them in January, by their `ingested_at`).
+        u.flushed(FEB, 110);
+        let t = u.begin_sync(FEB);
+        u.finish_sync(FEB, 100, t);
+        assert_eq!(u.used(FEB), 100);
     }
 
     #[test]
