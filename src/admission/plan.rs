@@ -9,6 +9,7 @@
 //!
 //! An entry with the name of a built-in plan replaces it; the other built-ins stay.
 
+use crate::admission::quota::MAX_QUOTA;
 use crate::admission::rate::{Rate, MAX_RATE};
 
 /// One plan.
@@ -94,8 +95,10 @@ fn parse_entry(entry: &str, default_rate: Option<u32>) -> Result<Plan, String> {
     let monthly_spans = match fields.next() {
         None | Some("") => return Err(bad("the monthly quota is missing (a number or unlimited)")),
         Some(q) if q.eq_ignore_ascii_case("unlimited") => None,
-        Some(q) => Some(q.parse::<u64>().map_err(|_| {
-            bad("the monthly quota must be a whole number of spans or \"unlimited\"")
+        Some(q) => Some(q.parse::<u64>().ok().filter(|&q| q <= MAX_QUOTA).ok_or_else(|| {
+            bad(&format!(
+                "the monthly quota must be a whole number of spans up to {MAX_QUOTA}, or \"unlimited\""
+            ))
         })?),
     };
     let rate = match fields.next() {
@@ -286,6 +289,8 @@ mod tests {
             ("a b:10", DEFAULT_PLAN, "plan name"),
             ("a", DEFAULT_PLAN, "monthly quota is missing"),
             ("a:-1", DEFAULT_PLAN, "monthly quota must be"),
+            // Past what the usage counters hold: it never refused (found by an audit).
+            ("a:10000000000001", DEFAULT_PLAN, "up to 10000000000000"),
             ("a:10:0", DEFAULT_PLAN, "the rate must be"),
             ("a:10:fast", DEFAULT_PLAN, "the rate must be"),
             ("a:10:100000001", DEFAULT_PLAN, "the rate must be"),

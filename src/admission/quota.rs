@@ -26,6 +26,11 @@ use crate::calendar::Month;
 const COUNT_BITS: u32 = 44;
 const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
 
+/// The largest monthly quota a plan may set: its hard limit, and a batch past it, still fit a
+/// counter (a larger one saturated the counters below its hard limit, so it never refused).
+pub const MAX_QUOTA: u64 = 10_000_000_000_000;
+const _: () = assert!(MAX_QUOTA + MAX_QUOTA / 10 + (1 << 32) < COUNT_MASK);
+
 /// The hard limit of a plan's monthly quota: floor(limit x 1.1). Refuse when used + incoming
 /// would pass it.
 pub fn hard_limit(limit: u64) -> u64 {
@@ -228,6 +233,17 @@ mod tests {
         // A released reservation gives its spans back.
         u.release(JAN, 20);
         assert_eq!(u.used(JAN), 90);
+    }
+
+    /// The largest quota a plan may set is still enforced: its hard limit fits the counters.
+    #[test]
+    fn the_largest_quota_is_enforced() {
+        let u = Usage::default();
+        let hard = hard_limit(MAX_QUOTA);
+        assert_eq!(u.reserve(JAN, hard - 1, hard), Ok((JAN, hard - 1)));
+        assert_eq!(u.reserve(JAN, 2, hard), Err((JAN, hard - 1)));
+        assert_eq!(u.reserve(JAN, 1, hard), Ok((JAN, hard)));
+        assert_eq!(u.reserve(JAN, 1, hard), Err((JAN, hard)));
     }
 
     #[test]
