@@ -296,6 +296,12 @@ mod tests {
         let t = u.begin_sync(FEB);
         u.finish_sync(FEB, 100, t);
         assert_eq!(u.used(FEB), 100);
+        // A sync of February stored its count before this process reserved anything in
+        // February: that count holds too (the sync moved `unsynced` to February).
+        let u = Usage::default();
+        assert_eq!(u.reserve(JAN, 10, hard), Ok((JAN, 10)));
+        u.finish_sync(FEB, 110, 0);
+        assert_eq!(u.reserve(JAN, 1, hard), Err((FEB, 110)));
     }
 
     #[test]
