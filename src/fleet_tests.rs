@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::admission::plan::Plan;
-use crate::admission::rate::{Rate, Take};
+use crate::admission::rate::{Credit, Rate, Take};
 use crate::admission::Account;
 use crate::auth::{hash_key, KeySet, Principal};
 
@@ -25,6 +25,11 @@ impl Redis {
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
+        Redis::start_on(port)
+    }
+
+    /// A fresh one on `port` (empty: as a Redis without persistence restarts).
+    fn start_on(port: u16) -> Redis {
         let dir = std::env::temp_dir().join(format!("traceingest-lib-redis-{port}"));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -145,5 +150,81 @@ fn a_redis_bucket_far_ahead_of_its_plan_is_cut_to_one_bucket_of_debt() {
             "the bucket's TAT is {} s ahead of Redis's clock",
             (tat - now) / 1_000_000
         );
+    });
+}
+
+/// Redis gone, then back (restarted empty): the replica falls back to its local buckets at
+/// once, and once Redis answers again its keys are leased from it again: no key stays locked
+/// out, in either mode.
+#[test]
+fn a_key_is_served_while_redis_is_down_and_leased_again_once_it_is_back() {
+    let rt = runtime();
+    let plan = Plan {
+        name: "p".into(),
+        monthly_spans: None,
+        rate: Some(Rate {
+            per_second: 100,
+            burst: 100,
+        }),
+    };
+    let rate = plan.rate.unwrap();
+    let (keys, principal, _) = one_key(&plan);
+    let status = Arc::new(FleetStatus::default());
+    let redis = Redis::start();
+    let port = redis.port;
+    let mut leaser = Leaser::new(&redis.url(), Duration::from_millis(100), status.clone()).unwrap();
+    let bucket = &principal.bucket;
+    let mut mono = 1_000_000_000u64;
+    rt.block_on(async {
+        assert!(matches!(bucket.take(rate, 10, mono), Take::Taken { .. }));
+        leaser.round(&keys).await;
+        assert!(bucket.lease.is_fleet());
+        assert!(matches!(
+            bucket.take(rate, 5, mono),
+            Take::Taken {
+                credit: Credit::Leased { .. },
+                ..
+            }
+        ));
+    });
+    drop(redis);
+    rt.block_on(async {
+        leaser.round(&keys).await;
+        assert!(status.fallback.load(Ordering::Relaxed), "the round failed");
+        assert!(!bucket.lease.is_fleet(), "local buckets decide");
+        mono += 10_000_000_000;
+        assert!(matches!(
+            bucket.take(rate, 100, mono),
+            Take::Taken {
+                credit: Credit::Local { .. },
+                ..
+            }
+        ));
+    });
+    let _redis = Redis::start_on(port);
+    rt.block_on(async {
+        // Rounds wait a second after a failure; then the next one reaches Redis.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            leaser.round(&keys).await;
+            if !status.fallback.load(Ordering::Relaxed) && bucket.lease.is_fleet() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "Redis never taken back");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // The local spans were charged (a bucket of debt at most): the key is refused for a
+        // while, then leased again.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            mono += 50_000_000;
+            if let Take::Taken { credit, .. } = bucket.take(rate, 10, mono) {
+                assert!(matches!(credit, Credit::Leased { .. }));
+                break;
+            }
+            assert!(Instant::now() < deadline, "the key stays locked out");
+            leaser.round(&keys).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     });
 }
