@@ -103,7 +103,8 @@ impl Rules {
     ///
     /// 1. with a provider: the file's provider whose `id` is the provider (or its first
     ///    dot-segment), else the first whose `provider_match` matches it; in it, the first model
-    ///    whose `match` matches the modelId, else the same in its `fallback_model_providers`;
+    ///    whose `match` matches the modelId, else the same in its `fallback_model_providers`
+    ///    (a dot-segment's provider without the model: then the `provider_match` one);
     /// 2. else (no provider, one the file does not know, or no model of it matched): the first
     ///    provider whose `model_match` matches the modelId, searched the same way;
     /// 3. else the (vendor, model) pairs this project reads from the ids (`openai/gpt-4o`,
@@ -118,7 +119,7 @@ impl Rules {
         let mut provider = provider.map(|p| p.trim().to_lowercase());
         if provider.as_deref() == Some("litellm") {
             if let Some((p, rest)) = model.split_once('/') {
-                if self.provider(p).is_some() {
+                if !self.providers_named(p).is_empty() {
                     let (p, rest) = (p.to_string(), rest.to_string());
                     provider = Some(p);
                     model = rest;
@@ -127,8 +128,9 @@ impl Rules {
         }
         let found = provider
             .as_deref()
-            .and_then(|p| self.provider(p))
-            .and_then(|p| self.model_in(p, &model, true))
+            .and_then(|p| {
+                (self.providers_named(p).into_iter()).find_map(|i| self.model_in(i, &model, true))
+            })
             .or_else(|| {
                 self.providers
                     .iter()
@@ -139,21 +141,28 @@ impl Rules {
             .or_else(|| {
                 matching::bases(provider.as_deref(), &model)
                     .iter()
-                    .find_map(|(prefix, name)| self.model_in(self.provider(prefix)?, name, true))
+                    .find_map(|(prefix, name)| {
+                        self.model_in(*self.providers_named(prefix).first()?, name, true)
+                    })
             })?;
         Some(self.offset + found)
     }
 
-    /// The provider a provider id names: by `id` (the whole id, then its first dot-segment),
-    /// then by `provider_match`.
-    fn provider(&self, id: &str) -> Option<usize> {
-        let seg = id.split('.').next().unwrap_or(id);
+    /// The providers a provider id names, in order: the one whose `id` is the whole id; else
+    /// the one its first dot-segment names, then the first whose `provider_match` matches the
+    /// whole id (genai-prices' provider: `groq.openai` is `openai` there, so a dot-segment
+    /// naming a provider without the model must not hide it).
+    fn providers_named(&self, id: &str) -> Vec<usize> {
         let by_id = |x: &str| self.providers.iter().position(|p| p.id == x);
-        by_id(id).or_else(|| by_id(seg)).or_else(|| {
-            self.providers
-                .iter()
-                .position(|p| p.provider_match.as_ref().is_some_and(|c| c.is_match(id)))
-        })
+        if let Some(i) = by_id(id) {
+            return vec![i];
+        }
+        let seg = id.split('.').next().unwrap_or(id);
+        let by_match = (self.providers.iter())
+            .position(|p| p.provider_match.as_ref().is_some_and(|c| c.is_match(id)));
+        let mut found: Vec<usize> = by_id(seg).into_iter().chain(by_match).collect();
+        found.dedup();
+        found
     }
 
     /// The first model of provider `p` whose rule matches; then, once, its fallbacks.

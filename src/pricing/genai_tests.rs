@@ -166,6 +166,11 @@ fn a_hand_written_file_prices_as_genai_prices_means() {
          "azure/gpt-4o prompt=2.7500000000 total=2.7500000000"),
         ((Some("azure"), "o3", [Some(1_000_000), n, n, n, n, n], "2026-11-24"),
          "openai/o3 prompt=2.0000000000 total=2.0000000000"),
+        // A provider whose first dot-segment names a provider without the model: the
+        // provider its `provider_match` finds, as genai-prices looks it up (`openai` contains
+        // `openai`).
+        ((Some("deepseek.openai"), "omni-moderation-latest", [Some(1000), n, n, n, n, n], "2026-11-24"),
+         "openai/moderation total=0.0000000000"),
         // Per 1000 requests: 5 / 1000 = 0.005 a request; requestCount 3.
         ((Some("perplexity"), "sonar", [Some(1000), n, n, n, n, Some(3)], "2026-11-24"),
          "perplexity/sonar prompt=0.0010000000 request=0.0150000000 total=0.0160000000"),
