@@ -61,6 +61,8 @@ mod table;
 mod unpriced;
 
 #[cfg(test)]
+mod genai_walk_tests;
+#[cfg(test)]
 mod tests;
 
 pub use costs::{CostColumns, Money};
