@@ -231,6 +231,9 @@ impl Leaser {
 
     fn failed(&mut self, keys: &KeyStore, error: &str) {
         self.conn = None;
+        // The first round after the outage tops up for one interval, not for the whole outage
+        // (it leased a full bucket per busy key on every replica).
+        self.last_round = None;
         self.retry_at = Some(Instant::now() + RETRY);
         self.status.errors.fetch_add(1, Ordering::Relaxed);
         for principal in keys.current().values() {
