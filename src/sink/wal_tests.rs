@@ -1,0 +1,379 @@
+//! Tests of `wal.rs`.
+
+use super::*;
+use crate::sink::clickhouse::test_support::batch;
+use crate::sink::segment;
+use crate::sink::test_dir::TestDir;
+use crossbeam_channel::Sender;
+
+/// The channels and settings of a write-ahead thread not started yet.
+struct Setup {
+    tx: Sender<WalRequest>,
+    rx: Receiver<WalRequest>,
+    out: Receiver<WalEvent>,
+    out_tx: Sender<WalEvent>,
+    stats: Arc<FlushStats>,
+    cfg: SpoolConfig,
+}
+
+fn setup(dir: &TestDir, max_bytes: u64) -> Setup {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let (out_tx, out) = crossbeam_channel::unbounded();
+    Setup {
+        tx,
+        rx,
+        out,
+        out_tx,
+        stats: Arc::default(),
+        cfg: SpoolConfig::new(dir.path().to_path_buf(), max_bytes),
+    }
+}
+
+/// A write-ahead thread running on a fresh spool of `max_bytes`.
+struct Running {
+    tx: Sender<WalRequest>,
+    out: Receiver<WalEvent>,
+    stats: Arc<FlushStats>,
+    handle: JoinHandle<()>,
+}
+
+fn running(dir: &TestDir, max_bytes: u64) -> Running {
+    let s = setup(dir, max_bytes);
+    let writer = Writer::create(dir.path(), 1).unwrap();
+    s.stats.spool_bytes.store(HEADER_LEN, Ordering::Relaxed);
+    let handle = spawn(s.cfg, writer, Arc::clone(&s.stats), s.rx, s.out_tx).unwrap();
+    Running {
+        tx: s.tx,
+        out: s.out,
+        stats: s.stats,
+        handle,
+    }
+}
+
+/// The batches the flush thread was sent so far, without the segment announcements.
+fn logged(out: &Receiver<WalEvent>) -> Vec<Logged> {
+    out.try_iter()
+        .filter_map(|e| match e {
+            WalEvent::Logged(l) => Some(l),
+            WalEvent::Started { .. } => None,
+        })
+        .collect()
+}
+
+fn request(tx: &Sender<WalRequest>, trace: &str) -> oneshot::Receiver<Result<(), WalRefusal>> {
+    let (done, wait) = oneshot::channel();
+    tx.send(WalRequest {
+        batch: batch("o", trace, 3, 1_700_000_000_000),
+        done,
+    })
+    .unwrap();
+    wait
+}
+
+/// Started without a segment (none could be created at start-up: a full disk), the thread
+/// refuses batches while it still cannot make one, and takes them once it can.
+#[test]
+fn without_a_first_segment_batches_are_refused_until_one_can_be_made() {
+    let dir = TestDir::new("wal-no-segment");
+    let Setup {
+        tx,
+        rx,
+        out,
+        out_tx,
+        stats,
+        mut cfg,
+    } = setup(&dir, 1 << 30);
+    // A directory that is not there yet stands for the disk that cannot take a file.
+    cfg.dir = dir.path().join("later");
+    let later = cfg.dir.clone();
+    let handle = spawn_without_segment(cfg, 5, Arc::clone(&stats), rx, out_tx).unwrap();
+    assert_eq!(
+        futures_executor_block_on(request(&tx, "refused")),
+        Ok(Err(WalRefusal::Failed))
+    );
+    std::fs::create_dir_all(&later).unwrap();
+    assert_eq!(futures_executor_block_on(request(&tx, "taken")), Ok(Ok(())));
+    drop(tx);
+    handle.join().unwrap();
+    let logged = logged(&out);
+    assert_eq!(logged.len(), 1);
+    assert!(logged[0].pos.segment > 5, "{:?}", logged[0].pos);
+    let s = segment::scan(
+        &segment::segment_path(&later, logged[0].pos.segment),
+        |_, p| codec::rows_in(p).map_or(0, u64::from),
+    )
+    .unwrap();
+    assert_eq!((s.records, s.rows), (1, 3));
+}
+
+/// Requests waiting together share one fsync, are answered in order, and reach the
+/// flusher with their positions; the records are in the segment.
+#[test]
+fn a_group_shares_one_fsync() {
+    let dir = TestDir::new("wal-group");
+    let Setup {
+        tx,
+        rx,
+        out,
+        out_tx,
+        stats,
+        cfg,
+    } = setup(&dir, 1 << 30);
+    let waits: Vec<_> = (0..50).map(|i| request(&tx, &format!("t{i}"))).collect();
+    drop(tx);
+    let writer = Writer::create(dir.path(), 7).unwrap();
+    spawn(cfg, writer, Arc::clone(&stats), rx, out_tx)
+        .unwrap()
+        .join()
+        .unwrap();
+    for w in waits {
+        assert_eq!(futures_executor_block_on(w), Ok(Ok(())));
+    }
+    assert_eq!(stats.wal_syncs.load(Ordering::Relaxed), 1);
+    assert_eq!(stats.wal_batches.load(Ordering::Relaxed), 50);
+    let logged = logged(&out);
+    assert_eq!(logged.len(), 50);
+    for (i, l) in logged.iter().enumerate() {
+        assert_eq!((l.pos.segment, l.pos.index), (7, i as u32));
+    }
+    let s = segment::scan(&segment::segment_path(dir.path(), 7), |_, p| {
+        u64::from(codec::rows_in(p).unwrap())
+    })
+    .unwrap();
+    assert_eq!((s.records, s.rows), (50, 150));
+    assert_eq!(
+        stats.spool_bytes.load(Ordering::Relaxed),
+        s.len - HEADER_LEN,
+        "the first segment's header is counted by whoever created it"
+    );
+}
+
+#[test]
+fn refuses_past_the_spool_bound_and_rolls_segments() {
+    let dir = TestDir::new("wal-full");
+    // Room for a few records only (each about 1.3 KiB); segments of 4 KiB.
+    let Running {
+        tx,
+        out,
+        stats,
+        handle,
+    } = running(&dir, 12 << 10);
+    let mut answers = Vec::new();
+    for i in 0..20 {
+        // One at a time: each is its own group.
+        answers.push(futures_executor_block_on(request(&tx, &format!("t{i}"))).unwrap());
+    }
+    drop(tx);
+    handle.join().unwrap();
+    let ok = answers.iter().filter(|a| a.is_ok()).count();
+    assert!((2..20).contains(&ok), "{answers:?}");
+    assert!(answers[ok..].iter().all(|a| *a == Err(WalRefusal::Full)));
+    assert!(stats.full.load(Ordering::Relaxed));
+    assert!(stats.spool_bytes.load(Ordering::Relaxed) <= 12 << 10);
+    let segments: std::collections::BTreeSet<u64> =
+        logged(&out).iter().map(|l| l.pos.segment).collect();
+    assert!(segments.len() >= 2, "rolled to a new segment: {segments:?}");
+}
+
+/// A roll that fails after its file was made (the disk full while writing the header, an
+/// EIO on its fsync) may leave the file behind when it cannot be removed either. The next
+/// roll takes a fresh id: one group is refused, the log goes on. (It used to try the same
+/// id again and get EEXIST for good: every request `503` until a restart.)
+#[test]
+fn a_leftover_segment_file_does_not_wedge_the_log() {
+    let dir = TestDir::new("wal-leftover");
+    let mut s = setup(&dir, 1 << 30);
+    s.cfg.segment_bytes = 4 << 10;
+    // What a failed create of segment 2 left: a file without even its header.
+    std::fs::write(segment::segment_path(dir.path(), 2), b"").unwrap();
+    let writer = Writer::create(dir.path(), 1).unwrap();
+    let handle = spawn(s.cfg, writer, Arc::clone(&s.stats), s.rx, s.out_tx).unwrap();
+    // One request per group: segment 1 is past 4 KiB after a few.
+    let answers: Vec<_> = (0..10)
+        .map(|i| futures_executor_block_on(request(&s.tx, &format!("t{i}"))).unwrap())
+        .collect();
+    drop(s.tx);
+    handle.join().unwrap();
+    let failed = answers.iter().filter(|a| a.is_err()).count();
+    assert_eq!(failed, 1, "{answers:?}");
+    assert!(
+        answers[answers.len() - 3..].iter().all(Result::is_ok),
+        "{answers:?}"
+    );
+    // Segment 2 is skipped, and the log rolls on from 3.
+    let segments: std::collections::BTreeSet<u64> =
+        logged(&s.out).iter().map(|l| l.pos.segment).collect();
+    assert_eq!(segments.iter().take(2).collect::<Vec<_>>(), [&1, &3]);
+}
+
+/// A batch the log refuses gives its spans back to the organisation's quota; a batch it
+/// takes keeps them counted, in the ticket that travels on to the flush thread.
+#[test]
+fn a_refused_batch_gives_its_quota_back() {
+    use crate::admission::plan::Plan;
+    use crate::admission::{admit, Account};
+    use crate::http::response::LimitHeaders;
+    let dir = TestDir::new("wal-quota");
+    let Running {
+        tx, out, handle, ..
+    } = running(&dir, 12 << 10);
+    let plan = Plan {
+        name: "test".into(),
+        monthly_spans: Some(1_000),
+        rate: None,
+    };
+    let account = Arc::new(Account::new("o".into(), &plan));
+    let p = crate::auth::Principal::new("o".into(), "".into(), account);
+    let now_ms = 1_700_000_000_000;
+    let month = crate::calendar::Month::of_ms(now_ms);
+    let mut accepted = 0;
+    for i in 0..20 {
+        let mut b = batch("o", &format!("t{i}"), 3, now_ms);
+        let mut limits = LimitHeaders::default();
+        b.usage = admit(&p, 3, 0, now_ms, &mut limits)
+            .unwrap()
+            .into_ticket(&p);
+        let (done, wait) = oneshot::channel();
+        tx.send(WalRequest { batch: b, done }).unwrap();
+        if futures_executor_block_on(wait).unwrap().is_ok() {
+            accepted += 3;
+        }
+    }
+    drop(tx);
+    handle.join().unwrap();
+    assert!((6..60).contains(&accepted), "{accepted}");
+    assert_eq!(
+        p.account.usage.used(month),
+        accepted,
+        "refused spans given back"
+    );
+    let logged = logged(&out);
+    assert_eq!(logged.len() as u64 * 3, accepted);
+    assert_eq!(p.account.usage.begin_sync(month), 0, "nothing flushed yet");
+    drop(logged);
+    assert_eq!(p.account.usage.begin_sync(month), accepted);
+}
+
+/// A minimal executor for the tests: the oneshot is runtime-agnostic.
+fn futures_executor_block_on<F: std::future::Future>(f: F) -> F::Output {
+    use std::task::{Context, Poll, Wake, Waker};
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::park();
+    }
+}
+/// A group larger than a segment is cut into segments of at most `segment_bytes`, each
+/// announced before its records, and every request is answered. (A group of up to
+/// `MAX_GROUP` requests used to go into one segment, however large.)
+#[test]
+fn a_large_group_is_cut_into_segments() {
+    let dir = TestDir::new("wal-large-group");
+    let mut s = setup(&dir, 1 << 30);
+    s.cfg.segment_bytes = 8 << 10;
+    // 60 requests arrive during one fsync: one group.
+    let waits: Vec<_> = (0..60).map(|i| request(&s.tx, &format!("g{i}"))).collect();
+    drop(s.tx);
+    let writer = Writer::create(dir.path(), 1).unwrap();
+    spawn(s.cfg, writer, Arc::clone(&s.stats), s.rx, s.out_tx)
+        .unwrap()
+        .join()
+        .unwrap();
+    for w in waits {
+        assert_eq!(futures_executor_block_on(w), Ok(Ok(())));
+    }
+    let mut announced = Vec::new();
+    let mut records = 0;
+    for event in s.out.try_iter() {
+        match event {
+            WalEvent::Started { segment, .. } => announced.push(segment),
+            WalEvent::Logged(l) => {
+                assert_eq!(announced.last(), Some(&l.pos.segment), "announced first");
+                records += 1;
+            }
+        }
+    }
+    assert_eq!(records, 60);
+    assert!(announced.len() >= 5, "{announced:?}");
+    assert_eq!(
+        s.stats.wal_syncs.load(Ordering::Relaxed),
+        announced.len() as u64,
+        "one fsync per segment"
+    );
+    for id in announced {
+        let len = std::fs::metadata(segment::segment_path(dir.path(), id))
+            .unwrap()
+            .len();
+        assert!(len <= 8 << 10, "segment {id}: {len} bytes");
+    }
+}
+
+/// One large group brings the spool near its bound; ClickHouse takes all of it. The next
+/// request rolls to a new segment and may be refused `Full`, but the flush thread hears of
+/// the roll, deletes the confirmed segment, and the requests after it are taken. (No record
+/// of the new segment reached the flush thread, so the old one was never sealed nor
+/// deleted: every request `503 buffer_full` until a restart.) With segments of an eighth of
+/// the spool, and with one segment allowed to take all of it.
+#[test]
+fn the_log_takes_batches_again_after_a_large_group_is_confirmed() {
+    use crate::sink::spool::Spool;
+    for whole_spool_segments in [false, true] {
+        let dir = TestDir::new("wal-large-group-confirmed");
+        let mut s = setup(&dir, 64 << 10);
+        if whole_spool_segments {
+            s.cfg.segment_bytes = s.cfg.max_bytes;
+        }
+        // The flush thread's side, which inserts and confirms everything at once.
+        let mut spool = Spool::open(s.cfg.clone(), Arc::clone(&s.stats)).unwrap();
+        let out = s.out;
+        let flush = |spool: &mut Spool, wait: std::time::Duration| {
+            while let Ok(event) = out.recv_timeout(wait) {
+                match event {
+                    WalEvent::Started {
+                        segment,
+                        created_ms,
+                    } => spool.started(segment, created_ms),
+                    WalEvent::Logged(l) => {
+                        spool.logged(l.pos, l.segment_created_ms);
+                        spool.confirm(l.pos);
+                    }
+                }
+            }
+        };
+        let writer = Writer::create(dir.path(), spool.take_next_id()).unwrap();
+        s.stats
+            .spool_bytes
+            .fetch_add(writer.len(), Ordering::Relaxed);
+        // 60 requests arrive during one fsync: one group.
+        let waits: Vec<_> = (0..60).map(|i| request(&s.tx, &format!("g{i}"))).collect();
+        let handle = spawn(s.cfg, writer, Arc::clone(&s.stats), s.rx, s.out_tx).unwrap();
+        for w in waits {
+            // Taken, or refused `Full` once the spool is at its bound.
+            assert!(futures_executor_block_on(w).is_ok());
+        }
+        flush(&mut spool, std::time::Duration::from_millis(200));
+        let answers: Vec<_> = (0..5)
+            .map(|i| {
+                let answer = futures_executor_block_on(request(&s.tx, &format!("n{i}")));
+                flush(&mut spool, std::time::Duration::from_millis(100));
+                answer.unwrap()
+            })
+            .collect();
+        drop(s.tx);
+        handle.join().unwrap();
+        assert!(
+            answers[1..].iter().all(Result::is_ok),
+            "whole-spool segments {whole_spool_segments}: {answers:?}"
+        );
+    }
+}
