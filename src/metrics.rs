@@ -210,6 +210,8 @@ pub struct Snapshot {
     pub spool_bad_records: u64,
     pub wal_batches: u64,
     pub wal_syncs: u64,
+    /// The write-ahead log cannot write: batches are refused `503 storage_unavailable`.
+    pub wal_failing: bool,
     /// Seconds since the key set was last loaded.
     pub key_set_age_s: f64,
     pub keys: u64,
@@ -505,6 +507,12 @@ impl Collector for Snapshot {
         )?;
         gauge(
             &mut enc,
+            "traceingest_wal_failing",
+            "1 while the write-ahead log cannot write to disk and batches are refused",
+            u64::from(self.wal_failing),
+        )?;
+        gauge(
+            &mut enc,
             "traceingest_key_set_age_seconds",
             "Seconds since the API keys were last loaded from ClickHouse",
             self.key_set_age_s,
@@ -620,6 +628,7 @@ mod tests {
         s.spool_bad_records = 1;
         s.wal_batches = 7;
         s.wal_syncs = 3;
+        s.wal_failing = true;
         let text = s.encode();
         for (series, kind, value) in [
             ("traceingest_flush_retries", "counter", "4"),
@@ -638,6 +647,7 @@ mod tests {
             ("traceingest_spool_bad_records", "counter", "1"),
             ("traceingest_wal_batches", "counter", "7"),
             ("traceingest_wal_syncs", "counter", "3"),
+            ("traceingest_wal_failing", "gauge", "1"),
         ] {
             let sample = if kind == "counter" {
                 format!("{series}_total {value}")

@@ -347,6 +347,14 @@ fn not_ready(e: NotReady) -> Refusal {
                  rows",
             )
         }
+        NotReady::WriteAheadFailing => {
+            return new(
+                503,
+                "storage_unavailable",
+                "the write-ahead log cannot write to disk; batches are refused until it can \
+                 start a new segment",
+            )
+        }
         NotReady::Draining => "draining for shutdown".to_string(),
         NotReady::StoreUnreachable { for_ms } => format!(
             "ClickHouse has been unreachable for {} s (API keys not refreshed)",
@@ -447,6 +455,13 @@ mod tests {
                 .into(),
                 429,
                 "quota_exceeded",
+                None,
+                false,
+            ),
+            (
+                NotReady::WriteAheadFailing.into(),
+                503,
+                "storage_unavailable",
                 None,
                 false,
             ),

@@ -17,6 +17,9 @@ pub const READY_BUFFER_PERCENT: u64 = 90;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NotReady {
     Draining,
+    /// `wal` mode: the write-ahead log cannot write to disk: `/ingest` refuses batches with
+    /// `503 storage_unavailable` until it can start a new segment (it keeps trying on its own).
+    WriteAheadFailing,
     /// Memory and spool are both full: `/ingest` refuses batches with `503 buffer_full`.
     BufferFull,
     /// The key set could not be loaded from ClickHouse for this long (ms).
@@ -44,6 +47,8 @@ pub enum NotReady {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Load {
     pub draining: bool,
+    /// The write-ahead log is failing (`FlushStats::wal_failing`).
+    pub wal_failing: bool,
     /// Memory and spool are both full (`FlushStats::full`).
     pub buffer_full: bool,
     pub key_set_age_ms: u64,
@@ -66,12 +71,17 @@ fn over(used: u64, max: u64) -> bool {
     u128::from(used) * 100 > u128::from(max) * u128::from(READY_BUFFER_PERCENT)
 }
 
-/// The readiness rule, from plain numbers: not draining, memory and spool not full, keys loaded
+/// The readiness rule, from plain numbers: not draining, the write-ahead log (if any) not
+/// failing, memory and spool not full, keys loaded
 /// from ClickHouse within `store_timeout_ms`, and neither the memory rows, the memory bytes nor
 /// the spool over 90% of their bounds. The first reason that holds, in that order, is the answer.
 pub fn readiness(load: &Load) -> Result<(), NotReady> {
     if load.draining {
         return Err(NotReady::Draining);
+    }
+    // Before a full buffer: a failing log refuses every batch before it looks for room.
+    if load.wal_failing {
+        return Err(NotReady::WriteAheadFailing);
     }
     if load.buffer_full {
         return Err(NotReady::BufferFull);
@@ -118,6 +128,7 @@ pub fn ready(shared: &Shared) -> Outcome {
     let stats = &shared.flush_stats;
     let verdict = readiness(&Load {
         draining: shared.is_draining(),
+        wal_failing: stats.wal_failing.load(Ordering::Relaxed),
         buffer_full: shared.is_buffer_full(),
         key_set_age_ms: key_set_age_ms(shared),
         store_timeout_ms: shared.config.ready_store_timeout.as_millis() as u64,
@@ -163,6 +174,7 @@ pub fn metrics(shared: &Shared) -> Outcome {
     s.spool_bad_records = load(&stats.spool_bad_records);
     s.wal_batches = load(&stats.wal_batches);
     s.wal_syncs = load(&stats.wal_syncs);
+    s.wal_failing = stats.wal_failing.load(Ordering::Relaxed);
     s.key_set_age_s = key_set_age_ms(shared) as f64 / 1000.0;
     s.keys = shared.keys.len() as u64;
     s.key_refreshes_on_demand = shared.keys.demand.on_demand();
@@ -222,6 +234,23 @@ mod tests {
         assert_eq!(status(&shared), 200);
     }
 
+    /// A failing write-ahead log refuses every batch: `/ready` says so, with the code `/ingest`
+    /// answers, and is ready again once the log is. (It answered `200` throughout.)
+    #[test]
+    fn not_ready_while_the_write_ahead_log_fails() {
+        let shared = Shared::for_bench();
+        shared.keys.confirm(clock::now_ms());
+        assert_eq!(status(&shared), 200);
+        let failing = &shared.flush_stats.wal_failing;
+        failing.store(true, Ordering::Relaxed);
+        match ready(&shared) {
+            Outcome::Refused(r) => assert_eq!((r.status, r.code), (503, "storage_unavailable")),
+            _ => panic!("ready while the write-ahead log fails"),
+        }
+        failing.store(false, Ordering::Relaxed);
+        assert_eq!(status(&shared), 200);
+    }
+
     #[test]
     fn readiness_rule() {
         // 10 s store timeout, 1000 rows of memory, 10 000 bytes of spool.
@@ -251,6 +280,24 @@ mod tests {
                     ..base
                 },
                 Err(NotReady::Draining),
+            ),
+            (
+                Load {
+                    draining: true,
+                    wal_failing: true,
+                    ..base
+                },
+                Err(NotReady::Draining),
+            ),
+            (
+                Load {
+                    wal_failing: true,
+                    buffer_full: true,
+                    key_set_age_ms: 60_000,
+                    spool_bytes: 9_001,
+                    ..base
+                },
+                Err(NotReady::WriteAheadFailing),
             ),
             (
                 Load {

@@ -85,8 +85,10 @@ pub(crate) mod faults {
         SegmentSync,
         /// `DeadLetters::write`, after its lines reached the file, before its fsync.
         DeadLetterSync,
+        /// `segment::Writer::append`, before the record is written.
+        SegmentWrite,
     }
-    const SITES: usize = 4;
+    const SITES: usize = 5;
 
     thread_local! {
         /// Faults left to raise, by `Site`.

@@ -159,7 +159,13 @@ impl Writer {
         self.scratch
             .extend_from_slice(&checksum(len, payload).to_le_bytes());
         self.scratch.extend_from_slice(payload);
-        if let Err(e) = self.file.write_all(&self.scratch) {
+        #[cfg(test)]
+        let written =
+            crate::sink::faults::check(crate::sink::faults::Site::SegmentWrite, libc::ENOSPC)
+                .and_then(|()| self.file.write_all(&self.scratch));
+        #[cfg(not(test))]
+        let written = self.file.write_all(&self.scratch);
+        if let Err(e) = written {
             let _ = self.file.set_len(self.len);
             return Err(e);
         }

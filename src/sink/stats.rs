@@ -46,6 +46,10 @@ pub struct FlushStats {
     /// `wal_syncs` smaller under concurrency).
     pub wal_batches: AtomicU64,
     pub wal_syncs: AtomicU64,
+    /// Write-ahead mode: the log cannot write (a write, an fsync or a new segment failed, and
+    /// no new segment could be started since): every batch is refused `503
+    /// storage_unavailable`, so `/ready` is false. Set and cleared by the write-ahead thread.
+    pub wal_failing: AtomicBool,
     /// Memory and spool are both full: new batches are refused (`/ready` is false). Set by
     /// whoever appends to the spool when it is refused for lack of room; cleared when room
     /// is made.

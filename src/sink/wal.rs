@@ -21,12 +21,20 @@
 //! the next group starts a new segment (with a fresh id for every attempt: a failed attempt may
 //! leave its file behind). A refused batch's quota ticket is released here (its spans go back
 //! to the organisation's monthly quota); the worker gives back the rate-limit credit.
+//!
+//! While the log is failing (`FlushStats::wal_failing`, which turns `/ready` to `503`) the thread
+//! does not wait for a request to try again: a load balancer sends none to an instance that is
+//! not ready. It waits for requests at most until the next probe, which tries to start a new
+//! segment (`roll`: a header and two fsyncs), 1 s after the failure and then twice as long each
+//! time up to 30 s. A segment a probe starts is like any other just rolled: sealed and deleted
+//! once a newer one starts, removed at start-up if it is still empty.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use crossbeam_channel::Receiver;
+use crossbeam_channel::{Receiver, RecvTimeoutError};
 use futures_channel::oneshot;
 
 use super::codec;
@@ -38,6 +46,14 @@ use crate::row::RowBatch;
 
 /// Most requests made durable by one fsync.
 const MAX_GROUP: usize = 1024;
+
+/// While the log is failing: the wait before the first probe, and the longest between two.
+const PROBE_FIRST: Duration = Duration::from_secs(1);
+const PROBE_MAX: Duration = Duration::from_secs(30);
+
+/// While the log is failing, a failed attempt at a new segment is logged at error level at most
+/// this often (the first at once); the others at debug level.
+const FAILURE_LOG_GAP: Duration = Duration::from_secs(600);
 
 /// Why a batch was not made durable; the worker answers `503`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,20 +130,10 @@ fn start(
     out: impl Into<Intake<WalEvent>>,
 ) -> std::io::Result<JoinHandle<()>> {
     let out = out.into();
+    let wal = Wal::new(cfg, writer, next_id, stats, out);
     std::thread::Builder::new()
         .name("wal".into())
-        .spawn(move || {
-            Wal {
-                cfg,
-                next_id,
-                broken: writer.is_none(),
-                writer,
-                stats,
-                out,
-                scratch: Vec::new(),
-            }
-            .run(rx)
-        })
+        .spawn(move || wal.run(rx))
 }
 
 struct Wal {
@@ -139,28 +145,121 @@ struct Wal {
     next_id: u64,
     stats: Arc<FlushStats>,
     out: Intake<WalEvent>,
-    /// The last group failed: start a new segment before the next one.
+    /// The last group or segment failed: start a new segment before the next record. Kept in
+    /// step with `FlushStats::wal_failing` (`set_broken`).
     broken: bool,
+    /// While `broken`: when to probe, and the waits before probes.
+    probe: Probe,
     /// Encoded batch, reused.
     scratch: Vec<u8>,
 }
 
+/// When the failing log next tries a new segment with no request to make it.
+struct Probe {
+    /// The wait after a failure, and the longest it doubles to (`PROBE_FIRST`, `PROBE_MAX`;
+    /// tests set their own).
+    first: Duration,
+    max: Duration,
+    /// The wait after the next failed attempt.
+    wait: Duration,
+    /// When to try (meaningful while broken).
+    at: Instant,
+    /// Attempts at a new segment that failed in a row, and when one was last logged at error
+    /// level: a disk that stays broken for a day must not fill the log with a line every 30 s.
+    failures: u64,
+    logged_at: Option<Instant>,
+}
+
+impl Probe {
+    fn new(first: Duration, max: Duration) -> Probe {
+        Probe {
+            first,
+            max,
+            wait: first,
+            at: Instant::now() + first,
+            failures: 0,
+            logged_at: None,
+        }
+    }
+
+    /// An attempt failed (or the log just broke): the next probe comes after the current wait,
+    /// and the one after that twice as late.
+    fn failed(&mut self) {
+        self.at = Instant::now() + self.wait;
+        self.wait = (self.wait * 2).min(self.max);
+    }
+}
+
 impl Wal {
+    fn new(
+        cfg: SpoolConfig,
+        writer: Option<Writer>,
+        next_id: u64,
+        stats: Arc<FlushStats>,
+        out: Intake<WalEvent>,
+    ) -> Wal {
+        let mut wal = Wal {
+            cfg,
+            next_id,
+            broken: false,
+            writer,
+            stats,
+            out,
+            probe: Probe::new(PROBE_FIRST, PROBE_MAX),
+            scratch: Vec::new(),
+        };
+        if wal.writer.is_none() {
+            wal.set_broken();
+        }
+        wal
+    }
+
     fn run(mut self, rx: Receiver<WalRequest>) {
         self.announce();
         let mut group: Vec<WalRequest> = Vec::with_capacity(MAX_GROUP);
-        while let Ok(first) = rx.recv() {
-            group.push(first);
-            while group.len() < MAX_GROUP {
-                match rx.try_recv() {
-                    Ok(r) => group.push(r),
-                    Err(_) => break,
-                }
-            }
-            self.commit(&mut group);
-        }
+        while self.step(&rx, &mut group) {}
         if let Some(Err(e)) = self.writer.as_ref().map(Writer::sync) {
             tracing::error!(error = %e, "write-ahead log: final fsync failed");
+        }
+    }
+
+    /// Waits for requests and commits them as one group; while the log is failing, waits only
+    /// until the next probe and, if no request came, probes. False once every sender is gone.
+    fn step(&mut self, rx: &Receiver<WalRequest>, group: &mut Vec<WalRequest>) -> bool {
+        let first = if self.broken {
+            match rx.recv_deadline(self.probe.at) {
+                Ok(r) => r,
+                Err(RecvTimeoutError::Timeout) => {
+                    self.roll();
+                    return true;
+                }
+                Err(RecvTimeoutError::Disconnected) => return false,
+            }
+        } else {
+            match rx.recv() {
+                Ok(r) => r,
+                Err(_) => return false,
+            }
+        };
+        group.push(first);
+        while group.len() < MAX_GROUP {
+            match rx.try_recv() {
+                Ok(r) => group.push(r),
+                Err(_) => break,
+            }
+        }
+        self.commit(group);
+        true
+    }
+
+    /// The log failed: every record waits for a new segment, `/ready` says so, and the first
+    /// probe is due after the first wait.
+    fn set_broken(&mut self) {
+        if !self.broken {
+            self.broken = true;
+            self.stats.wal_failing.store(true, Ordering::Relaxed);
+            self.probe.wait = self.probe.first;
+            self.probe.failed();
         }
     }
 
@@ -246,9 +345,13 @@ impl Wal {
             .expect("records were appended to a segment");
         let synced = match failure {
             Some(e) => Err(e),
-            None => writer.sync(),
+            None => {
+                // Counted whether or not it succeeds, but only when it ran: a failed write
+                // refuses the group without one.
+                self.stats.wal_syncs.fetch_add(1, Ordering::Relaxed);
+                writer.sync()
+            }
         };
-        self.stats.wal_syncs.fetch_add(1, Ordering::Relaxed);
         if let Err(e) = synced {
             tracing::error!(
                 error = %e,
@@ -260,7 +363,7 @@ impl Wal {
             if writer.truncate(start_len, start_records).is_ok() {
                 sub(&self.stats.spool_bytes, cut);
             }
-            self.broken = true;
+            self.set_broken();
             for (r, _) in appended.drain(..) {
                 refuse(r, WalRefusal::Failed);
             }
@@ -286,13 +389,37 @@ impl Wal {
     }
 
     /// Seals the current segment (already fsynced) and starts the next one; whether it could.
+    /// Failing, it leaves the log broken (the next record, or the next probe, tries again);
+    /// succeeding, it ends a failure.
     fn roll(&mut self) -> bool {
         let id = self.next_id;
         self.next_id += 1;
         let next = match Writer::create(&self.cfg.dir, id) {
             Ok(w) => w,
             Err(e) => {
-                tracing::error!(error = %e, segment = id, "write-ahead log: cannot start a new segment");
+                if self.broken {
+                    self.probe.failed();
+                } else {
+                    self.set_broken();
+                }
+                self.probe.failures += 1;
+                let now = Instant::now();
+                if self
+                    .probe
+                    .logged_at
+                    .is_none_or(|at| now.duration_since(at) >= FAILURE_LOG_GAP)
+                {
+                    self.probe.logged_at = Some(now);
+                    tracing::error!(
+                        error = %e,
+                        segment = id,
+                        attempts = self.probe.failures,
+                        "write-ahead log: cannot start a new segment; refusing batches and not \
+                         ready until one can be made (trying again every 1 s to 30 s)"
+                    );
+                } else {
+                    tracing::debug!(error = %e, segment = id, attempts = self.probe.failures, "write-ahead log: still cannot start a new segment");
+                }
                 return false;
             }
         };
@@ -301,7 +428,16 @@ impl Wal {
             .fetch_add(HEADER_LEN, Ordering::Relaxed);
         self.stats.spool_segments.fetch_add(1, Ordering::Relaxed);
         self.writer = Some(next);
+        if self.broken {
+            tracing::info!(
+                segment = id,
+                failed_attempts = self.probe.failures,
+                "write-ahead log: new segment started; taking batches again"
+            );
+        }
         self.broken = false;
+        self.stats.wal_failing.store(false, Ordering::Relaxed);
+        self.probe = Probe::new(self.probe.first, self.probe.max);
         self.announce();
         true
     }

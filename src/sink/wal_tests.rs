@@ -377,3 +377,217 @@ fn the_log_takes_batches_again_after_a_large_group_is_confirmed() {
         );
     }
 }
+
+/// A write-ahead thread's state, driven on the test thread (whose disk faults it then meets),
+/// probing at once whenever the log is failing.
+fn on_this_thread(s: &Setup, writer: Option<Writer>, next_id: u64) -> Wal {
+    let mut wal = Wal::new(
+        s.cfg.clone(),
+        writer,
+        next_id,
+        Arc::clone(&s.stats),
+        s.out_tx.clone().into(),
+    );
+    wal.probe = Probe::new(std::time::Duration::ZERO, std::time::Duration::ZERO);
+    wal
+}
+
+/// Hands what the write-ahead thread told the flush thread to `spool`, each record inserted
+/// and confirmed at once.
+fn confirm_all(out: &Receiver<WalEvent>, spool: &mut crate::sink::spool::Spool) {
+    for event in out.try_iter() {
+        match event {
+            WalEvent::Started {
+                segment,
+                created_ms,
+            } => spool.started(segment, created_ms),
+            WalEvent::Logged(l) => {
+                spool.logged(l.pos, l.segment_created_ms);
+                spool.confirm(l.pos);
+            }
+        }
+    }
+}
+
+/// The segment files in `dir`, by id.
+fn segment_files(dir: &std::path::Path) -> Vec<u64> {
+    let mut ids: Vec<u64> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| segment::parse_segment_name(e.unwrap().file_name().to_str()?))
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+/// A failed fsync makes the log failing (`/ready` turns `503`), and with no request arriving
+/// (a load balancer sends none to an instance that is not ready) its probes start a new
+/// segment, a failed probe leaving it failing, until one succeeds: ready again, and the probe's
+/// segment takes batches. The segment before it is sealed and deleted once confirmed, and
+/// the spool's byte count stays that of the files. (The log tried again only when a request
+/// came, and nothing told `/ready`: it answered `200` while every batch was `503
+/// storage_unavailable`.)
+#[test]
+fn a_failing_log_is_not_ready_and_recovers_by_itself() {
+    use crate::sink::faults::{self, Site};
+    use crate::sink::spool::Spool;
+    let dir = TestDir::new("wal-probe");
+    let s = setup(&dir, 1 << 30);
+    let mut spool = Spool::open(s.cfg.clone(), Arc::clone(&s.stats)).unwrap();
+    let writer = Writer::create(dir.path(), spool.take_next_id()).unwrap();
+    let first = writer.id();
+    s.stats
+        .spool_bytes
+        .fetch_add(writer.len(), Ordering::Relaxed);
+    let mut wal = on_this_thread(&s, Some(writer), first + 1);
+    wal.announce();
+    let mut group = Vec::new();
+    let failing = || s.stats.wal_failing.load(Ordering::Relaxed);
+
+    let taken = request(&s.tx, "taken");
+    assert!(wal.step(&s.rx, &mut group));
+    assert_eq!(futures_executor_block_on(taken), Ok(Ok(())));
+    assert!(!failing());
+    confirm_all(&s.out, &mut spool);
+
+    faults::arm(Site::SegmentSync, 1);
+    let refused = request(&s.tx, "refused");
+    assert!(wal.step(&s.rx, &mut group));
+    assert_eq!(
+        futures_executor_block_on(refused),
+        Ok(Err(WalRefusal::Failed))
+    );
+    assert!(failing(), "a failed fsync makes the log failing");
+
+    // No request: the next step probes, and this probe fails.
+    faults::arm(Site::SegmentCreate, 1);
+    assert!(wal.step(&s.rx, &mut group));
+    assert!(failing(), "a failed probe leaves it failing");
+    assert_eq!(segment_files(dir.path()), [first]);
+
+    // Still no request: the next probe starts a segment.
+    assert!(wal.step(&s.rx, &mut group));
+    assert!(!failing(), "a probe that starts a segment ends the failure");
+    let probed = segment_files(dir.path());
+    assert_eq!(probed.len(), 2, "{probed:?}");
+    confirm_all(&s.out, &mut spool);
+    assert_eq!(
+        segment_files(dir.path()),
+        probed[1..],
+        "the segment before the probe's is sealed and, confirmed, deleted"
+    );
+
+    let after = request(&s.tx, "after");
+    assert!(wal.step(&s.rx, &mut group));
+    assert_eq!(futures_executor_block_on(after), Ok(Ok(())));
+    let logged = logged(&s.out);
+    assert_eq!(logged.len(), 1);
+    assert_eq!(
+        logged[0].pos.segment, probed[1],
+        "the probe's segment is used"
+    );
+    let on_disk = std::fs::metadata(segment::segment_path(dir.path(), probed[1]))
+        .unwrap()
+        .len();
+    assert_eq!(s.stats.spool_bytes.load(Ordering::Relaxed), on_disk);
+}
+
+/// A log whose new segment cannot be created (past its size: the disk full) is failing until
+/// a probe can create one.
+#[test]
+fn a_failed_segment_creation_makes_the_log_failing_until_a_probe_succeeds() {
+    use crate::sink::faults::{self, Site};
+    let dir = TestDir::new("wal-probe-create");
+    let mut s = setup(&dir, 1 << 30);
+    s.cfg.segment_bytes = 4 << 10;
+    let mut wal = on_this_thread(&s, Some(Writer::create(dir.path(), 1).unwrap()), 2);
+    let mut group = Vec::new();
+    let failing = || s.stats.wal_failing.load(Ordering::Relaxed);
+    let mut answers = Vec::new();
+    faults::arm(Site::SegmentCreate, 1);
+    // One request per group, until one needs a new segment.
+    while !failing() {
+        let answer = request(&s.tx, &format!("t{}", answers.len()));
+        assert!(wal.step(&s.rx, &mut group));
+        answers.push(futures_executor_block_on(answer).unwrap());
+        assert!(answers.len() < 10, "{answers:?}");
+    }
+    assert_eq!(answers.last(), Some(&Err(WalRefusal::Failed)));
+    assert!(wal.step(&s.rx, &mut group), "a probe, no request");
+    assert!(!failing());
+    let answer = request(&s.tx, "after");
+    assert!(wal.step(&s.rx, &mut group));
+    assert_eq!(futures_executor_block_on(answer), Ok(Ok(())));
+}
+
+/// The real thread, started without a segment (the disk could not take one at start-up), is
+/// failing until it can make one, and then makes one with no request arriving. Its probe's
+/// segment, still empty when the server stops, is removed at the next start.
+#[test]
+fn the_thread_probes_on_its_own() {
+    use crate::sink::spool::Spool;
+    let dir = TestDir::new("wal-probe-thread");
+    let Setup {
+        tx,
+        rx,
+        out: _out,
+        out_tx,
+        stats,
+        mut cfg,
+    } = setup(&dir, 1 << 30);
+    // A directory that is not there yet stands for the disk that cannot take a file.
+    cfg.dir = dir.path().join("later");
+    let later = cfg.clone();
+    let handle = spawn_without_segment(cfg, 5, Arc::clone(&stats), rx, out_tx).unwrap();
+    assert!(stats.wal_failing.load(Ordering::Relaxed));
+    std::fs::create_dir_all(&later.dir).unwrap();
+    // Not a timing assertion: the first probe is due after 1 s; this only bounds a hang.
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while stats.wal_failing.load(Ordering::Relaxed) {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "no probe made a segment"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let made = segment_files(&later.dir);
+    assert_eq!(made.len(), 1, "{made:?}");
+    assert!(made[0] >= 5);
+    drop(tx);
+    handle.join().unwrap();
+    let stats = Arc::new(FlushStats::default());
+    drop(Spool::open(later.clone(), Arc::clone(&stats)).unwrap());
+    assert_eq!(segment_files(&later.dir), [] as [u64; 0]);
+    assert_eq!(stats.spool_bytes.load(Ordering::Relaxed), 0);
+}
+
+/// `traceingest_wal_syncs_total` counts fsyncs that ran: one for a failed fsync, none for a
+/// failed write, which refuses its group without one. (A failed write counted one.)
+#[test]
+fn only_fsyncs_that_ran_are_counted() {
+    use crate::sink::faults::{self, Site};
+    let dir = TestDir::new("wal-syncs");
+    let s = setup(&dir, 1 << 30);
+    let mut wal = on_this_thread(&s, Some(Writer::create(dir.path(), 1).unwrap()), 2);
+    let mut group = Vec::new();
+    let syncs = || s.stats.wal_syncs.load(Ordering::Relaxed);
+    for (site, counted) in [(Site::SegmentWrite, 0), (Site::SegmentSync, 1)] {
+        let before = syncs();
+        faults::arm(site, 1);
+        let answer = request(&s.tx, "refused");
+        assert!(wal.step(&s.rx, &mut group));
+        assert_eq!(
+            futures_executor_block_on(answer),
+            Ok(Err(WalRefusal::Failed)),
+            "{site:?}"
+        );
+        assert_eq!(syncs() - before, counted, "{site:?}");
+        // The failed write left the log failing; the next step's probe ends it.
+        assert!(wal.step(&s.rx, &mut group));
+        assert!(!s.stats.wal_failing.load(Ordering::Relaxed));
+    }
+    let answer = request(&s.tx, "taken");
+    let before = syncs();
+    assert!(wal.step(&s.rx, &mut group));
+    assert_eq!(futures_executor_block_on(answer), Ok(Ok(())));
+    assert_eq!(syncs() - before, 1);
+}
