@@ -497,8 +497,12 @@ impl Flusher {
                     // A resumed insert wrote only the shards left; all its rows are in now.
                     inserted.rows = rows;
                     self.st.frozen = None;
+                    self.st.written(pieces, inserted, started.elapsed());
+                    // Only once its records are confirmed (`written`): a crash in between
+                    // leaves an intent naming confirmed records, which the next start drops
+                    // (`apply_intent`), where one cleared first left records that the next
+                    // start replayed as ordinary batches, other blocks than the shards took.
                     self.st.clear_intent();
-                    self.st.written(pieces, inserted, started.elapsed())
                 }
                 Err(e) => {
                     if self.store.replicated() {

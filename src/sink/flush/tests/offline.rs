@@ -134,6 +134,48 @@ fn a_previous_runs_intent_survives_a_new_insert_and_a_stop() {
     );
 }
 
+/// Cluster mode: an insert's intent is cleared only after its records are confirmed, so a
+/// crash in between leaves an intent naming confirmed records. The next start must replay
+/// none of them (they are in ClickHouse) and drop the intent. (Cleared first, as it was, a
+/// crash in between left unconfirmed records and no intent: replayed as ordinary batches,
+/// other blocks than the shards had taken, copies only `FINAL` removes.)
+#[test]
+fn an_intent_naming_confirmed_records_replays_nothing() {
+    use crate::sink::clickhouse::Inserted;
+    let dir = TestDir::new("flush-intent-confirmed");
+    let cfg = FlushConfig {
+        max_rows: 100,
+        ..config("unused", NATIVE_URL)
+    };
+    let intent = dir.path().join("spool").join("insert.intent");
+    {
+        let mut f = offline_flusher(cfg.clone(), &dir);
+        let st = &mut f.st;
+        for trace in ["a", "b"] {
+            let b = batch("o", trace, 3, 0);
+            let pos = st.spool.append(&b, false).unwrap();
+            st.push(Entry::new(b, Some(pos)), Instant::now());
+        }
+        st.spool.sync().unwrap();
+        let (pieces, rows) = st.next_insert();
+        assert_eq!((pieces, rows), (2, 6));
+        st.note_intent(pieces);
+        st.written(pieces, Inserted { rows, bytes: 0 }, Duration::ZERO);
+        // The process dies here, before `clear_intent`.
+        assert!(intent.exists());
+    }
+    let mut f = offline_flusher(cfg, &dir);
+    let st = &mut f.st;
+    st.load_intent();
+    st.refill();
+    assert!(st.queue.is_empty(), "nothing replayed");
+    assert!(
+        st.held.is_empty() && st.intents.is_empty(),
+        "the intent dropped"
+    );
+    assert!(!intent.exists());
+}
+
 /// Each unfinished insert an intent file names is replayed alone, as the same pieces, after
 /// whatever insert is frozen already (never in its place); an insert written in between keeps
 /// the others in the file; a stop during the replay keeps them all.
