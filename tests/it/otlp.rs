@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
+mod empty;
 mod live;
 mod priced;
 
@@ -46,7 +47,7 @@ pub(crate) fn post(
     c.read_response()
 }
 
-const PROTOBUF: &str = "application/x-protobuf";
+pub(crate) const PROTOBUF: &str = "application/x-protobuf";
 pub(crate) const JSON: &str = "application/json";
 
 pub(crate) fn capture(file: &str) -> Vec<u8> {

@@ -699,3 +699,4 @@ fn undecodable_bodies() {
 }
 
 mod json;
+mod spec;
