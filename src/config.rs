@@ -406,6 +406,20 @@ impl ServeArgs {
         if workers == 0 || workers > 1024 {
             return Err(format!("INGEST_WORKERS must be 1..=1024, got {workers}"));
         }
+        let listen = SocketAddr::new(self.host, self.port);
+        if listeners_overlap(listen, self.admin_addr) {
+            let every = if listen.ip().to_canonical() == self.admin_addr.ip().to_canonical() {
+                ""
+            } else {
+                ", and one listens on every address"
+            };
+            return Err(format!(
+                "INGEST_ADMIN_ADDR {} overlaps the public listener INGEST_HOST:INGEST_PORT \
+                 {listen} (both on port {}{every}): give the admin listener another port",
+                self.admin_addr,
+                listen.port()
+            ));
+        }
         if self.max_body_bytes == 0 || self.max_body_bytes > 1 << 30 {
             return Err(format!(
                 "INGEST_MAX_BODY_BYTES must be 1..=1073741824, got {}",
@@ -596,7 +610,7 @@ impl ServeArgs {
             ));
         }
         Ok(Config {
-            listen: SocketAddr::new(self.host, self.port),
+            listen,
             admin: self.admin_addr,
             workers,
             limits: Limits {
@@ -637,6 +651,19 @@ impl ServeArgs {
             clock_offset_ms: self.test_clock_offset_ms,
         })
     }
+}
+
+/// Whether listeners on `a` and `b` would take the same port on a shared address, which the
+/// second bind is refused: the same address, or one that listens on every address covering
+/// the other (`::` covers IPv4 too, Linux's dual-stack default; `0.0.0.0` covers no IPv6
+/// address). Port 0 picks a free port: never the other's.
+fn listeners_overlap(a: SocketAddr, b: SocketAddr) -> bool {
+    if a.port() == 0 || a.port() != b.port() {
+        return false;
+    }
+    let (x, y) = (a.ip().to_canonical(), b.ip().to_canonical());
+    let covers = |x: IpAddr, y: IpAddr| x.is_unspecified() && (x.is_ipv6() || y.is_ipv4());
+    x == y || covers(x, y) || covers(y, x)
 }
 
 /// The rule for a key prefix (`INGEST_KEY_PREFIX`, `keys create --prefix`): 1 to 16 of

@@ -464,3 +464,51 @@ fn readme_settings_table_matches_the_variables_and_their_defaults() {
         }
     }
 }
+
+/// Found in audit: an admin address that overlaps the public listener (the same port on the
+/// same address, or on an address either of them covers by listening on all of them) was
+/// accepted, and start-up went through ClickHouse's schema, the key load and the spool before
+/// it failed on "Address already in use", as if another process held the port. It is refused
+/// at once, naming both settings.
+#[test]
+fn an_admin_address_on_the_public_listener_is_refused() {
+    let refused: &[&[&str]] = &[
+        &["--admin-addr", "0.0.0.0:4000"],
+        &["--admin-addr", "127.0.0.1:4000"],
+        &["--host", "127.0.0.1", "--admin-addr", "0.0.0.0:4000"],
+        &["--host", "127.0.0.1", "--admin-addr", "127.0.0.1:4000"],
+        &["--host", "::", "--admin-addr", "127.0.0.1:4000"],
+        &["--host", "::1", "--admin-addr", "[::]:4000"],
+        &["--host", "::1", "--port", "9", "--admin-addr", "[::1]:9"],
+        &[
+            "--host",
+            "127.0.0.1",
+            "--admin-addr",
+            "[::ffff:127.0.0.1]:4000",
+        ],
+    ];
+    for args in refused {
+        let err = resolve(args).unwrap_err();
+        assert!(
+            err.starts_with("INGEST_ADMIN_ADDR") && err.contains("INGEST_PORT"),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(
+        resolve(&["--admin-addr", "127.0.0.1:4000"]).unwrap_err(),
+        "INGEST_ADMIN_ADDR 127.0.0.1:4000 overlaps the public listener INGEST_HOST:INGEST_PORT \
+         0.0.0.0:4000 (both on port 4000, and one listens on every address): give the admin \
+         listener another port"
+    );
+    // Different ports, addresses neither covers, another family, or ports the kernel picks.
+    let accepted: &[&[&str]] = &[
+        &[],
+        &["--host", "127.0.0.1", "--admin-addr", "127.0.0.2:4000"],
+        &["--admin-addr", "[::1]:4000"],
+        &["--host", "::1", "--admin-addr", "0.0.0.0:4000"],
+        &["--port", "0", "--admin-addr", "0.0.0.0:0"],
+    ];
+    for args in accepted {
+        assert!(resolve(args).is_ok(), "{args:?}");
+    }
+}
