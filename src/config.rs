@@ -62,6 +62,12 @@ impl StoreArgs {
                 redact_password(&self.clickhouse_url)
             ));
         }
+        // The rest of each URL as `Store::new` reads it (no path, known parameters only, a
+        // host and a port), so that start-up stops here and the message names the setting.
+        for url in self.clickhouse_url.split(',').map(str::trim) {
+            crate::sink::clickhouse::check_url(url)
+                .map_err(|e| format!("INGEST_CLICKHOUSE_URL: {}", e.message))?;
+        }
         if self.clickhouse_url.contains(',') && self.clickhouse_cluster.is_none() {
             return Err(
                 "INGEST_CLICKHOUSE_URL names several nodes: set INGEST_CLICKHOUSE_CLUSTER too \
@@ -71,22 +77,24 @@ impl StoreArgs {
         }
         if let Some(c) = &self.clickhouse_cluster {
             if c.is_empty()
+                || c.len() > 128
                 || !c
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
             {
                 return Err(format!(
-                    "INGEST_CLICKHOUSE_CLUSTER must name a cluster of remote_servers (letters, digits, _ - .), got {c:?}"
+                    "INGEST_CLICKHOUSE_CLUSTER must name a cluster of remote_servers (1 to 128 of letters, digits, _ - .), got {c:?}"
                 ));
             }
         }
         let db = &self.clickhouse_database;
         if db.is_empty()
+            || db.len() > 128
             || !db.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
             || db.as_bytes()[0].is_ascii_digit()
         {
             return Err(format!(
-                "INGEST_CLICKHOUSE_DATABASE must be letters, digits and '_' (not starting with a digit), got {db:?}"
+                "INGEST_CLICKHOUSE_DATABASE must be 1 to 128 of letters, digits and '_' (not starting with a digit), got {db:?}"
             ));
         }
         Ok(())

@@ -512,3 +512,61 @@ fn an_admin_address_on_the_public_listener_is_refused() {
         assert!(resolve(args).is_ok(), "{args:?}");
     }
 }
+
+/// Found in audit: `resolve` looked only at each ClickHouse URL's scheme and at the database's
+/// characters; the rest (a path, an unknown parameter such as `secure=true`, a port past
+/// 65535, no host) and the names' length were read by `Store::new` later in start-up, after
+/// the data directory and the spool, in a message that named no setting. They are checked
+/// here, each message naming its setting.
+#[test]
+fn clickhouse_settings_are_checked_whole_at_start() {
+    let long = "a".repeat(129);
+    let refused: &[(&[&str], &str)] = &[
+        (
+            &["--clickhouse-url", "tcp://h:9000/db"],
+            "INGEST_CLICKHOUSE_URL",
+        ),
+        (
+            &["--clickhouse-url", "tcp://h:9000?secure=true"],
+            "INGEST_CLICKHOUSE_URL",
+        ),
+        (
+            &["--clickhouse-url", "tcp://h:99999"],
+            "INGEST_CLICKHOUSE_URL",
+        ),
+        (&["--clickhouse-url", "tcp://"], "INGEST_CLICKHOUSE_URL"),
+        (
+            &[
+                "--clickhouse-url",
+                "tcp://a:9000,tcp://b:9000/x",
+                "--clickhouse-cluster",
+                "c",
+            ],
+            "INGEST_CLICKHOUSE_URL",
+        ),
+        (
+            &["--clickhouse-database", &long],
+            "INGEST_CLICKHOUSE_DATABASE",
+        ),
+        (
+            &["--clickhouse-cluster", &long],
+            "INGEST_CLICKHOUSE_CLUSTER",
+        ),
+    ];
+    for (args, setting) in refused {
+        let err = resolve(args).unwrap_err();
+        assert!(err.starts_with(setting), "{args:?}: {err}");
+    }
+    let err = resolve(&["--clickhouse-url", "tcp://u:s3cret@h:9000/db"]).unwrap_err();
+    assert!(!err.contains("s3cret"), "{err}");
+    let accepted: &[&[&str]] = &[
+        &["--clickhouse-url", "tcp://u:p@h:9000/?compression=lz4"],
+        &["--clickhouse-url", "tcp://h"],
+        &["--clickhouse-url", "tcp://[::1]:9000"],
+        &["--clickhouse-database", &long[1..]],
+        &["--clickhouse-cluster", &long[1..]],
+    ];
+    for args in accepted {
+        assert!(resolve(args).is_ok(), "{args:?}: {:?}", resolve(args).err());
+    }
+}
