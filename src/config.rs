@@ -405,6 +405,21 @@ impl Config {
     }
 }
 
+impl Config {
+    /// The body cap, `/ingest`'s or `/v1/traces`'s (the larger), whose bodies' rows may not fit
+    /// in one batch (`batch_limit`): rows take from about 1.25 to 5 times their body, so a
+    /// batch limit under twice the cap refuses bodies near it (`413 batch_too_large`). Start-up
+    /// warns with the setting and its value.
+    pub fn body_cap_past_batch_limit(&self) -> Option<(&'static str, u64)> {
+        let cap = if self.otlp_max_body_bytes > self.limits.max_body_bytes {
+            ("INGEST_OTLP_MAX_BODY_BYTES", self.otlp_max_body_bytes)
+        } else {
+            ("INGEST_MAX_BODY_BYTES", self.limits.max_body_bytes)
+        };
+        (self.batch_limit().bytes < cap.1.saturating_mul(2)).then_some(cap)
+    }
+}
+
 impl ServeArgs {
     /// Checks every value and builds the `Config`; the error names the setting.
     pub fn resolve(&self) -> Result<Config, String> {

@@ -570,3 +570,50 @@ fn clickhouse_settings_are_checked_whole_at_start() {
         assert!(resolve(args).is_ok(), "{args:?}: {:?}", resolve(args).err());
     }
 }
+
+/// Found in audit: start-up warned that bodies near the cap may be refused `413
+/// batch_too_large` only when `/ingest`'s cap passed half a batch's bytes; `/v1/traces`'s
+/// (20 MiB by default, twice `/ingest`'s) was left out, so a server with a 64 MiB buffer and a
+/// 1 MiB `/ingest` cap refused large OTLP exports without a word at start.
+#[test]
+fn start_up_warns_of_either_body_cap_past_half_a_batch() {
+    assert_eq!(resolve(&[]).unwrap().body_cap_past_batch_limit(), None);
+    let small_buffer = ["--buffer-max-bytes", "67108864"];
+    let c = resolve(&[&small_buffer[..], &["--max-body-bytes", "1048576"]].concat()).unwrap();
+    assert_eq!(
+        c.body_cap_past_batch_limit(),
+        Some(("INGEST_OTLP_MAX_BODY_BYTES", 20 << 20))
+    );
+    let c = resolve(
+        &[
+            &small_buffer[..],
+            &["--max-body-bytes", "33554432", "--otlp-max-body-bytes", "1"],
+        ]
+        .concat(),
+    )
+    .unwrap();
+    assert_eq!(
+        c.body_cap_past_batch_limit(),
+        Some(("INGEST_MAX_BODY_BYTES", 32 << 20))
+    );
+    let c = resolve(
+        &[
+            &small_buffer[..],
+            &[
+                "--max-body-bytes",
+                "1048576",
+                "--otlp-max-body-bytes",
+                "8388608",
+            ],
+        ]
+        .concat(),
+    )
+    .unwrap();
+    assert_eq!(c.body_cap_past_batch_limit(), None, "16 MiB a batch");
+    // In wal mode a quarter of the spool bounds a batch too.
+    let c = resolve(&["--durability", "wal", "--spool-max-bytes", "67108864"]).unwrap();
+    assert_eq!(
+        c.body_cap_past_batch_limit(),
+        Some(("INGEST_OTLP_MAX_BODY_BYTES", 20 << 20))
+    );
+}

@@ -264,16 +264,17 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         None => tracing::warn!("cannot read the open-files limit (RLIMIT_NOFILE)"),
     }
     let batch_limit = config.batch_limit();
-    if batch_limit.bytes < 2 * config.limits.max_body_bytes {
+    if let Some((setting, cap)) = config.body_cap_past_batch_limit() {
         tracing::warn!(
             buffer_max_bytes = config.buffer_max_bytes,
             spool_max_bytes = config.spool_max_bytes,
             batch_limit = batch_limit.bytes,
-            max_body_bytes = config.limits.max_body_bytes,
+            setting,
+            body_cap = cap,
             "one batch's rows may take a quarter of INGEST_BUFFER_MAX_BYTES (and in wal mode of \
-             INGEST_SPOOL_MAX_BYTES), less than twice INGEST_MAX_BODY_BYTES: bodies near the \
-             body cap may be refused with 413 batch_too_large; set both to at least 8 x \
-             INGEST_MAX_BODY_BYTES"
+             INGEST_SPOOL_MAX_BYTES), less than twice the body cap named here: bodies near it \
+             may be refused with 413 batch_too_large; set both to at least 8 x \
+             INGEST_MAX_BODY_BYTES and INGEST_OTLP_MAX_BODY_BYTES"
         );
     }
     // Informational: a small row bound is a choice (a small box), and batches within it are
