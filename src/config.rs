@@ -425,10 +425,7 @@ impl ServeArgs {
     pub fn resolve(&self) -> Result<Config, String> {
         self.store.check()?;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let workers = self.workers.unwrap_or(cores);
-        if workers == 0 || workers > 1024 {
-            return Err(format!("INGEST_WORKERS must be 1..=1024, got {workers}"));
-        }
+        let workers = workers(self.workers, cores)?;
         let listen = SocketAddr::new(self.host, self.port);
         if listeners_overlap(listen, self.admin_addr) {
             let every = if listen.ip().to_canonical() == self.admin_addr.ip().to_canonical() {
@@ -674,6 +671,21 @@ impl ServeArgs {
             clock_offset_ms: self.test_clock_offset_ms,
         })
     }
+}
+
+/// The most worker threads (`INGEST_WORKERS`).
+const MAX_WORKERS: usize = 1024;
+
+/// `INGEST_WORKERS` (`setting`), checked, or one worker per core (at most `MAX_WORKERS`) when
+/// it is unset.
+fn workers(setting: Option<usize>, cores: usize) -> Result<usize, String> {
+    let workers = setting.unwrap_or(cores.min(MAX_WORKERS));
+    if workers == 0 || workers > MAX_WORKERS {
+        return Err(format!(
+            "INGEST_WORKERS must be 1..={MAX_WORKERS}, got {workers}"
+        ));
+    }
+    Ok(workers)
 }
 
 /// Whether listeners on `a` and `b` would take the same port on a shared address, which the

@@ -617,3 +617,25 @@ fn start_up_warns_of_either_body_cap_past_half_a_batch() {
         Some(("INGEST_OTLP_MAX_BODY_BYTES", 20 << 20))
     );
 }
+
+/// Found in audit: with `INGEST_WORKERS` unset the worker count is the number of cores, and on
+/// a machine of more than 1,024 the server refused to start, blaming a setting nobody set.
+/// Unset, it is one per core up to 1,024.
+#[test]
+fn the_default_worker_count_stays_within_its_bound() {
+    assert_eq!(workers(None, 2), Ok(2));
+    assert_eq!(workers(None, 2048), Ok(1024));
+    assert_eq!(
+        workers(Some(3), 2),
+        Ok(3),
+        "more workers than cores share them"
+    );
+    assert_eq!(
+        workers(Some(2048), 2),
+        Err("INGEST_WORKERS must be 1..=1024, got 2048".to_string())
+    );
+    assert_eq!(
+        workers(Some(0), 2),
+        Err("INGEST_WORKERS must be 1..=1024, got 0".to_string())
+    );
+}
