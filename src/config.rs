@@ -465,7 +465,7 @@ impl ServeArgs {
             ));
         }
         if self.flush_interval_ms == 0 {
-            return Err("INGEST_FLUSH_INTERVAL_MS must be at least 1".into());
+            return Err("INGEST_FLUSH_INTERVAL_MS must be at least 1, got 0".into());
         }
         if self.flush_nice > 19 {
             return Err(format!(
@@ -551,7 +551,7 @@ impl ServeArgs {
             ("INGEST_SHUTDOWN_TIMEOUT_MS", self.shutdown_timeout_ms),
         ] {
             if v == 0 {
-                return Err(format!("{name} must be at least 1"));
+                return Err(format!("{name} must be at least 1, got 0"));
             }
         }
         // Connection deadlines go to monoio's timer, which panics on a deadline u64::MAX ms
@@ -576,12 +576,12 @@ impl ServeArgs {
         }
         if self.min_body_rate_bytes_per_sec > 0 && self.body_rate_grace_ms == 0 {
             return Err(
-                "INGEST_BODY_RATE_GRACE_MS must be at least 1 while INGEST_MIN_BODY_RATE_BYTES_PER_SEC is set"
+                "INGEST_BODY_RATE_GRACE_MS must be at least 1 while INGEST_MIN_BODY_RATE_BYTES_PER_SEC is set, got 0"
                     .into(),
             );
         }
         if self.max_connections_per_worker == 0 {
-            return Err("INGEST_MAX_CONNECTIONS_PER_WORKER must be at least 1".into());
+            return Err("INGEST_MAX_CONNECTIONS_PER_WORKER must be at least 1, got 0".into());
         }
         let plans = self.plans.resolve()?;
         if !(100..=600_000).contains(&self.quota_sync_ms) {
@@ -758,3 +758,7 @@ pub fn redact_password(url: &str) -> String {
 #[cfg(test)]
 #[path = "config_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "config_readme_tests.rs"]
+mod readme_tests;

@@ -10,7 +10,7 @@ struct Cli {
     serve: ServeArgs,
 }
 
-fn resolve(args: &[&str]) -> Result<Config, String> {
+pub(super) fn resolve(args: &[&str]) -> Result<Config, String> {
     let mut argv = vec!["traceingest"];
     argv.extend_from_slice(args);
     Cli::try_parse_from(argv)
@@ -308,7 +308,7 @@ fn slow_client_settings() {
     let cases: &[(&[&str], &str)] = &[
         (
             &["--body-rate-grace-ms", "0"],
-            "INGEST_BODY_RATE_GRACE_MS must be at least 1 while INGEST_MIN_BODY_RATE_BYTES_PER_SEC is set",
+            "INGEST_BODY_RATE_GRACE_MS must be at least 1 while INGEST_MIN_BODY_RATE_BYTES_PER_SEC is set, got 0",
         ),
         (
             &["--min-body-rate-bytes-per-sec", "2000000000"],
@@ -316,7 +316,7 @@ fn slow_client_settings() {
         ),
         (
             &["--header-timeout-ms", "0"],
-            "INGEST_HEADER_TIMEOUT_MS must be at least 1",
+            "INGEST_HEADER_TIMEOUT_MS must be at least 1, got 0",
         ),
         (
             &["--flush-max-rows", "2000000", "--buffer-max-rows", "3000000"],
@@ -324,7 +324,7 @@ fn slow_client_settings() {
         ),
         (
             &["--max-connections-per-worker", "0"],
-            "INGEST_MAX_CONNECTIONS_PER_WORKER must be at least 1",
+            "INGEST_MAX_CONNECTIONS_PER_WORKER must be at least 1, got 0",
         ),
     ];
     for (flags, message) in cases {
@@ -354,115 +354,6 @@ fn a_batch_may_take_a_quarter_of_the_buffer_and_in_wal_mode_of_the_spool() {
         .unwrap()
         .batch_limit();
     assert_eq!(wal.bytes, (512 << 20) / 4);
-}
-
-/// The rows of README's settings table: (variable, default cell), in order.
-fn readme_settings() -> Vec<(String, String)> {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
-    let section = readme
-        .split("\n## Settings\n")
-        .nth(1)
-        .and_then(|s| s.split("\n## ").next())
-        .expect("README has a Settings section");
-    section
-        .lines()
-        .filter(|l| l.starts_with("| `INGEST_"))
-        .map(|l| {
-            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
-            (cells[1].trim_matches('`').to_string(), cells[2].to_string())
-        })
-        .collect()
-}
-
-/// Every `INGEST_*` variable anything in `src/` reads (a clap `env`, or the environment read
-/// directly), found in the source text so that a new one cannot be missed.
-fn variables_read() -> std::collections::BTreeSet<String> {
-    fn walk(dir: &std::path::Path, out: &mut std::collections::BTreeSet<String>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                let text = std::fs::read_to_string(&path).unwrap();
-                for reader in ["env = \"", "var_os(\"", "var(\""] {
-                    for (at, _) in text.match_indices(reader) {
-                        let name: String = text[at + reader.len()..]
-                            .chars()
-                            .take_while(|c| c.is_ascii_uppercase() || *c == '_')
-                            .collect();
-                        if name.starts_with("INGEST_") {
-                            out.insert(name);
-                        }
-                    }
-                }
-            }
-        }
-    }
-    let mut names = std::collections::BTreeSet::new();
-    walk(
-        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")),
-        &mut names,
-    );
-    names
-}
-
-/// README's settings table lists every variable the program reads and no other, each with the
-/// default clap gives it (a cell that starts with the value in backticks), or, for a variable
-/// without one, a cell that names no value ("none", "number of cores").
-#[test]
-fn readme_settings_table_matches_the_variables_and_their_defaults() {
-    use clap::{Args as _, Command};
-    let table = readme_settings();
-    let documented: std::collections::BTreeSet<String> =
-        table.iter().map(|(v, _)| v.clone()).collect();
-    assert_eq!(
-        documented.len(),
-        table.len(),
-        "a variable twice in {table:?}"
-    );
-    let read = variables_read();
-    assert!(read.len() > 40 && read.contains("INGEST_LOG"), "{read:?}");
-    let missing: Vec<_> = read.difference(&documented).collect();
-    let unread: Vec<_> = documented.difference(&read).collect();
-    assert!(
-        missing.is_empty() && unread.is_empty(),
-        "read but not in README's settings table: {missing:?}; in the table but read nowhere: {unread:?}"
-    );
-
-    let mut defaults: Vec<(String, Option<String>)> =
-        vec![("INGEST_LOG".into(), Some(DEFAULT_LOG_FILTER.into()))];
-    for cmd in [
-        ServeArgs::augment_args(Command::new("serve")),
-        MigrateArgs::augment_args(Command::new("migrate")),
-        LogArgs::augment_args(Command::new("log")),
-    ] {
-        for arg in cmd.get_arguments() {
-            let Some(var) = arg.get_env() else { continue };
-            let default = arg
-                .get_default_values()
-                .first()
-                .map(|d| d.to_string_lossy().into_owned());
-            defaults.push((var.to_string_lossy().into_owned(), default));
-        }
-    }
-    assert!(defaults.len() > 40, "{defaults:?}");
-    for (var, default) in defaults {
-        let (_, cell) = table
-            .iter()
-            .find(|(v, _)| *v == var)
-            .unwrap_or_else(|| panic!("{var} is not in README's settings table"));
-        match default {
-            Some(d) => assert!(
-                cell.starts_with(&format!("`{d}`")),
-                "README gives {var} the default {cell:?}; the code's is {d:?}"
-            ),
-            None => assert!(
-                !cell.starts_with('`'),
-                "README gives {var} the default {cell:?}; the code has none"
-            ),
-        }
-    }
 }
 
 /// Found in audit: an admin address that overlaps the public listener (the same port on the
