@@ -174,6 +174,42 @@ pub enum LogFormat {
     Json,
 }
 
+impl LogFormat {
+    /// The line a command's fatal error (exit status 1) is written as on stderr at `now`:
+    /// `traceingest: MESSAGE`, or in the JSON format one object shaped as the log's lines
+    /// (`timestamp` in UTC to the microsecond, `level`, `target`, `message`), so that a shipper
+    /// reading JSON lines takes the one saying why the command stopped. Written directly, not
+    /// through the log: its filter (`INGEST_LOG=off`, or one that did not parse) must not hide
+    /// it.
+    pub fn fatal_line(self, message: &str, now: std::time::SystemTime) -> String {
+        match self {
+            LogFormat::Text => format!("traceingest: {message}"),
+            LogFormat::Json => {
+                let since = now
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default();
+                let secs = since.as_secs() as i64;
+                let (y, mo, d) = crate::calendar::civil_from_days(secs.div_euclid(86_400));
+                let s = secs.rem_euclid(86_400);
+                let timestamp = format!(
+                    "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{:06}Z",
+                    s / 3600,
+                    s / 60 % 60,
+                    s % 60,
+                    since.subsec_micros()
+                );
+                serde_json::json!({
+                    "timestamp": timestamp,
+                    "level": "ERROR",
+                    "target": "traceingest",
+                    "message": message,
+                })
+                .to_string()
+            }
+        }
+    }
+}
+
 impl LogArgs {
     /// The checked format; the error names the setting.
     pub fn resolve(&self) -> Result<LogFormat, String> {

@@ -530,3 +530,29 @@ fn the_default_worker_count_stays_within_its_bound() {
         Err("INGEST_WORKERS must be 1..=1024, got 0".to_string())
     );
 }
+
+/// Found in audit: a command's fatal error (a setting refused, ClickHouse unreachable) was
+/// written as `traceingest: MESSAGE` whatever the log format, so with `INGEST_LOG_FORMAT=json`
+/// the one line saying why the server stopped was the one a shipper reading JSON lines could
+/// not parse. In that format it is an object shaped as the log's lines.
+#[test]
+fn a_fatal_error_is_written_in_the_log_format() {
+    let at = std::time::UNIX_EPOCH + Duration::from_micros(1_796_226_634_123_456);
+    let message = "INGEST_PORT \"x\" is \\ not\nvalid";
+    assert_eq!(
+        LogFormat::Text.fatal_line(message, at),
+        format!("traceingest: {message}")
+    );
+    let line = LogFormat::Json.fatal_line(message, at);
+    assert!(!line.contains('\n'), "{line}");
+    let v: serde_json::Value = serde_json::from_str(&line).expect(&line);
+    assert_eq!(
+        v,
+        serde_json::json!({
+            "timestamp": "2026-12-02T15:50:34.123456Z",
+            "level": "ERROR",
+            "target": "traceingest",
+            "message": message,
+        })
+    );
+}

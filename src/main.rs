@@ -131,9 +131,19 @@ fn env_of(cmd: &clap::Command, arg: &str, value: &str) -> Option<String> {
 
 fn main() {
     let cli = parse(&std::env::args_os().collect::<Vec<_>>());
-    if let Err(e) = cli.log.resolve().and_then(init_logging) {
-        eprintln!("traceingest: {e}");
+    // A fatal error is one line on stderr in the log's format (text when the format itself
+    // is refused), written directly: the log's filter must not hide it.
+    let format = cli.log.resolve();
+    let fatal = |message: &str| -> ! {
+        let line = format
+            .clone()
+            .unwrap_or(LogFormat::Text)
+            .fatal_line(message, std::time::SystemTime::now());
+        eprintln!("{line}");
         std::process::exit(1);
+    };
+    if let Err(e) = format.clone().and_then(init_logging) {
+        fatal(&e);
     }
     let command = match cli.command {
         Some(c) => c,
@@ -173,8 +183,7 @@ fn main() {
         Command::Deadletter { command } => block_on(cli::deadletter::run(&command)),
     };
     if let Err(e) = result {
-        eprintln!("traceingest: {e:#}");
-        std::process::exit(1);
+        fatal(&format!("{e:#}"));
     }
 }
 
