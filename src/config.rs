@@ -259,7 +259,7 @@ pub struct ServeArgs {
     #[arg(long, env = "INGEST_FLUSH_MAX_ROWS", default_value_t = 500_000)]
     pub flush_max_rows: usize,
     /// Flush as soon as accepted batches hold this many bytes in memory; the most bytes one
-    /// insert takes (also at most a quarter of --buffer-max-bytes).
+    /// insert takes (past a quarter of --buffer-max-bytes, that quarter).
     #[arg(long, env = "INGEST_FLUSH_MAX_BYTES", default_value_t = 128 * 1024 * 1024)]
     pub flush_max_bytes: u64,
     /// How many nice levels below the workers the flush thread runs (0 to 19; 0: the same).
@@ -677,7 +677,10 @@ impl ServeArgs {
             otlp_max_body_bytes: self.otlp_max_body_bytes,
             flush_interval: Duration::from_millis(self.flush_interval_ms),
             flush_max_rows: self.flush_max_rows,
-            flush_max_bytes: self.flush_max_bytes,
+            // An insert takes at most a quarter of the buffer (`room() / 2`): made due only at
+            // a larger mark, it would come after memory passed its room (half the buffer), where
+            // the newest batches are spooled, and under load rows would go through the disk.
+            flush_max_bytes: self.flush_max_bytes.min(self.buffer_max_bytes / 4),
             flush_nice: self.flush_nice,
             buffer_max_rows: self.buffer_max_rows,
             buffer_max_bytes: self.buffer_max_bytes,

@@ -556,3 +556,19 @@ fn a_fatal_error_is_written_in_the_log_format() {
         })
     );
 }
+
+/// Found in audit: an insert takes at most a quarter of `INGEST_BUFFER_MAX_BYTES`, but one was
+/// made due by bytes only once memory held `INGEST_FLUSH_MAX_BYTES`. With the buffer lowered
+/// below twice that (256 MiB beside the default 128 MiB), memory passed its room, where the
+/// newest batches are spooled, at or before that mark: under load the rows went through the
+/// disk instead of into an insert. The byte bound a `Config` carries is the smaller of the two.
+#[test]
+fn the_flush_byte_bound_is_at_most_a_quarter_of_the_buffer() {
+    assert_eq!(resolve(&[]).unwrap().flush_max_bytes, 128 << 20);
+    let c = resolve(&["--buffer-max-bytes", "268435456"]).unwrap();
+    assert_eq!(c.flush_max_bytes, 64 << 20);
+    let c = resolve(&["--buffer-max-bytes", "65536", "--flush-max-bytes", "65536"]).unwrap();
+    assert_eq!(c.flush_max_bytes, 16 << 10);
+    let c = resolve(&["--flush-max-bytes", "1048576"]).unwrap();
+    assert_eq!(c.flush_max_bytes, 1 << 20, "a smaller bound stays");
+}
