@@ -439,9 +439,7 @@ impl Config {
             Durability::Buffer => limit,
         }
     }
-}
 
-impl Config {
     /// The body cap, `/ingest`'s or `/v1/traces`'s (the larger), whose bodies' rows may not fit
     /// in one batch (`batch_limit`): rows take from about 1.25 to 5 times their body, so a
     /// batch limit under twice the cap refuses bodies near it (`413 batch_too_large`). Start-up

@@ -226,15 +226,15 @@ impl Store {
 /// How long opening a connection (TCP and the native-protocol handshake) may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Client options. Server settings, if ever needed, go through `Options::with_setting`: as URL
-/// parameters they corrupt the protocol with 18.16.
-/// Returns the options, host and port.
 /// Checks one node's URL as `Store::new` reads it, opening nothing: `INGEST_CLICKHOUSE_URL`'s
 /// check at start-up. The error shows the URL without its password.
 pub fn check_url(url: &str) -> Result<(), StoreError> {
     options_from_url(url).map(drop)
 }
 
+/// Client options. Server settings, if ever needed, go through `Options::with_setting`: as URL
+/// parameters they corrupt the protocol with 18.16.
+/// Returns the options, host and port.
 fn options_from_url(url: &str) -> Result<(Options, String, u16), StoreError> {
     // The URL as shown in messages: never its password.
     let shown = crate::config::redact_password(url);
