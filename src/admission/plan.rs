@@ -111,7 +111,8 @@ fn parse_entry(entry: &str, default_rate: Option<u32>) -> Result<Plan, String> {
             }),
     };
     let rate = match (fields.next(), rate) {
-        (None, rate) => rate,
+        // Left empty, as the rate may be: the default, the rate.
+        (None | Some(""), rate) => rate,
         (Some(b), Some(rate)) => {
             let burst = b.parse::<u32>().ok().filter(|&b| b >= 1).ok_or_else(|| {
                 bad("the burst must be a whole number of spans from 1 to 4294967295")
@@ -259,7 +260,7 @@ mod tests {
     #[test]
     fn ingest_plans_setting() {
         let p = Plans::resolve(
-            Some(" free:500 , tiny:100:unlimited, pro:2000000:50:200,team:unlimited:, x:0:7"),
+            Some(" free:500 , tiny:100:unlimited, pro:2000000:50:200,team:unlimited:, x:0:7, y:9:40:, z:9::"),
             "tiny",
             Some(100),
         )
@@ -275,6 +276,9 @@ mod tests {
         );
         assert_eq!(p.get("team"), Some(&plan("team", None, rate(100, 100))));
         assert_eq!(p.get("x"), Some(&plan("x", Some(0), rate(7, 7))));
+        // An empty burst is the default, as an empty rate is (it was refused).
+        assert_eq!(p.get("y"), Some(&plan("y", Some(9), rate(40, 40))));
+        assert_eq!(p.get("z"), Some(&plan("z", Some(9), rate(100, 100))));
         assert!(p.get("enterprise").is_some(), "untouched built-ins stay");
         assert_eq!(
             p.get("pro").unwrap().to_string(),
