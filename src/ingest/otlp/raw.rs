@@ -120,6 +120,12 @@ fn write_json(v: &Value<'_>, out: &mut BString<'_>) {
         } else {
             "\"-Infinity\""
         }),
+        // The shortest digits that read back as `d`; with an exponent where the plain form
+        // would run into zeros past 16 digits (`1e300` was 301 characters, enough alone to pass
+        // a metadata value's cut).
+        Value::Double(d) if d != 0.0 && !(1e-6..1e16).contains(&d.abs()) => {
+            let _ = write!(out, "{d:e}");
+        }
         Value::Double(d) => {
             let _ = write!(out, "{d}");
         }
@@ -282,7 +288,13 @@ mod tests {
             (Value::Bool(true), "true"),
             (Value::Int(i64::MIN), "-9223372036854775808"),
             (Value::Double(0.1), "0.1"),
-            (Value::Double(1e300), &format!("{}", 1e300)),
+            (Value::Double(1e300), "1e300"),
+            (Value::Double(-2.5e-300), "-2.5e-300"),
+            (Value::Double(1e16), "1e16"),
+            (Value::Double(9_999_999_999_999_998.0), "9999999999999998"),
+            (Value::Double(1e-6), "0.000001"),
+            (Value::Double(0.0), "0"),
+            (Value::Double(-0.0), "-0"),
             (Value::Double(f64::NAN), "\"NaN\""),
             (Value::Double(f64::NEG_INFINITY), "\"-Infinity\""),
             (Value::Bytes(b"\x00\xffab"), "\"AP9hYg==\""),
