@@ -277,10 +277,13 @@ pub fn peek(principal: &Principal, mono_ns: u64, now_ms: u64) -> LimitHeaders {
     }
 }
 
-/// The quota headers at `now_ms` (none under 90% of the quota, or without one).
+/// The quota headers at `now_ms` (none under 90% of the quota, or without one): the usage of
+/// the month a batch would be reserved in, as `admit` reports it.
 fn quota_warning(account: &Account, now_ms: u64) -> Option<(u64, u64)> {
     account.monthly_spans().and_then(|limit| {
-        let used = account.usage.used(Month::of_ms(now_ms));
+        let used = account
+            .usage
+            .used(account.usage.month_from(Month::of_ms(now_ms)));
         near_limit(used, limit).then_some((used, limit))
     })
 }
@@ -591,6 +594,29 @@ mod tests {
         });
         drop(admit(&p, 1, 3 * S, JAN, &mut h).unwrap().into_ticket(&p));
         assert_eq!(h, LimitHeaders::default());
+    }
+
+    /// The quota headers of an answer that reserves nothing (a `peek`, a rate-limited batch)
+    /// read the month a reservation would count in. Found in review: since the month never
+    /// goes back (`Usage::reserve`), a clock stepped back across the turn of a month reserves
+    /// in the later month, but these headers read the earlier one: `X-Quota-Used` went
+    /// missing (or gave last month's count) beside admissions that reported the later month's.
+    #[test]
+    fn headers_without_a_reservation_read_the_month_reservations_count_in() {
+        // 2024-01-31 23:59:59.
+        const JAN_END: u64 = FEB - 1_000;
+        let p = principal(Some((10, 10)), Some(100));
+        // 95 spans on February 1st (a batch larger than the bucket costs the bucket).
+        assert_eq!(admit_one(&p, 95, S, FEB).0, 202);
+        // The clock steps back into January: a reservation still counts in February.
+        assert_eq!(peek(&p, 2 * S, JAN_END).quota, Some((95, 100)));
+        assert_eq!(admit_one(&p, 1, 2 * S, JAN_END).4, Some((96, 100)));
+        let mut h = LimitHeaders::default();
+        assert!(matches!(
+            admit(&p, 10, 2 * S, JAN_END, &mut h),
+            Err(AdmissionError::RateLimited { .. })
+        ));
+        assert_eq!(h.quota, Some((96, 100)));
     }
 
     #[test]

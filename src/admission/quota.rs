@@ -117,6 +117,13 @@ impl Usage {
             .saturating_add(self.unsynced.get(month))
     }
 
+    /// The month a reservation at `month` counts in: `month`, or the later one reserved in
+    /// already (the month never goes back, see `reserve`). What answers that reserve nothing
+    /// report usage for.
+    pub fn month_from(&self, month: Month) -> Month {
+        month.max(unpack(self.unsynced.0.load(Ordering::Acquire)).0)
+    }
+
     /// Reserves `spans` spans of `month` if used + spans stays within `hard_limit`. Returns the
     /// month reserved in and the usage after the batch, or, refused, that month and the usage
     /// before it. One CAS: concurrent workers cannot both pass the last free spans.
@@ -125,9 +132,11 @@ impl Usage {
     /// reserved in already (a worker that read the clock just before midnight, or the wall
     /// clock stepped back across the turn of a month) reserves in that later month, against
     /// its counts. Its rows are stamped with the earlier month, so they count in the later one
-    /// only until they are flushed and the next sync takes them out of `unsynced`: an
-    /// over-count for a few seconds, where letting them through uncounted (as this did) let a
-    /// clock stepped back past midnight ignore the quota until it reached the month again.
+    /// only until they are flushed and the next sync of the later month takes them out of
+    /// `unsynced`: an over-count for a few seconds after midnight, or, for a clock stepped back
+    /// (whose syncs count the earlier month meanwhile), until the clock is in the later month
+    /// again; letting them through uncounted (as this did) let such a clock ignore the quota
+    /// all that time.
     pub fn reserve(
         &self,
         month: Month,
