@@ -282,8 +282,9 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             body_cap = cap,
             "one batch's rows may take a quarter of INGEST_BUFFER_MAX_BYTES (and in wal mode of \
              INGEST_SPOOL_MAX_BYTES), less than twice the body cap named here: bodies near it \
-             may be refused with 413 batch_too_large; set both to at least 8 x \
-             INGEST_MAX_BODY_BYTES and INGEST_OTLP_MAX_BODY_BYTES"
+             may be refused with 413 batch_too_large; set INGEST_BUFFER_MAX_BYTES (in wal \
+             mode INGEST_SPOOL_MAX_BYTES too) to at least 8 x the larger of INGEST_MAX_BODY_BYTES \
+             and INGEST_OTLP_MAX_BODY_BYTES"
         );
     }
     // Informational: a small row bound is a choice (a small box), and batches within it are
