@@ -28,11 +28,10 @@ use super::queue::Entry;
 use super::State;
 use crate::sink::clickhouse::ShardsDone;
 use crate::sink::segment::RecordPos;
+use crate::sink::spool::INTENT_FILE as FILE;
 
 /// (segment, index) of each record, in insert order.
 pub(super) type Intent = Vec<(u64, u32)>;
-
-const FILE: &str = "insert.intent";
 
 impl State {
     fn intent_path(&self) -> PathBuf {

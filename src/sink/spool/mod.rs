@@ -51,6 +51,10 @@ mod recover;
 #[cfg(test)]
 mod tests;
 
+/// Cluster mode's unfinished inserts (`flush/intent.rs`), in the spool directory: the segment
+/// ids it names are not reused (`open`).
+pub const INTENT_FILE: &str = "insert.intent";
+
 /// Where the spool lives and how large it may grow.
 #[derive(Debug, Clone)]
 pub struct SpoolConfig {

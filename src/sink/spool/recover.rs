@@ -25,6 +25,17 @@ impl Spool {
                 max_id = max_id.max(id);
             }
         }
+        // Cluster mode: an insert's intent names its records until after they are confirmed,
+        // so it may name segments deleted since. A new segment of such an id would have its
+        // records taken for the unfinished insert (`flush/intent.rs`).
+        if let Ok(text) = std::fs::read_to_string(cfg.dir.join(INTENT_FILE)) {
+            for id in text
+                .lines()
+                .filter_map(|l| l.split_once(' ')?.0.parse::<u64>().ok())
+            {
+                max_id = max_id.max(id);
+            }
+        }
         ids.sort_unstable();
         // An ack file without its segment (a crash between the two removals of an older
         // build, which removed the segment first): its acks name records of a segment that is
