@@ -26,8 +26,10 @@
 //! does not wait for a request to try again: a load balancer sends none to an instance that is
 //! not ready. It waits for requests at most until the next probe, which tries to start a new
 //! segment (`roll`: a header and two fsyncs), 1 s after the failure and then twice as long each
-//! time up to 30 s. A segment a probe starts is like any other just rolled: sealed and deleted
-//! once a newer one starts, removed at start-up if it is still empty.
+//! time up to 30 s; the waits go back to 1 s only once a batch is durable again, not when a
+//! probe starts a segment (a nearly full disk takes a header and not the next batch). A segment
+//! a probe starts is like any other just rolled: sealed and deleted once a newer one starts,
+//! removed at start-up if it is still empty.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -252,13 +254,13 @@ impl Wal {
         true
     }
 
-    /// The log failed: every record waits for a new segment, `/ready` says so, and the first
-    /// probe is due after the first wait.
+    /// The log failed: every record waits for a new segment, `/ready` says so, and the next
+    /// probe is due after the current wait: the first one, unless the log failed again since
+    /// its last probe started a segment without a batch being durable after it.
     fn set_broken(&mut self) {
         if !self.broken {
             self.broken = true;
             self.stats.wal_failing.store(true, Ordering::Relaxed);
-            self.probe.wait = self.probe.first;
             self.probe.failed();
         }
     }
@@ -370,6 +372,8 @@ impl Wal {
             return false;
         }
         self.stats.full.store(false, Ordering::Relaxed);
+        // The log works: the next failure's first probe comes after the first wait.
+        self.probe.wait = self.probe.first;
         self.stats
             .wal_batches
             .fetch_add(appended.len() as u64, Ordering::Relaxed);
@@ -437,7 +441,11 @@ impl Wal {
         }
         self.broken = false;
         self.stats.wal_failing.store(false, Ordering::Relaxed);
-        self.probe = Probe::new(self.probe.first, self.probe.max);
+        // The wait is kept until a batch is durable (`settle`): a segment started proves little
+        // on a disk that takes a header and not the next record (nearly full), and a wait back
+        // at 1 s made `/ready` flap every second there.
+        self.probe.failures = 0;
+        self.probe.logged_at = None;
         self.announce();
         true
     }

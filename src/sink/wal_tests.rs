@@ -591,3 +591,49 @@ fn only_fsyncs_that_ran_are_counted() {
     assert_eq!(futures_executor_block_on(answer), Ok(Ok(())));
     assert_eq!(syncs() - before, 1);
 }
+
+/// Found by review: a probe proves that a segment can be started, not that a record can be
+/// written (a nearly full disk takes a header and not the next batch). The back-off went back
+/// to its first wait at every probe that started a segment, so such a disk made `/ready` flap
+/// every second, two error lines each time; it grows on until a batch is durable again.
+#[test]
+fn the_probe_back_off_grows_until_a_batch_is_durable() {
+    use crate::sink::faults::{self, Site};
+    use std::time::Duration;
+    let dir = TestDir::new("wal-probe-back-off");
+    let s = setup(&dir, 1 << 30);
+    let mut wal = on_this_thread(&s, Some(Writer::create(dir.path(), 1).unwrap()), 2);
+    let first = Duration::from_secs(1);
+    wal.probe = Probe::new(first, Duration::from_secs(30));
+    let mut group = Vec::new();
+    let failing = || s.stats.wal_failing.load(Ordering::Relaxed);
+    let mut waits = Vec::new();
+    for _ in 0..3 {
+        faults::arm(Site::SegmentWrite, 1);
+        let answer = request(&s.tx, "refused");
+        assert!(wal.step(&s.rx, &mut group));
+        assert_eq!(
+            futures_executor_block_on(answer),
+            Ok(Err(WalRefusal::Failed))
+        );
+        assert!(failing());
+        waits.push(wal.probe.wait);
+        // The probe is due now (not waited for): it starts a segment.
+        wal.probe.at = Instant::now();
+        assert!(wal.step(&s.rx, &mut group));
+        assert!(!failing(), "a probe that starts a segment ends the failure");
+    }
+    assert_eq!(waits, [2 * first, 4 * first, 8 * first]);
+    // A durable batch ends the back-off.
+    let answer = request(&s.tx, "taken");
+    assert!(wal.step(&s.rx, &mut group));
+    assert_eq!(futures_executor_block_on(answer), Ok(Ok(())));
+    faults::arm(Site::SegmentWrite, 1);
+    let answer = request(&s.tx, "refused");
+    assert!(wal.step(&s.rx, &mut group));
+    assert_eq!(
+        futures_executor_block_on(answer),
+        Ok(Err(WalRefusal::Failed))
+    );
+    assert_eq!(wal.probe.wait, 2 * first);
+}
