@@ -88,7 +88,19 @@ impl HeldRefused {
     pub(super) fn hold(path: &Path, wait: Duration) -> anyhow::Result<HeldRefused> {
         let cannot = || format!("cannot lock {}", path.display());
         loop {
-            let file = match std::fs::File::open(path) {
+            // Open for writing (nothing is written through it): where `flock` is emulated with
+            // byte-range locks (NFS), an exclusive lock needs that, and a read-only descriptor
+            // gets `EBADF`. Read-only when writing is not permitted: replacing or removing the
+            // file needs only its directory.
+            let opened = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(path)
+                .or_else(|e| match e.kind() {
+                    std::io::ErrorKind::PermissionDenied => std::fs::File::open(path),
+                    _ => Err(e),
+                });
+            let file = match opened {
                 Ok(f) => f,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     return Ok(HeldRefused {
@@ -112,6 +124,11 @@ impl HeldRefused {
 
     pub(super) fn path(&self) -> &Path {
         &self.path
+    }
+
+    #[cfg(test)]
+    pub(super) fn file(&self) -> Option<&std::fs::File> {
+        self.file.as_ref()
     }
 
     /// Whether the path still names the file held.

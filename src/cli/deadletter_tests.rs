@@ -319,3 +319,21 @@ fn a_lock_another_replay_holds_is_an_error_not_a_wait_without_end() {
     drop(other);
     assert!(lock_within(&source, libc::LOCK_SH, wait).unwrap());
 }
+
+/// Found by review: the refused file was held through a descriptor opened read-only. Where
+/// `flock` is emulated with byte-range locks (NFS, which the dead-letter file's locking
+/// provides for), an exclusive lock needs a descriptor open for writing: `EBADF`, and no run
+/// could start while a refused file existed. It is held open for writing when it may be.
+#[test]
+fn the_refused_file_is_held_open_for_writing() {
+    use std::os::fd::AsRawFd as _;
+    let dir = TestDir::new("replay-held-refused-mode");
+    let path = dir.path().join("spans.jsonl.refused");
+    std::fs::write(&path, "a line\n").unwrap();
+    let held = HeldRefused::hold(&path, LOCK_WAIT).unwrap();
+    let fd = held.file().expect("a file there").as_raw_fd();
+    // SAFETY: `fcntl(F_GETFL)` on a descriptor the held file owns; no memory is passed.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    assert_eq!(flags & libc::O_ACCMODE, libc::O_RDWR);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "a line\n");
+}
