@@ -337,3 +337,24 @@ fn the_refused_file_is_held_open_for_writing() {
     assert_eq!(flags & libc::O_ACCMODE, libc::O_RDWR);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "a line\n");
 }
+
+/// Found by review: a server's write to its dead-letter file held as a run's `--refused` file
+/// was refused saying a replay was reading the file in place and to move it away before
+/// replaying it, advice for the other case; the server's log names both.
+#[test]
+fn a_server_write_to_a_held_refused_file_says_so() {
+    let dir = TestDir::new("replay-held-refused-message");
+    let server = DeadLetters::new(dir.path());
+    let b = crate::row::test_rows::batch("org-1", "trace-1", 1, 1_700_000_000_000);
+    let err = InsertError {
+        retry: Retry::Split,
+        code: Some(395),
+        message: "refused".into(),
+    };
+    server.write(&[RowRun::whole(&b)], &err).unwrap();
+    let held = HeldRefused::hold(server.path(), LOCK_WAIT).unwrap();
+    let busy = server.write(&[RowRun::whole(&b)], &err).unwrap_err();
+    assert_eq!(busy.kind(), std::io::ErrorKind::WouldBlock);
+    assert!(busy.to_string().contains("--refused"), "{busy}");
+    drop(held);
+}

@@ -183,9 +183,9 @@ impl DeadLetters {
                 if self.names(&f) {
                     return Err(io::Error::new(
                         io::ErrorKind::WouldBlock,
-                        "a `traceingest deadletter replay` is reading the dead-letter file in \
-                         place; refused rows go in once it ends (move the file away before \
-                         replaying it)",
+                        "a `traceingest deadletter replay` holds the dead-letter file \
+                         (replaying it in place, or as its --refused file); refused rows go in \
+                         once it ends (move the file away before replaying it)",
                     ));
                 }
                 // A replay holds the file, moved away: the path names a new one.
