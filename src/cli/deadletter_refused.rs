@@ -179,6 +179,7 @@ impl HeldRefused {
                     aside.display()
                 )
             })?;
+            sync_parent(&self.path);
             return Ok(format!(
                 ", {} refused (in {})",
                 rows(refused),
@@ -260,15 +261,20 @@ fn settle_refused(
             }
         }
     };
-    // The rename or removal survives a crash (best effort: the rows are in FILE anyway).
-    let dir = match refused_path.parent() {
+    sync_parent(refused_path);
+    Ok(said)
+}
+
+/// Makes a rename or removal at `path` survive a crash (best effort: the rows are in FILE
+/// anyway): an fsync of its directory.
+fn sync_parent(path: &Path) {
+    let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
     if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
     }
-    Ok(said)
 }
 
 /// How long a replay waits for its lock on FILE or on the refused file. The server holds one
@@ -316,19 +322,19 @@ pub(super) fn lock_for_run(
             "warning: the filesystem of {} does not lock files; going on without its lock",
             path.display()
         ),
-        Err(e) => return Err(locked_too_long(e, path)),
+        Err(e) => return Err(locked_too_long(e, path, wait)),
     }
     Ok(())
 }
 
 /// The error of a lock on `path` `lock_within` did not get.
-pub(super) fn locked_too_long(e: std::io::Error, path: &Path) -> anyhow::Error {
+pub(super) fn locked_too_long(e: std::io::Error, path: &Path, wait: Duration) -> anyhow::Error {
     if e.kind() == std::io::ErrorKind::WouldBlock {
         anyhow::anyhow!(
-            "{} stayed locked for {} s: another `traceingest deadletter replay` is using it (as \
+            "{} stayed locked for {:?}: another `traceingest deadletter replay` is using it (as \
              its FILE or its --refused file); run this one once that one has ended",
             path.display(),
-            LOCK_WAIT.as_secs()
+            wait
         )
     } else {
         anyhow::Error::new(e).context(format!("cannot lock {}", path.display()))

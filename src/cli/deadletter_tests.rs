@@ -314,8 +314,11 @@ fn a_lock_another_replay_holds_is_an_error_not_a_wait_without_end() {
     let source = std::fs::File::open(&path).unwrap();
     let e = lock_within(&source, libc::LOCK_SH, wait).unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
-    let said = format!("{:#}", locked_too_long(e, &path));
-    assert!(said.contains(&path.display().to_string()), "{said}");
+    let said = format!("{:#}", locked_too_long(e, &path, wait));
+    assert!(
+        said.contains(&path.display().to_string()) && said.contains("50ms"),
+        "{said}"
+    );
     drop(other);
     assert!(lock_within(&source, libc::LOCK_SH, wait).unwrap());
 }
