@@ -486,4 +486,4 @@ fn sub(a: &std::sync::atomic::AtomicU64, v: u64) {
 
 #[cfg(test)]
 #[path = "wal_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -338,15 +338,8 @@ fn the_log_takes_batches_again_after_a_large_group_is_confirmed() {
         let out = s.out;
         let flush = |spool: &mut Spool, wait: std::time::Duration| {
             while let Ok(event) = out.recv_timeout(wait) {
-                match event {
-                    WalEvent::Started {
-                        segment,
-                        created_ms,
-                    } => spool.started(segment, created_ms),
-                    WalEvent::Logged(l) => {
-                        spool.logged(l.pos, l.segment_created_ms);
-                        spool.confirm(l.pos);
-                    }
+                if let Some(l) = hand_to_spool(event, spool) {
+                    spool.confirm(l.pos);
                 }
             }
         };
@@ -392,19 +385,34 @@ fn on_this_thread(s: &Setup, writer: Option<Writer>, next_id: u64) -> Wal {
     wal
 }
 
+/// What the flush thread does with one event of the write-ahead thread, as far as `spool` is
+/// concerned (a new segment started, a record logged); the logged record, for the test to
+/// confirm or look at. (Shared with the spool's tests.)
+pub(crate) fn hand_to_spool(
+    event: WalEvent,
+    spool: &mut crate::sink::spool::Spool,
+) -> Option<Logged> {
+    match event {
+        WalEvent::Started {
+            segment,
+            created_ms,
+        } => {
+            spool.started(segment, created_ms);
+            None
+        }
+        WalEvent::Logged(l) => {
+            spool.logged(l.pos, l.segment_created_ms);
+            Some(l)
+        }
+    }
+}
+
 /// Hands what the write-ahead thread told the flush thread to `spool`, each record inserted
 /// and confirmed at once.
 fn confirm_all(out: &Receiver<WalEvent>, spool: &mut crate::sink::spool::Spool) {
     for event in out.try_iter() {
-        match event {
-            WalEvent::Started {
-                segment,
-                created_ms,
-            } => spool.started(segment, created_ms),
-            WalEvent::Logged(l) => {
-                spool.logged(l.pos, l.segment_created_ms);
-                spool.confirm(l.pos);
-            }
+        if let Some(l) = hand_to_spool(event, spool) {
+            spool.confirm(l.pos);
         }
     }
 }

@@ -726,15 +726,8 @@ fn acks_of_the_write_ahead_threads_segments_hold_at_the_next_start() {
     handle.join().unwrap();
     let mut logged = Vec::new();
     for event in out.try_iter() {
-        match event {
-            WalEvent::Started {
-                segment,
-                created_ms,
-            } => spool.started(segment, created_ms),
-            WalEvent::Logged(l) => {
-                spool.logged(l.pos, l.segment_created_ms);
-                logged.push((trace_of(&l.batch), l.pos));
-            }
+        if let Some(l) = wal::tests::hand_to_spool(event, &mut spool) {
+            logged.push((trace_of(&l.batch), l.pos));
         }
     }
     assert_eq!(logged.len(), 30);
