@@ -360,8 +360,13 @@ fn route_of(target: &str) -> Route {
             .filter(|p| p.eq_ignore_ascii_case(s))
             .map(|_| &target[s.len()..])
     };
+    // The authority ends at the first `/`, `?` or `#` (RFC 3986 §3.2): in `http://x?/ingest`
+    // the path is empty and `/ingest` is the query, so a proxy in front sees `/` there.
     let path = match scheme("http://").or_else(|| scheme("https://")) {
-        Some(rest) => rest.find('/').map_or("/", |i| &rest[i..]),
+        Some(rest) => match rest.find(['/', '?', '#']) {
+            Some(i) if rest.as_bytes()[i] == b'/' => &rest[i..],
+            _ => "/",
+        },
         None => target,
     };
     // The query string does not select a route.

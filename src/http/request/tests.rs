@@ -139,6 +139,11 @@ fn heads() {
         ("HTTP://x/health", Route::Health),
         ("http://x", Route::NotFound),
         ("http://x/v1/traces", Route::OtlpTraces),
+        // The authority ends at `?` or `#` too: the path of these is empty, not `/ingest`.
+        ("http://x?/ingest", Route::NotFound),
+        ("http://x#/ingest", Route::NotFound),
+        ("http://x?a=/ingest", Route::NotFound),
+        ("http://x/health?next=/ingest", Route::Health),
     ] {
         let h = complete(&format!("POST {target} HTTP/1.1\r\n\r\n"));
         assert_eq!(h.route, route, "{target}");
