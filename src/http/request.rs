@@ -108,7 +108,7 @@ pub enum HttpError {
     HeadTooLarge,
     /// Body over `max_body_bytes`: `413`.
     BodyTooLarge,
-    /// A transfer coding other than `chunked`: `501`.
+    /// A transfer coding other than `chunked` before the final `chunked`: `501`.
     UnsupportedTransferEncoding,
     /// An HTTP version other than 1.0 or 1.1: `505`.
     UnsupportedVersion,
@@ -161,8 +161,7 @@ pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError
     let route = route_of(req.path.unwrap_or(""));
 
     let mut content_length: Option<u64> = None;
-    let mut chunked = false;
-    let mut saw_te = false;
+    let mut te = Codings::default();
     let mut close = false;
     let mut expect_continue = false;
     let mut authorization = None;
@@ -187,16 +186,11 @@ pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError
                 }
             }
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
-            if saw_te {
-                // Several Transfer-Encoding lines list several codings; only one `chunked`
-                // is supported, so a second line can only be a coding we do not implement.
-                return Err(HttpError::UnsupportedTransferEncoding);
-            }
-            saw_te = true;
-            if trim(value).eq_ignore_ascii_case(b"chunked") {
-                chunked = true;
-            } else {
-                return Err(HttpError::UnsupportedTransferEncoding);
+            // Several lines are one list (RFC 9110 §5.3): the codings in order, the last one
+            // deciding the framing. An empty element is taken for a coding, not skipped: a
+            // proxy that does not skip it reads no `chunked` there.
+            for coding in value.split(|&b| b == b',') {
+                te.add(trim(coding).eq_ignore_ascii_case(b"chunked"));
             }
         } else if name.eq_ignore_ascii_case(b"connection") {
             for token in value.split(|&b| b == b',') {
@@ -245,14 +239,16 @@ pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError
             seen_encoding = true;
         }
     }
+    // Any `Transfer-Encoding` makes the body chunked, or the request an error.
+    let chunked = te.any;
     if chunked && content_length.is_some() {
         // RFC 9112 §6.3: a request with both is a smuggling attempt or a broken client.
         return Err(HttpError::BadRequest(
             "both Content-Length and Transfer-Encoding sent",
         ));
     }
-    if chunked && minor_version == 0 {
-        return Err(HttpError::BadRequest("chunked transfer coding in HTTP/1.0"));
+    if chunked {
+        te.check(minor_version)?;
     }
     let framing = match (chunked, content_length) {
         (true, _) => Framing::Chunked,
@@ -277,6 +273,52 @@ pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError
         content_type,
         content_encoding,
     }))
+}
+
+/// The transfer codings a request's `Transfer-Encoding` lines list, as far as framing cares.
+#[derive(Default)]
+struct Codings {
+    /// At least one coding was listed.
+    any: bool,
+    /// The last coding listed is `chunked`.
+    last_chunked: bool,
+    /// How many times `chunked` is listed.
+    chunked: u32,
+    /// How many codings are listed.
+    codings: u32,
+}
+
+impl Codings {
+    fn add(&mut self, is_chunked: bool) {
+        self.any = true;
+        self.last_chunked = is_chunked;
+        self.chunked += u32::from(is_chunked);
+        self.codings += 1;
+    }
+
+    /// Whether the body can be read as chunked. RFC 9112 §6.1 and §6.3: `chunked` must be
+    /// the last coding, applied once, else the body's length is unknown (`400`); any coding
+    /// before it is one this server does not implement (`501`); and a `Transfer-Encoding` in
+    /// HTTP/1.0 is faulty framing (`400`). Every one of them closes the connection.
+    fn check(&self, minor_version: u8) -> Result<(), HttpError> {
+        if minor_version == 0 {
+            return Err(HttpError::BadRequest("Transfer-Encoding in HTTP/1.0"));
+        }
+        if !self.last_chunked {
+            return Err(HttpError::BadRequest(
+                "Transfer-Encoding does not end in chunked, so the body's length is unknown",
+            ));
+        }
+        if self.chunked > 1 {
+            return Err(HttpError::BadRequest(
+                "chunked listed more than once in Transfer-Encoding",
+            ));
+        }
+        if self.codings > 1 {
+            return Err(HttpError::UnsupportedTransferEncoding);
+        }
+        Ok(())
+    }
 }
 
 /// The media type of a `Content-Type` value, parameters (`; charset=utf-8`) ignored.

@@ -156,6 +156,9 @@ fn partial_heads() {
     assert_eq!(head(""), Ok(Parsed::Partial));
 }
 
+const TE_NOT_CHUNKED: &str =
+    "Transfer-Encoding does not end in chunked, so the body's length is unknown";
+
 #[test]
 fn bad_heads() {
     let cases: &[(&str, HttpError)] = &[
@@ -175,13 +178,55 @@ fn bad_heads() {
             "POST /ingest HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n",
             HttpError::BadRequest("invalid Content-Length"),
         ),
+        // RFC 9112 §6.1, §6.3: `chunked` last and once, else the length is unknown (400);
+        // another coding before it is one not implemented (501).
         (
             "POST /ingest HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
             HttpError::UnsupportedTransferEncoding,
         ),
         (
-            "POST /ingest HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "POST /ingest HTTP/1.1\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n",
             HttpError::UnsupportedTransferEncoding,
+        ),
+        (
+            "POST /ingest HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+            HttpError::BadRequest("chunked listed more than once in Transfer-Encoding"),
+        ),
+        (
+            "POST /ingest HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+            HttpError::BadRequest(TE_NOT_CHUNKED),
+        ),
+        (
+            "POST /ingest HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n\r\n",
+            HttpError::BadRequest(TE_NOT_CHUNKED),
+        ),
+        (
+            "POST /ingest HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",
+            HttpError::BadRequest(TE_NOT_CHUNKED),
+        ),
+        (
+            "POST /ingest HTTP/1.1\r\nTransfer-Encoding: chunked,\r\n\r\n",
+            HttpError::BadRequest(TE_NOT_CHUNKED),
+        ),
+        (
+            "POST /ingest HTTP/1.1\r\nTransfer-Encoding:\r\n\r\n",
+            HttpError::BadRequest(TE_NOT_CHUNKED),
+        ),
+        (
+            "POST /ingest HTTP/1.1\r\nTransfer-Encoding: xchunked\r\n\r\n",
+            HttpError::BadRequest(TE_NOT_CHUNKED),
+        ),
+        (
+            "POST /ingest HTTP/1.1\r\nTransfer-Encoding: chunked;q=1\r\n\r\n",
+            HttpError::BadRequest(TE_NOT_CHUNKED),
+        ),
+        (
+            "POST /ingest HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\nContent-Length: 5\r\n\r\n",
+            HttpError::BadRequest("both Content-Length and Transfer-Encoding sent"),
+        ),
+        (
+            "POST /ingest HTTP/1.0\r\nTransfer-Encoding: gzip\r\n\r\n",
+            HttpError::BadRequest("Transfer-Encoding in HTTP/1.0"),
         ),
         (
             "POST /ingest HTTP/1.1\r\nx-api-key: ti_a\r\nX-Api-Key: ti_b\r\n\r\n",
@@ -216,15 +261,15 @@ fn bad_heads() {
         ),
         (
             "POST /ingest HTTP/1.1\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
-            HttpError::UnsupportedTransferEncoding,
+            HttpError::BadRequest("chunked listed more than once in Transfer-Encoding"),
         ),
         (
             "POST /ingest HTTP/1.1\r\nTransfer-Encoding: identity\r\n\r\n",
-            HttpError::UnsupportedTransferEncoding,
+            HttpError::BadRequest(TE_NOT_CHUNKED),
         ),
         (
             "POST /ingest HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
-            HttpError::BadRequest("chunked transfer coding in HTTP/1.0"),
+            HttpError::BadRequest("Transfer-Encoding in HTTP/1.0"),
         ),
         (
             "POST /ingest HTTP/1.1\r\nExpect: 200-ok\r\n\r\n",
