@@ -38,6 +38,7 @@ const ANSWERS: &[(u16, &str)] = &[
     (403, "quota_exceeded"),
     (413, "batch_too_large"),
     (413, "payload_too_large"),
+    (414, "uri_too_long"),
     (415, "unsupported_content_encoding"),
     (415, "unsupported_media_type"),
     (417, "expectation_failed"),

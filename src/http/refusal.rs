@@ -200,6 +200,11 @@ fn http(e: HttpError, max_body: u64) -> Refusal {
             "headers_too_large",
             "request header block too large or too many header fields",
         ),
+        HttpError::UriTooLong => new(
+            414,
+            "uri_too_long",
+            "request target longer than the limit on the request head",
+        ),
         HttpError::BodyTooLarge => new(
             413,
             "payload_too_large",
@@ -400,6 +405,17 @@ mod tests {
                     .into(),
                 413,
                 "payload_too_large",
+                None,
+                true,
+            ),
+            (
+                ConnError::Http {
+                    error: HttpError::UriTooLong,
+                    max_body: 10,
+                }
+                .into(),
+                414,
+                "uri_too_long",
                 None,
                 true,
             ),

@@ -106,6 +106,8 @@ pub enum HttpError {
     BadRequest(&'static str),
     /// Head over `max_head_bytes` or more than `max_headers` headers: `431`.
     HeadTooLarge,
+    /// A request target that does not end within `max_head_bytes`: `414`.
+    UriTooLong,
     /// Body over `max_body_bytes`: `413`.
     BodyTooLarge,
     /// A transfer coding other than `chunked` before the final `chunked`: `501`.
@@ -141,7 +143,7 @@ pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError
     let len = match status {
         httparse::Status::Partial => {
             return if view.len() >= limits.max_head_bytes {
-                Err(HttpError::HeadTooLarge)
+                Err(over_the_cap(view))
             } else {
                 Ok(Parsed::Partial)
             };
@@ -345,7 +347,7 @@ fn media_type(value: &[u8]) -> MediaType {
 fn version_error(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError> {
     let Some(line_end) = buf.iter().position(|&b| b == b'\r' || b == b'\n') else {
         return if buf.len() >= limits.max_head_bytes {
-            Err(HttpError::HeadTooLarge)
+            Err(over_the_cap(buf))
         } else {
             Ok(Parsed::Partial)
         };
@@ -363,6 +365,31 @@ fn version_error(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError>
             Err(HttpError::UnsupportedVersion)
         }
         _ => Err(HttpError::BadRequest("invalid request line")),
+    }
+}
+
+/// Why a head that fills `view` (the first `max_head_bytes`) without ending is refused: `414`
+/// if its request target does not end in it (RFC 9110 §15.5.15), else `431`. Decided on
+/// `view` alone, so the answer does not depend on how the bytes were split into reads.
+#[cold]
+fn over_the_cap(view: &[u8]) -> HttpError {
+    // Empty lines before the request line are skipped (RFC 9112 §2.2), as httparse does.
+    let line = &view[view
+        .iter()
+        .take_while(|&&b| matches!(b, b'\r' | b'\n'))
+        .count()..];
+    let target_ends = line
+        .iter()
+        .position(|&b| b == b' ')
+        .is_some_and(|method_end| {
+            line[method_end + 1..]
+                .iter()
+                .any(|&b| matches!(b, b' ' | b'\r' | b'\n'))
+        });
+    if target_ends {
+        HttpError::HeadTooLarge
+    } else {
+        HttpError::UriTooLong
     }
 }
 

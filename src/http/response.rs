@@ -41,6 +41,7 @@ fn reason(status: u16) -> &'static str {
         408 => "Request Timeout",
         403 => "Forbidden",
         413 => "Content Too Large",
+        414 => "URI Too Long",
         415 => "Unsupported Media Type",
         417 => "Expectation Failed",
         429 => "Too Many Requests",

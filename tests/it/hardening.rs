@@ -116,6 +116,11 @@ fn malformed_framing_is_refused_and_closed() {
         (chunked("fffffffffffffffff\r\n"), 413, "payload_too_large"),
         (big_header, 431, "headers_too_large"),
         (
+            format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(20_000)),
+            414,
+            "uri_too_long",
+        ),
+        (
             format!("GET /health HTTP/1.1\r\n{many_headers}\r\n"),
             431,
             "headers_too_large",

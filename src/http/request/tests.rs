@@ -342,6 +342,24 @@ fn head_limits() {
     assert_eq!(head(&big), Err(HttpError::HeadTooLarge));
     let partial_big = format!("GET / HTTP/1.1\r\nX: {}", "a".repeat(20_000));
     assert_eq!(head(&partial_big), Err(HttpError::HeadTooLarge));
+    // A request target that does not end within the cap is 414, whole or partial; one that
+    // ends, with the head going on past the cap, is 431.
+    let long_target = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(20_000));
+    assert_eq!(head(&long_target), Err(HttpError::UriTooLong));
+    assert_eq!(head(&long_target[..16_500]), Err(HttpError::UriTooLong));
+    assert_eq!(
+        head(&format!("\r\n{}", &long_target[..16_500])),
+        Err(HttpError::UriTooLong)
+    );
+    let long_version = format!("GET /x HTTP/2{}\r\n\r\n", "0".repeat(20_000));
+    assert_eq!(head(&long_version), Err(HttpError::HeadTooLarge));
+    let target_then_header = format!(
+        "GET /{} HTTP/1.1\r\nX: {}\r\n\r\n",
+        "a".repeat(10_000),
+        "b".repeat(10_000)
+    );
+    assert_eq!(head(&target_then_header), Err(HttpError::HeadTooLarge));
+    fuzz_split_equivalence(long_target.as_bytes());
     let many: String = (0..100).map(|i| format!("X{i}: y\r\n")).collect();
     let raw = format!("GET / HTTP/1.1\r\n{many}\r\n");
     assert_eq!(head(&raw), Err(HttpError::HeadTooLarge));
