@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
+mod expect;
 mod json;
 
 /// Reads raw bytes until `buf` holds a whole head; returns its status code and the head.

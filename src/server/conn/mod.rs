@@ -362,8 +362,22 @@ impl Conn {
         };
         // Past authentication every answer reports the key's rate-limit state.
         extra.limits = admission::peek(&principal, shared.clock.mono_ns(), shared.clock.now_ms());
-        // The checks that need no body passed: let a waiting client send it.
+        // The checks that need no body passed: let a waiting client send it. A body its
+        // coding or media type already refuses (the `415`s of step 4) is not asked for: the
+        // final status now, and the connection closed, since the client holds the body back.
         if head.expect_continue && self.buf.len() - self.start == head.len {
+            if let Some(why) = refused_by_head(head, otlp) {
+                let org = Some(&*principal.org_id);
+                self.answer_full(
+                    shared,
+                    &Outcome::Refused(refuse(why)),
+                    false,
+                    false,
+                    extra,
+                    org,
+                );
+                return Ok(false);
+            }
             response::write_continue(&mut self.out);
             self.flush().await?;
         }
@@ -624,6 +638,21 @@ async fn finish_export(
             *limits = refunded_limits(shared, principal);
             Err(otlp_refusal(Refused::Ingest(IngestError::from(e))))
         }
+    }
+}
+
+/// What the head alone says of a body on `/ingest` or `/v1/traces`: a `Content-Encoding` not
+/// decoded, or an OTLP export's `Content-Type` neither protobuf nor JSON; the same refusals as
+/// the body's step 4 in `handle`, found before a body the client holds back is asked for.
+fn refused_by_head(head: &Head, otlp: bool) -> Option<Refused> {
+    match (head.content_encoding, head.content_type) {
+        (Err(e), _) => Some(Refused::Ingest(IngestError::Decode(DecodeError::Encoding(
+            e,
+        )))),
+        (Ok(_), MediaType::Absent | MediaType::Other) if otlp => {
+            Some(Refused::Conn(ConnError::UnsupportedMediaType))
+        }
+        _ => None,
     }
 }
 
