@@ -52,6 +52,12 @@ use crate::ingest::OtlpFormat;
 use crate::server::runtime::Contained;
 use crate::server::Shared;
 
+#[path = "grpc_meta.rs"]
+mod meta;
+#[cfg(test)]
+use meta::base64;
+use meta::{percent_encode, retry_info};
+
 /// HTTP/2's connection preface: what a gRPC client sends first on a plaintext connection.
 pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
@@ -81,6 +87,9 @@ const WINDOW: u32 = 1 << 20;
 /// Largest header block (HPACK-decoded) a client may send: gRPC metadata is a few hundred
 /// bytes (path, content type, user agent, the key, a timeout).
 const MAX_HEADER_LIST: u32 = 8 * 1024;
+/// The code of a refusal of an unsupported `grpc-encoding`, as OTLP/HTTP's of a
+/// `Content-Encoding`; its answer names the codings served (`grpc-accept-encoding`).
+const UNSUPPORTED_ENCODING: &str = "unsupported_content_encoding";
 /// gRPC's message prefix: a compressed flag, then the length (big-endian `u32`).
 const PREFIX: usize = 5;
 /// How long a closing connection waits, after its `GOAWAY` and after its last export's end,
@@ -332,6 +341,7 @@ async fn export(
     let shared = &*worker.shared;
     let mut org: Option<Arc<str>> = None;
     let mut limits = LimitHeaders::default();
+    let grpc_type = is_grpc_type(request.headers().get("content-type"));
     let answer = run(worker, request, running, &mut org, &mut limits).await;
     let (status, codename) = match &answer {
         Ok(_) => (200, "exported"),
@@ -347,17 +357,20 @@ async fn export(
         }
     };
     shared.metrics.count_response(status, codename);
-    if let Err(e) = respond_with(&mut respond, answer, &limits) {
+    if let Err(e) = respond_with(&mut respond, answer, &limits, grpc_type) {
         tracing::debug!(error = %e, "gRPC answer not sent");
     }
 }
 
 /// Writes the answer: the response message and `grpc-status: 0`, or a trailers-only error.
-/// Either carries the key's `limits` as metadata, named as OTLP/HTTP's headers.
+/// Either carries the key's `limits` as metadata, named as OTLP/HTTP's headers. A refusal of a
+/// call whose content type is not gRPC's (`grpc_type` false) is HTTP 415, as gRPC's protocol
+/// asks, so that an HTTP/2 client that is not a gRPC client does not take it for a success.
 fn respond_with(
     respond: &mut SendResponse<Bytes>,
     answer: Result<Option<(u64, String)>, Refusal>,
     limits: &LimitHeaders,
+    grpc_type: bool,
 ) -> Result<(), h2::Error> {
     match answer {
         Ok(partial) => {
@@ -376,6 +389,9 @@ fn respond_with(
         }
         Err(refusal) => {
             let mut response = head();
+            if !grpc_type {
+                *response.status_mut() = http::StatusCode::UNSUPPORTED_MEDIA_TYPE;
+            }
             let headers = response.headers_mut();
             limit_metadata(limits, headers);
             let code = grpc_code(&refusal);
@@ -395,7 +411,7 @@ fn respond_with(
                     }
                 }
             }
-            if refusal.status == 415 {
+            if refusal.code == UNSUPPORTED_ENCODING {
                 headers.insert(
                     "grpc-accept-encoding",
                     HeaderValue::from_static("identity,gzip,deflate,zstd"),
@@ -456,6 +472,7 @@ async fn run(
             Ok(e) => e,
             Err(_) => {
                 return Err(Refusal {
+                    code: UNSUPPORTED_ENCODING,
                     message: format!(
                         "grpc-encoding '{}' is not supported; use identity, gzip, deflate or zstd",
                         String::from_utf8_lossy(name)
@@ -619,6 +636,15 @@ async fn read_message(
     }
 }
 
+/// Whether a content type is gRPC's (begins with `application/grpc`), whatever its codec.
+fn is_grpc_type(value: Option<&HeaderValue>) -> bool {
+    value.is_some_and(|v| {
+        v.as_bytes()
+            .get(..16)
+            .is_some_and(|t| t.eq_ignore_ascii_case(b"application/grpc"))
+    })
+}
+
 /// `application/grpc` or `application/grpc+proto`, with parameters or not.
 fn is_grpc_proto(value: Option<&HeaderValue>) -> bool {
     let Some(v) = value.and_then(|v| v.to_str().ok()) else {
@@ -671,70 +697,6 @@ pub fn grpc_code(r: &Refusal) -> i32 {
         404 | 415 => code::UNIMPLEMENTED,
         s => http_grpc_code(s),
     }
-}
-
-/// The delay a refusal with a `Retry-After` asks for, as exporters read it: a
-/// `google.rpc.RetryInfo`, alone (`google.rpc.retryinfo-bin`, which the Python exporter reads)
-/// and in the details of a `google.rpc.Status` (`grpc-status-details-bin`, which the Go
-/// exporter and the collector read), each base64 without padding. The Go exporter retries
-/// `RESOURCE_EXHAUSTED` only with it; both wait the delay it gives.
-fn retry_info(code: i32, message: &str, retry_after: Option<u64>) -> Option<RetryMetadata> {
-    use crate::ingest::otlp::protowire::write;
-    let seconds = retry_after?;
-    // google.protobuf.Duration { int64 seconds = 1; }
-    let mut delay = Vec::new();
-    write::uint(&mut delay, 1, seconds);
-    // google.rpc.RetryInfo { Duration retry_delay = 1; }
-    let mut retry = Vec::new();
-    write::bytes(&mut retry, 1, &delay);
-    // google.protobuf.Any { string type_url = 1; bytes value = 2; }
-    let mut any = Vec::new();
-    write::bytes(&mut any, 1, b"type.googleapis.com/google.rpc.RetryInfo");
-    write::bytes(&mut any, 2, &retry);
-    // google.rpc.Status { int32 code = 1; string message = 2; repeated Any details = 3; }
-    let mut status = Vec::new();
-    answer::status(Format::Protobuf, code, message, &mut status);
-    write::bytes(&mut status, 3, &any);
-    Some(RetryMetadata {
-        retry_info: base64(&retry),
-        status_details: base64(&status),
-    })
-}
-
-/// `google.rpc.retryinfo-bin` and `grpc-status-details-bin`, coded.
-#[derive(Debug, PartialEq, Eq)]
-struct RetryMetadata {
-    retry_info: Vec<u8>,
-    status_details: Vec<u8>,
-}
-
-/// Standard base64 without padding, as gRPC writes binary metadata.
-fn base64(bytes: &[u8]) -> Vec<u8> {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = Vec::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
-        for i in 0..=chunk.len() {
-            out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]);
-        }
-    }
-    out
-}
-
-/// `grpc-message`'s encoding: bytes outside printable ASCII, and `%`, as `%XX`.
-fn percent_encode(message: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(message.len());
-    for &b in message.as_bytes() {
-        if (0x20..=0x7e).contains(&b) && b != b'%' {
-            out.push(b);
-        } else {
-            out.extend_from_slice(format!("%{b:02X}").as_bytes());
-        }
-    }
-    out
 }
 
 /// The connection for `h2`: the bytes the sniffing read first, then the socket.

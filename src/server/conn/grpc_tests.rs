@@ -160,7 +160,7 @@ fn unbase64(coded: &[u8]) -> Vec<u8> {
 
 /// A gRPC server on a worker of its own (a monoio thread serving `connections` connections
 /// with `serve`), its rows sent to a channel the test holds, and an h2 client for it.
-mod harness {
+pub(super) mod harness {
     use std::net::SocketAddr;
     use std::sync::Arc;
 
@@ -286,12 +286,15 @@ mod harness {
     }
 
     /// An answer: `grpc-status` (trailers, or the headers of a trailers-only answer), its
-    /// metadata and its data.
+    /// metadata and its data, its HTTP status, and whether it was trailers-only (one HEADERS
+    /// frame that ends the stream: no data, no trailers).
     #[derive(Debug)]
     pub struct Answer {
         pub status: Option<i32>,
         pub meta: http::HeaderMap,
         pub data: Vec<u8>,
+        pub http: u16,
+        pub trailers_only: bool,
     }
 
     /// Sends `request` with `body` as one DATA frame and ends the stream; reads the answer.
@@ -300,21 +303,48 @@ mod harness {
         request: http::Request<()>,
         body: Vec<u8>,
     ) -> Result<Answer, h2::Error> {
+        call_frames(client, request, vec![body]).await
+    }
+
+    /// Sends `request`, then each of `pieces` as a DATA frame, the last with END_STREAM (no
+    /// pieces: END_STREAM on the HEADERS); reads the answer.
+    pub async fn call_frames(
+        client: &mut h2::client::SendRequest<bytes::Bytes>,
+        request: http::Request<()>,
+        pieces: Vec<Vec<u8>>,
+    ) -> Result<Answer, h2::Error> {
         let mut ready = client.clone().ready().await?;
-        let (answer, mut sending) = ready.send_request(request, false)?;
-        sending.send_data(bytes::Bytes::from(body), true)?;
+        let (answer, mut sending) = ready.send_request(request, pieces.is_empty())?;
+        let n = pieces.len();
+        for (i, piece) in pieces.into_iter().enumerate() {
+            sending.send_data(bytes::Bytes::from(piece), i + 1 == n)?;
+        }
+        read_answer(answer).await
+    }
+
+    /// Reads an answer to its end.
+    pub async fn read_answer(answer: h2::client::ResponseFuture) -> Result<Answer, h2::Error> {
         let (parts, mut recv) = answer.await?.into_parts();
+        let ended = recv.is_end_stream();
         let mut data = Vec::new();
         while let Some(piece) = recv.data().await {
             let piece = piece?;
             let _ = recv.flow_control().release_capacity(piece.len());
             data.extend_from_slice(&piece);
         }
-        let meta = recv.trailers().await?.unwrap_or(parts.headers);
+        let trailers = recv.trailers().await?;
+        let trailers_only = ended && data.is_empty() && trailers.is_none();
+        let meta = trailers.unwrap_or(parts.headers);
         let status = meta
             .get("grpc-status")
             .map(|v| v.to_str().unwrap().parse().unwrap());
-        Ok(Answer { status, meta, data })
+        Ok(Answer {
+            status,
+            meta,
+            data,
+            http: parts.status.as_u16(),
+            trailers_only,
+        })
     }
 
     /// An export's request head, with `headers` besides the path and content type.
@@ -505,3 +535,7 @@ fn an_export_of_more_spans_than_the_buffer_holds_is_invalid_not_retried() {
     let rows: usize = server.rows.try_iter().map(|b| b.len()).sum();
     assert_eq!(rows, 5, "only the export within the limit");
 }
+
+#[cfg(test)]
+#[path = "grpc_wire_tests.rs"]
+mod wire;
