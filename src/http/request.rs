@@ -189,10 +189,9 @@ pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError
             }
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
             // Several lines are one list (RFC 9110 §5.3): the codings in order, the last one
-            // deciding the framing. An empty element is taken for a coding, not skipped: a
-            // proxy that does not skip it reads no `chunked` there.
+            // deciding the framing.
             for coding in value.split(|&b| b == b',') {
-                te.add(trim(coding).eq_ignore_ascii_case(b"chunked"));
+                te.add(trim(coding));
             }
         } else if name.eq_ignore_ascii_case(b"connection") {
             for token in value.split(|&b| b == b',') {
@@ -288,10 +287,19 @@ struct Codings {
     chunked: u32,
     /// How many codings are listed.
     codings: u32,
+    /// An element is empty or does not begin with a coding's name (a token).
+    malformed: bool,
 }
 
 impl Codings {
-    fn add(&mut self, is_chunked: bool) {
+    /// Adds one list element (`coding` trimmed). An empty one is not skipped (RFC 9110
+    /// §5.6.1 would) but refused: a proxy that does not skip it reads another last coding.
+    fn add(&mut self, coding: &[u8]) {
+        let is_chunked = coding.eq_ignore_ascii_case(b"chunked");
+        // `transfer-coding = token *( OWS ";" OWS transfer-parameter )`: the parameters
+        // matter to no decision here, the name must be a token.
+        let name = trim(coding.split(|&b| b == b';').next().unwrap_or(b""));
+        self.malformed |= name.is_empty() || !name.iter().all(|&b| is_tchar(b));
         self.any = true;
         self.last_chunked = is_chunked;
         self.chunked += u32::from(is_chunked);
@@ -299,12 +307,18 @@ impl Codings {
     }
 
     /// Whether the body can be read as chunked. RFC 9112 §6.1 and §6.3: `chunked` must be
-    /// the last coding, applied once, else the body's length is unknown (`400`); any coding
-    /// before it is one this server does not implement (`501`); and a `Transfer-Encoding` in
-    /// HTTP/1.0 is faulty framing (`400`). Every one of them closes the connection.
+    /// the last coding, applied once, else the body's length is unknown (`400`); a list with
+    /// an empty or malformed element is `400` too; any coding before `chunked` is one this
+    /// server does not implement (`501`); and a `Transfer-Encoding` in HTTP/1.0 is faulty
+    /// framing (`400`). Every one of them closes the connection.
     fn check(&self, minor_version: u8) -> Result<(), HttpError> {
         if minor_version == 0 {
             return Err(HttpError::BadRequest("Transfer-Encoding in HTTP/1.0"));
+        }
+        if self.malformed {
+            return Err(HttpError::BadRequest(
+                "an empty or malformed element in Transfer-Encoding",
+            ));
         }
         if !self.last_chunked {
             return Err(HttpError::BadRequest(

@@ -158,6 +158,7 @@ fn partial_heads() {
 
 const TE_NOT_CHUNKED: &str =
     "Transfer-Encoding does not end in chunked, so the body's length is unknown";
+const TE_MALFORMED: &str = "an empty or malformed element in Transfer-Encoding";
 
 #[test]
 fn bad_heads() {
@@ -204,13 +205,40 @@ fn bad_heads() {
             "POST /ingest HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",
             HttpError::BadRequest(TE_NOT_CHUNKED),
         ),
+        // An empty element, or one that is not a coding's name (a token), is a malformed
+        // list (400), wherever it stands: not a coding this server does not implement (501).
         (
             "POST /ingest HTTP/1.1\r\nTransfer-Encoding: chunked,\r\n\r\n",
-            HttpError::BadRequest(TE_NOT_CHUNKED),
+            HttpError::BadRequest(TE_MALFORMED),
         ),
         (
             "POST /ingest HTTP/1.1\r\nTransfer-Encoding:\r\n\r\n",
-            HttpError::BadRequest(TE_NOT_CHUNKED),
+            HttpError::BadRequest(TE_MALFORMED),
+        ),
+        (
+            "POST /ingest HTTP/1.1\r\nTransfer-Encoding: , chunked\r\n\r\n",
+            HttpError::BadRequest(TE_MALFORMED),
+        ),
+        (
+            "POST /ingest HTTP/1.1\r\nTransfer-Encoding:\r\nTransfer-Encoding: chunked\r\n\r\n",
+            HttpError::BadRequest(TE_MALFORMED),
+        ),
+        (
+            "POST /ingest HTTP/1.1\r\nTransfer-Encoding: g zip, chunked\r\n\r\n",
+            HttpError::BadRequest(TE_MALFORMED),
+        ),
+        (
+            "POST /ingest HTTP/1.1\r\nTransfer-Encoding: \"gzip\", chunked\r\n\r\n",
+            HttpError::BadRequest(TE_MALFORMED),
+        ),
+        (
+            "POST /ingest HTTP/1.1\r\nTransfer-Encoding: ;q=1, chunked\r\n\r\n",
+            HttpError::BadRequest(TE_MALFORMED),
+        ),
+        // A coding with parameters is still a coding.
+        (
+            "POST /ingest HTTP/1.1\r\nTransfer-Encoding: gzip ; q=1 ,\tChunked\r\n\r\n",
+            HttpError::UnsupportedTransferEncoding,
         ),
         (
             "POST /ingest HTTP/1.1\r\nTransfer-Encoding: xchunked\r\n\r\n",
