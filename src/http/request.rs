@@ -383,7 +383,8 @@ fn version_error(buf: &[u8], limits: &Limits) -> Result<Parsed<Head>, HttpError>
 }
 
 /// Why a head that fills `view` (the first `max_head_bytes`) without ending is refused: `414`
-/// if its request target does not end in it (RFC 9110 §15.5.15), else `431`. Decided on
+/// if its request target begins in it and does not end there (RFC 9110 §15.5.15), else `431`
+/// (a method that does not end, or nothing but empty lines, is no long target). Decided on
 /// `view` alone, so the answer does not depend on how the bytes were split into reads.
 #[cold]
 fn over_the_cap(view: &[u8]) -> HttpError {
@@ -392,18 +393,18 @@ fn over_the_cap(view: &[u8]) -> HttpError {
         .iter()
         .take_while(|&&b| matches!(b, b'\r' | b'\n'))
         .count()..];
-    let target_ends = line
+    let target_too_long = line
         .iter()
         .position(|&b| b == b' ')
         .is_some_and(|method_end| {
-            line[method_end + 1..]
+            !line[method_end + 1..]
                 .iter()
                 .any(|&b| matches!(b, b' ' | b'\r' | b'\n'))
         });
-    if target_ends {
-        HttpError::HeadTooLarge
-    } else {
+    if target_too_long {
         HttpError::UriTooLong
+    } else {
+        HttpError::HeadTooLarge
     }
 }
 

@@ -388,6 +388,11 @@ fn head_limits() {
     );
     assert_eq!(head(&target_then_header), Err(HttpError::HeadTooLarge));
     fuzz_split_equivalence(long_target.as_bytes());
+    // 414 names a target too long: where no target began within the cap (a method that does
+    // not end, or nothing but empty lines), the head is too large (431), not the URI.
+    let long_method = format!("{} / HTTP/1.1\r\n\r\n", "A".repeat(20_000));
+    assert_eq!(head(&long_method), Err(HttpError::HeadTooLarge));
+    assert_eq!(head(&"\r\n".repeat(10_000)), Err(HttpError::HeadTooLarge));
     let many: String = (0..100).map(|i| format!("X{i}: y\r\n")).collect();
     let raw = format!("GET / HTTP/1.1\r\n{many}\r\n");
     assert_eq!(head(&raw), Err(HttpError::HeadTooLarge));
