@@ -591,3 +591,91 @@ fn chunked_framing_is_bounded_as_well_as_the_body() {
     let (body, _) = dechunk(&raw, 16 * 1024, 1 << 30).unwrap();
     assert_eq!(body.len(), 1_000_000);
 }
+
+/// The decisions of the Transfer-Encoding list, the absolute form and 414 against 431, fed a
+/// byte at a time (every split point at once) and as every prefix: the same requests and the
+/// same refusal as the whole, each prefix either waiting for more or already that answer.
+#[test]
+fn new_head_decisions_do_not_depend_on_the_split() {
+    use crate::http::fuzz::{frame_in_pieces, End};
+    let limits = Limits {
+        max_head_bytes: 512,
+        max_headers: 16,
+        max_body_bytes: 4096,
+    };
+    let post = |te: &str| format!("POST /ingest HTTP/1.1\r\n{te}\r\n5\r\nhello\r\n0\r\n\r\n");
+    let target = |n: usize, rest: &str| format!("GET /{}{rest}", "a".repeat(n));
+    let (te, too_large) = (
+        HttpError::UnsupportedTransferEncoding,
+        HttpError::HeadTooLarge,
+    );
+    let (uri, malformed) = (HttpError::UriTooLong, HttpError::BadRequest(TE_MALFORMED));
+    let mut cases: Vec<(String, Option<HttpError>)> = vec![
+        (post("Transfer-Encoding: Chunked\r\n"), None),
+        (post("Transfer-Encoding: \tchunked \r\n"), None),
+        (post("Transfer-Encoding: gzip ,chunked\r\n"), Some(te)),
+        (
+            post("Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n"),
+            Some(te),
+        ),
+        (post("Transfer-Encoding: , chunked\r\n"), Some(malformed)),
+        (
+            post("Transfer-Encoding: chunked, gzip\r\n"),
+            Some(HttpError::BadRequest(TE_NOT_CHUNKED)),
+        ),
+        (
+            "GET http://u:p@[::1]:4000/health HTTP/1.1\r\n\r\n\
+             GET HTTP://x?/health HTTP/1.1\r\n\r\n"
+                .into(),
+            None,
+        ),
+        // The space after the target as the cap's last byte (431: the target ended, the head
+        // did not), then a byte later (414); with an empty line before, the same a line later.
+        (target(506, " HTTP/1.1\r\n\r\n"), Some(too_large)),
+        (target(507, " HTTP/1.1\r\n\r\n"), Some(uri)),
+        (target(508, " HTTP/1.1\r\n\r\n"), Some(uri)),
+        (
+            format!("\r\n{}", target(504, " HTTP/1.1\r\n\r\n")),
+            Some(too_large),
+        ),
+        (
+            format!("\r\n{}", target(505, " HTTP/1.1\r\n\r\n")),
+            Some(uri),
+        ),
+        (
+            format!("{} / HTTP/1.1\r\n\r\n", "A".repeat(600)),
+            Some(too_large),
+        ),
+        (format!("{} / HTTP/1.1\r\n\r\n", "A".repeat(511)), Some(uri)),
+        ("\r\n".repeat(300), Some(too_large)),
+    ];
+    // A head of exactly the cap is read; one byte more is not.
+    let exact = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(512 - 18));
+    assert_eq!(exact.len(), 512);
+    cases.push((exact.clone(), None));
+    cases.push((
+        format!("GET /a{}", &exact[5..]),
+        Some(HttpError::HeadTooLarge),
+    ));
+    for (raw, refused) in &cases {
+        let data = raw.as_bytes();
+        let whole = frame_in_pieces(data, &[], &limits);
+        let every: Vec<usize> = (1..data.len()).collect();
+        assert_eq!(frame_in_pieces(data, &every, &limits), whole, "{raw:?}");
+        match refused {
+            Some(e) => assert_eq!(whole.end, End::Refused(*e), "{raw:?}"),
+            None => assert!(
+                !whole.requests.is_empty() && !matches!(whole.end, End::Refused(_)),
+                "{raw:?}: {whole:?}"
+            ),
+        }
+        let answer = parse_head(data, &limits);
+        for end in 0..data.len() {
+            let got = parse_head(&data[..end], &limits);
+            assert!(
+                got == Ok(Parsed::Partial) || got == answer,
+                "{raw:?} cut at {end}: {got:?}, whole {answer:?}"
+            );
+        }
+    }
+}
