@@ -68,6 +68,10 @@ fn every_malformed_call_is_refused_trailers_only_with_its_code() {
             .unwrap();
     let mut get = with(&[]);
     *get.method_mut() = http::Method::GET;
+    // An HTTP/2 client that is not gRPC's: a GET with no content type.
+    let mut browser = with(&[]);
+    *browser.method_mut() = http::Method::GET;
+    browser.headers_mut().remove("content-type");
     let cut = message[..message.len() - 1].to_vec();
     const UNIMPLEMENTED: i32 = code::UNIMPLEMENTED;
     const INVALID: i32 = code::INVALID_ARGUMENT;
@@ -91,6 +95,7 @@ fn every_malformed_call_is_refused_trailers_only_with_its_code() {
         ("a second message in its own frame", with(&[]), vec![message.clone(), message.clone()], 200, INVALID, "more than one"),
         ("END_STREAM on the HEADERS", with(&[]), vec![], 200, INVALID, "one whole"),
         ("END_STREAM on an empty DATA", with(&[]), vec![vec![]], 200, INVALID, "one whole"),
+        ("GET, no content type", browser, vec![], 415, UNIMPLEMENTED, "unknown method GET"),
     ];
     let (answers, last) = harness::client_runtime().block_on(async {
         let mut client = harness::connect(addr).await;
