@@ -717,7 +717,7 @@ const MAX_WORKERS: usize = 1024;
 /// it is unset.
 fn workers(setting: Option<usize>, cores: usize) -> Result<usize, String> {
     let workers = setting.unwrap_or(cores.min(MAX_WORKERS));
-    if workers == 0 || workers > MAX_WORKERS {
+    if !(1..=MAX_WORKERS).contains(&workers) {
         return Err(format!(
             "INGEST_WORKERS must be 1..={MAX_WORKERS}, got {workers}"
         ));
