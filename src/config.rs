@@ -795,7 +795,3 @@ pub fn redact_password(url: &str) -> String {
 #[cfg(test)]
 #[path = "config_tests.rs"]
 mod tests;
-
-#[cfg(test)]
-#[path = "config_readme_tests.rs"]
-mod readme_tests;

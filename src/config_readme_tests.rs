@@ -1,7 +1,6 @@
 //! `config.rs`'s unit tests of README's settings table against the code: names, defaults and
 //! ranges.
 
-use super::tests::resolve;
 use super::*;
 
 /// The rows of README's settings table: (variable, default cell), in order.

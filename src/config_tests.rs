@@ -572,3 +572,7 @@ fn the_flush_byte_bound_is_at_most_a_quarter_of_the_buffer() {
     let c = resolve(&["--flush-max-bytes", "1048576"]).unwrap();
     assert_eq!(c.flush_max_bytes, 1 << 20, "a smaller bound stays");
 }
+
+/// README's settings table against the code.
+#[path = "config_readme_tests.rs"]
+mod readme_tests;
