@@ -32,6 +32,7 @@ use crate::http::otlp::Format;
 use crate::http::refusal::{otlp_refusal, refusal, ConnError, Refusal, Refused};
 use crate::http::request::{self, Framing, Head, HttpError, MediaType, Method, Parsed, Route};
 use crate::http::response::{self, ExtraHeaders, Outcome};
+use crate::ingest::compress::Encoding;
 use crate::ingest::{DecodeError, Exported, IngestError, OtlpFormat, Pipeline};
 use crate::server::drain::DrainSignal;
 use crate::server::keywait::KeyWaits;
@@ -366,7 +367,7 @@ impl Conn {
         // coding or media type already refuses (the `415`s of step 4) is not asked for: the
         // final status now, and the connection closed, since the client holds the body back.
         if head.expect_continue && self.buf.len() - self.start == head.len {
-            if let Some(why) = refused_by_head(head, otlp) {
+            if let Err(why) = body_coding(head, otlp) {
                 let org = Some(&*principal.org_id);
                 self.answer_full(
                     shared,
@@ -410,14 +411,9 @@ impl Conn {
         };
         let body_start = self.start + head.len;
         // 4 on: the body's coding and format, decoding, the schema, admission, the hand-off.
-        let outcome = match (head.content_encoding, otlp, head.content_type) {
-            (Err(e), ..) => Err(refuse(Refused::Ingest(IngestError::Decode(
-                DecodeError::Encoding(e),
-            )))),
-            (Ok(_), true, MediaType::Absent | MediaType::Other) => {
-                Err(refuse(Refused::Conn(ConnError::UnsupportedMediaType)))
-            }
-            (Ok(encoding), false, _) => {
+        let outcome = match body_coding(head, otlp) {
+            Err(why) => Err(refuse(why)),
+            Ok(encoding) if !otlp => {
                 let result = self.with_padded_body(body_start, body.len, |bytes| {
                     worker.pipeline.borrow_mut().ingest_v1(
                         &principal,
@@ -439,8 +435,8 @@ impl Conn {
                     Err(e) => Err(refuse(Refused::Ingest(e))),
                 }
             }
-            (Ok(encoding), true, media) => {
-                let format = match media {
+            Ok(encoding) => {
+                let format = match head.content_type {
                     MediaType::Protobuf => OtlpFormat::Protobuf,
                     _ => OtlpFormat::Json,
                 };
@@ -641,18 +637,19 @@ async fn finish_export(
     }
 }
 
-/// What the head alone says of a body on `/ingest` or `/v1/traces`: a `Content-Encoding` not
-/// decoded, or an OTLP export's `Content-Type` neither protobuf nor JSON; the same refusals as
-/// the body's step 4 in `handle`, found before a body the client holds back is asked for.
-fn refused_by_head(head: &Head, otlp: bool) -> Option<Refused> {
+/// What the head alone says of a body on `/ingest` or `/v1/traces`: the coding to decode it
+/// with, or its refusal, a `Content-Encoding` not decoded or an OTLP export's `Content-Type`
+/// neither protobuf nor JSON (step 4 in `handle`; also before a body the client holds back
+/// for `Expect: 100-continue` is asked for).
+fn body_coding(head: &Head, otlp: bool) -> Result<Encoding, Refused> {
     match (head.content_encoding, head.content_type) {
-        (Err(e), _) => Some(Refused::Ingest(IngestError::Decode(DecodeError::Encoding(
+        (Err(e), _) => Err(Refused::Ingest(IngestError::Decode(DecodeError::Encoding(
             e,
         )))),
         (Ok(_), MediaType::Absent | MediaType::Other) if otlp => {
-            Some(Refused::Conn(ConnError::UnsupportedMediaType))
+            Err(Refused::Conn(ConnError::UnsupportedMediaType))
         }
-        _ => None,
+        (Ok(encoding), _) => Ok(encoding),
     }
 }
 
