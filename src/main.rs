@@ -272,6 +272,22 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         }
         None => tracing::warn!("cannot read the open-files limit (RLIMIT_NOFILE)"),
     }
+    match traceingest::server::memory::memory_limit() {
+        Some(limit)
+            if traceingest::server::memory::buffer_too_large(config.buffer_max_bytes, limit) =>
+        {
+            tracing::warn!(
+                buffer_max_bytes = config.buffer_max_bytes,
+                memory_limit = limit,
+                "INGEST_BUFFER_MAX_BYTES is more than half the memory this process may use (the \
+                 machine's, or its cgroup's limit if lower): under load the process may be killed \
+                 for memory, losing the batches it holds in memory, accepted ones included in \
+                 buffer durability mode; lower INGEST_BUFFER_MAX_BYTES or raise the limit"
+            );
+        }
+        Some(_) => {}
+        None => tracing::warn!("cannot read this process's memory limit (/proc/meminfo, cgroup)"),
+    }
     let batch_limit = config.batch_limit();
     if let Some((setting, cap)) = config.body_cap_past_batch_limit() {
         tracing::warn!(

@@ -7,6 +7,7 @@ pub mod admin;
 pub mod conn;
 pub mod drain;
 pub mod keywait;
+pub mod memory;
 pub mod ops;
 pub mod runtime;
 

@@ -67,6 +67,18 @@ fn text_logs_written_to_a_file_have_no_colour_codes() {
     );
 }
 
+/// A memory buffer past half of what the process may use (here 1 TiB, past any test machine's
+/// memory) is named at start-up, since a process killed for memory loses what it held; the
+/// default one is not.
+#[test]
+fn a_buffer_past_half_the_memory_is_named_at_start_up() {
+    const WARNING: &str = "INGEST_BUFFER_MAX_BYTES is more than half the memory";
+    let log = log_of_a_run(&[("INGEST_BUFFER_MAX_BYTES", "1099511627776")]);
+    assert!(log.contains(WARNING), "{log}");
+    let log = log_of_a_run(&[]);
+    assert!(!log.contains(WARNING), "{log}");
+}
+
 #[test]
 fn a_bad_log_format_is_refused_naming_the_setting() {
     let server = Server::new(CH_HTTP, &[]);
