@@ -205,6 +205,25 @@ fn shapes_match_what_the_server_prints() {
     assert!(!SPANS_SHAPE.matches(&older, printed.1, printed.2));
     assert!(!SPANS_SHAPE.matches(printed.0, "toYYYYMMDD(x)", printed.2));
     assert!(!SPANS_SHAPE.matches(printed.0, printed.1, "org_id, trace_id"));
+    let older = older.replace(" PARTITION", "PARTITION");
+    assert!(super::schema::OLDER_SPANS_SHAPE.matches(&older, printed.1, printed.2));
+    // The key and organisation tables, which have no partition key.
+    use super::schema::{API_KEYS_SHAPE, ORGS_SHAPE};
+    let keys = "ReplacingMergeTree(version) ORDER BY key_hash SETTINGS index_granularity = 8192";
+    assert!(API_KEYS_SHAPE.matches(keys, "", "key_hash"));
+    assert!(!ORGS_SHAPE.matches(keys, "", "key_hash"));
+    assert!(ORGS_SHAPE.matches(&keys.replace("key_hash", "org_id"), "", "org_id"));
+    assert!(!API_KEYS_SHAPE.matches("MergeTree ORDER BY key_hash", "", "key_hash"));
+    assert!(!API_KEYS_SHAPE.matches(keys, "tuple()", "key_hash"));
+    for (shape, engine) in [
+        (API_KEYS_SHAPE, super::schema::API_KEYS_ENGINE),
+        (ORGS_SHAPE, super::schema::ORGS_ENGINE),
+    ] {
+        assert_eq!(
+            shape.ddl().replace(['(', ')'], ""),
+            engine.replace(['(', ')'], "")
+        );
+    }
 }
 
 /// docs/fleet.md: a run without `INGEST_CLICKHOUSE_CLUSTER` against a cluster's tables stops

@@ -44,6 +44,8 @@ mod dedup;
 mod errors;
 mod health;
 #[cfg(test)]
+mod migrate_audit_tests;
+#[cfg(test)]
 mod migrate_tests;
 mod order;
 mod reprice;

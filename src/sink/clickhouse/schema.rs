@@ -31,6 +31,24 @@ pub(super) const SPANS_SHAPE: Shape = Shape {
     order_by: "org_id, trace_id, start_time_ms, span_id",
 };
 
+/// The shape of `spans` as releases before the `version` column made it (the deduplication
+/// version was `ingested_at`): `migrate` rebuilds it into `SPANS_SHAPE`.
+pub(super) const OLDER_SPANS_SHAPE: Shape = Shape {
+    engine: "ReplacingMergeTree(ingested_at)",
+    ..SPANS_SHAPE
+};
+
+/// The shapes of `api_keys` and `orgs`, which no release has changed.
+pub(super) const API_KEYS_SHAPE: Shape = Shape {
+    engine: "ReplacingMergeTree(version)",
+    partition_by: "",
+    order_by: "key_hash",
+};
+pub(super) const ORGS_SHAPE: Shape = Shape {
+    order_by: "org_id",
+    ..API_KEYS_SHAPE
+};
+
 /// Engine of `spans`, as DDL: `SPANS_SHAPE` written out (a test checks they agree).
 pub(super) const SPANS_ENGINE: &str = "ENGINE = ReplacingMergeTree(version) \
      PARTITION BY toYYYYMM(toDateTime(intDiv(start_time_ms, 1000))) \
@@ -47,9 +65,14 @@ pub(super) struct Shape {
 
 impl Shape {
     pub(super) fn ddl(&self) -> String {
+        let partition = if self.partition_by.is_empty() {
+            String::new()
+        } else {
+            format!(" PARTITION BY {}", self.partition_by)
+        };
         format!(
-            "ENGINE = {} PARTITION BY {} ORDER BY ({})",
-            self.engine, self.partition_by, self.order_by
+            "ENGINE = {}{partition} ORDER BY ({})",
+            self.engine, self.order_by
         )
     }
 
@@ -66,7 +89,12 @@ impl Shape {
                 .filter(|c| !c.is_whitespace() && *c != '`')
                 .collect()
         };
-        norm(engine_full).starts_with(&(norm(self.engine) + "PARTITIONBY"))
+        let next = if self.partition_by.is_empty() {
+            "ORDERBY"
+        } else {
+            "PARTITIONBY"
+        };
+        norm(engine_full).starts_with(&(norm(self.engine) + next))
             && norm(partition_key) == norm(self.partition_by)
             && norm(sorting_key) == norm(self.order_by)
     }
@@ -86,7 +114,7 @@ pub const API_KEYS_COLUMNS: &[(&str, &str)] = &[
     ("version", "UInt64"),
 ];
 
-const API_KEYS_ENGINE: &str = "ENGINE = ReplacingMergeTree(version) ORDER BY key_hash";
+pub(super) const API_KEYS_ENGINE: &str = "ENGINE = ReplacingMergeTree(version) ORDER BY key_hash";
 
 /// `orgs` columns in table order: each organisation's plan. Changing the plan inserts a new
 /// version of the row; readers use `FINAL`. An organisation without a row is on the default plan.
@@ -98,7 +126,7 @@ pub const ORGS_COLUMNS: &[(&str, &str)] = &[
     ("version", "UInt64"),
 ];
 
-const ORGS_ENGINE: &str = "ENGINE = ReplacingMergeTree(version) ORDER BY org_id";
+pub(super) const ORGS_ENGINE: &str = "ENGINE = ReplacingMergeTree(version) ORDER BY org_id";
 
 /// A table's name, columns (name, type) and engine.
 pub(super) type Table<E = &'static str> =
@@ -332,6 +360,9 @@ impl Store {
         };
         if !done.created_database {
             self.refuse_other_modes_tables(&mut c, &tables).await?;
+            if self.cluster.is_none() {
+                self.refuse_foreign_tables(&mut c).await?;
+            }
         }
         // Cluster mode: a connection to every node, opened when the first table that exists
         // is checked for missing columns (a start-up that creates everything needs none).
@@ -579,6 +610,52 @@ impl Store {
                      nothing was changed"
                 )));
             }
+        }
+        Ok(())
+    }
+
+    /// Without a cluster, a table of one of the service's names but of a shape no release made
+    /// (engine, partition or sorting key: someone else's table, a view, a `spans` whose
+    /// deduplication would not work) stops the migration before any DDL. Without this, its
+    /// columns were added to it, and a `spans` was "rebuilt": its rows copied without the
+    /// columns that are not the service's and the table dropped; an `api_keys` of another
+    /// engine kept every version of a key, so a revoked key read back active.
+    async fn refuse_foreign_tables(&self, c: &mut ClientHandle) -> Result<(), StoreError> {
+        let db = &self.database;
+        let found = c
+            .query(format!(
+                "SELECT name, engine, engine_full, partition_key, sorting_key FROM system.tables \
+                 WHERE database = '{db}' AND name IN ('spans', 'api_keys', 'orgs')"
+            ))
+            .fetch_all()
+            .await?;
+        for row in found.rows() {
+            let name: String = row.get("name")?;
+            let engine: String = row.get("engine")?;
+            let engine_full: String = row.get("engine_full")?;
+            let partition_key: String = row.get("partition_key")?;
+            let sorting_key: String = row.get("sorting_key")?;
+            let known: &[Shape] = match name.as_str() {
+                "spans" => &[SPANS_SHAPE, OLDER_SPANS_SHAPE],
+                "api_keys" => &[API_KEYS_SHAPE],
+                _ => &[ORGS_SHAPE],
+            };
+            if known
+                .iter()
+                .any(|s| s.matches(&engine_full, &partition_key, &sorting_key))
+            {
+                continue;
+            }
+            let shown = if engine_full.is_empty() {
+                engine
+            } else {
+                engine_full
+            };
+            return Err(StoreError::new(format!(
+                "{db}.{name} is not a table this service made: it is {shown}, expected {}; \
+                 move it away or use another INGEST_CLICKHOUSE_DATABASE: nothing was changed",
+                known[0].ddl()
+            )));
         }
         Ok(())
     }
