@@ -2,7 +2,8 @@
 //! server plus the database the service owns), its URL, and `from_row!`, which reads a result
 //! row into a struct; the jobs are one file each.
 //!
-//! - `schema.rs`: the tables and `migrate`.
+//! - `schema.rs`: the tables and `migrate`; `schema_rebuild.rs`: a `spans` of an older shape
+//!   rebuilt.
 //! - `block.rs`: the span insert (`insert_runs`) and its reused column buffers.
 //! - `errors.rs`: `InsertError` and its `Retry` class, `StoreError`.
 //! - `admin.rs`: keys, organisations and the monthly span counts.
@@ -50,6 +51,7 @@ mod migrate_tests;
 mod order;
 mod reprice;
 mod schema;
+mod schema_rebuild;
 #[cfg(test)]
 pub(crate) mod test_support;
 #[cfg(test)]
