@@ -271,3 +271,63 @@ fn a_view_named_spans_is_refused() {
         );
     }
 }
+
+/// Two servers starting at once on a fresh database, and on one an earlier release made:
+/// both migrations succeed, and the schema is the current one.
+#[test]
+fn two_servers_migrating_at_once_both_succeed() {
+    if skip() {
+        return;
+    }
+    for round in [0, 1, 3, 4] {
+        let db = TestDb::new(&format!("h_schema_race_{round}"));
+        // 0: a fresh database; 1: `spans` lacks its newest column (both `ALTER` it); 2: an
+        // older shape (both rebuild it).
+        let old_columns: Vec<(&str, &str)> = match round % 3 {
+            1 => SPANS_COLUMNS[..SPANS_COLUMNS.len() - 1].to_vec(),
+            _ => first_release_columns(),
+        };
+        if round % 3 != 0 {
+            let engine = if round % 3 == 1 {
+                schema::SPANS_ENGINE
+            } else {
+                OLDER_SPANS_ENGINE
+            };
+            http_query(&format!("CREATE DATABASE `{}`", db.0));
+            http_query(&create_table_sql(
+                &format!("`{}`.spans", db.0),
+                &old_columns,
+                engine,
+            ));
+            insert_old_row(
+                &format!("`{}`.spans", db.0),
+                &old_columns,
+                &[("trace_id", "'t'".to_string())],
+            );
+        }
+        let name = db.0.clone();
+        let both: Vec<_> = (0..2)
+            .map(|_| {
+                let name = name.clone();
+                std::thread::spawn(move || {
+                    let store = Store::new(NATIVE_URL, &name).unwrap();
+                    rt().block_on(store.migrate())
+                })
+            })
+            .collect();
+        for h in both {
+            let r = h.join().unwrap();
+            assert!(r.is_ok(), "round {round}: {}", r.unwrap_err());
+        }
+        assert_eq!(table_names(&db.0), vec!["api_keys", "orgs", "spans"]);
+        let store = Store::new(NATIVE_URL, &db.0).unwrap();
+        assert!(rt().block_on(store.migrate()).unwrap().is_noop());
+        if round % 3 != 0 {
+            assert_eq!(
+                count(&format!("SELECT count() FROM `{}`.spans FINAL", db.0)),
+                1,
+                "round {round}"
+            );
+        }
+    }
+}

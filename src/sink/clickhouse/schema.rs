@@ -14,6 +14,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use clickhouse_rs::errors::codes;
 use clickhouse_rs::ClientHandle;
 
 use super::cluster_columns::REPLICATION_WAIT;
@@ -554,14 +555,31 @@ impl Store {
     }
 
     /// `ALTER TABLE ... ADD COLUMN` on the server of `c` alone (never `ON CLUSTER`:
-    /// `cluster_columns.rs` says why).
+    /// `cluster_columns.rs` says why). A column another server added since it was found
+    /// missing (two starting at once; 18.16 has no `ADD COLUMN IF NOT EXISTS`) is no error
+    /// when its type is the one wanted.
     pub(super) async fn add_column(
         &self,
         c: &mut ClientHandle,
         table: &str,
         m: &Missing,
     ) -> Result<(), StoreError> {
-        c.execute(self.add_column_sql(table, m)).await?;
+        if let Err(e) = c.execute(self.add_column_sql(table, m)).await {
+            let e = StoreError::from(e);
+            if e.code != Some(codes::ILLEGAL_COLUMN) {
+                return Err(e);
+            }
+            let now = self.columns(&mut self.handle().await?, table).await?;
+            return match now.iter().find(|(n, _)| n == m.name) {
+                Some((_, found)) if same_type(found, m.ty) => Ok(()),
+                Some((_, found)) => Err(StoreError::new(format!(
+                    "column {}.{table}.{} was added meanwhile with type {found}, expected {}; \
+                     fix the table by hand (the service never changes a column's type)",
+                    self.database, m.name, m.ty
+                ))),
+                None => Err(e),
+            };
+        }
         tracing::info!(
             database = %self.database,
             table,
