@@ -279,7 +279,7 @@ fn two_servers_migrating_at_once_both_succeed() {
     if skip() {
         return;
     }
-    for round in [0, 1, 3, 4] {
+    for round in 0..9 {
         let db = TestDb::new(&format!("h_schema_race_{round}"));
         // 0: a fresh database; 1: `spans` lacks its newest column (both `ALTER` it); 2: an
         // older shape (both rebuild it).

@@ -294,36 +294,60 @@ impl Store {
         self.schema(Mode::Inspect, Duration::ZERO).await
     }
 
+    /// Without a cluster, a step that fails because another migration (a second server
+    /// starting) made, renamed or dropped a table or column first is done again from what
+    /// the server has then, keeping what was done before in the report.
     async fn schema(&self, mode: Mode, replication_wait: Duration) -> Result<Migrated, StoreError> {
-        let mut c = self.handle().await?;
-        let db = &self.database;
         let mut done = Migrated {
-            database: db.clone(),
+            database: self.database.clone(),
             pending: mode == Mode::Inspect,
             ..Migrated::default()
         };
+        let mut raced = 0;
+        loop {
+            match self.schema_pass(mode, replication_wait, &mut done).await {
+                Err(e) if raced < RACE_RETRIES && self.cluster.is_none() && raced_with(&e) => {
+                    tracing::info!(database = %self.database, error = %e,
+                        "another migration changed the schema meanwhile; looking again");
+                    raced += 1;
+                }
+                Err(e) => return Err(e),
+                Ok(()) => return Ok(done),
+            }
+        }
+    }
+
+    async fn schema_pass(
+        &self,
+        mode: Mode,
+        replication_wait: Duration,
+        done: &mut Migrated,
+    ) -> Result<(), StoreError> {
+        let mut c = self.handle().await?;
+        let db = &self.database;
         let found = c
             .query(format!(
                 "SELECT count() AS n FROM system.databases WHERE name = '{db}'"
             ))
             .fetch_all()
             .await?;
-        done.created_database = found
+        let new_database = found
             .rows()
             .next()
             .map(|r| r.get::<u64, _>("n"))
             .transpose()?
             == Some(0);
+        done.created_database |= new_database;
         let on = &self.on_cluster;
-        if mode == Mode::Inspect && done.created_database {
+        if mode == Mode::Inspect && new_database {
             done.created_tables = TABLES.map(|t| t.0).to_vec();
-            return Ok(done);
+            return Ok(());
         }
         let tables: Vec<Table<String>> = match &self.cluster {
             None => TABLES.map(|(t, c, e)| (t, c, e.to_string())).to_vec(),
             Some(cluster) => super::cluster::cluster_tables(&TABLES, db, cluster),
         };
-        if !done.created_database {
+        if !new_database {
             self.refuse_other_modes_tables(&mut c, &tables).await?;
             if self.cluster.is_none() {
                 self.refuse_foreign_tables(&mut c).await?;
@@ -332,7 +356,7 @@ impl Store {
         // Cluster mode: a connection to every node, opened when the first table that exists
         // is checked for missing columns (a start-up that creates everything needs none).
         let mut fleet = None;
-        if mode == Mode::Apply && (done.created_database || on.is_empty()) {
+        if mode == Mode::Apply && (new_database || on.is_empty()) {
             c.execute(create_database_sql(db, on)).await?;
         }
         for (table, columns, engine) in tables {
@@ -359,16 +383,11 @@ impl Store {
                 }
                 Some(cluster) => {
                     if fleet.is_none() {
-                        fleet = Some(
-                            self.connect_fleet(cluster, replication_wait, &mut done)
-                                .await?,
-                        );
+                        fleet = Some(self.connect_fleet(cluster, replication_wait, done).await?);
                     }
                     let fleet = fleet.as_mut().expect("connected above");
-                    self.add_missing_columns_in_cluster(
-                        fleet, table, columns, &engine, mode, &mut done,
-                    )
-                    .await?
+                    self.add_missing_columns_in_cluster(fleet, table, columns, &engine, mode, done)
+                        .await?
                 }
             };
             for column in added {
@@ -378,9 +397,11 @@ impl Store {
         // A cluster's tables are made in the current shape; rebuilding one is done by hand
         // (docs/fleet.md).
         if self.cluster.is_none() {
-            done.rebuilt_spans = self.rebuild_spans_if_needed(&mut c, mode).await?;
+            if let Some(rows) = self.rebuild_spans_if_needed(&mut c, mode).await? {
+                done.rebuilt_spans = Some(done.rebuilt_spans.unwrap_or(0) + rows);
+            }
         }
-        Ok(done)
+        Ok(())
     }
 
     /// A table's (column, type) as `system.columns` has them; empty when it does not exist.
@@ -599,6 +620,18 @@ impl Store {
             self.database, m.name, m.ty
         )
     }
+}
+
+/// How many times a migration that met another one's changes looks again before it gives up.
+pub(super) const RACE_RETRIES: u32 = 5;
+
+/// A failure another migration at the same time causes: a table it made (`CREATE` without
+/// `IF NOT EXISTS` meets it in 18.16 too) or renamed away, a column it added.
+pub(super) fn raced_with(e: &StoreError) -> bool {
+    matches!(
+        e.code,
+        Some(codes::TABLE_ALREADY_EXISTS | codes::UNKNOWN_TABLE | codes::ILLEGAL_COLUMN)
+    )
 }
 
 /// A column a table lacks, and the one it goes after (`None`: first).

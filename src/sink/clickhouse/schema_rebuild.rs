@@ -5,7 +5,7 @@
 use clickhouse_rs::ClientHandle;
 
 use super::errors::StoreError;
-use super::schema::{create_table_sql, Mode, SPANS_ENGINE, SPANS_SHAPE};
+use super::schema::{create_table_sql, raced_with, Mode, RACE_RETRIES, SPANS_ENGINE, SPANS_SHAPE};
 use super::Store;
 use crate::row::SPANS_COLUMNS;
 
@@ -55,7 +55,30 @@ impl Store {
     /// partition per statement, with the columns the old table lacked filled as spool records
     /// of earlier builds are (`version` from `ingested_at`). Copying a row twice (a rebuild
     /// resumed after a crash) leaves two identical copies that `FINAL` and merges collapse.
+    ///
+    /// Another migration at the same time (two servers starting) makes a step fail on a table
+    /// it renamed, made or dropped first (`TABLE_ALREADY_EXISTS`, `UNKNOWN_TABLE`): the state
+    /// is then read again and the rebuild resumed from there, as after a crash.
     pub(super) async fn rebuild_spans_if_needed(
+        &self,
+        c: &mut ClientHandle,
+        mode: Mode,
+    ) -> Result<Option<u64>, StoreError> {
+        let mut raced = 0;
+        loop {
+            match self.rebuild_spans_once(c, mode).await {
+                Err(e) if raced < RACE_RETRIES && raced_with(&e) => {
+                    tracing::info!(database = %self.database, error = %e,
+                        "another migration is rebuilding the spans table too; looking again");
+                    raced += 1;
+                    *c = self.handle().await?;
+                }
+                done => return done,
+            }
+        }
+    }
+
+    async fn rebuild_spans_once(
         &self,
         c: &mut ClientHandle,
         mode: Mode,
@@ -111,8 +134,13 @@ impl Store {
             c.execute(format!("DROP TABLE IF EXISTS {new}")).await?;
             c.execute(create_table_sql(&new, SPANS_COLUMNS, SPANS_ENGINE))
                 .await?;
-            c.execute(format!("RENAME TABLE {spans} TO {old}, {new} TO {spans}"))
-                .await?;
+            let swap = format!("RENAME TABLE {spans} TO {old}, {new} TO {spans}");
+            if let Err(e) = c.execute(swap).await {
+                // Another migration swapped its own table in first: this one is nobody's.
+                let mut fresh = self.handle().await?;
+                fresh.execute(format!("DROP TABLE IF EXISTS {new}")).await?;
+                return Err(e.into());
+            }
         }
         // Copy the old rows in, one partition at a time, on a connection whose statements may
         // run as long as a partition takes.
@@ -162,7 +190,8 @@ impl Store {
             copied += rows;
             tracing::info!(database = %db, partition, rows, "copied a partition into the rebuilt spans table");
         }
-        c.execute(format!("DROP TABLE {old}")).await?;
+        // `IF EXISTS`: another migration copying at the same time may have finished first.
+        c.execute(format!("DROP TABLE IF EXISTS {old}")).await?;
         tracing::info!(database = %db, rows = copied, "spans table rebuilt");
         Ok(Some(copied))
     }
