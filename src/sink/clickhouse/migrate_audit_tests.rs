@@ -315,8 +315,9 @@ fn two_servers_migrating_at_once_both_succeed() {
                 })
             })
             .collect();
-        for h in both {
-            let r = h.join().unwrap();
+        // Both joined before any check, so that a failure drops the database after both.
+        let results: Vec<_> = both.into_iter().map(|h| h.join().unwrap()).collect();
+        for r in results {
             assert!(r.is_ok(), "round {round}: {}", r.unwrap_err());
         }
         assert_eq!(table_names(&db.0), vec!["api_keys", "orgs", "spans"]);
