@@ -232,13 +232,17 @@ fn block_on<F: std::future::Future<Output = anyhow::Result<()>>>(f: F) -> anyhow
         .block_on(f)
 }
 
-/// Retries `migrate` while ClickHouse is starting, up to `patience`.
+/// Retries `migrate` while ClickHouse is starting (or busy), up to `patience`; a schema it
+/// refuses (`StoreError::worth_waiting`) ends start-up at once.
 async fn migrate_when_up(store: &Store, patience: Duration) -> anyhow::Result<()> {
     let start = Instant::now();
     loop {
         match store.migrate().await {
             Ok(_) => return Ok(()),
-            Err(e) if start.elapsed() < patience => {
+            Err(e)
+                if start.elapsed() < patience
+                    && e.worth_waiting(e.code.is_none() && store.ping().await.is_ok()) =>
+            {
                 tracing::warn!(error = %e, "ClickHouse not ready; retrying");
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }

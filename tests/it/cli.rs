@@ -359,3 +359,25 @@ fn commands_on_stored_data_refuse_a_database_that_does_not_exist() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stdout.contains("acme"), "{stdout}");
 }
+
+/// A ClickHouse that answers and refuses the schema (here someone else's `spans`) stops
+/// `serve` at once with the reason, not after 30 s of "ClickHouse not ready; retrying".
+#[test]
+fn serve_stops_at_once_on_a_schema_clickhouse_refuses() {
+    let server = Server::new(CH_HTTP, &[]);
+    let db = server.database.clone();
+    server.ch_exec(&format!("CREATE DATABASE {db}"));
+    server.ch_exec(&format!(
+        "CREATE TABLE {db}.spans (id UInt64) ENGINE = MergeTree ORDER BY id"
+    ));
+    let out = server.command(&["serve"]).output().expect("run serve");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot create the schema in ClickHouse")
+            && stderr.contains("is not a table this service made"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("not ready; retrying"), "{stderr}");
+    server.ch_exec(&format!("DROP DATABASE {db}"));
+}

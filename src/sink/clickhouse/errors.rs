@@ -150,7 +150,12 @@ fn classify(err: &ChError) -> (Retry, Option<u32>) {
         ChError::FromSql(_) | ChError::Url(_) | ChError::Other(_) => return (Retry::Never, None),
         ChError::Server(e) => e,
     };
-    let retry = match e.code {
+    (retry_of_code(e.code, &e.message), Some(e.code))
+}
+
+/// What a server's refusal of an insert with `code` (and `message`) means for its rows.
+fn retry_of_code(code: u32, message: &str) -> Retry {
+    match code {
         codes::UNKNOWN_TABLE | codes::UNKNOWN_DATABASE | codes::NO_SUCH_COLUMN_IN_TABLE => {
             Retry::AfterMigrate
         }
@@ -159,7 +164,7 @@ fn classify(err: &ChError) -> (Retry, Option<u32>) {
         codes::MEMORY_LIMIT_EXCEEDED => Retry::Smaller,
         // Current releases refuse one block spanning more than `max_partitions_per_insert_block`
         // months with the same code as "too many parts": smaller inserts do succeed.
-        codes::TOO_MANY_PARTS if e.message.contains("partitions for single INSERT") => Retry::Split,
+        codes::TOO_MANY_PARTS if message.contains("partitions for single INSERT") => Retry::Split,
         codes::CANNOT_PARSE_TEXT
         | codes::CANNOT_PARSE_INPUT_ASSERTION_FAILED
         | codes::CANNOT_PARSE_DATE
@@ -240,8 +245,28 @@ fn classify(err: &ChError) -> (Retry, Option<u32>) {
         | AUTHENTICATION_FAILED => Retry::Later,
         // Anything else: maybe transient, maybe the data; retried a few times, then split.
         _ => Retry::Unknown,
-    };
-    (retry, Some(e.code))
+    }
+}
+
+impl StoreError {
+    /// Whether start-up should wait and try its schema again after this error, rather than
+    /// stop with it: ClickHouse could not be reached (`reachable` is false: it may still be
+    /// starting), or it answered with a code that passes with time (busy, a replica without its
+    /// ZooKeeper session, a table a cluster's DDL has not brought yet). A server that answered
+    /// and refused the schema (a table of another shape, a column of another type, bad SQL)
+    /// would refuse it the same way for the whole wait: its message goes out at once instead
+    /// of after 30 s of "not ready".
+    pub fn worth_waiting(&self, reachable: bool) -> bool {
+        match self.code {
+            // A table or database missing for a moment: a cluster's DDL reaches its nodes
+            // one after the other.
+            Some(code) => matches!(
+                retry_of_code(code, &self.message),
+                Retry::Later | Retry::AfterMigrate
+            ),
+            None => !reachable,
+        }
+    }
 }
 
 /// Codes the client crate does not name.
@@ -253,6 +278,23 @@ const AUTHENTICATION_FAILED: u32 = 516;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Start-up waits for a server that is not there yet or busy, not for one that refused.
+    #[test]
+    fn start_up_waits_only_for_what_passes() {
+        let coded = |code| StoreError {
+            code: Some(code),
+            message: "m".into(),
+        };
+        assert!(StoreError::new("connection refused").worth_waiting(false));
+        assert!(!StoreError::new("spans is not a table this service made").worth_waiting(true));
+        assert!(coded(codes::NO_ZOOKEEPER).worth_waiting(true));
+        assert!(coded(codes::TIMEOUT_EXCEEDED).worth_waiting(true));
+        assert!(!coded(codes::SYNTAX_ERROR).worth_waiting(true));
+        assert!(!coded(codes::TYPE_MISMATCH).worth_waiting(true));
+        assert!(coded(codes::UNKNOWN_DATABASE).worth_waiting(true));
+        assert!(!coded(codes::DUPLICATE_COLUMN).worth_waiting(true));
+    }
 
     #[test]
     fn error_classes() {
