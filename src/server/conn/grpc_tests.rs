@@ -539,3 +539,7 @@ fn an_export_of_more_spans_than_the_buffer_holds_is_invalid_not_retried() {
 #[cfg(test)]
 #[path = "grpc_wire_tests.rs"]
 mod wire;
+
+#[cfg(test)]
+#[path = "grpc_auth_tests.rs"]
+mod auth;

@@ -728,3 +728,7 @@ async fn wait_for_room(shared: &Shared, nudge: impl FnOnce()) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+#[path = "auth_tests.rs"]
+mod auth_tests;
