@@ -182,6 +182,14 @@ impl LogFormat {
     /// through the log: its filter (`INGEST_LOG=off`, or one that did not parse) must not hide
     /// it.
     pub fn fatal_line(self, message: &str, now: std::time::SystemTime) -> String {
+        self.command_line("ERROR", message, now)
+    }
+
+    /// A line a command writes on stderr besides the log at `level` (`ERROR`, `WARN`,
+    /// `INFO`): `traceingest: MESSAGE`, or in the JSON format an object shaped as the log's
+    /// lines, so that stderr stays one JSON object per line (`keys create` said which key it
+    /// created in plain text there).
+    pub fn command_line(self, level: &str, message: &str, now: std::time::SystemTime) -> String {
         match self {
             LogFormat::Text => format!("traceingest: {message}"),
             LogFormat::Json => {
@@ -200,7 +208,7 @@ impl LogFormat {
                 );
                 serde_json::json!({
                     "timestamp": timestamp,
-                    "level": "ERROR",
+                    "level": level,
                     "target": "traceingest",
                     "message": message,
                 })

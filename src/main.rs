@@ -145,6 +145,9 @@ fn main() {
     if let Err(e) = format.clone().and_then(init_logging) {
         fatal(&e);
     }
+    if let Ok(format) = &format {
+        cli::set_log_format(*format);
+    }
     let command = match cli.command {
         Some(c) => c,
         None => match parse(&["traceingest".into(), "serve".into()]).command {

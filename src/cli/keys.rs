@@ -67,12 +67,15 @@ pub async fn run(cmd: &KeysCommand, store_args: &StoreArgs) -> anyhow::Result<()
             prefix,
         } => {
             if prefix.len() + MIN_RANDOM_SHOWN > DISPLAY_PREFIX_LEN {
-                eprintln!(
-                    "note: with a {}-character prefix, display prefixes carry {} random \
+                super::note(
+                    "WARN",
+                    format_args!(
+                        "note: with a {}-character prefix, display prefixes carry {} random \
                      characters and may be shared by several keys; `keys revoke` then needs \
                      the whole key or --all",
-                    prefix.len(),
-                    DISPLAY_PREFIX_LEN.saturating_sub(prefix.len())
+                        prefix.len(),
+                        DISPLAY_PREFIX_LEN.saturating_sub(prefix.len())
+                    ),
                 );
             }
             let key = auth::generate_key(prefix)
@@ -95,14 +98,17 @@ pub async fn run(cmd: &KeysCommand, store_args: &StoreArgs) -> anyhow::Result<()
                     record.display_prefix
                 );
             }
-            eprintln!(
-                "created key {}... for org {org}{}; it is shown only once",
-                record.display_prefix,
-                if project.is_empty() {
-                    String::new()
-                } else {
-                    format!(" project {project}")
-                }
+            super::note(
+                "INFO",
+                format_args!(
+                    "created key {}... for org {org}{}; it is shown only once",
+                    record.display_prefix,
+                    if project.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" project {project}")
+                    }
+                ),
             );
         }
         KeysCommand::List => {

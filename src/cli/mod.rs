@@ -35,6 +35,32 @@ pub fn out(text: std::fmt::Arguments<'_>) {
     }
 }
 
+/// The log is JSON (`--log-format json`): `note` writes its lines as the log's.
+static JSON_NOTES: AtomicBool = AtomicBool::new(false);
+
+/// Sets the format of `note`'s lines: the log's (`main.rs`, once, before the command runs).
+pub fn set_log_format(format: crate::config::LogFormat) {
+    JSON_NOTES.store(format == crate::config::LogFormat::Json, Ordering::Relaxed);
+}
+
+/// A line on stderr for the one running the command, beside what it prints on stdout (which
+/// key was created, a warning): as written in the text format, one JSON object shaped as the
+/// log's lines at `level` in the JSON format, so that stderr stays JSON lines for a shipper.
+/// Not through the log: its filter must not hide what a command did.
+pub fn note(level: &str, message: std::fmt::Arguments<'_>) {
+    let message = message.to_string();
+    if JSON_NOTES.load(Ordering::Relaxed) {
+        let line = crate::config::LogFormat::Json.command_line(
+            level,
+            &message,
+            std::time::SystemTime::now(),
+        );
+        eprintln!("{line}");
+    } else {
+        eprintln!("{message}");
+    }
+}
+
 /// Whether standard output's reader has gone: what `out` wrote since was dropped.
 pub fn stdout_gone() -> bool {
     STDOUT_GONE.load(Ordering::Relaxed)

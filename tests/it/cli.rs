@@ -193,6 +193,68 @@ fn every_setting_in_the_help_is_in_the_readme() {
     }
 }
 
+/// With `--log-format json` every line `keys create` writes on stderr is a JSON object shaped
+/// as the log's (its note on a long prefix, and which key it created: both were plain text
+/// there, a line a JSON shipper could not read), and stdout is the key alone; a missing
+/// organisation in `orgs set-plan` is one JSON line too, exit status 1.
+#[test]
+fn keys_and_orgs_write_json_lines_on_stderr_in_the_json_log_format() {
+    let server = Server::new(CH_HTTP, &[]);
+    let (code, stdout, stderr) = run(
+        &server,
+        &[
+            "keys",
+            "create",
+            "--org",
+            "org-json",
+            "--prefix",
+            "acme_ingest_",
+            "--log-format",
+            "json",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let key = stdout.trim();
+    assert_eq!(stdout, format!("{key}\n"));
+    assert!(key.starts_with("acme_ingest_"), "{stdout}");
+    let lines: Vec<serde_json::Value> = stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l:?}")))
+        .collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert_eq!(lines[0]["level"], "WARN", "{stderr}");
+    assert!(lines[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("may be shared"));
+    assert_eq!(lines[1]["level"], "INFO", "{stderr}");
+    let created = lines[1]["message"].as_str().unwrap();
+    assert!(
+        created.starts_with("created key acme_ingest_..."),
+        "{created}"
+    );
+    assert!(
+        !stderr.contains(&key[12..]),
+        "the key is never on stderr: {stderr}"
+    );
+
+    let (code, stdout, stderr) = run(
+        &server,
+        &["orgs", "set-plan", "nobody", "pro", "--log-format", "json"],
+    );
+    assert_eq!(code, Some(1));
+    assert_eq!(stdout, "");
+    let line: serde_json::Value = serde_json::from_str(stderr.trim_end()).unwrap();
+    assert_eq!(line["level"], "ERROR");
+    assert!(
+        line["message"]
+            .as_str()
+            .unwrap()
+            .contains("no organisation \"nobody\""),
+        "{stderr}"
+    );
+}
+
 /// With a long key prefix the display prefix (a key's first 12 characters) is all prefix, so
 /// several keys share it: `keys revoke PREFIX` then revokes nothing and names the keys' owners
 /// (it used to revoke every organisation's keys), the whole key revokes exactly that one, and
