@@ -167,9 +167,12 @@ fn main() {
             if !done.is_complete() {
                 // Not an error (what could be done was), but not a success either: a
                 // script running `migrate` before an upgrade must not take it for done.
-                eprintln!(
-                    "traceingest: migrate did not finish on every node of the cluster (see above); \
-                     exit status 3"
+                cli::note(
+                    "WARN",
+                    format_args!(
+                        "traceingest: migrate did not finish on every node of the cluster (see \
+                         above); exit status 3"
+                    ),
                 );
                 std::process::exit(3);
             }

@@ -187,7 +187,10 @@ async fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     }
     let first_pass = std::mem::take(&mut chunks.damaged);
     for (line, why) in &first_pass {
-        eprintln!("{} line {line}: {why}; left out", file.display());
+        super::note(
+            "WARN",
+            format_args!("{} line {line}: {why}; left out", file.display()),
+        );
     }
     if args.dry_run {
         outln!("nothing inserted (--dry-run)");

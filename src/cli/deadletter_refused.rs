@@ -318,9 +318,12 @@ pub(super) fn lock_for_run(
 ) -> anyhow::Result<()> {
     match lock_within(f, op, wait) {
         Ok(true) => {}
-        Ok(false) => eprintln!(
-            "warning: the filesystem of {} does not lock files; going on without its lock",
-            path.display()
+        Ok(false) => crate::cli::note(
+            "WARN",
+            format_args!(
+                "warning: the filesystem of {} does not lock files; going on without its lock",
+                path.display()
+            ),
         ),
         Err(e) => return Err(locked_too_long(e, path, wait)),
     }

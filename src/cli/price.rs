@@ -79,7 +79,7 @@ pub fn run(args: &PriceArgs) -> anyhow::Result<()> {
         None => PriceTable::builtin(),
     };
     for note in table.notes() {
-        eprintln!("pricing file: {note}");
+        super::note("WARN", format_args!("pricing file: {note}"));
     }
     if args.list {
         super::out(format_args!("{}", list(&table)));
