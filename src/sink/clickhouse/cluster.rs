@@ -322,6 +322,21 @@ impl ShardsDone {
     }
 }
 
+/// Whether a shard's failure of class `a` keeps more of the rows waiting than one of class
+/// `b`: from waiting (`Later`), through retrying a few times, splitting without blame
+/// (`Smaller`) and splitting to isolate bad rows, to giving them up (`Never`).
+fn keeps_more(a: Retry, b: Retry) -> bool {
+    let rank = |r: Retry| match r {
+        Retry::Later => 0,
+        Retry::AfterMigrate => 1,
+        Retry::Unknown => 2,
+        Retry::Smaller => 3,
+        Retry::Split => 4,
+        Retry::Never => 5,
+    };
+    rank(a) < rank(b)
+}
+
 /// Cuts runs of rows into per-shard runs, order kept: each shard's runs are its rows in the
 /// order of `runs`, so the same runs always give the same blocks.
 pub(super) fn route<'a>(runs: &[RowRun<'a>], topology: &Topology) -> Vec<Vec<RowRun<'a>>> {
@@ -634,9 +649,13 @@ impl Store {
         let results = futures_util::future::join_all(pending).await;
         let mut total = Inserted { rows: 0, bytes: 0 };
         // A shard with every replica down does not hold the others back: they are written,
-        // and the error comes once every shard was tried. Rows at fault (another replica would
-        // say the same) come first.
-        let (mut fatal, mut unreachable) = (None, None);
+        // and the error comes once every shard was tried. A shard's error is about its own
+        // rows only, so the insert's is the one that keeps the most rows (`keeps_more`): a
+        // shard that refused its rows for good must not have another shard's rows, which only
+        // wait for that shard, dead-lettered with them. The flush thread retries the same
+        // insert; once only refused shards are left, it splits or dead-letters their rows
+        // alone (`State::narrow`).
+        let mut failed: Option<InsertError> = None;
         for (shard, rows, sent) in results {
             match sent {
                 Ok(bytes) => {
@@ -644,21 +663,46 @@ impl Store {
                     total.bytes += bytes;
                     done.set(shard);
                 }
-                Err(e) if e.retry == Retry::Later => {
-                    unreachable.get_or_insert(InsertError {
-                        message: format!("shard {}: every replica failed: {}", shard + 1, e),
-                        ..e
-                    });
-                }
                 Err(e) => {
-                    fatal.get_or_insert(e);
+                    let e = match e.retry {
+                        Retry::Later => InsertError {
+                            message: format!("shard {}: every replica failed: {}", shard + 1, e),
+                            ..e
+                        },
+                        _ => e,
+                    };
+                    if failed.as_ref().is_none_or(|f| keeps_more(e.retry, f.retry)) {
+                        failed = Some(e);
+                    }
                 }
             }
         }
-        match fatal.or(unreachable) {
+        match failed {
             Some(e) => Err(e),
             None => Ok(total),
         }
+    }
+
+    /// Cluster mode, after an insert of `runs` failed with the shards in `done` written: the
+    /// rows of `runs` whose shard is not in `done` (the others are stored), as runs of the same
+    /// batches. `None` outside cluster mode, or before the topology was read (then no shard
+    /// was written).
+    pub fn rows_left<'a>(&self, runs: &[RowRun<'a>], done: ShardsDone) -> Option<Vec<RowRun<'a>>> {
+        self.cluster.as_ref()?;
+        let topology = self
+            .topology
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()?;
+        let per_shard = route(runs, &topology);
+        Some(
+            per_shard
+                .into_iter()
+                .enumerate()
+                .filter(|(shard, _)| !done.has(*shard))
+                .flat_map(|(_, runs)| runs)
+                .collect(),
+        )
     }
 
     /// One shard's block, to its replicas in turn from the next in its rotation until one

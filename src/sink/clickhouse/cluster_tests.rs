@@ -2,6 +2,44 @@
 
 use super::*;
 
+impl Store {
+    /// For tests elsewhere: a cluster of `shards` shards of equal weight, each with the first
+    /// node as its replica, without asking ClickHouse.
+    pub(crate) fn with_shards_for_tests(self, shards: usize) -> Store {
+        *self.topology.lock().unwrap() = Some(Arc::new(Topology {
+            shards: vec![vec![0]; shards],
+            slots: (0..shards).collect(),
+            next: (0..shards).map(|_| AtomicUsize::new(0)).collect(),
+        }));
+        self
+    }
+}
+
+impl ShardsDone {
+    /// For tests elsewhere: these shards written.
+    pub(crate) fn of_shards_for_tests(shards: &[usize]) -> ShardsDone {
+        let mut done = ShardsDone::default();
+        for &s in shards {
+            done.set(s);
+        }
+        done
+    }
+}
+
+/// A shard's error is about its rows only: the insert's error is the one that keeps the most
+/// rows, so that a shard refusing its rows for good does not get the rows of a shard that is
+/// only down given up with them.
+#[test]
+fn the_insert_fails_with_the_shard_error_that_keeps_the_most_rows() {
+    use Retry::*;
+    let order = [Later, AfterMigrate, Unknown, Smaller, Split, Never];
+    for (i, &a) in order.iter().enumerate() {
+        for (j, &b) in order.iter().enumerate() {
+            assert_eq!(keeps_more(a, b), i < j, "{a:?} {b:?}");
+        }
+    }
+}
+
 /// `sipHash64` as ClickHouse 18.16 computes it (`SELECT sipHash64('...')`).
 #[test]
 fn shard_hash_is_clickhouses_siphash64() {

@@ -5,7 +5,8 @@
 //! (`Flusher::run`: wait for batches or the next due insert, `flush`, and at the end
 //! `shutdown`). The jobs around it: `intake.rs` (taking batches off the channel), `queue.rs`
 //! (what waits, when an insert is due, what it takes), `spill.rs` (memory bound, spool),
-//! `retry.rs` (what a failed insert leads to). Invariants:
+//! `retry.rs` (what a failed insert leads to), `shards.rs` (cluster mode: what a failed insert
+//! leaves to split or dead-letter once some shards wrote their part). Invariants:
 //!
 //! - an insert starts when `max_rows` rows or `max_bytes` wait or `interval` has passed since
 //!   the oldest waiting row arrived; under steady load that is one insert per interval;
@@ -18,12 +19,14 @@
 //!   `ReplacingMergeTree` shows it once after `FINAL`;
 //! - in cluster mode a failed insert is retried with the same pieces (`State::frozen`) until
 //!   every shard took them, so each shard gets the same block again and its replicated table
-//!   drops the copy it may already hold.
+//!   drops the copy it may already hold; when it is split or given up instead, only the rows
+//!   of the shards that did not take them are.
 
 mod intake;
 mod intent;
 mod queue;
 mod retry;
+mod shards;
 mod spill;
 #[cfg(test)]
 mod tests;
@@ -46,6 +49,7 @@ use super::deadletter::DeadLetters;
 use super::spool::Spool;
 use super::stats::FlushStats;
 use crate::admission::UsageTicket;
+use crate::row::RowBatch;
 
 /// While an insert runs, how often the thread takes new batches off the channel.
 const INTAKE_POLL: Duration = Duration::from_millis(5);
@@ -505,13 +509,57 @@ impl Flusher {
                     self.st.clear_intent();
                 }
                 Err(e) => {
-                    if self.store.replicated() {
-                        self.st.frozen = Some((pieces, done));
-                    }
-                    if !self.st.failed(pieces, rows, &e) {
+                    if !self.failed(pieces, rows, done, &e) {
                         return;
                     }
                 }
+            }
+        }
+    }
+
+    /// A failed insert of the first `pieces` pieces (`rows` rows), of which the shards in
+    /// `done` wrote their part (cluster mode): `State::failed`, on the rows those shards did
+    /// not write when the insert is split or given up (`shards.rs`). Returns whether to go on
+    /// with the next insert at once.
+    fn failed(&mut self, pieces: usize, rows: usize, done: ShardsDone, e: &InsertError) -> bool {
+        let (mut pieces, mut rows, mut stored) = (pieces, rows, Vec::new());
+        if self.store.replicated() {
+            if done != ShardsDone::default() && self.st.dissolves(rows, e) {
+                (pieces, rows, stored) = self.narrow(pieces, done);
+            }
+            self.st.frozen = Some((pieces, done));
+        }
+        let go_on = self.st.failed(pieces, rows, e);
+        self.st.settle_stored(stored);
+        go_on
+    }
+
+    /// Cluster mode: cuts the first `pieces` pieces, whose insert the shards in `done` wrote,
+    /// down to the rows of the other shards (`State::narrow`): the new count of pieces and rows,
+    /// and the rows stored. Unchanged when the store cannot tell.
+    fn narrow(&mut self, pieces: usize, done: ShardsDone) -> (usize, usize, shards::Stored) {
+        let left: Option<shards::RowsLeft> = {
+            let runs: Vec<RowRun<'_>> = self
+                .st
+                .queue
+                .iter()
+                .take(pieces)
+                .map(|p| RowRun {
+                    batch: &p.entry.batch,
+                    rows: p.start..p.end,
+                })
+                .collect();
+            self.store.rows_left(&runs, done).map(|left| {
+                left.into_iter()
+                    .map(|r| (r.batch as *const RowBatch, r.rows))
+                    .collect()
+            })
+        };
+        match left {
+            Some(left) if !left.is_empty() => self.st.narrow(pieces, left),
+            _ => {
+                let rows = self.st.queue.iter().take(pieces).map(Piece::len).sum();
+                (pieces, rows, Vec::new())
             }
         }
     }

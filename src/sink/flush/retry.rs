@@ -33,24 +33,8 @@ impl State {
     /// go on with the next insert at once (after a split or a rejection) rather than wait.
     pub(super) fn failed(&mut self, pieces: usize, rows: usize, e: &InsertError) -> bool {
         self.cfg.stats.flush_errors.fetch_add(1, Ordering::Relaxed);
-        // Part of an isolation of refused rows (`Piece::suspect`): not merely a half of an
-        // insert ClickHouse had not the memory for, whose rows nothing was said against.
         let suspect = self.queue.front().is_some_and(|p| p.suspect);
-        let class = match e.retry {
-            // While isolating, an unknown refusal is taken as the rows' once the bisection has
-            // shown the rows matter: some of them went in, or one was refused alone. Until
-            // then it is retried up to the cap before each split, so that an unlisted error
-            // that is nobody's rows' fault (the server's, lasting longer than the first tries)
-            // does not split the insert down to single rows and dead-letter every good one.
-            // (Not for a memory split's other half once an isolation inside its first half
-            // found a bad row: its good rows were dead-lettered within three tries.)
-            Retry::Unknown if suspect && self.rows_at_fault => Retry::Split,
-            Retry::Unknown if self.capped_failures + 1 >= self.cfg.max_unknown_attempts => {
-                Retry::Split
-            }
-            Retry::AfterMigrate if self.capped_failures + 1 >= MAX_MIGRATE_ATTEMPTS => Retry::Split,
-            r => r,
-        };
+        let class = self.class(e);
         match class {
             Retry::Later => {
                 self.back_off(e);
@@ -97,6 +81,29 @@ impl State {
                 self.reject(pieces, rows, e);
                 true
             }
+        }
+    }
+
+    /// What a failure of the head insert leads to: `e`'s class, or `Split` once a capped class
+    /// reached its cap (or, while isolating, once the rows were shown to matter).
+    pub(super) fn class(&self, e: &InsertError) -> Retry {
+        // Part of an isolation of refused rows (`Piece::suspect`): not merely a half of an
+        // insert ClickHouse had not the memory for, whose rows nothing was said against.
+        let suspect = self.queue.front().is_some_and(|p| p.suspect);
+        match e.retry {
+            // While isolating, an unknown refusal is taken as the rows' once the bisection has
+            // shown the rows matter: some of them went in, or one was refused alone. Until
+            // then it is retried up to the cap before each split, so that an unlisted error
+            // that is nobody's rows' fault (the server's, lasting longer than the first tries)
+            // does not split the insert down to single rows and dead-letter every good one.
+            // (Not for a memory split's other half once an isolation inside its first half
+            // found a bad row: its good rows were dead-lettered within three tries.)
+            Retry::Unknown if suspect && self.rows_at_fault => Retry::Split,
+            Retry::Unknown if self.capped_failures + 1 >= self.cfg.max_unknown_attempts => {
+                Retry::Split
+            }
+            Retry::AfterMigrate if self.capped_failures + 1 >= MAX_MIGRATE_ATTEMPTS => Retry::Split,
+            r => r,
         }
     }
 

@@ -1,7 +1,8 @@
 //! The flush thread against a real ClickHouse: insert timing, dead letters, outages, the
 //! memory bound and the spool, shutdown, quota tickets (`live`); bisection, intents and retries
 //! without it (`offline`), refused rows held (`held`), inserts refused for memory (`memory`),
-//! a stop's partly settled batches (`stop`). The helpers they share are here.
+//! a stop's partly settled batches (`stop`), a failed insert some shards wrote (`shards`).
+//! The helpers they share are here.
 
 use super::super::clickhouse::test_support::*;
 use super::super::spool::SpoolConfig;
@@ -15,6 +16,7 @@ mod held;
 mod live;
 mod memory;
 mod offline;
+mod shards;
 mod stop;
 
 fn config(db: &str, url: &str) -> FlushConfig {
