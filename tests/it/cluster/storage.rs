@@ -607,3 +607,84 @@ fn dead_lettered_rows_replay_into_their_shards_once() {
         check_stored_once(&cluster, &server, 24);
     }
 }
+
+/// One shard refusing its part of an insert (a `throwIf` column on shard 2 only) does not
+/// touch the rows shard 1 stored: they are written once, as their one block (a bisection of the
+/// whole insert sent them again as new blocks, which the replicated table keeps apart until a
+/// merge), and the dead-letter file holds shard 2's rows alone, none of them stored.
+#[test]
+fn a_shard_refusing_its_rows_dead_letters_only_them() {
+    let Some(cluster) = Cluster::get() else {
+        return;
+    };
+    let mut cleanup = DropDb(&cluster, String::new());
+    let server = cluster.server("s1r1", None, &[]);
+    cleanup.1 = server.database.clone();
+    let db = server.database.clone();
+    let key = server.ready_key("org-one-shard");
+    cluster.sql_at(
+        "s2r1",
+        &format!(
+            "ALTER TABLE `{db}`.spans_local ADD COLUMN poison UInt8 \
+             MATERIALIZED throwIf(org_id = 'org-one-shard')"
+        ),
+    );
+    wait_until(
+        "the column on both of shard 2's replicas",
+        Duration::from_secs(30),
+        || {
+            ["s2r1", "s2r2"].iter().all(|n| {
+                cluster.count_at(
+                    n,
+                    &format!(
+                        "SELECT count() FROM system.columns WHERE database = '{db}' \
+                     AND table = 'spans_local' AND name = 'poison'"
+                    ),
+                ) == 1
+            })
+        },
+    );
+    assert_eq!(server.post_ingest(&key, &batch("one", 8, 3)).status, 202);
+    let live = server.data_dir().join("deadletter/spans.jsonl");
+    let local = |node: &str, what: &str| {
+        cluster.count_at(node, &format!("SELECT {what} FROM `{db}`.spans_local"))
+    };
+    let dead = || -> Vec<String> {
+        std::fs::read_to_string(&live)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
+                v["span_id"].as_str().expect("span_id").to_string()
+            })
+            .collect()
+    };
+    wait_until(
+        "every row stored or dead-lettered",
+        Duration::from_secs(60),
+        || local("s1r1", "uniqExact(span_id)") + dead().len() as u64 == 24,
+    );
+    let stored = local("s1r1", "uniqExact(span_id)");
+    assert!(
+        stored > 0 && stored < 24,
+        "both shards get rows of 8 traces: {stored}"
+    );
+    assert_eq!(
+        local("s1r1", "count()"),
+        stored,
+        "shard 1's rows written once"
+    );
+    assert_eq!(local("s2r1", "count()"), 0, "shard 2 refused them all");
+    let stored_ids = cluster.count_at(
+        "s1r1",
+        &format!(
+            "SELECT count() FROM `{db}`.spans_local WHERE span_id IN ({})",
+            dead()
+                .iter()
+                .map(|s| format!("'{s}'"))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+    );
+    assert_eq!(stored_ids, 0, "no stored row in the dead-letter file");
+}
