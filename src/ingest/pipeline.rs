@@ -100,6 +100,11 @@ impl Pipeline {
         &self.parts.handoff
     }
 
+    /// Drops the hand-off's sender (`Handoff::close`): the worker's thread is ending.
+    pub fn close_handoff(&mut self) {
+        self.parts.handoff.close();
+    }
+
     /// A v1 batch: checks 4 to 8 of the contract's order (the caller did size, drain and key)
     /// and hands the rows over. The caller answers `202` with the spans `Handed::settle`
     /// returns (at once in `buffer` mode, after the fsync in `wal` mode); `limits` gets the

@@ -271,6 +271,12 @@ async fn worker_main(
             monoio::time::sleep(Duration::from_millis(5)).await;
         }
     }
+    // A task still pending now (a request waiting for an fsync that did not come, a gRPC
+    // export whose client left, which no connection counts) is never dropped: monoio's
+    // runtime leaves its pending tasks when it ends, and each holds the worker. The sender
+    // goes now, so the flush thread (or the write-ahead thread) learns intake is over when
+    // every worker's thread has ended, whatever they left.
+    worker.pipeline.borrow_mut().close_handoff();
 }
 
 /// A connection's task with its panics kept in: a panic ends that connection (logged, the
@@ -362,3 +368,7 @@ mod tests {
         assert!(done);
     }
 }
+
+#[cfg(test)]
+#[path = "runtime_tests.rs"]
+mod stop_tests;

@@ -52,6 +52,8 @@ enum To {
     Buffer(Intake<RowBatch>),
     /// `INGEST_DURABILITY=wal`: to the write-ahead thread; `202` once on disk.
     Wal(Sender<WalRequest>),
+    /// `close`d: the sender is gone; every batch is refused as after intake ended.
+    Closed,
 }
 
 /// Rows handed over, possibly still waiting for their fsync.
@@ -109,6 +111,15 @@ impl Handoff {
         }
     }
 
+    /// Drops the sender: once every worker's is gone, the storage side sees intake over.
+    /// A worker calls it when its thread ends, since a request task still pending then is
+    /// never dropped (monoio leaves it, and the worker it holds, when its runtime ends), and
+    /// a sender kept that way would hold the flush or write-ahead thread in its stop
+    /// forever. A batch sent afterwards is refused `Draining`.
+    pub fn close(&mut self) {
+        self.to = To::Closed;
+    }
+
     /// The memory the batches are reserved in.
     pub fn budget(&self) -> &MemoryBudget {
         &self.budget
@@ -153,6 +164,7 @@ impl Handoff {
                     Err(SendError(request)) => request.batch,
                 }
             }
+            To::Closed => rows,
         };
         // Intake is over: not buffered after all.
         std::mem::take(&mut unsent.usage).release();

@@ -540,6 +540,55 @@ fn an_export_of_more_spans_than_the_buffer_holds_is_invalid_not_retried() {
 #[path = "grpc_wire_tests.rs"]
 mod wire;
 
+/// Found in the drain audit: an export runs in a task of its own, which no connection counts
+/// once its client has gone, so a worker draining then ended its runtime with the export
+/// still waiting (here for its fsync) and left it there, holding the worker and its sender to
+/// the write-ahead thread (in `buffer` mode, to the flush thread): that thread never learned
+/// intake was over, and the process hung in its stop until the watchdog's exit 2 (in `buffer`
+/// mode losing the accepted rows still in memory). The worker's sender goes with its thread.
+#[test]
+fn an_export_whose_client_left_does_not_keep_the_workers_sender_past_the_drain() {
+    let shared = Arc::new(Shared::for_bench());
+    let key = harness::known_key(&shared);
+    let (tx, wal) = crossbeam_channel::unbounded();
+    let handoff = crate::sink::Handoff::wal(shared.budget.clone(), tx);
+    let (listeners, addr) =
+        crate::server::runtime::bind("127.0.0.1:0".parse().unwrap(), 1).expect("a listener");
+    let mut workers =
+        crate::server::runtime::spawn_workers(listeners, shared.clone(), handoff).unwrap();
+    let rt = harness::client_runtime();
+    let held = rt.block_on(async {
+        let client = harness::connect(addr).await;
+        let mut ready = client.ready().await.unwrap();
+        let request = harness::export_request(addr, &[("x-api-key", &key)]);
+        let (_answer, mut sending) = ready.send_request(request, false).unwrap();
+        sending
+            .send_data(bytes::Bytes::from(harness::message(1)), true)
+            .unwrap();
+        // The export is with the (held) write-ahead log, waiting for its fsync.
+        let wal = wal.clone();
+        tokio::task::spawn_blocking(move || wal.recv_timeout(Duration::from_secs(10)))
+            .await
+            .unwrap()
+            .expect("the export's batch")
+    });
+    // The client goes: its connection ends, the export's task runs on.
+    drop(rt);
+    shared
+        .draining
+        .store(true, std::sync::atomic::Ordering::Release);
+    workers.drain();
+    workers.join();
+    assert!(
+        matches!(
+            wal.try_recv(),
+            Err(crossbeam_channel::TryRecvError::Disconnected)
+        ),
+        "the worker's thread ended and its sender with it"
+    );
+    drop(held);
+}
+
 #[cfg(test)]
 #[path = "grpc_auth_tests.rs"]
 mod auth;
