@@ -389,6 +389,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     flush_config.max_bytes = config.flush_max_bytes;
     flush_config.nice = config.flush_nice;
     flush_config.shutdown_timeout = config.shutdown_timeout;
+    let stop_clock = flush_config.stop_began.clone();
     flush_config.budget = budget.clone();
     flush_config.dead_letter_dir = config.data_dir.join("deadletter");
     flush_config.dead_letter_max_bytes = config.dead_letter_max_bytes;
@@ -500,6 +501,9 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     }
     tracing::info!("stop requested: draining");
     let stop_began = Instant::now();
+    // The flush thread's inserts end two thirds of the timeout from here, however long the
+    // workers then take: the watchdog's clock starts here too.
+    let _ = stop_clock.set(stop_began);
     shared.draining.store(true, Ordering::Release);
     workers.drain();
     let timeout = config.shutdown_timeout;

@@ -309,9 +309,18 @@ impl State {
         self.poll_intake();
     }
 
+    /// Intake is over: inserts go on for a third of the shutdown timeout, but never past two
+    /// thirds of it since the stop began (`FlushConfig::stop_began`), however long the workers
+    /// took to finish their requests: the last third (and the watchdog's 500 ms) is the
+    /// spooling's.
     fn close(&mut self) {
         self.closed = true;
-        self.insert_until = Some(Instant::now() + self.cfg.shutdown_timeout / 3);
+        let third = self.cfg.shutdown_timeout / 3;
+        let mut until = Instant::now() + third;
+        if let Some(began) = self.cfg.stop_began.get() {
+            until = until.min(*began + 2 * third);
+        }
+        self.insert_until = Some(until);
     }
 
     /// Takes in whatever the channel holds now, without waiting (at most `INTAKE_BOUND`

@@ -36,7 +36,7 @@ use std::fmt;
 use std::future::Future;
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -73,6 +73,11 @@ pub struct FlushConfig {
     /// After the channel closes, how long the thread may take: a third inserting, the rest
     /// for spooling what is left (which takes time in proportion to the memory bound).
     pub shutdown_timeout: Duration,
+    /// When the stop began (set by `serve` as it starts the drain; never, for tests and
+    /// library use that only close the channel): inserts end two thirds of `shutdown_timeout`
+    /// after it at the latest, so that the watchdog, `shutdown_timeout` and 500 ms after it,
+    /// leaves the spooling its third even when the workers took their whole third and more.
+    pub stop_began: Arc<OnceLock<Instant>>,
     /// First retry delay after a transient failure.
     pub retry_min: Duration,
     /// Cap of the exponential retry delay.
@@ -115,6 +120,7 @@ impl FlushConfig {
             max_rows: 10_000,
             max_bytes: 128 << 20,
             shutdown_timeout: Duration::from_secs(10),
+            stop_began: Arc::default(),
             retry_min: Duration::from_millis(100),
             retry_max: Duration::from_secs(5),
             budget: Arc::new(MemoryBudget::new(1_000_000, 256 << 20)),

@@ -66,3 +66,42 @@ fn an_old_record_stays_when_the_fsync_of_its_rests_segment_failed() {
     let want = [["a"; 7].as_slice(), &["b"; 7]].concat();
     assert_eq!(rows, want);
 }
+
+/// Found in the drain audit: the stop's inserts went on for a third of the shutdown timeout
+/// from when intake closed, that is from when the workers had finished, which takes them up to
+/// their third and 1 s more (the cut-off's wait for connections to close, the accept's end).
+/// The spooling was then left less than its third before the watchdog (the timeout and 500 ms
+/// after the stop began), and nothing of it with a timeout under 3 s: in `buffer` mode the
+/// rows not spooled by then were lost. Inserts now end two thirds of the timeout after the
+/// stop began, at the latest; a stop whose workers took that long spools at once.
+#[test]
+fn the_stops_inserts_end_two_thirds_of_the_timeout_after_the_stop_began() {
+    if skip() {
+        return;
+    }
+    let db = TestDb::new("stop_clock");
+    migrated(&db);
+    let timeout = Duration::from_secs(30);
+    let cfg = FlushConfig {
+        interval: Duration::from_secs(600),
+        shutdown_timeout: timeout,
+        ..config(&db.0, NATIVE_URL)
+    };
+    // The stop began a whole timeout ago: the workers took it all.
+    cfg.stop_began
+        .set(Instant::now().checked_sub(timeout).expect("up for 30 s"))
+        .unwrap();
+    let h = Harness::start(cfg, TestDir::new("flush-stop-clock"));
+    h.send(batch("o", "t", 5, 1_700_000_000_000));
+    let (report, dir) = h.finish();
+    assert_eq!(
+        report,
+        FlushReport {
+            rows_spooled: 5,
+            ..FlushReport::default()
+        },
+        "no insert once the stop's inserting time is over: everything spooled"
+    );
+    assert!(segments(&dir) > 0);
+    assert_eq!(rows_in(&db), 0);
+}
