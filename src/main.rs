@@ -261,6 +261,13 @@ async fn migrate_when_up(store: &Store, patience: Duration) -> anyhow::Result<()
 
 fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let mut config = args.resolve().map_err(anyhow::Error::msg)?;
+    // SIGHUP asks for the pricing file again, and its default action ends the process: it is
+    // caught from here, so one sent while the server starts (a migration or a key load may
+    // take a while; a deploy may reload every replica) waits for the server to run. SIGTERM
+    // and SIGINT are caught only once it runs: before, they end it at once, with nothing
+    // accepted yet and the spool, if any, left for the next start.
+    let signals =
+        signal_hook::iterator::Signals::new([SIGHUP]).context("cannot install signal handlers")?;
     traceingest::server::keep_freed_memory();
     // Connections past the open-files limit would fail to be accepted and wait in the backlog
     // unanswered; under the cap they are closed at once instead. 256 descriptors are kept for
@@ -468,8 +475,12 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     });
     shared.metrics.add_usage(store.count_stats());
 
-    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
-        .context("cannot install signal handlers")?;
+    let mut signals = signals;
+    for signal in [SIGTERM, SIGINT] {
+        signals
+            .add_signal(signal)
+            .context("cannot install signal handlers")?;
+    }
     let reload_prices = Arc::new(control::PriceReload::default());
     let stop_control = Arc::new(AtomicBool::new(false));
     let control = control::spawn(

@@ -309,3 +309,47 @@ fn clients_connecting_across_the_sigterm_are_never_left_hanging_legacy_driver() 
         "true",
     )]);
 }
+
+/// Found in the drain audit: SIGHUP (reload the pricing file) is caught only once the server
+/// runs, and its default action ends a process: one sent while the server was starting (its
+/// schema migration, the key load; a deploy that reloads every replica's prices) killed it.
+/// It is caught from the start now and kept for when the server runs. Here the server waits
+/// for a ClickHouse that is not there yet (it retries every 500 ms, logging each try): a
+/// SIGHUP then must leave it retrying.
+#[test]
+fn a_sighup_during_start_up_does_not_end_the_server() {
+    let port = crate::private_clickhouse::free_port();
+    let mut server = Server::new(
+        CH_HTTP,
+        &[("INGEST_CLICKHOUSE_URL", &format!("tcp://127.0.0.1:{port}"))],
+    );
+    let log = std::fs::File::create(&server.log_path).unwrap();
+    let child = server
+        .command(&["serve"])
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start traceingest");
+    server.child = Some(child);
+    let retries = |server: &Server| server.log().matches("ClickHouse not ready").count();
+    wait_until("a first retry", Duration::from_secs(20), || {
+        retries(&server) > 0
+    });
+    let before = retries(&server);
+    server.signal(libc::SIGHUP);
+    // Still starting: it retries again (or, before, it was gone).
+    wait_until(
+        "another retry, or the process's end",
+        Duration::from_secs(20),
+        || {
+            retries(&server) > before
+                || server.child.as_mut().unwrap().try_wait().unwrap().is_some()
+        },
+    );
+    assert_eq!(
+        server.child.as_mut().unwrap().try_wait().unwrap(),
+        None,
+        "the server is still starting; its log:\n{}",
+        server.log()
+    );
+}
