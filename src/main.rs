@@ -518,13 +518,18 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     shared.draining.store(true, Ordering::Release);
     workers.drain();
     let timeout = config.shutdown_timeout;
-    std::thread::Builder::new()
+    // Without its watchdog the stop still runs (the flush thread bounds its own inserts and
+    // spools the rest): returning here instead would exit before the rows in memory are kept.
+    if let Err(e) = std::thread::Builder::new()
         .name("stop-watchdog".into())
         .spawn(move || {
             std::thread::sleep(timeout + Duration::from_millis(500));
             tracing::error!("shutdown deadline passed; exiting with rows possibly unwritten");
             std::process::exit(2);
-        })?;
+        })
+    {
+        tracing::error!(error = %e, "cannot start the stop's watchdog; stopping without it");
+    }
     workers.join();
     if let Some(wal) = wal {
         wal.join()
