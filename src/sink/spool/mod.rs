@@ -269,6 +269,27 @@ impl Spool {
         id
     }
 
+    /// A new segment at the next free id. An id whose file exists is passed over: a
+    /// write-ahead segment whose creation failed and whose file could not be removed (`wal`
+    /// mode, at a stop, where this thread numbers on from the write-ahead thread's last
+    /// announced segment) would otherwise refuse the segment, and the rows of the stop with it.
+    fn create_segment(&mut self) -> Result<Writer, SpoolError> {
+        let mut tries = 0;
+        loop {
+            let id = self.take_next_id();
+            match Writer::create(&self.cfg.dir, id) {
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 64 => {
+                    tracing::warn!(
+                        segment = id,
+                        "a spool segment file of this id exists already; taking the next id"
+                    );
+                    tries += 1;
+                }
+                r => return r.map_err(SpoolError::Io),
+            }
+        }
+    }
+
     /// `buffer` mode: appends a batch memory cannot hold. It joins the backlog. `over_limit`
     /// (shutdown only) lets the spool pass `max_bytes` rather than lose accepted rows. In `wal`
     /// mode only at a stop, once the write-ahead thread has ended, into a segment of its own.
@@ -296,8 +317,8 @@ impl Spool {
             if let Some(last) = self.segments.back() {
                 self.next_id = self.next_id.max(last.id + 1);
             }
-            let id = self.take_next_id();
-            let w = Writer::create(&self.cfg.dir, id).map_err(SpoolError::Io)?;
+            let w = self.create_segment()?;
+            let id = w.id();
             self.stats
                 .spool_bytes
                 .fetch_add(HEADER_LEN, Ordering::Relaxed);

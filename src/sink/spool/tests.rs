@@ -785,3 +785,6 @@ fn acks_this_run_adds_to_a_cut_earlier_builds_segment_hold_at_the_next_start() {
         .collect();
     assert_eq!(again, ["t1", "t2", "t5"]);
 }
+
+#[path = "ids_tests.rs"]
+mod ids;
