@@ -134,16 +134,16 @@ fn main() {
     // A fatal error is one line on stderr in the log's format (text when the format itself
     // is refused), written directly: the log's filter must not hide it.
     let format = cli.log.resolve();
-    let fatal = |message: &str| -> ! {
+    let fatal = |message: &str, status: i32| -> ! {
         let line = format
             .clone()
             .unwrap_or(LogFormat::Text)
             .fatal_line(message, std::time::SystemTime::now());
         eprintln!("{line}");
-        std::process::exit(1);
+        std::process::exit(status);
     };
     if let Err(e) = format.clone().and_then(init_logging) {
-        fatal(&e);
+        fatal(&e, 1);
     }
     if let Ok(format) = &format {
         cli::set_log_format(*format);
@@ -189,7 +189,14 @@ fn main() {
         Command::Deadletter { command } => block_on(cli::deadletter::run(&command)),
     };
     if let Err(e) = result {
-        fatal(&format!("{e:#}"));
+        // `deadletter replay` through its whole file with rows left: 3, as `migrate` that did
+        // what it could; anything else: 1.
+        let status = if e.downcast_ref::<cli::deadletter::PartlyDone>().is_some() {
+            3
+        } else {
+            1
+        };
+        fatal(&format!("{e:#}"), status);
     }
 }
 

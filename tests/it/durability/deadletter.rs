@@ -50,7 +50,8 @@ fn a_row_clickhouse_refuses_goes_to_the_dead_letter_file_and_the_rest_is_stored(
 /// extremes of `edge_batch`: the largest decimal, a 1 MB input, 96 metadata pairs) and with
 /// their own `ingested_at` and `version`. A line that is not a dead-letter line stops the
 /// command before anything is inserted; a row still refused goes to the refused file with its
-/// new error and fails the command; replaying again stores nothing twice.
+/// new error and the command exits 3 (1 when it stopped or could not start); replaying again
+/// stores nothing twice.
 #[test]
 fn dead_lettered_rows_go_in_again_with_replay_as_they_were_refused() {
     let (dir, prices) = edge_prices_file("replay");
@@ -124,7 +125,7 @@ fn dead_lettered_rows_go_in_again_with_replay_as_they_were_refused() {
     cure();
     poison("org_id = 'org-refused' AND span_id = 'tiny'");
     let (code, out, err) = run(&["deadletter", "replay", path]);
-    assert_eq!(code, Some(1), "{out}{err}");
+    assert_eq!(code, Some(3), "{out}{err}");
     assert!(out.contains("2 of 3 rows inserted"), "{out}");
     assert!(err.contains("1 row still refused by ClickHouse"), "{err}");
     let again = format!("{path}.refused");
@@ -142,7 +143,7 @@ fn dead_lettered_rows_go_in_again_with_replay_as_they_were_refused() {
     assert_eq!(server.count(), 5);
     // Again: the refused file holds this run's refusals, not both runs'.
     let (code, _, err) = run(&["deadletter", "replay", path]);
-    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(code, Some(3), "{err}");
     assert_eq!(refused_lines().len(), 1, "not repeated");
     // A replay of another file would replace it, and that file does not hold its row: refused.
     let others = server.data_dir().join("others.jsonl");
@@ -184,7 +185,7 @@ fn dead_lettered_rows_go_in_again_with_replay_as_they_were_refused() {
 
     // The damaged copy with --skip-damaged: its good line goes in, the other is listed.
     let (code, out, err) = run(&["deadletter", "replay", damaged, "--skip-damaged"]);
-    assert_eq!(code, Some(1), "{out}{err}");
+    assert_eq!(code, Some(3), "{out}{err}");
     assert!(out.contains("1 of 1 row inserted"), "{out}");
     assert!(
         err.contains("damaged.jsonl line 3: no value for column `org_id`; left out"),
