@@ -91,12 +91,26 @@ pub async fn run(cmd: &KeysCommand, store_args: &StoreArgs) -> anyhow::Result<()
             store.insert_key(&record).await?;
             outln!("{key}");
             if super::stdout_gone() {
-                anyhow::bail!(
-                    "created key {}... for org {org}, but standard output was closed before it \
-                     could be shown: revoke it (keys revoke {}) and create another",
-                    record.display_prefix,
-                    record.display_prefix
-                );
+                // Nobody has the key, so nobody can use it: revoked at once (by its whole
+                // value, so no other key with the same display prefix is touched).
+                let prefix = &record.display_prefix;
+                match store.revoke_key(&key, false).await {
+                    Ok(Revoked::Keys(1)) => anyhow::bail!(
+                        "standard output was closed before the new key could be shown; key \
+                         {prefix}... for org {org} was revoked again, so no active key is left \
+                         unseen: create another with standard output open"
+                    ),
+                    Ok(_) => anyhow::bail!(
+                        "standard output was closed before the new key could be shown, and key \
+                         {prefix}... for org {org} is no longer there to revoke; check \
+                         `keys list` and create another"
+                    ),
+                    Err(e) => anyhow::bail!(
+                        "standard output was closed before the new key could be shown, and \
+                         revoking key {prefix}... for org {org} failed ({e}): revoke it \
+                         (keys revoke {prefix}) and create another"
+                    ),
+                }
             }
             super::note(
                 "INFO",

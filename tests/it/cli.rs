@@ -349,7 +349,7 @@ fn output_its_reader_stops_reading_is_dropped_quietly() {
 
 /// With standard output's reader gone before anything is written, a command still ends with its
 /// own status: `price` of an unknown model 1, not 0; and `keys create`, whose key could not be
-/// shown, says so and fails rather than leave a key no one saw without a word.
+/// shown, says so, revokes the key again and fails, rather than leave an active key no one saw.
 #[test]
 fn a_gone_reader_does_not_change_a_commands_status() {
     let server = Server::new(CH_HTTP, &[]);
@@ -370,11 +370,16 @@ fn a_gone_reader_does_not_change_a_commands_status() {
     let (code, stderr) = with_gone_reader(&["keys", "create", "--org", "org-gone"]);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
-        stderr.contains("standard output was closed before it could be shown"),
+        stderr.contains("standard output was closed before the new key could be shown")
+            && stderr.contains("was revoked again"),
         "{stderr}"
     );
     let (_, list, _) = run(&server, &["keys", "list"]);
-    assert!(list.contains("org-gone"), "the key was created: {list}");
+    let line = list
+        .lines()
+        .find(|l| l.contains("org-gone"))
+        .unwrap_or_else(|| panic!("the key was created, then revoked: {list}"));
+    assert!(line.ends_with("revoked"), "{list}");
 }
 
 /// A command that reads or changes what is stored refuses a database that does not exist (a
