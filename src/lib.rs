@@ -51,6 +51,8 @@ pub mod hex;
 pub mod http;
 pub mod ingest;
 #[cfg(feature = "server")]
+pub mod log_format;
+#[cfg(feature = "server")]
 pub mod metrics;
 pub mod pricing;
 pub mod row;
