@@ -225,6 +225,11 @@ pub struct ServeArgs {
     /// How long a stop may take to finish requests and flush (milliseconds).
     #[arg(long, env = "INGEST_SHUTDOWN_TIMEOUT_MS", default_value_t = 10_000)]
     pub shutdown_timeout_ms: u64,
+    /// On SIGTERM/SIGINT, how long `/ready` answers 503 while everything else goes on as
+    /// before, so that load balancers stop sending new connections before the drain refuses
+    /// them (milliseconds; 0, the default, drains at once).
+    #[arg(long, env = "INGEST_DRAIN_DELAY_MS", default_value_t = 0)]
+    pub drain_delay_ms: u64,
     /// Every API key starts with this.
     #[arg(long, env = "INGEST_KEY_PREFIX", default_value = "ti_")]
     pub key_prefix: String,
@@ -329,6 +334,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     pub durability: Durability,
     pub shutdown_timeout: Duration,
+    /// `INGEST_DRAIN_DELAY_MS`: `/ready` false before the drain begins.
+    pub drain_delay: Duration,
     pub key_prefix: String,
     pub key_refresh: Duration,
     pub pricing_file: Option<PathBuf>,
@@ -534,6 +541,14 @@ impl ServeArgs {
                 ));
             }
         }
+        // A deploy waits for the stop: a typo of a few more digits should not hold it for
+        // days. Ten minutes is more than any load balancer's health-check interval.
+        if self.drain_delay_ms > 600_000 {
+            return Err(format!(
+                "INGEST_DRAIN_DELAY_MS must be at most 600000 (ten minutes), got {}",
+                self.drain_delay_ms
+            ));
+        }
         if self.min_body_rate_bytes_per_sec > 1 << 30 {
             return Err(format!(
                 "INGEST_MIN_BODY_RATE_BYTES_PER_SEC must be 0 (off) to 1073741824, got {}",
@@ -619,6 +634,7 @@ impl ServeArgs {
             data_dir: self.data_dir.clone(),
             durability,
             shutdown_timeout: Duration::from_millis(self.shutdown_timeout_ms),
+            drain_delay: Duration::from_millis(self.drain_delay_ms),
             key_prefix: self.key_prefix.clone(),
             key_refresh: Duration::from_millis(self.key_refresh_ms),
             pricing_file: self.pricing_file.clone(),

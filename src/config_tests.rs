@@ -576,3 +576,14 @@ fn the_flush_byte_bound_is_at_most_a_quarter_of_the_buffer() {
 /// README's settings table against the code.
 #[path = "config_readme_tests.rs"]
 mod readme_tests;
+
+#[test]
+fn the_drain_delay_is_off_by_default_and_bounded() {
+    assert_eq!(resolve(&[]).unwrap().drain_delay, Duration::ZERO);
+    let c = resolve(&["--drain-delay-ms", "600000"]).unwrap();
+    assert_eq!(c.drain_delay, Duration::from_secs(600));
+    assert_eq!(
+        resolve(&["--drain-delay-ms", "600001"]).unwrap_err(),
+        "INGEST_DRAIN_DELAY_MS must be at most 600000 (ten minutes), got 600001"
+    );
+}

@@ -266,6 +266,33 @@ async fn migrate_when_up(store: &Store, patience: Duration) -> anyhow::Result<()
     }
 }
 
+/// `INGEST_DRAIN_DELAY_MS` after a stop was asked for: everything goes on (a SIGHUP still
+/// reloads the prices) while `/ready` answers 503, until `delay` has passed or a second
+/// SIGTERM/SIGINT asks for the drain at once.
+fn wait_before_drain(
+    signals: &mut signal_hook::iterator::Signals,
+    delay: Duration,
+    reload_prices: &control::PriceReload,
+) {
+    let until = Instant::now() + delay;
+    loop {
+        for signal in signals.pending() {
+            if signal == SIGHUP {
+                reload_prices.ask();
+            } else {
+                tracing::info!("a second stop signal: draining at once");
+                return;
+            }
+        }
+        let now = Instant::now();
+        if now >= until {
+            return;
+        }
+        // Only while a stop waits: a signal is seen within 50 ms.
+        std::thread::sleep((until - now).min(Duration::from_millis(50)));
+    }
+}
+
 fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let mut config = args.resolve().map_err(anyhow::Error::msg)?;
     // SIGHUP asks for the pricing file again, and its default action ends the process: it is
@@ -471,6 +498,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         keys,
         prices,
         draining: AtomicBool::new(false),
+        stop_asked: AtomicBool::new(false),
         budget,
         flush_stats,
         metrics: Metrics::default(),
@@ -516,6 +544,15 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             continue;
         }
         break;
+    }
+    shared.stop_asked.store(true, Ordering::Release);
+    if !config.drain_delay.is_zero() {
+        tracing::info!(
+            drain_delay_ms = config.drain_delay.as_millis() as u64,
+            "stop requested: /ready answers 503 from now; draining once INGEST_DRAIN_DELAY_MS \
+             has passed (or at a second SIGTERM/SIGINT)"
+        );
+        wait_before_drain(&mut signals, config.drain_delay, &reload_prices);
     }
     tracing::info!("stop requested: draining");
     let stop_began = Instant::now();

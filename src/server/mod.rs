@@ -77,6 +77,9 @@ pub struct Shared {
     pub prices: Arc<SharedPrices>,
     /// Set once by the signal handler: from then on `/ingest` answers 503.
     pub draining: AtomicBool,
+    /// Set by the signal handler before the drain: from then on `/ready` answers 503
+    /// (`INGEST_DRAIN_DELAY_MS` lets the rest go on that long, for load balancers to notice).
+    pub stop_asked: AtomicBool,
     /// Rows and bytes held in memory (workers reserve, the flush thread releases).
     pub budget: Arc<MemoryBudget>,
     /// The storage side's counters and gauges (spool, inserts, write-ahead log).
@@ -96,6 +99,11 @@ pub struct Shared {
 impl Shared {
     pub fn is_draining(&self) -> bool {
         self.draining.load(Ordering::Acquire)
+    }
+
+    /// A stop was asked for (`stop_asked`) or the drain runs: `/ready` is false.
+    pub fn is_stopping(&self) -> bool {
+        self.stop_asked.load(Ordering::Acquire) || self.is_draining()
     }
 
     /// Rows accepted and not yet written: in memory and in the spool.
@@ -140,6 +148,7 @@ impl Shared {
             keys: KeyStore::new(&config.key_prefix),
             prices: Arc::new(SharedPrices::builtin()),
             draining: AtomicBool::new(false),
+            stop_asked: AtomicBool::new(false),
             budget: Arc::new(MemoryBudget::new(
                 config.buffer_max_rows,
                 config.buffer_max_bytes,

@@ -46,6 +46,7 @@ pub enum NotReady {
 /// What readiness is decided from, read once per `/ready`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Load {
+    /// A stop was asked for: during `INGEST_DRAIN_DELAY_MS`, or the drain itself.
     pub draining: bool,
     /// The write-ahead log is failing (`FlushStats::wal_failing`).
     pub wal_failing: bool,
@@ -127,7 +128,7 @@ pub fn health(shared: &Shared) -> Outcome {
 pub fn ready(shared: &Shared) -> Outcome {
     let stats = &shared.flush_stats;
     let verdict = readiness(&Load {
-        draining: shared.is_draining(),
+        draining: shared.is_stopping(),
         wal_failing: stats.wal_failing.load(Ordering::Relaxed),
         buffer_full: shared.is_buffer_full(),
         key_set_age_ms: key_set_age_ms(shared),

@@ -353,3 +353,78 @@ fn a_sighup_during_start_up_does_not_end_the_server() {
         server.log()
     );
 }
+
+/// `INGEST_DRAIN_DELAY_MS`: after SIGTERM, `/ready` answers 503 at once (on both listeners)
+/// while new connections and batches are still served, so that a load balancer stops sending
+/// before the drain refuses anything; a second SIGTERM starts the drain at once (the delay
+/// here is a minute), and every batch accepted in the delay is stored.
+#[test]
+fn a_drain_delay_keeps_serving_while_ready_says_503() {
+    let mut server =
+        Server::start_with(&[("INGEST_DRAIN_DELAY_MS", "60000"), ("INGEST_LOG", "info")]);
+    let key = server.ready_key("org-delay");
+    assert_eq!(server.get_admin("/ready").status, 200);
+    server.signal(SIGTERM);
+    wait_until("/ready to turn 503", Duration::from_secs(10), || {
+        server.get_admin("/ready").status == 503
+    });
+    let r = server.get_admin("/ready");
+    assert_eq!(
+        r.code(),
+        "not_ready",
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
+    assert_eq!(server.get("/ready").status, 503, "the public /ready too");
+    assert_eq!(server.get("/health").status, 200, "still alive");
+    // New connections and batches are still taken.
+    for i in 0..3 {
+        let r = server.post_ingest(&key, &batch(&format!("delay-{i}"), 1, 2));
+        let body = String::from_utf8_lossy(&r.body).into_owned();
+        assert_eq!(r.status, 202, "accepted during the delay: {body}");
+    }
+    server.signal(SIGTERM);
+    let code = server.wait_exit(Duration::from_secs(20));
+    assert_eq!(
+        code,
+        0,
+        "a second SIGTERM drains at once; log:\n{}",
+        server.log()
+    );
+    assert!(
+        server.log().contains("a second stop signal"),
+        "{}",
+        server.log()
+    );
+    assert_eq!(
+        server.raw_count(),
+        6,
+        "every batch of the delay stored once"
+    );
+}
+
+/// Without a second signal the drain begins when the delay has passed, and the stop ends as
+/// any other.
+#[test]
+fn a_drain_delay_ends_by_itself() {
+    let mut server =
+        Server::start_with(&[("INGEST_DRAIN_DELAY_MS", "1500"), ("INGEST_LOG", "info")]);
+    let key = server.ready_key("org-delay-ends");
+    server.signal(SIGTERM);
+    wait_until("/ready to turn 503", Duration::from_secs(10), || {
+        server.get_admin("/ready").status == 503
+    });
+    let r = server.post_ingest(&key, &batch("delay-ends", 1, 3));
+    let accepted = if r.status == 202 { 3 } else { 0 };
+    let code = server.wait_exit(Duration::from_secs(20));
+    assert_eq!(code, 0, "log:\n{}", server.log());
+    let log = server.log();
+    let (asked, drain) = (
+        log.find("/ready answers 503 from now")
+            .expect("the delay is logged"),
+        log.find("stop requested: draining")
+            .expect("then the drain"),
+    );
+    assert!(asked < drain, "{log}");
+    assert_eq!(server.raw_count(), accepted);
+}
