@@ -331,6 +331,22 @@ impl Drop for RunningGuard {
     }
 }
 
+/// How an export ends without its answer being an export.
+enum Ended {
+    /// Refused: answered with this.
+    Refused(Refusal),
+    /// The stream failed before its message was in (reset by the client, or by h2 for a
+    /// protocol error, or the connection gone): no answer can reach the client, so none is
+    /// sent or counted, as an HTTP/1.1 client gone mid-body is not.
+    Gone(h2::Error),
+}
+
+impl From<Refusal> for Ended {
+    fn from(r: Refusal) -> Ended {
+        Ended::Refused(r)
+    }
+}
+
 /// Runs one stream (an export) of the connection `running` counts, and answers it.
 async fn export(
     worker: &Worker,
@@ -342,7 +358,18 @@ async fn export(
     let mut org: Option<Arc<str>> = None;
     let mut limits = LimitHeaders::default();
     let grpc_type = is_grpc_type(request.headers().get("content-type"));
-    let answer = run(worker, request, running, &mut org, &mut limits).await;
+    let answer = match run(worker, request, running, &mut org, &mut limits).await {
+        Ok(partial) => Ok(partial),
+        Err(Ended::Refused(r)) => Err(r),
+        Err(Ended::Gone(e)) => {
+            tracing::debug!(
+                error = %e,
+                org = org.as_deref().unwrap_or(""),
+                "gRPC stream ended before its message; not answered"
+            );
+            return;
+        }
+    };
     let (status, codename) = match &answer {
         Ok(_) => (200, "exported"),
         Err(r) => {
@@ -453,18 +480,19 @@ async fn run(
     running: &Rc<Running>,
     org: &mut Option<Arc<str>>,
     limits: &mut LimitHeaders,
-) -> Result<Option<(u64, String)>, Refusal> {
+) -> Result<Option<(u64, String)>, Ended> {
     let shared = &*worker.shared;
     let (parts, mut body) = request.into_parts();
     let headers = &parts.headers;
     if parts.uri.path() != EXPORT_PATH || parts.method != http::Method::POST {
-        return Err(unknown_method(&parts.method, parts.uri.path()));
+        return Err(unknown_method(&parts.method, parts.uri.path()).into());
     }
     if !is_grpc_proto(headers.get("content-type")) {
         return Err(Refusal {
             message: "send gRPC exports as content-type: application/grpc (protobuf)".into(),
             ..otlp_refusal(ConnError::UnsupportedMediaType)
-        });
+        }
+        .into());
     }
     let encoding = match headers.get("grpc-encoding").map(HeaderValue::as_bytes) {
         None | Some(b"identity") => Encoding::Identity,
@@ -478,12 +506,13 @@ async fn run(
                         String::from_utf8_lossy(name)
                     ),
                     ..otlp_refusal(ConnError::UnsupportedMediaType)
-                })
+                }
+                .into())
             }
         },
     };
     if shared.is_draining() {
-        return Err(otlp_refusal(Refused::Conn(ConnError::Draining)));
+        return Err(otlp_refusal(Refused::Conn(ConnError::Draining)).into());
     }
     // As over HTTP/1.1: a key header sent twice with different values is refused, not settled
     // by which comes first.
@@ -500,7 +529,7 @@ async fn run(
             .map(|v| v.as_bytes().trim_ascii());
         if let Some(first) = values.next() {
             if values.any(|v| v != first) {
-                return Err(invalid(why));
+                return Err(invalid(why).into());
             }
         }
     }
@@ -527,7 +556,8 @@ async fn run(
     if compressed && encoding == Encoding::Identity {
         return Err(invalid(
             "a message is flagged compressed but the call's grpc-encoding is identity",
-        ));
+        )
+        .into());
     }
     shared
         .metrics
@@ -581,7 +611,7 @@ async fn read_message(
     body: &mut RecvStream,
     max_body: u64,
     running: &Rc<Running>,
-) -> Result<(Vec<u8>, Held), Refusal> {
+) -> Result<(Vec<u8>, Held), Ended> {
     let started = Instant::now();
     let mut message: Vec<u8> = Vec::new();
     let mut want: Option<(usize, Held)> = None;
@@ -590,14 +620,11 @@ async fn read_message(
         let piece =
             monoio::time::timeout_at(monoio::time::Instant::from_std(deadline), body.data()).await;
         let piece = match piece {
-            Err(_) => return Err(otlp_refusal(Refused::Conn(ConnError::SlowBody))),
+            Err(_) => return Err(otlp_refusal(Refused::Conn(ConnError::SlowBody)).into()),
             Ok(None) => break,
-            Ok(Some(Err(e))) => {
-                tracing::debug!(error = %e, "gRPC stream failed");
-                return Err(invalid(&format!(
-                    "the stream ended before its message: {e}"
-                )));
-            }
+            // Reset (by the client, or by h2 for its protocol error) or the connection
+            // gone: no answer can reach the client.
+            Ok(Some(Err(e))) => return Err(Ended::Gone(e)),
             Ok(Some(Ok(piece))) => piece,
         };
         let _ = body.flow_control().release_capacity(piece.len());
@@ -607,22 +634,23 @@ async fn read_message(
         if want.is_none() && message.len() >= PREFIX {
             let len = u32::from_be_bytes(message[1..PREFIX].try_into().expect("4 bytes"));
             if message[0] > 1 {
-                return Err(invalid("a message's compressed flag is neither 0 nor 1"));
+                return Err(invalid("a message's compressed flag is neither 0 nor 1").into());
             }
             if u64::from(len) > max_body {
                 return Err(otlp_refusal(Refused::Conn(ConnError::Http {
                     error: HttpError::BodyTooLarge,
                     max_body,
-                })));
+                }))
+                .into());
             }
             let Some(held) = running.hold(u64::from(len), HELD_MESSAGES * max_body) else {
-                return Err(connection_busy(running.held.get(), max_body));
+                return Err(connection_busy(running.held.get(), max_body).into());
             };
             want = Some((PREFIX + len as usize, held));
         }
         if let Some((total, _)) = want {
             if message.len() > total {
-                return Err(invalid("the call carries more than one message"));
+                return Err(invalid("the call carries more than one message").into());
             }
             // Room for the whole message and the padding at once.
             message.reserve_exact(total + BODY_PADDING - message.len());
@@ -630,9 +658,7 @@ async fn read_message(
     }
     match want {
         Some((total, held)) if message.len() == total => Ok((message, held)),
-        _ => Err(invalid(
-            "the call ended without one whole length-prefixed message",
-        )),
+        _ => Err(invalid("the call ended without one whole length-prefixed message").into()),
     }
 }
 

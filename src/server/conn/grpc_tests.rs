@@ -592,3 +592,52 @@ fn an_export_whose_client_left_does_not_keep_the_workers_sender_past_the_drain()
 #[cfg(test)]
 #[path = "grpc_auth_tests.rs"]
 mod auth;
+
+/// An export the client resets before its message is whole can get no answer, and is counted
+/// as none, as an HTTP/1.1 client gone mid-body is not: it was counted a `400`, as if the
+/// server had refused a bad message, and `/metrics` showed refusals nobody received. A whole
+/// export after it on the same connection is answered and counted.
+#[test]
+fn an_export_reset_mid_message_is_not_counted_as_refused() {
+    let shared = Arc::new(Shared::for_bench());
+    let key = harness::known_key(&shared);
+    let server = harness::start(shared.clone(), 1);
+    let addr = server.addr;
+    let rt = harness::client_runtime();
+    let whole = rt.block_on(async {
+        let mut client = harness::connect(addr).await;
+        let message = harness::message(3);
+        let request = || harness::export_request(addr, &[("x-api-key", &key)]);
+        let (_answer, mut sending) = client
+            .clone()
+            .ready()
+            .await
+            .unwrap()
+            .send_request(request(), false)
+            .unwrap();
+        sending
+            .send_data(bytes::Bytes::from(message[..10].to_vec()), false)
+            .unwrap();
+        // Until the server holds the message's length: it is reading it.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while shared.metrics.grpc_message_bytes.load(Ordering::Relaxed) == 0 {
+            assert!(std::time::Instant::now() < deadline, "the server reads");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        sending.send_reset(h2::Reason::CANCEL);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while shared.metrics.grpc_message_bytes.load(Ordering::Relaxed) != 0 {
+            assert!(std::time::Instant::now() < deadline, "the export ends");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        harness::call(&mut client, request(), message)
+            .await
+            .unwrap()
+    });
+    assert_eq!(whole.status, Some(0), "{whole:?}");
+    drop(rt);
+    server.thread.join().expect("the server ends");
+    let bad = invalid("");
+    assert_eq!(shared.metrics.responses(bad.status, bad.code), 0);
+    assert_eq!(shared.metrics.responses(200, "exported"), 1);
+}
