@@ -359,8 +359,18 @@ impl Store {
         if mode == Mode::Apply && (new_database || on.is_empty()) {
             c.execute(create_database_sql(db, on)).await?;
         }
-        for (table, columns, engine) in tables {
+        // Every table's columns first, their types checked, before anything changes: a
+        // column of another type in `orgs` must not stop the migration after `spans` got its
+        // new columns. (In cluster mode each node is checked as its columns are added.)
+        let mut found = Vec::with_capacity(tables.len());
+        for (table, columns, _) in &tables {
             let existing = self.columns(&mut c, table).await?;
+            if self.cluster.is_none() {
+                self.missing_columns(table, columns, &existing)?;
+            }
+            found.push(existing);
+        }
+        for ((table, columns, engine), existing) in tables.into_iter().zip(found) {
             if existing.is_empty() && mode == Mode::Inspect {
                 done.created_tables.push(table);
                 continue;
