@@ -25,7 +25,7 @@ pub enum LogFormat {
 }
 
 impl LogFormat {
-    /// The line a command's fatal error (exit status 1) is written as on stderr at `now`:
+    /// The line a command's fatal error (exit status 1, or 3) is written as on stderr at `now`:
     /// `traceingest: MESSAGE`, or in the JSON format one object shaped as the log's lines
     /// (`timestamp` in UTC to the microsecond, `level`, `target`, `message`), so that a shipper
     /// reading JSON lines takes the one saying why the command stopped. Written directly, not
