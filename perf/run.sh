@@ -54,6 +54,8 @@ fi
 OUT=perf/out
 mkdir -p "$OUT"
 
+# A --compare-only run writes its own generated block after the full run's, which it leaves
+# as it is; a full run replaces its block and drops that one.
 # The baseline first: if it does not build, nothing else has run. Its own worktree and target
 # directory under perf/out, rebuilt only when REV names another commit.
 OLD_BIN=""; BASELINE_SHA=""
