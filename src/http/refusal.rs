@@ -360,7 +360,7 @@ fn not_ready(e: NotReady) -> Refusal {
                  start a new segment",
             )
         }
-        NotReady::Draining => "draining for shutdown".to_string(),
+        NotReady::Draining => "shutting down: a stop was asked for".to_string(),
         NotReady::StoreUnreachable { for_ms } => format!(
             "ClickHouse has been unreachable for {} s (API keys not refreshed)",
             for_ms / 1000

@@ -16,6 +16,7 @@ pub const READY_BUFFER_PERCENT: u64 = 90;
 /// Why an instance is not ready.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NotReady {
+    /// A stop was asked for: during `INGEST_DRAIN_DELAY_MS`, then the drain.
     Draining,
     /// `wal` mode: the write-ahead log cannot write to disk: `/ingest` refuses batches with
     /// `503 storage_unavailable` until it can start a new segment (it keeps trying on its own).
@@ -23,24 +24,13 @@ pub enum NotReady {
     /// Memory and spool are both full: `/ingest` refuses batches with `503 buffer_full`.
     BufferFull,
     /// The key set could not be loaded from ClickHouse for this long (ms).
-    StoreUnreachable {
-        for_ms: u64,
-    },
+    StoreUnreachable { for_ms: u64 },
     /// The write buffer holds this many rows in memory of at most `max`.
-    BufferNearlyFull {
-        buffered: u64,
-        max: u64,
-    },
+    BufferNearlyFull { buffered: u64, max: u64 },
     /// The write buffer holds this many heap bytes in memory of at most `max`.
-    BufferBytesNearlyFull {
-        bytes: u64,
-        max: u64,
-    },
+    BufferBytesNearlyFull { bytes: u64, max: u64 },
     /// The spool holds this many bytes of at most `max`.
-    SpoolNearlyFull {
-        bytes: u64,
-        max: u64,
-    },
+    SpoolNearlyFull { bytes: u64, max: u64 },
 }
 
 /// What readiness is decided from, read once per `/ready`.
