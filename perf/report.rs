@@ -194,21 +194,29 @@ fn main() {
     std::fs::write(RESULTS, new).expect("write perf/RESULTS.md");
 }
 
-/// `text` with the block from `begin` to `end` (markers included) replaced by `block`, if
-/// it has one.
-fn replace_block(text: &str, begin: &str, end: &str, block: &str) -> Option<String> {
+/// Where the block from `begin` to `end` (markers included) is in `text`, if it has one.
+fn find_block(text: &str, begin: &str, end: &str) -> Option<std::ops::Range<usize>> {
     let b = text.find(begin)?;
-    let e = b + text[b..].find(end)?;
-    Some(format!("{}{block}{}", &text[..b], &text[e + end.len()..]))
+    let e = b + text[b..].find(end)? + end.len();
+    Some(b..e)
+}
+
+/// `text` with the block from `begin` to `end` replaced by `block`, if it has one.
+fn replace_block(text: &str, begin: &str, end: &str, block: &str) -> Option<String> {
+    let at = find_block(text, begin, end)?;
+    Some(format!("{}{block}{}", &text[..at.start], &text[at.end..]))
 }
 
 /// `text` without the block from `begin` to `end` and the blank line after it.
 fn cut_block(text: &str, begin: &str, end: &str) -> String {
-    match replace_block(text, begin, end, "") {
-        Some(cut) => {
-            let b = text.find(begin).expect("found above");
-            let (head, rest) = cut.split_at(b);
-            format!("{head}{}", rest.strip_prefix("\n\n").unwrap_or(rest))
+    match find_block(text, begin, end) {
+        Some(at) => {
+            let rest = &text[at.end..];
+            format!(
+                "{}{}",
+                &text[..at.start],
+                rest.strip_prefix("\n\n").unwrap_or(rest)
+            )
         }
         None => text.to_string(),
     }
@@ -220,11 +228,8 @@ fn place_comparison(text: &str, block: &str) -> String {
     if let Some(new) = replace_block(text, COMPARE_BEGIN, COMPARE_END, block) {
         return new;
     }
-    match text
-        .find(BEGIN)
-        .and_then(|b| text[b..].find(END).map(|e| b + e + END.len()))
-    {
-        Some(at) => format!("{}\n\n{block}{}", &text[..at], &text[at..]),
+    match find_block(text, BEGIN, END) {
+        Some(at) => format!("{}\n\n{block}{}", &text[..at.end], &text[at.end..]),
         None => format!("{text}\n## Latest figures\n\n{block}\n"),
     }
 }

@@ -362,15 +362,17 @@ impl Store {
         // Every table's columns first, their types checked, before anything changes: a
         // column of another type in `orgs` must not stop the migration after `spans` got its
         // new columns. (In cluster mode each node is checked as its columns are added.)
+        // Each table's columns and, on a single server, the ones it lacks.
         let mut found = Vec::with_capacity(tables.len());
         for (table, columns, _) in &tables {
             let existing = self.columns(&mut c, table).await?;
-            if self.cluster.is_none() {
-                self.missing_columns(table, columns, &existing)?;
-            }
-            found.push(existing);
+            let missing = match self.cluster {
+                None => self.missing_columns(table, columns, &existing)?,
+                Some(_) => Vec::new(),
+            };
+            found.push((existing, missing));
         }
-        for ((table, columns, engine), existing) in tables.into_iter().zip(found) {
+        for ((table, columns, engine), (existing, missing)) in tables.into_iter().zip(found) {
             if existing.is_empty() && mode == Mode::Inspect {
                 done.created_tables.push(table);
                 continue;
@@ -388,7 +390,7 @@ impl Store {
             }
             let added = match &self.cluster {
                 None => {
-                    self.add_missing_columns(&mut c, table, columns, &existing, mode)
+                    self.add_missing_columns(&mut c, table, &missing, mode)
                         .await?
                 }
                 Some(cluster) => {
@@ -535,19 +537,17 @@ impl Store {
         Ok(())
     }
 
-    /// Adds the columns of `expected` that `existing` lacks, each after its predecessor;
-    /// returns their names (`Inspect`: the names only, nothing added).
+    /// Adds the `missing` columns (`missing_columns`), each after its predecessor; returns
+    /// their names (`Inspect`: the names only, nothing added).
     async fn add_missing_columns(
         &self,
         c: &mut ClientHandle,
         table: &str,
-        expected: &'static [(&'static str, &'static str)],
-        existing: &[(String, String)],
+        missing: &[Missing],
         mode: Mode,
     ) -> Result<Vec<&'static str>, StoreError> {
-        let missing = self.missing_columns(table, expected, existing)?;
         if mode == Mode::Apply {
-            for m in &missing {
+            for m in missing {
                 self.add_column(c, table, m).await?;
             }
         }
