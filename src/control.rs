@@ -16,7 +16,7 @@
 //! - with `INGEST_PRICING_FILE`, every second (and at once on SIGHUP) the pricing file is
 //!   checked and a new table swapped in when it changed;
 //! - with `INGEST_REDIS_URL`, every `INGEST_REDIS_SYNC_MS` the `fleet::Leaser` tops up the
-//!   keys' rate-limit leases from Redis.
+//!   keys' rate-limit leases from Redis, and at the stop gives back what they hold unspent.
 //!
 //! The loops run concurrently, so a slow count never delays a revocation, and a slow or
 //! unreachable ClickHouse (a key load waits up to its query timeout) never delays a price
@@ -525,6 +525,8 @@ pub fn spawn(
                     leaser.round(&shared.keys).await;
                     tokio::time::sleep(config.redis_sync).await;
                 }
+                // `stop` is set once the workers are done: nothing spends the leases now.
+                leaser.give_back(&shared.keys).await;
             };
             rt.block_on(async { tokio::join!(keys_loop, usage_loop, prices_loop, leases_loop) });
         })

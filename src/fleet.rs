@@ -23,16 +23,18 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client};
 
 use crate::admission::fleet::{hold, FleetStatus};
+use crate::admission::rate::Rate;
 use crate::auth::{hex, KeyStore};
 
 /// GCRA in Redis: KEYS[1] the key's bucket; ARGV rate (spans/s), burst, spans wanted, spans
-/// to charge. The charge is taken whatever the bucket holds (the spans were admitted already)
-/// but the debt is capped at one bucket, so that a long outage does not lock the key out for
-/// as long afterwards (the documented bound counts local admissions in full, repaid or not);
-/// then as much of `want` as the bucket has is granted. Returns the spans granted. A bucket
-/// found further ahead than that cap (debt run up under a plan that refilled more slowly, or
-/// Redis's clock stepped back) is cut to it first: left alone, it gave the key nothing until
-/// Redis's clock caught up, however long that was.
+/// to charge, spans given back. The charge is taken whatever the bucket holds (the spans were
+/// admitted already) but the debt is capped at one bucket, so that a long outage does not lock
+/// the key out for as long afterwards (the documented bound counts local admissions in full,
+/// repaid or not); spans given back (a stopping replica's unspent lease) are put back, never
+/// past a full bucket; then as much of `want` as the bucket has is granted. Returns the spans
+/// granted. A bucket found further ahead than that cap (debt run up under a plan that refilled
+/// more slowly, or Redis's clock stepped back) is cut to it first: left alone, it gave the key
+/// nothing until Redis's clock caught up, however long that was.
 const SCRIPT: &str = r#"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -40,6 +42,7 @@ local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
 local want = tonumber(ARGV[3])
 local charge = tonumber(ARGV[4])
+local give = tonumber(ARGV[5] or '0')
 local per = 1000000 / rate
 local tau = burst * per
 local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -47,6 +50,9 @@ if tat < now then tat = now end
 if tat > now + 2 * tau then tat = now + 2 * tau end
 if charge > 0 then
   tat = math.min(tat + charge * per, now + 2 * tau)
+end
+if give > 0 then
+  tat = math.max(tat - give * per, now)
 end
 local free = math.floor((now + tau - tat) / per)
 if free < 0 then free = 0 end
@@ -123,7 +129,64 @@ impl Leaser {
         }
     }
 
-    async fn try_round(&mut self, keys: &KeyStore) -> Result<(), String> {
+    /// At a stop, once the workers are done: gives Redis back what this replica's leases hold
+    /// unspent, and charges what its local buckets let through since the last round, in one
+    /// attempt of at most 1 s. Without it a stopping replica's leases (up to H a key: a whole
+    /// batch's worth for a key that sends large batches slowly) were lost to the key until the
+    /// bucket refilled, at every rolling restart.
+    pub async fn give_back(&mut self, keys: &KeyStore) {
+        match tokio::time::timeout(TIMEOUT, self.try_give_back(keys)).await {
+            Ok(Ok(0)) => {}
+            Ok(Ok(spans)) => tracing::info!(
+                spans,
+                "gave the fleet's rate-limit buckets back what this replica held unspent"
+            ),
+            Ok(Err(e)) => tracing::warn!(
+                redis = %self.address,
+                error = %e,
+                "could not give the fleet back this replica's unspent rate-limit leases"
+            ),
+            Err(_) => tracing::warn!(
+                redis = %self.address,
+                "could not give the fleet back this replica's unspent rate-limit leases: \
+                 no answer within 1 s"
+            ),
+        }
+    }
+
+    /// Returns the spans given back.
+    async fn try_give_back(&mut self, keys: &KeyStore) -> Result<u64, String> {
+        let set = keys.current();
+        let mut pipe = redis::pipe();
+        let mut given = 0;
+        let mut calls = 0;
+        let (conn, sha) = self.connection().await?;
+        for (hash, principal) in set.iter() {
+            let Some(rate) = principal.account.rate() else {
+                continue;
+            };
+            let lease = &principal.bucket.lease;
+            let local = lease.demand().local;
+            let held = lease.surrender();
+            if held == 0 && local == 0 {
+                continue;
+            }
+            script_call(&mut pipe, sha, hash, rate, 0, local, held);
+            given += held;
+            calls += 1;
+        }
+        if calls == 0 {
+            return Ok(0);
+        }
+        pipe.query_async::<Vec<u64>>(conn)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(given)
+    }
+
+    /// The connection to Redis and the script's SHA, connecting (and loading the script) if
+    /// there is none.
+    async fn connection(&mut self) -> Result<(&mut MultiplexedConnection, &str), String> {
         if self.conn.is_none() {
             let config = AsyncConnectionConfig::new()
                 .set_connection_timeout(Some(TIMEOUT))
@@ -141,10 +204,13 @@ impl Leaser {
                 .map_err(|e| e.to_string())?;
             self.conn = Some((conn, sha));
         }
-        let Some((conn, sha)) = self.conn.as_mut() else {
-            return Err("not connected".into());
-        };
-        let set = keys.current();
+        match self.conn.as_mut() {
+            Some((conn, sha)) => Ok((conn, sha.as_str())),
+            None => Err("not connected".into()),
+        }
+    }
+
+    async fn try_round(&mut self, keys: &KeyStore) -> Result<(), String> {
         // Leases are topped up every `sync_ms` plus a round's time: with a Redis slower than
         // the interval, two intervals alone would run dry before the next top-up. The time
         // since the last round began measures it (capped: the hold is at most the bucket).
@@ -153,6 +219,8 @@ impl Leaser {
             (now - at).as_millis().min(u128::from(u32::MAX)) as u64
         });
         self.last_round = Some(now);
+        let (conn, sha) = self.connection().await?;
+        let set = keys.current();
         let mut pipe = redis::pipe();
         // (lease, spans charged) of each invocation, in order.
         let mut asked = Vec::new();
@@ -178,14 +246,7 @@ impl Leaser {
                 }
                 unused_left -= 1;
             }
-            pipe.cmd("EVALSHA")
-                .arg(sha.as_str())
-                .arg(1)
-                .arg(format!("traceingest:rate:{}", hex(hash)))
-                .arg(rate.per_second)
-                .arg(rate.burst)
-                .arg(want)
-                .arg(d.local);
+            script_call(&mut pipe, sha, hash, rate, want, d.local, 0);
             asked.push((principal.clone(), d.local));
         }
         if asked.is_empty() {
@@ -250,6 +311,28 @@ impl Leaser {
             );
         }
     }
+}
+
+/// Adds one call of the script to `pipe`: `want` spans asked for, `charge` spans the local
+/// bucket let through, `give` spans of the lease given back.
+fn script_call(
+    pipe: &mut redis::Pipeline,
+    sha: &str,
+    hash: &[u8; 32],
+    rate: Rate,
+    want: u64,
+    charge: u64,
+    give: u64,
+) {
+    pipe.cmd("EVALSHA")
+        .arg(sha)
+        .arg(1)
+        .arg(format!("traceingest:rate:{}", hex(hash)))
+        .arg(rate.per_second)
+        .arg(rate.burst)
+        .arg(want)
+        .arg(charge)
+        .arg(give);
 }
 
 #[cfg(test)]

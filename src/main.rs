@@ -583,9 +583,14 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         .join()
         .map_err(|_| anyhow::anyhow!("the flush thread panicked"))?;
     // The control thread sees the flag within a second, unless it waits on ClickHouse (a key
-    // load, up to its query timeout): it only reads, so the exit does not wait for that.
+    // load, up to its query timeout): it only reads, so the exit does not wait for that. With
+    // Redis it then gives back the leases' unspent spans (one round trip of at most 1 s).
     stop_control.store(true, Ordering::Release);
-    let wait_until = (Instant::now() + Duration::from_millis(1500)).min(stop_began + timeout);
+    let control_wait = match config.redis_url {
+        Some(_) => Duration::from_millis(2500),
+        None => Duration::from_millis(1500),
+    };
+    let wait_until = (Instant::now() + control_wait).min(stop_began + timeout);
     while !control.is_finished() && Instant::now() < wait_until {
         std::thread::sleep(Duration::from_millis(10));
     }

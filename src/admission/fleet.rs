@@ -156,6 +156,13 @@ impl Lease {
         self.local.fetch_add(spans, Ordering::Relaxed);
     }
 
+    /// Control thread, at a stop (the workers are done): takes the unspent allowance out to
+    /// give it back to Redis; the local bucket decides from now on.
+    pub fn surrender(&self) -> u64 {
+        self.fleet.store(false, Ordering::Release);
+        self.allowance.swap(0, Ordering::AcqRel)
+    }
+
     /// Control thread: Redis is unreachable; the local bucket decides until it is back. The
     /// allowance is dropped (it was granted to a fleet view this replica no longer has).
     pub fn fall_back(&self) {

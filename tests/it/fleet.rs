@@ -174,3 +174,77 @@ fn a_large_key_set_does_not_keep_fleet_rate_limits_off() {
     assert_eq!(metric("redis_errors_total"), errors, "lease rounds failed");
     assert_eq!(metric("fallback"), 0.0);
 }
+
+/// `redis-cli` against `port` (from redis-tools, which redis-server depends on): the reply.
+fn redis_cli(port: u16, args: &[&str]) -> String {
+    let out = Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "--raw"])
+        .args(args)
+        .output()
+        .expect("redis-cli");
+    assert!(out.status.success(), "redis-cli {args:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The spans free now in the only key bucket of a Redis (what the lease script would grant),
+/// for a rate of 1 span/s and a bucket of `burst`.
+fn free_spans(port: u16, burst: u64) -> u64 {
+    let buckets = redis_cli(port, &["--scan", "--pattern", "traceingest:rate:*"]);
+    let buckets: Vec<&str> = buckets.lines().collect();
+    assert_eq!(buckets.len(), 1, "{buckets:?}");
+    let tat: u64 = redis_cli(port, &["GET", buckets[0]])
+        .trim()
+        .parse()
+        .unwrap();
+    let time = redis_cli(port, &["TIME"]);
+    let mut time = time.lines().map(|l| l.trim().parse::<u64>().unwrap());
+    let now = time.next().unwrap() * 1_000_000 + time.next().unwrap();
+    (now + burst * 1_000_000).saturating_sub(tat.max(now)) / 1_000_000
+}
+
+/// A replica stopped (SIGTERM) gives the fleet's bucket back what its lease held unspent: at
+/// 1 span/s a key otherwise lost a lease's worth (here 40 spans: 40 s of its rate) at every
+/// rolling restart.
+#[test]
+fn a_stopped_replica_gives_its_unspent_lease_back() {
+    let redis = Redis::start();
+    let mut server = Server::start_with(&[
+        ("INGEST_PLANS", "slow:unlimited:1:100"),
+        ("INGEST_DEFAULT_PLAN", "slow"),
+        (
+            "INGEST_REDIS_URL",
+            &format!("redis://127.0.0.1:{}", redis.port),
+        ),
+        ("INGEST_REDIS_SYNC_MS", "100"),
+        ("INGEST_LOG", "info"),
+    ]);
+    let key = server.ready_key("org-give-back");
+    let leased = || server.metric_value("traceingest_rate_limit_leased_spans_total");
+    wait_until("the key leased", Duration::from_secs(10), || leased() > 0.0);
+    // A batch of 50 is more than the lease (1 span): refused, and the next round leases 50.
+    assert_eq!(server.post_ingest(&key, &batch("gb0", 1, 50)).status, 429);
+    wait_until("the lease topped up", Duration::from_secs(10), || {
+        leased() >= 50.0
+    });
+    let r = server.post_ingest(&key, &batch("gb1", 1, 10));
+    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+    // 50 leased (10 of them spent), at 1 span/s: about 50 free in Redis.
+    let before = free_spans(redis.port, 100);
+    assert!(before <= 60, "{before} spans free while the lease is held");
+    server.signal(libc::SIGTERM);
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), 0);
+    let after = free_spans(redis.port, 100);
+    assert!(
+        after >= 90,
+        "{after} spans free after the stop ({before} before): the lease's 40 unspent spans \
+         were not given back"
+    );
+    assert!(
+        server
+            .log()
+            .contains("gave the fleet's rate-limit buckets back"),
+        "{}",
+        server.log()
+    );
+    server.wait_rows(10);
+}
