@@ -70,6 +70,15 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// A plan of no quota and this rate limit.
+fn rate_plan(per_second: u32, burst: u32) -> Plan {
+    Plan {
+        name: "rated".into(),
+        monthly_spans: None,
+        rate: Some(Rate { per_second, burst }),
+    }
+}
+
 /// A key store holding one key of an organisation on `plan`; the key's Redis bucket name.
 fn one_key(plan: &Plan) -> (KeyStore, Arc<Principal>, String) {
     let account = Arc::new(Account::new("org".into(), plan));
@@ -99,21 +108,9 @@ fn a_redis_bucket_far_ahead_of_its_plan_is_cut_to_one_bucket_of_debt() {
     let redis = Redis::start();
     let rt = runtime();
     // 1,000 spans/s, a bucket of 1,000: a full bucket refills in 1 s.
-    let plan = Plan {
-        name: "fast".into(),
-        monthly_spans: None,
-        rate: Some(Rate {
-            per_second: 1_000,
-            burst: 1_000,
-        }),
-    };
+    let plan = rate_plan(1_000, 1_000);
     let (keys, principal, bucket) = one_key(&plan);
-    let mut leaser = Leaser::new(
-        &redis.url(),
-        Duration::from_millis(100),
-        Arc::new(FleetStatus::default()),
-    )
-    .unwrap();
+    let mut leaser = Leaser::new(&redis.url(), Duration::from_millis(100), Arc::default()).unwrap();
     rt.block_on(async {
         let client = Client::open(redis.url()).unwrap();
         let mut conn = client.get_multiplexed_async_connection().await.unwrap();
@@ -159,14 +156,7 @@ fn a_redis_bucket_far_ahead_of_its_plan_is_cut_to_one_bucket_of_debt() {
 #[test]
 fn a_key_is_served_while_redis_is_down_and_leased_again_once_it_is_back() {
     let rt = runtime();
-    let plan = Plan {
-        name: "p".into(),
-        monthly_spans: None,
-        rate: Some(Rate {
-            per_second: 100,
-            burst: 100,
-        }),
-    };
+    let plan = rate_plan(100, 100);
     let rate = plan.rate.unwrap();
     let (keys, principal, _) = one_key(&plan);
     let status = Arc::new(FleetStatus::default());
@@ -254,22 +244,10 @@ async fn redis_free(conn: &mut MultiplexedConnection, bucket: &str, rate: Rate) 
 fn a_stopping_replica_gives_back_its_unspent_lease() {
     let redis = Redis::start();
     let rt = runtime();
-    let plan = Plan {
-        name: "slow".into(),
-        monthly_spans: None,
-        rate: Some(Rate {
-            per_second: 1,
-            burst: 100,
-        }),
-    };
+    let plan = rate_plan(1, 100);
     let rate = plan.rate.unwrap();
     let (keys, principal, bucket) = one_key(&plan);
-    let mut leaser = Leaser::new(
-        &redis.url(),
-        Duration::from_millis(100),
-        Arc::new(FleetStatus::default()),
-    )
-    .unwrap();
+    let mut leaser = Leaser::new(&redis.url(), Duration::from_millis(100), Arc::default()).unwrap();
     let lease = &principal.bucket.lease;
     rt.block_on(async {
         let client = Client::open(redis.url()).unwrap();
