@@ -122,6 +122,11 @@ struct Segment {
     rows: Vec<u32>,
     /// No record will be added: a newer segment exists, or it is from a previous run.
     sealed: bool,
+    /// Records of it were given up (unreadable, or of a format this build cannot decode):
+    /// once the rest is done, the file and its acks stay on disk instead of going, for the
+    /// next start to read again (a damaged record is cut there, the bytes from it kept in a
+    /// `.cut` file for `deadletter salvage`) or a newer build to decode.
+    keep: bool,
     /// The ack file (`acks.rs`), opened on first confirmation.
     ack: Option<File>,
     /// Opened on first read.
@@ -140,6 +145,7 @@ impl Segment {
             in_memory: Marks::default(),
             rows: Vec::new(),
             sealed: false,
+            keep: false,
             ack: None,
             reader: None,
         }
@@ -475,9 +481,19 @@ impl Spool {
         if self.cursor.is_some_and(|c| c.segment == id) {
             self.advance_to_segment_after(id);
         }
-        // The ack files first (see `recover`).
-        remove_acks(&self.cfg.dir, id);
-        remove(&segment::segment_path(&self.cfg.dir, id));
+        let path = segment::segment_path(&self.cfg.dir, id);
+        if seg.keep && path.exists() {
+            tracing::warn!(
+                segment = id,
+                path = %path.display(),
+                "a spool segment with records given up stays on disk: the next start reads \
+                 what is not confirmed again"
+            );
+        } else {
+            // The ack files first (see `recover`).
+            remove_acks(&self.cfg.dir, id);
+            remove(&path);
+        }
         sub(&self.stats.spool_bytes, seg.end);
         sub(&self.stats.spool_segments, 1);
         // Room was made: let the next batch try (it sets the flag again if still full).

@@ -104,12 +104,19 @@ impl Spool {
                                 record = pos.index,
                                 rows,
                                 error = %e,
-                                "a spool record passed its checksum but does not decode; its rows are lost"
+                                "a spool record passed its checksum but does not decode (written \
+                                 by a newer build?); its rows are not replayed by this one, and \
+                                 its segment stays on disk"
                             );
                             sub(&self.stats.spool_rows, rows);
                             self.stats.rows_lost.fetch_add(rows, Ordering::Relaxed);
                             self.stats.spool_bad_records.fetch_add(1, Ordering::Relaxed);
-                            self.confirm(pos);
+                            // Not confirmed (no ack): a build that decodes it replays it.
+                            let seg = &mut self.segments[i];
+                            seg.keep = true;
+                            seg.mark_done(pos.index);
+                            self.delete_if_done(pos.segment);
+                            self.update_oldest();
                         }
                     }
                 }
@@ -225,12 +232,16 @@ impl Spool {
                 rows += seg.take_rows(index);
             }
         }
+        // Not confirmed (no ack): the file stays on disk, and the next start reads them again
+        // (or cuts the file at a damaged one and keeps the bytes for `deadletter salvage`).
+        seg.keep = true;
         tracing::error!(
             segment = seg.id,
             from_record = cur.index,
             records = lost,
             rows,
-            "spool segment unreadable from this record on; those records are lost"
+            "spool segment unreadable from this record on; those records are given up until \
+             the next start, and the segment stays on disk"
         );
         self.stats
             .spool_bad_records
