@@ -87,8 +87,11 @@ pub(crate) mod faults {
         DeadLetterSync,
         /// `segment::Writer::append`, before the record is written.
         SegmentWrite,
+        /// `segment::Writer::append`: half the record is written, then the write fails, and
+        /// so does cutting the file back (an I/O error, then another).
+        SegmentTorn,
     }
-    const SITES: usize = 5;
+    const SITES: usize = 6;
 
     thread_local! {
         /// Faults left to raise, by `Site`.

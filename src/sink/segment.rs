@@ -87,6 +87,9 @@ pub struct Writer {
     created_ms: u64,
     /// Frame + payload of the record being written, reused.
     scratch: Vec<u8>,
+    /// A failed append could not be cut back off the file: its bytes lie where the next
+    /// record would go, so nothing may be appended to this segment again.
+    torn: bool,
 }
 
 impl Writer {
@@ -126,6 +129,7 @@ impl Writer {
             records: 0,
             created_ms,
             scratch: Vec::new(),
+            torn: false,
         })
     }
 
@@ -148,6 +152,24 @@ impl Writer {
 
     /// Appends one record (not yet fsynced). On failure the file is cut back to where it was,
     /// so a failed append never leaves half a record before the next one.
+    /// Whether a failed append could not be cut back: the segment takes no more records.
+    pub fn is_torn(&self) -> bool {
+        self.torn
+    }
+
+    #[cfg(test)]
+    fn write_with_faults(&mut self) -> io::Result<()> {
+        use crate::sink::faults::{check, Site};
+        check(Site::SegmentWrite, libc::ENOSPC)?;
+        if check(Site::SegmentTorn, libc::EIO).is_err() {
+            // Half the record reaches the file; the cut-back fails next (armed twice).
+            self.file
+                .write_all(&self.scratch[..self.scratch.len() / 2])?;
+            return Err(io::Error::from_raw_os_error(libc::EIO));
+        }
+        self.file.write_all(&self.scratch)
+    }
+
     pub fn append(&mut self, payload: &[u8]) -> io::Result<RecordPos> {
         let len = u32::try_from(payload.len())
             .ok()
@@ -159,14 +181,24 @@ impl Writer {
         self.scratch
             .extend_from_slice(&checksum(len, payload).to_le_bytes());
         self.scratch.extend_from_slice(payload);
+        if self.torn {
+            return Err(io::Error::other(
+                "an earlier failed append could not be cut back off this segment",
+            ));
+        }
         #[cfg(test)]
-        let written =
-            crate::sink::faults::check(crate::sink::faults::Site::SegmentWrite, libc::ENOSPC)
-                .and_then(|()| self.file.write_all(&self.scratch));
+        let written = self.write_with_faults();
         #[cfg(not(test))]
         let written = self.file.write_all(&self.scratch);
         if let Err(e) = written {
-            let _ = self.file.set_len(self.len);
+            #[cfg(test)]
+            let cut = crate::sink::faults::check(crate::sink::faults::Site::SegmentTorn, libc::EIO)
+                .and_then(|()| self.file.set_len(self.len));
+            #[cfg(not(test))]
+            let cut = self.file.set_len(self.len);
+            if cut.is_err() {
+                self.torn = true;
+            }
             return Err(e);
         }
         let pos = RecordPos {

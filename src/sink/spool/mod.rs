@@ -333,7 +333,20 @@ impl Spool {
             self.writer = Some(w);
         }
         let w = self.writer.as_mut().expect("a writer after the roll");
-        let pos = w.append(&self.scratch).map_err(SpoolError::Io)?;
+        let pos = match w.append(&self.scratch) {
+            Ok(pos) => pos,
+            Err(e) => {
+                if w.is_torn() {
+                    // Half a record lies where the next would go: the next batch goes to a
+                    // new segment (this one's records still read back, up to its known end).
+                    tracing::error!(error = %e, "a failed spool append could not be cut back off its segment; the next batch goes to a new one");
+                    if let Err(e) = self.seal_writer() {
+                        tracing::error!(error = %e, "cannot fsync a spool segment as it is sealed; its records may not survive a power cut");
+                    }
+                }
+                return Err(SpoolError::Io(e));
+            }
+        };
         self.stats.spool_bytes.fetch_add(pos.len, Ordering::Relaxed);
         let rows = batch.len() as u64;
         self.note(pos);

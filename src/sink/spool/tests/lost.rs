@@ -159,3 +159,24 @@ fn a_record_this_build_cannot_decode_stays_on_disk() {
     drop(spool);
     assert!(path.exists());
 }
+
+/// An append that fails half-written and cannot be cut back off the file leaves its segment:
+/// the next batch goes to a new one, and every record appended reads back. Found by an
+/// audit: the writer was kept, the next record landed after the half one while the spool
+/// noted it at the old end, and reading back there found a bad frame and gave up the rest of
+/// the segment, accepted batches included.
+#[test]
+fn an_append_that_cannot_be_cut_back_moves_the_next_batch_to_a_new_segment() {
+    let dir = TestDir::new("spool-torn-append");
+    let (mut spool, _) = open(&dir, 1 << 20);
+    spool.append(&batch("o", "t0", 2, 0), false).unwrap();
+    faults::arm(Site::SegmentTorn, 2);
+    assert!(spool.append(&batch("o", "t1", 2, 0), false).is_err());
+    spool.append(&batch("o", "t2", 2, 0), false).unwrap();
+    spool.append(&batch("o", "t3", 2, 0), false).unwrap();
+    assert_eq!(spool.segments.len(), 2, "t2 and t3 in a new segment");
+    assert_eq!(
+        read_and_confirm_all(&mut spool),
+        ["t0", "t2", "t3"].map(String::from)
+    );
+}
