@@ -603,6 +603,15 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             report.rows_lost
         );
     }
+    if report.spool_sync_failed && report.rows_spooled > 0 {
+        anyhow::bail!(
+            "{} accepted rows are in the spool ({}), but an fsync of it failed during the stop: \
+             they survive a restart of the process, not necessarily a power cut or a restart of \
+             the host (see the errors above)",
+            report.rows_spooled,
+            config.data_dir.join("spool").display()
+        );
+    }
     if report.rows_rejected > 0 {
         tracing::warn!(
             rows = report.rows_rejected,

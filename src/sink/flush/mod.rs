@@ -172,6 +172,9 @@ pub struct FlushReport {
     pub rows_spooled: u64,
     /// Rows kept nowhere (a disk failure); each was logged at error level.
     pub rows_lost: u64,
+    /// An fsync of the spool failed during the stop: the rows it holds survive the process
+    /// but may not survive a power cut or a host restart.
+    pub spool_sync_failed: bool,
 }
 
 /// Starts the flush thread. Fails only on a bad URL or database name, or if the runtime cannot

@@ -267,10 +267,16 @@ impl State {
             }
             // Both stay (the next start inserts the rest twice, which collapses in the table,
             // and meets refused rows again), so that nothing is lost.
-            Ok(()) => tracing::error!(
-                "a spool segment's fsync failed at shutdown; the records rests replace stay too"
-            ),
-            Err(e) => tracing::error!(error = %e, "cannot fsync the spool at shutdown"),
+            Ok(()) => {
+                self.report.spool_sync_failed = true;
+                tracing::error!(
+                    "a spool segment's fsync failed at shutdown; the records rests replace stay too"
+                )
+            }
+            Err(e) => {
+                self.report.spool_sync_failed = true;
+                tracing::error!(error = %e, "cannot fsync the spool at shutdown")
+            }
         }
         match frozen {
             Some((pieces, at)) if at.len() == pieces => self.note_stopped_intent(&at),

@@ -51,6 +51,7 @@ fn an_old_record_stays_when_the_fsync_of_its_rests_segment_failed() {
     faults::arm(Site::SegmentSync, 1);
     st.spool_everything();
     assert_eq!(st.report.rows_lost, 0);
+    assert!(st.report.spool_sync_failed, "the stop's report says so");
     drop(f);
 
     let mut f = offline_flusher(cfg, &dir);
