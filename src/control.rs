@@ -523,7 +523,17 @@ pub fn spawn(
                 };
                 while !stop.load(Ordering::Acquire) {
                     leaser.round(&shared.keys).await;
-                    tokio::time::sleep(config.redis_sync).await;
+                    // The interval, in steps of at most 100 ms that look at `stop`: the main
+                    // thread waits for the give-back below only so long (with S at 1 s, a
+                    // round, a whole sleep and the give-back's round trip took longer).
+                    let next = Instant::now() + config.redis_sync;
+                    while !stop.load(Ordering::Acquire) {
+                        let left = next.saturating_duration_since(Instant::now());
+                        if left.is_zero() {
+                            break;
+                        }
+                        tokio::time::sleep(left.min(Duration::from_millis(100))).await;
+                    }
                 }
                 // `stop` is set once the workers are done: nothing spends the leases now.
                 leaser.give_back(&shared.keys).await;
