@@ -166,12 +166,12 @@ impl Leaser {
                 continue;
             };
             let lease = &principal.bucket.lease;
-            let local = lease.demand().local;
-            let held = lease.surrender();
-            if held == 0 && local == 0 {
+            let d = lease.demand();
+            let held = lease.surrender() + d.returned;
+            if held == 0 && d.local == 0 {
                 continue;
             }
-            script_call(&mut pipe, sha, hash, rate, 0, local, held);
+            script_call(&mut pipe, sha, hash, rate, 0, d.local, held);
             given += held;
             calls += 1;
         }
@@ -222,7 +222,7 @@ impl Leaser {
         let (conn, sha) = self.connection().await?;
         let set = keys.current();
         let mut pipe = redis::pipe();
-        // (lease, spans charged) of each invocation, in order.
+        // (lease, spans charged, spans given back, hold) of each invocation, in order.
         let mut asked = Vec::new();
         let mut unused_left = UNUSED_PER_ROUND;
         for (hash, principal) in set.iter() {
@@ -231,13 +231,10 @@ impl Leaser {
             };
             let lease = &principal.bucket.lease;
             let d = lease.demand();
-            let want = if d.fleet && d.asked == 0 {
-                // Nobody used the key: what it holds stays, nothing more is leased.
-                0
-            } else {
-                hold(rate, interval_ms, d.largest).saturating_sub(d.held)
-            };
-            if d.fleet && want == 0 && d.local == 0 {
+            // Nobody used the key: what it holds stays, nothing more is leased.
+            let to_hold = (!d.fleet || d.asked > 0).then(|| hold(rate, interval_ms, d.largest));
+            let want = to_hold.map_or(0, |h| h.saturating_sub(d.held));
+            if d.fleet && want == 0 && d.local == 0 && d.returned == 0 {
                 continue;
             }
             if !d.fleet && d.asked == 0 && d.local == 0 {
@@ -246,8 +243,8 @@ impl Leaser {
                 }
                 unused_left -= 1;
             }
-            script_call(&mut pipe, sha, hash, rate, want, d.local, 0);
-            asked.push((principal.clone(), d.local));
+            script_call(&mut pipe, sha, hash, rate, want, d.local, d.returned);
+            asked.push((principal.clone(), d.local, d.returned, to_hold));
         }
         if asked.is_empty() {
             // Nothing to lease: still ask, so that a Redis gone away shows (log, `/metrics`)
@@ -262,16 +259,16 @@ impl Leaser {
         match granted {
             Ok(granted) => {
                 let mut total = 0;
-                for ((principal, _), g) in asked.iter().zip(granted) {
-                    principal.bucket.lease.grant(g);
+                for ((principal, _, _, to_hold), g) in asked.iter().zip(granted) {
+                    principal.bucket.lease.grant(g, *to_hold);
                     total += g;
                 }
                 self.status.granted.fetch_add(total, Ordering::Relaxed);
                 Ok(())
             }
             Err(e) => {
-                for (principal, charge) in &asked {
-                    principal.bucket.lease.recharge(*charge);
+                for (principal, charge, returned, _) in &asked {
+                    principal.bucket.lease.recharge(*charge, *returned);
                 }
                 Err(e.to_string())
             }

@@ -301,3 +301,41 @@ fn a_stopping_replica_gives_back_its_unspent_lease() {
         assert_eq!(redis_free(&mut conn, &bucket, rate).await, 100);
     });
 }
+
+/// A batch refused by a later check after a round topped its lease up again: its spans go
+/// back to the fleet's bucket at the next round, not on top of the replica's hold.
+#[test]
+fn a_refund_past_the_hold_goes_back_to_redis() {
+    let redis = Redis::start();
+    let rt = runtime();
+    let plan = rate_plan(1, 100);
+    let rate = plan.rate.unwrap();
+    let (keys, principal, bucket) = one_key(&plan);
+    let mut leaser = Leaser::new(&redis.url(), Duration::from_millis(100), Arc::default()).unwrap();
+    let lease = &principal.bucket.lease;
+    rt.block_on(async {
+        let client = Client::open(redis.url()).unwrap();
+        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        // 30 through the local bucket, then a batch of 30 asked of the lease: leased.
+        let _ = principal.bucket.take(rate, 30, 1);
+        leaser.round(&keys).await;
+        assert!(matches!(
+            principal.bucket.take(rate, 30, 2),
+            Take::Refused { .. }
+        ));
+        leaser.round(&keys).await;
+        assert_eq!(lease.demand().held, 30);
+        let Take::Taken { credit, .. } = principal.bucket.take(rate, 30, 3) else {
+            panic!("the lease holds 30");
+        };
+        // The batch waits on a later check while a round tops the lease up again.
+        leaser.round(&keys).await;
+        assert_eq!(lease.demand().held, 30);
+        assert_eq!(redis_free(&mut conn, &bucket, rate).await, 10);
+        principal.bucket.refund(credit);
+        assert_eq!(lease.peek(rate), 30, "the hold, no more");
+        leaser.round(&keys).await;
+        let free = redis_free(&mut conn, &bucket, rate).await;
+        assert!((40..=41).contains(&free), "{free} spans free");
+    });
+}

@@ -45,6 +45,12 @@ pub struct Lease {
     asked: AtomicU64,
     /// The largest batch cost asked for since the last round: the hold must fit it.
     largest: AtomicU64,
+    /// The most a refund fills the allowance to: the hold of the round that last topped it
+    /// up (0 in local mode). A refund of a batch taken before a top-up would otherwise leave
+    /// the replica holding more than H, which the fleet's bound counts once per replica.
+    ceiling: AtomicU64,
+    /// Leased spans refunded past `ceiling`: given back to Redis at the next round.
+    returned: AtomicU64,
 }
 
 /// What the control thread takes from a lease for one round.
@@ -57,6 +63,8 @@ pub struct Demand {
     pub local: u64,
     pub asked: u64,
     pub largest: u64,
+    /// Leased spans refunded past the hold, to give back.
+    pub returned: u64,
 }
 
 impl Lease {
@@ -102,9 +110,21 @@ impl Lease {
             .min(u64::from(rate.burst))
     }
 
-    /// Gives back spans taken from the allowance (a batch refused by a later check).
+    /// Gives back spans taken from the allowance (a batch refused by a later check), up to
+    /// the hold; the rest goes back to Redis at the next round.
     pub fn refund(&self, spans: u64) {
-        self.allowance.fetch_add(spans, Ordering::AcqRel);
+        let ceiling = self.ceiling.load(Ordering::Acquire);
+        let mut over = 0;
+        let _ = self
+            .allowance
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |a| {
+                let kept = spans.min(ceiling.saturating_sub(a));
+                over = spans - kept;
+                Some(a + kept)
+            });
+        if over > 0 {
+            self.returned.fetch_add(over, Ordering::AcqRel);
+        }
     }
 
     /// The local bucket let `spans` through; returns the round that will charge them.
@@ -132,6 +152,7 @@ impl Lease {
             local: self.next_round() & COUNT_MASK,
             asked: self.asked.swap(0, Ordering::Relaxed),
             largest: self.largest.swap(0, Ordering::Relaxed),
+            returned: self.returned.swap(0, Ordering::AcqRel),
         }
     }
 
@@ -144,22 +165,28 @@ impl Lease {
             .unwrap_or(0)
     }
 
-    /// Control thread: Redis granted `spans` more; the lease is in fleet mode from now on.
-    pub fn grant(&self, spans: u64) {
+    /// Control thread: Redis granted `spans` more, topping the lease up to `hold` (`None`: the
+    /// round asked for nothing and the hold stays); the lease is in fleet mode from now on.
+    pub fn grant(&self, spans: u64, hold: Option<u64>) {
+        if let Some(hold) = hold {
+            self.ceiling.store(hold, Ordering::Release);
+        }
         self.allowance.fetch_add(spans, Ordering::AcqRel);
         self.fleet.store(true, Ordering::Release);
     }
 
-    /// Control thread: a round failed to charge what it took (Redis went away mid-round):
-    /// keep it for the next one.
-    pub fn recharge(&self, spans: u64) {
+    /// Control thread: a round failed to charge what it took and to give back what it
+    /// returned (Redis went away mid-round): keep both for the next one.
+    pub fn recharge(&self, spans: u64, returned: u64) {
         self.local.fetch_add(spans, Ordering::Relaxed);
+        self.returned.fetch_add(returned, Ordering::AcqRel);
     }
 
     /// Control thread, at a stop (the workers are done): takes the unspent allowance out to
     /// give it back to Redis; the local bucket decides from now on.
     pub fn surrender(&self) -> u64 {
         self.fleet.store(false, Ordering::Release);
+        self.ceiling.store(0, Ordering::Release);
         self.allowance.swap(0, Ordering::AcqRel)
     }
 
@@ -167,6 +194,7 @@ impl Lease {
     /// allowance is dropped (it was granted to a fleet view this replica no longer has).
     pub fn fall_back(&self) {
         self.fleet.store(false, Ordering::Release);
+        self.ceiling.store(0, Ordering::Release);
         self.allowance.store(0, Ordering::Release);
     }
 }
@@ -221,15 +249,46 @@ mod tests {
         l.uncount_local(3, third);
         assert_eq!(l.demand().local, 4);
         // A round that failed puts its spans back, in the round counting now.
-        l.recharge(6);
-        assert_eq!(l.demand().local, 6);
+        l.recharge(6, 2);
+        let d = l.demand();
+        assert_eq!((d.local, d.returned), (6, 2));
+    }
+
+    /// Found by an audit: a refund of a batch taken before a round topped the lease up again
+    /// filled the allowance past the hold (to 2H, and far more after a stalled fsync whose
+    /// batches were all refused), past the N x H the fleet's bound allows. A refund fills the
+    /// lease up to its hold; the rest goes back to Redis at the next round.
+    #[test]
+    fn a_refund_fills_the_lease_up_to_its_hold_and_returns_the_rest() {
+        let l = Lease::default();
+        l.grant(20, Some(20));
+        assert!(matches!(l.take(R10, 20), Take::Taken { .. }));
+        // The round tops it up while the batch waits on a later check.
+        l.grant(20, Some(20));
+        l.refund(20);
+        let d = l.demand();
+        assert_eq!((d.held, d.returned), (20, 20), "no more than the hold");
+        assert_eq!(l.demand().returned, 0, "given back once");
+        assert!(matches!(l.take(R10, 15), Take::Taken { .. }));
+        l.refund(15);
+        let d = l.demand();
+        assert_eq!((d.held, d.returned), (20, 0), "room for all of it: kept");
+        l.refund(7);
+        // A round asking nothing keeps the hold; Redis gone, every refund is returned.
+        l.grant(0, None);
+        l.refund(1);
+        assert_eq!(l.demand().returned, 8, "past the hold: returned");
+        l.fall_back();
+        l.refund(5);
+        let d = l.demand();
+        assert_eq!((d.held, d.returned), (0, 5));
     }
 
     #[test]
     fn a_lease_spends_what_was_granted() {
         let l = Lease::default();
         assert!(!l.is_fleet());
-        l.grant(12);
+        l.grant(12, Some(12));
         assert!(l.is_fleet());
         // (spans asked, answer: Ok(remaining) or Err(retry_after_s))
         let cases: &[(u64, Result<u64, u64>)] = &[
