@@ -177,6 +177,18 @@ impl UsageTicket {
         self.0.is_none()
     }
 
+    /// `n` of the batch's rows are written or given up: their spans leave the buffered count
+    /// now, not when the whole batch is done (a batch partly stored while the rest waits, on
+    /// a shard that refuses its part or in a bisection, was counted twice meanwhile: in
+    /// ClickHouse's count and in memory). The ticket keeps the rest.
+    pub fn flush_part(&mut self, n: u64) {
+        if let Some((account, month, spans)) = &mut self.0 {
+            let part = n.min(*spans);
+            account.usage.flushed(*month, part);
+            *spans -= part;
+        }
+    }
+
     /// The batch was not buffered after all: its spans go back to the quota.
     pub fn release(mut self) {
         if let Some((account, month, spans)) = self.0.take() {
@@ -511,9 +523,16 @@ mod tests {
         let copy = ticket.clone();
         drop(copy);
         assert_eq!(p.account.usage.begin_sync(month), 0, "a copy is no ticket");
+        let mut ticket = ticket;
+        ticket.flush_part(15);
+        assert_eq!(
+            p.account.usage.flushed_since_sync(month),
+            15,
+            "a part written"
+        );
         drop(ticket);
         let taken = p.account.usage.begin_sync(month);
-        assert_eq!(taken, 40);
+        assert_eq!(taken, 40, "the rest at the drop, once");
         p.account.usage.finish_sync(month, 40, taken);
         assert_eq!(p.account.usage.used(month), 40);
     }

@@ -207,6 +207,17 @@ impl State {
 
     /// Rows of `n` of an entry are inserted or dead-lettered; confirms it once all are.
     pub(super) fn settle(&mut self, entry: &Entry, n: usize) {
+        // Their spans leave the quota's buffered count now (`UsageTicket::flush_part`):
+        // the entry's ticket, or the spool's for a batch read back.
+        let mut ticket = entry.usage.take();
+        ticket.flush_part(n as u64);
+        entry.usage.set(ticket);
+        if let Some(ticket) = entry
+            .pos
+            .and_then(|pos| self.tickets.get_mut(&(pos.segment, pos.index)))
+        {
+            ticket.flush_part(n as u64);
+        }
         let left = entry.left.get() - n;
         entry.left.set(left);
         if left == 0 {
