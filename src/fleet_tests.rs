@@ -222,6 +222,25 @@ fn a_key_is_served_while_redis_is_down_and_leased_again_once_it_is_back() {
     });
 }
 
+/// 1 span/s, a bucket of 100: nothing refills within a test's few milliseconds.
+const SLOW: Rate = Rate {
+    per_second: 1,
+    burst: 100,
+};
+
+/// One key of a plan of `rate` and a leaser for it, against `redis`: the key store, its
+/// principal, its bucket's name in Redis, the leaser.
+fn slow_key(redis: &Redis, rate: Rate) -> (KeyStore, Arc<Principal>, String, Leaser) {
+    let (keys, principal, bucket) = one_key(&rate_plan(rate.per_second, rate.burst));
+    let leaser = Leaser::new(&redis.url(), Duration::from_millis(100), Arc::default()).unwrap();
+    (keys, principal, bucket, leaser)
+}
+
+async fn connect(redis: &Redis) -> MultiplexedConnection {
+    let client = Client::open(redis.url()).unwrap();
+    client.get_multiplexed_async_connection().await.unwrap()
+}
+
 /// The spans a key's Redis bucket has free now (what the script would grant).
 async fn redis_free(conn: &mut MultiplexedConnection, bucket: &str, rate: Rate) -> u64 {
     let tat: Option<u64> = redis::cmd("GET")
@@ -242,16 +261,11 @@ async fn redis_free(conn: &mut MultiplexedConnection, bucket: &str, rate: Rate) 
 /// past full, even when Redis lost it meanwhile (restarted empty).
 #[test]
 fn a_stopping_replica_gives_back_its_unspent_lease() {
-    let redis = Redis::start();
-    let rt = runtime();
-    let plan = rate_plan(1, 100);
-    let rate = plan.rate.unwrap();
-    let (keys, principal, bucket) = one_key(&plan);
-    let mut leaser = Leaser::new(&redis.url(), Duration::from_millis(100), Arc::default()).unwrap();
-    let lease = &principal.bucket.lease;
+    let (redis, rt) = (Redis::start(), runtime());
+    let (keys, principal, bucket, mut leaser) = slow_key(&redis, SLOW);
+    let (lease, rate) = (&principal.bucket.lease, SLOW);
     rt.block_on(async {
-        let client = Client::open(redis.url()).unwrap();
-        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        let mut conn = connect(&redis).await;
         // 60 spans through the local bucket, charged by the round; then a batch of 30 asked
         // of the lease (1 span, refused), so the next round leases 30.
         assert!(matches!(
@@ -306,16 +320,11 @@ fn a_stopping_replica_gives_back_its_unspent_lease() {
 /// back to the fleet's bucket at the next round, not on top of the replica's hold.
 #[test]
 fn a_refund_past_the_hold_goes_back_to_redis() {
-    let redis = Redis::start();
-    let rt = runtime();
-    let plan = rate_plan(1, 100);
-    let rate = plan.rate.unwrap();
-    let (keys, principal, bucket) = one_key(&plan);
-    let mut leaser = Leaser::new(&redis.url(), Duration::from_millis(100), Arc::default()).unwrap();
-    let lease = &principal.bucket.lease;
+    let (redis, rt) = (Redis::start(), runtime());
+    let (keys, principal, bucket, mut leaser) = slow_key(&redis, SLOW);
+    let (lease, rate) = (&principal.bucket.lease, SLOW);
     rt.block_on(async {
-        let client = Client::open(redis.url()).unwrap();
-        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        let mut conn = connect(&redis).await;
         // 30 through the local bucket, then a batch of 30 asked of the lease: leased.
         let _ = principal.bucket.take(rate, 30, 1);
         leaser.round(&keys).await;

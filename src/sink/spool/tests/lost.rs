@@ -2,6 +2,28 @@
 
 use super::*;
 
+/// A spool of small segments holding batches `t0` to `t7` of `rows` rows each.
+fn eight_batches(dir: &TestDir, rows: usize) -> (Spool, Arc<FlushStats>) {
+    let (mut spool, stats) = open(dir, 64 << 10);
+    for i in 0..8 {
+        spool
+            .append(&batch("o", &format!("t{i}"), rows, 0), false)
+            .unwrap();
+    }
+    (spool, stats)
+}
+
+/// The next read fails with EIO for longer than `READ_GIVE_UP`: the next `read_next` gives
+/// up the rest of that segment.
+fn give_up_after_a_lasting_eio(spool: &mut Spool) {
+    faults::arm_errno(Site::SpoolRead, 1, libc::EIO);
+    assert!(spool.read_next().is_none());
+    let retry = spool.read_retry.as_mut().expect("a failed read");
+    retry.since -= READ_GIVE_UP;
+    retry.at = Instant::now();
+    faults::arm_errno(Site::SpoolRead, 1, libc::EIO);
+}
+
 /// Records given up because the disk changed under the spool (`lose_rest`) leave
 /// `spool_rows` (and so `/health`'s `buffered` and `traceingest_buffered_rows`), and are
 /// counted in `rows_lost`: the spool rows gauge went back to 0 once everything else was read,
@@ -10,21 +32,11 @@ use super::*;
 #[test]
 fn rows_given_up_leave_the_spool_rows_and_count_as_lost() {
     let dir = TestDir::new("spool-lose-rows");
-    let (mut spool, stats) = open(&dir, 64 << 10);
-    for i in 0..8 {
-        spool
-            .append(&batch("o", &format!("t{i}"), 3, 0), false)
-            .unwrap();
-    }
+    let (mut spool, stats) = eight_batches(&dir, 3);
     let first_segment_records = u64::from(spool.segments[0].records);
     assert!(spool.segments.len() >= 2 && first_segment_records > 1);
     assert_eq!(trace(&spool.read_next().unwrap()), "t0");
-    faults::arm_errno(Site::SpoolRead, 1, libc::EIO);
-    assert!(spool.read_next().is_none());
-    let retry = spool.read_retry.as_mut().expect("a failed read");
-    retry.since -= READ_GIVE_UP;
-    retry.at = Instant::now();
-    faults::arm_errno(Site::SpoolRead, 1, libc::EIO);
+    give_up_after_a_lasting_eio(&mut spool);
     let mut read = 1;
     while spool.read_next().is_some() {
         read += 1;
@@ -39,12 +51,7 @@ fn rows_given_up_leave_the_spool_rows_and_count_as_lost() {
 
     // A segment cut short on disk is given up the same way.
     let dir = TestDir::new("spool-lose-rows-cut");
-    let (mut spool, stats) = open(&dir, 64 << 10);
-    for i in 0..8 {
-        spool
-            .append(&batch("o", &format!("t{i}"), 2, 0), false)
-            .unwrap();
-    }
+    let (mut spool, stats) = eight_batches(&dir, 2);
     let first = u64::from(spool.segments[0].records);
     let seg = segment::segment_path(&dir.path().join("spool"), spool.segments[0].id);
     OpenOptions::new()
@@ -79,23 +86,13 @@ fn read_and_confirm_all(spool: &mut Spool) -> Vec<String> {
 #[test]
 fn records_given_up_for_a_read_error_are_read_again_at_the_next_start() {
     let dir = TestDir::new("spool-lose-kept");
-    let (mut spool, _) = open(&dir, 64 << 10);
-    for i in 0..8 {
-        spool
-            .append(&batch("o", &format!("t{i}"), 3, 0), false)
-            .unwrap();
-    }
+    let (mut spool, _) = eight_batches(&dir, 3);
     let first = spool.segments[0].records as usize;
     let first_path = segment::segment_path(&dir.path().join("spool"), spool.segments[0].id);
     let r = spool.read_next().unwrap();
     assert_eq!(trace(&r), "t0");
     spool.confirm(r.pos);
-    faults::arm_errno(Site::SpoolRead, 1, libc::EIO);
-    assert!(spool.read_next().is_none());
-    let retry = spool.read_retry.as_mut().expect("a failed read");
-    retry.since -= READ_GIVE_UP;
-    retry.at = Instant::now();
-    faults::arm_errno(Site::SpoolRead, 1, libc::EIO);
+    give_up_after_a_lasting_eio(&mut spool);
     let read = read_and_confirm_all(&mut spool);
     assert_eq!(read.len(), 8 - first, "the later segments' records");
     assert!(
